@@ -1,0 +1,1 @@
+"""Checkers: pure functions from a history to a verdict with evidence."""

@@ -1,0 +1,117 @@
+"""History events: typed records, read from and written as JSON Lines.
+
+One JSON object per line with the fields of DESIGN.md. ``time`` is ns since run start
+on CLOCK_MONOTONIC (comparable across worker processes); ``wall`` is unix ns, for humans.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
+EVENT_TYPES = frozenset({INVOKE, OK, FAIL, INFO})
+COMPLETIONS = frozenset({OK, FAIL, INFO})
+NEMESIS = "nemesis"
+
+# Client operations; a nemesis event's f names its fault instead.
+ACQUIRE, RELEASE, EXTEND, ENTER, EXIT = "acquire", "release", "extend", "enter", "exit"
+
+_FIELDS = ("index", "process", "type", "f", "key", "token", "time", "wall", "value")
+
+
+class HistoryError(ValueError):
+    """A history file that cannot be read; the message names the file and the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    index: int
+    process: int | str  # logical client id, or "nemesis"
+    type: str  # invoke | ok | fail | info
+    f: str
+    time: int  # ns since run start, monotonic
+    wall: int  # unix ns
+    key: str | None = None
+    token: str | None = None
+    value: dict[str, Any] | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {name: getattr(self, name) for name in _FIELDS}, separators=(",", ":")
+        )
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str) -> Event:
+        """Build an event from a decoded JSON object; ``where`` names file:line for errors."""
+        if not isinstance(raw, dict):
+            raise HistoryError(f"{where}: an event must be a JSON object, got {type(raw).__name__}")
+        missing = [name for name in ("index", "process", "type", "f", "time") if name not in raw]
+        if missing:
+            raise HistoryError(f"{where}: event lacks {', '.join(missing)}")
+        unknown = set(raw) - set(_FIELDS)
+        if unknown:
+            raise HistoryError(
+                f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
+                f"allowed: {', '.join(_FIELDS)}"
+            )
+        if raw["type"] not in EVENT_TYPES:
+            raise HistoryError(
+                f"{where}: type {raw['type']!r} is not one of {', '.join(sorted(EVENT_TYPES))}"
+            )
+        for name in ("index", "time"):
+            if not isinstance(raw[name], int) or isinstance(raw[name], bool):
+                raise HistoryError(f"{where}: {name} must be an integer, got {raw[name]!r}")
+        if not isinstance(raw["process"], int | str) or isinstance(raw["process"], bool):
+            raise HistoryError(f"{where}: process must be an integer or 'nemesis'")
+        value = raw.get("value")
+        if value is not None and not isinstance(value, dict):
+            raise HistoryError(f"{where}: value must be an object or null")
+        return cls(
+            index=raw["index"],
+            process=raw["process"],
+            type=raw["type"],
+            f=raw["f"],
+            time=raw["time"],
+            wall=raw.get("wall", 0),
+            key=raw.get("key"),
+            token=raw.get("token"),
+            value=value,
+        )
+
+
+def parse_lines(lines: Iterable[str], source: str) -> Iterator[Event]:
+    """Decode JSON Lines; blank lines are skipped, anything else malformed raises HistoryError."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise HistoryError(f"{source}:{number}: not valid JSON ({e.msg})") from None
+        yield Event.from_dict(raw, f"{source}:{number}")
+
+
+def read_history(path: Path) -> list[Event]:
+    """Read a history file; raises HistoryError naming the file (and line) when unusable."""
+    try:
+        with path.open(encoding="utf-8") as lines:
+            return list(parse_lines(lines, str(path)))
+    except FileNotFoundError:
+        raise HistoryError(f"{path}: no such history file") from None
+    except UnicodeDecodeError as e:
+        raise HistoryError(f"{path}: not UTF-8 text ({e.reason})") from None
+
+
+def write_history(path: Path, events: Iterable[Event]) -> int:
+    """Write events as JSON Lines; returns how many were written."""
+    count = 0
+    with path.open("w", encoding="utf-8") as out:
+        for event in events:
+            out.write(event.to_json())
+            out.write("\n")
+            count += 1
+    return count

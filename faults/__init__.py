@@ -1,0 +1,1 @@
+"""The nemesis: fault injection (process, network, clock). Fault kinds arrive one class each."""

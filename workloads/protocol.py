@@ -1,0 +1,48 @@
+"""The lock-client protocol every algorithm (and user plug-in) implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from workloads.endpoints import Endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What a successful acquire hands back.
+
+    ``deadline`` is the validity deadline in the history's time base (ns since run start),
+    or None when the algorithm gives none. ``grants`` names the nodes that said yes.
+    """
+
+    key: str
+    token: str
+    deadline: int | None
+    grants: tuple[str, ...]
+    fencing: int | None = None
+
+
+class LockClient(Protocol):
+    def acquire(self, key: str, ttl_ms: int) -> Lease | None:
+        """Try once; a Lease if this client now holds ``key``, None if it was refused."""
+        ...
+
+    def release(self, lease: Lease) -> bool:
+        """Give the lock up; True if this client's lease was still there to remove."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ClientFactory(Protocol):
+    def __call__(
+        self, nodes: Sequence[Endpoint], clock: Clock, options: dict[str, object]
+    ) -> LockClient: ...
+
+
+class Clock(Protocol):
+    """The history's time base: ns since run start on CLOCK_MONOTONIC."""
+
+    def __call__(self) -> int: ...
