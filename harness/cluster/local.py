@@ -1,0 +1,170 @@
+"""The local-process backend: redis-servers and toxiproxy-server as children of the harness."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import redis
+
+from harness.cluster.process import pid_alive
+from harness.cluster.redis_node import LocalRedisNode
+from harness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
+from harness.errors import ClusterError
+from workloads.endpoints import Endpoint
+
+log = logging.getLogger("lockharness.cluster")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    redis_server: Path
+    toxiproxy_server: Path
+    base_dir: Path  # data dirs and logs go here (the run directory)
+    nodes: int = 5
+    workers: int = 4
+    persistence: str = "none"
+
+
+class LocalCluster:
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        base = config.base_dir
+        self._nodes = [
+            LocalRedisNode(
+                f"n{i}", config.redis_server, base / "data" / f"n{i}", base / f"redis-n{i}.log",
+                config.persistence,
+            )
+            for i in range(1, config.nodes + 1)
+        ]  # fmt: skip
+        # The resource sits outside the fault domain: no proxy, never faulted, no persistence.
+        self._resource = LocalRedisNode(
+            "resource", config.redis_server, base / "data" / "resource",
+            base / "redis-resource.log",
+        )  # fmt: skip
+        self._toxiproxy = ToxiproxyServer(config.toxiproxy_server, base / "toxiproxy.log")
+        self._proxies: dict[tuple[int, str], Endpoint] = {}
+
+    @property
+    def nodes(self) -> list[LocalRedisNode]:
+        return self._nodes
+
+    @property
+    def resource(self) -> Endpoint:
+        return self._resource.endpoint
+
+    @property
+    def toxiproxy(self) -> ToxiproxyAPI:
+        return self._toxiproxy.api
+
+    def proxy_name(self, worker: int, node: str) -> str:
+        return f"w{worker}-{node}"
+
+    def worker_endpoints(self, worker: int) -> list[Endpoint]:
+        return [self._proxies[(worker, node.name)] for node in self._nodes]
+
+    def start(self) -> None:
+        """Start everything, or stop what did start and raise."""
+        try:
+            servers = [*self._nodes, self._resource]
+            for server in servers:  # spawn all first: they boot in parallel
+                server.spawn()
+            self._toxiproxy.spawn()
+            for server in servers:
+                server.wait_ready()
+            self._toxiproxy.wait_ready()
+            self._create_proxies()
+            self.wait_reachable()
+            self._write_description()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _create_proxies(self) -> None:
+        api = self.toxiproxy
+        for worker in range(1, self.config.workers + 1):
+            for node in self._nodes:
+                name = self.proxy_name(worker, node.name)
+                info = api.create_proxy(name, node.endpoint, node.name)
+                self._proxies[(worker, node.name)] = info.listen
+
+    def wait_reachable(self, timeout_s: float = 10.0) -> None:
+        """Every node answers PING through every proxy, or ClusterError names those that don't."""
+        deadline = time.monotonic() + timeout_s
+        pending = dict(self._proxies)
+        while pending and time.monotonic() < deadline:
+            for key, endpoint in list(pending.items()):
+                if _answers_ping(endpoint):
+                    del pending[key]
+            if pending:
+                time.sleep(0.02)
+        if pending:
+            names = ", ".join(self.proxy_name(w, n) for w, n in sorted(pending))
+            raise ClusterError(f"no PING answer through proxies {names} within {timeout_s:.0f}s")
+
+    def stop(self) -> None:
+        """Stop everything that was started; safe to call twice and after a failed start."""
+        errors: list[str] = []
+        servers = [self._toxiproxy, *self._nodes, self._resource]
+        for server in servers:  # signal all first: they shut down in parallel
+            server.terminate()
+        for server in servers:
+            try:
+                server.wait_or_kill()
+            except Exception as e:  # keep stopping the others
+                errors.append(f"{type(server).__name__}: {e}")
+        leftovers = [pid for pid in self.pids() if pid_alive(pid)]
+        if errors or leftovers:
+            raise ClusterError(f"teardown incomplete: {errors or ''} still alive: {leftovers}")
+        log.info("cluster stopped")
+
+    def pids(self) -> list[int]:
+        servers = [self._toxiproxy, *self._nodes, self._resource]
+        return [server.pid for server in servers if server.pid is not None]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "local",
+            "toxiproxy_api": f"127.0.0.1:{self._toxiproxy.port}",
+            "resource": self._resource.endpoint.to_dict(),
+            "nodes": [
+                {**node.endpoint.to_dict(), "pid": node.pid, "persistence": node.persistence}
+                for node in self._nodes
+            ],
+            "proxies": {
+                self.proxy_name(worker, node): endpoint.to_dict()
+                for (worker, node), endpoint in sorted(self._proxies.items())
+            },
+            "pids": self.pids(),
+        }
+
+    def _write_description(self) -> None:
+        path = self.config.base_dir / "cluster.json"
+        path.write_text(json.dumps(self.describe(), indent=2) + "\n")
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _answers_ping(endpoint: Endpoint) -> bool:
+    client = redis.Redis(host=endpoint.host, port=endpoint.port, socket_timeout=0.5)
+    try:
+        return bool(client.ping())
+    except redis.exceptions.RedisError:
+        return False
+    finally:
+        client.close()

@@ -1,0 +1,104 @@
+"""One OS process the harness owns: start, signal, stop, and never leave it behind."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+log = logging.getLogger("lockharness.cluster")
+
+
+class ManagedProcess:
+    """A child process with its output in a log file.
+
+    Children get their own session so a terminal's Ctrl-C reaches only the controller,
+    which then tears everything down in order (clients first, servers last).
+    """
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen else None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as out:
+            self._popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        log.info("started %s pid %d: %s", self.name, self._popen.pid, " ".join(self.argv))
+
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    def exit_code(self) -> int | None:
+        return self._popen.poll() if self._popen else None
+
+    def signal(self, signum: int) -> None:
+        if self.running():
+            assert self._popen is not None
+            self._popen.send_signal(signum)
+
+    def kill(self) -> None:
+        """SIGKILL and reap: the process is gone when this returns."""
+        if self._popen is None:
+            return
+        if self._popen.poll() is None:
+            self._popen.kill()
+        self._popen.wait()
+
+    def terminate(self) -> None:
+        """Ask it to exit (SIGTERM) without waiting; a paused process is continued first."""
+        if self.running():
+            assert self._popen is not None
+            self._popen.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            self._popen.terminate()
+
+    def wait_or_kill(self, grace_s: float = 2.0) -> None:
+        """Wait up to ``grace_s`` for it to exit, then SIGKILL; reaped either way."""
+        if self._popen is None:
+            return
+        try:
+            self._popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop in %.1fs; killing it", self.name, grace_s)
+            self.kill()
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        self.terminate()
+        self.wait_or_kill(grace_s)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie (zombies hold no ports or files)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

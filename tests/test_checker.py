@@ -1,0 +1,339 @@
+"""Checker unit tests on small synthetic histories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checker.history import Event, HistoryError, read_history
+from checker.mutex import check_mutual_exclusion
+from checker.resource import check_resource
+from checker.sections import critical_sections
+from checker.stats import compute_stats, percentile
+from checker.verdict import CheckResult, Verdict, check_history
+
+MS = 1_000_000
+
+
+class History:
+    """Builds a history with consecutive indexes; times are in ns."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def add(
+        self,
+        process: int | str,
+        type: str,
+        f: str,
+        time: int,
+        token: str | None = None,
+        value: dict[str, Any] | None = None,
+        key: str | None = "k0",
+    ) -> History:
+        index = len(self.events)
+        self.events.append(Event(index, process, type, f, time, time, key, token, value))
+        return self
+
+    def lease(
+        self,
+        process: int,
+        token: str,
+        start: int,
+        end: int | None,
+        deadline: int | None = None,
+        grants: list[str] | None = None,
+        key: str = "k0",
+    ) -> History:
+        """A full cycle: acquire invoke/ok at ``start``, release invoke/ok at ``end``."""
+        value = {"deadline": deadline, "grants": grants or ["n1"], "fencing": None}
+        self.add(process, "invoke", "acquire", start - 1, value={"ttl_ms": 100}, key=key)
+        self.add(process, "ok", "acquire", start, token, value, key=key)
+        if end is not None:
+            self.add(process, "invoke", "release", end, token, key=key)
+            self.add(process, "ok", "release", end + 1, token, key=key)
+        return self
+
+
+def check(h: History, **kwargs: Any) -> CheckResult:
+    return check_history(h.events, **kwargs)
+
+
+# --- critical sections and mutual exclusion ---------------------------------------
+
+
+def test_touching_sections_are_not_an_overlap() -> None:
+    h = History().lease(1, "a", start=10, end=100).lease(2, "b", start=100, end=200)
+    assert check_mutual_exclusion(critical_sections(h.events)) == []
+    assert check(h).verdict == Verdict.VALID
+
+
+def test_one_ns_overlap_is_a_violation() -> None:
+    h = History().lease(1, "a", start=10, end=101).lease(2, "b", start=100, end=200)
+    witnesses = check_mutual_exclusion(critical_sections(h.events))
+    assert len(witnesses) == 1
+    assert witnesses[0]["kind"] == "overlap"
+    assert witnesses[0]["overlap_ns"] == 1
+    assert (witnesses[0]["first"]["token"], witnesses[0]["second"]["token"]) == ("a", "b")
+    result = check(h)
+    assert result.verdict == Verdict.INVALID
+    assert result.stats["violations"] == 1
+    assert result.reasons == ["1 overlapping critical section on key k0"]
+
+
+def test_same_owner_sequential_sections_are_fine() -> None:
+    h = History()
+    for n in range(5):
+        h.lease(7, f"t{n}", start=n * 100 + 10, end=n * 100 + 50)
+    sections = critical_sections(h.events)
+    assert [s.token for s in sections] == ["t0", "t1", "t2", "t3", "t4"]
+    assert all(s.closed for s in sections)
+    assert check(h).verdict == Verdict.VALID
+
+
+def test_same_owner_overlapping_itself_is_not_a_violation() -> None:
+    h = History().lease(1, "a", start=10, end=100).lease(1, "b", start=50, end=150)
+    assert check_mutual_exclusion(critical_sections(h.events)) == []
+
+
+def test_different_keys_never_overlap() -> None:
+    h = History().lease(1, "a", 10, 100, key="k0").lease(2, "b", 50, 150, key="k1")
+    assert check_mutual_exclusion(critical_sections(h.events)) == []
+
+
+def test_overlap_hidden_behind_a_longer_section_of_the_same_owner_is_found() -> None:
+    # Process 2 reaches furthest, but its second section still overlaps process 1's.
+    h = (
+        History()
+        .lease(1, "a", start=0, end=100)
+        .lease(2, "b", start=10, end=200)
+        .lease(2, "c", start=50, end=60)
+    )
+    witnesses = check_mutual_exclusion(critical_sections(h.events))
+    pairs = [(w["first"]["token"], w["second"]["token"]) for w in witnesses]
+    assert pairs == [("a", "b"), ("a", "c")]
+    assert [w["overlap_ns"] for w in witnesses] == [90, 10]
+
+
+def test_info_and_fail_acquires_open_no_section() -> None:
+    h = History().lease(1, "a", start=10, end=100)
+    h.add(2, "invoke", "acquire", 20, value={"ttl_ms": 100})
+    h.add(2, "info", "acquire", 30, "x", {"error": "timeout"})
+    h.add(3, "invoke", "acquire", 20, value={"ttl_ms": 100})
+    h.add(3, "fail", "acquire", 40, value={"grants": ["n2"]})
+    h.add(2, "invoke", "release", 90, "x")
+    h.add(3, "invoke", "release", 95, None)
+    sections = critical_sections(h.events)
+    assert [(s.process, s.token) for s in sections] == [(1, "a")]
+    assert check(h).verdict == Verdict.VALID
+
+
+def test_unreleased_section_lasts_to_the_process_last_event() -> None:
+    h = History().lease(1, "a", start=10, end=None)
+    h.add(1, "invoke", "enter", 20, "a")
+    h.add(1, "ok", "enter", 500, "a", {"occupancy": 1, "others": []})
+    h.lease(2, "b", start=300, end=400)
+    sections = {s.token: s for s in critical_sections(h.events)}
+    assert sections["a"].end == 500
+    assert sections["a"].closed is False
+    assert sections["a"].release_index is None
+    witnesses = check_mutual_exclusion(sections.values())
+    assert len(witnesses) == 1
+    assert witnesses[0]["first"]["closed"] is False
+    assert witnesses[0]["overlap_ns"] == 100
+
+
+def test_nemesis_events_do_not_extend_sections() -> None:
+    h = History().lease(1, "a", start=10, end=None)
+    h.add("nemesis", "info", "pause", 10_000, value={"targets": [1]}, key=None)
+    (section,) = critical_sections(h.events)
+    assert section.end == 10
+
+
+def test_deadline_overrun_is_reported_beside_the_overlap() -> None:
+    # Process 1 is paused past its deadline (150) and releases at 400; 2 took the lock at 200.
+    h = (
+        History()
+        .lease(1, "a", start=50, end=400, deadline=150)
+        .lease(2, "b", start=200, end=300, deadline=1_000)
+    )
+    (witness,) = check_mutual_exclusion(critical_sections(h.events))
+    assert witness["first"]["overran_deadline_ns"] == 250
+    assert witness["second"]["overran_deadline_ns"] == 0
+    assert witness["overlap_ns"] == 100  # not clipped at the deadline
+
+
+def test_no_deadline_gives_null_overrun() -> None:
+    h = History().lease(1, "a", 0, 100).lease(2, "b", 50, 150)
+    (witness,) = check_mutual_exclusion(critical_sections(h.events))
+    assert witness["first"]["overran_deadline_ns"] is None
+
+
+def test_witnesses_carry_grants_and_tokens() -> None:
+    h = (
+        History()
+        .lease(1, "tok-a", 0, 100, grants=["n1", "n2", "n3"])
+        .lease(2, "tok-b", 50, 150, grants=["n3", "n4", "n5"])
+    )
+    result = check(h)
+    (witness,) = result.witnesses
+    assert witness["first"]["token"] == "tok-a"
+    assert witness["first"]["grants"] == ["n1", "n2", "n3"]
+    assert witness["second"]["token"] == "tok-b"
+    assert witness["second"]["grants"] == ["n3", "n4", "n5"]
+    assert witness["first"]["acquire_index"] == 1
+    assert witness["first"]["release_index"] == 2
+    json.dumps(result.to_dict())  # JSON-ready
+
+
+# --- resource view ---------------------------------------------------------------
+
+
+def test_resource_occupancy_two_is_invalid() -> None:
+    h = History().lease(1, "a", 0, 100).lease(2, "b", 100, 200)
+    h.add(2, "ok", "enter", 150, "b", {"occupancy": 2, "others": ["a"]})
+    (witness,) = check_resource(h.events)
+    assert witness["kind"] == "resource"
+    assert (witness["process"], witness["token"], witness["occupancy"]) == (2, "b", 2)
+    assert witness["others"] == ["a"]
+    assert witness["index"] == len(h.events) - 1
+    result = check(h)
+    assert result.verdict == Verdict.INVALID
+    assert result.stats["resource_violations"] == 1
+
+
+def test_resource_occupancy_one_is_fine() -> None:
+    h = History().lease(1, "a", 0, 100)
+    h.add(1, "ok", "enter", 50, "a", {"occupancy": 1, "others": []})
+    assert check_resource(h.events) == []
+
+
+def test_witnesses_are_capped_but_counted() -> None:
+    h = History()
+    for n in range(10):
+        h.lease(n, f"t{n}", start=n, end=1_000)
+    result = check(h, max_witnesses=3)
+    assert result.verdict == Verdict.INVALID
+    assert result.stats["violations"] == 9
+    assert len(result.witnesses) == 3
+    assert "showing 3 of 9 witnesses" in result.reasons
+
+
+# --- unknown -----------------------------------------------------------------------
+
+
+def test_no_successful_acquire_is_unknown() -> None:
+    h = History()
+    h.add(1, "invoke", "acquire", 0, value={"ttl_ms": 100})
+    h.add(1, "fail", "acquire", 10, value={})
+    result = check(h)
+    assert result.verdict == Verdict.UNKNOWN
+    assert result.reasons == ["no acquire ever succeeded"]
+
+
+def test_missing_expected_process_is_unknown() -> None:
+    h = History().lease(1, "a", 0, 100).lease(2, "b", 100, 200)
+    assert check(h, expected_processes=[1, 2]).verdict == Verdict.VALID
+    result = check(h, expected_processes=[1, 2, 3])
+    assert result.verdict == Verdict.UNKNOWN
+    assert len(result.reasons) == 1
+    assert "3" in result.reasons[0] and "recorded no events" in result.reasons[0]
+
+
+def test_violation_beats_unknown() -> None:
+    h = History().lease(1, "a", 0, 100).lease(2, "b", 50, 150)
+    assert check(h, expected_processes=[1, 2, 3]).verdict == Verdict.INVALID
+
+
+# --- stats -------------------------------------------------------------------------
+
+
+def stats_history() -> History:
+    h = History()
+    h.add(1, "invoke", "acquire", 0, value={"ttl_ms": 100})
+    h.add(2, "invoke", "acquire", 1 * MS, value={"ttl_ms": 100})
+    h.add(3, "invoke", "acquire", 1 * MS, value={"ttl_ms": 100})
+    h.add(1, "ok", "acquire", 2 * MS, "a", {"deadline": None, "grants": ["n1"], "fencing": 1})
+    h.add("nemesis", "info", "kill", 3 * MS, value={"node": "n2"}, key=None)
+    h.add(2, "fail", "acquire", 4 * MS, value={})
+    h.add(1, "invoke", "release", 5 * MS, "a")
+    h.add(1, "ok", "release", 6 * MS, "a")
+    h.add(1, "invoke", "acquire", 7 * MS, value={"ttl_ms": 100})
+    h.add(1, "ok", "acquire", 8 * MS, "b", {"deadline": None, "grants": ["n1"], "fencing": 2})
+    h.add(1, "invoke", "release", 9 * MS, "b")
+    h.add(1, "ok", "release", 10 * MS, "b")
+    h.add(3, "info", "acquire", 11 * MS, value={"error": "timeout"})
+    return h
+
+
+def test_stats_on_a_hand_computed_history() -> None:
+    stats = compute_stats(stats_history().events)
+    assert (stats["attempts"], stats["ok"], stats["fail"], stats["info"]) == (4, 2, 1, 1)
+    assert stats["cycles"] == 2
+    assert stats["nemesis_events"] == 1
+    assert stats["span_s"] == pytest.approx(0.011)
+    assert stats["cycles_per_s"] == pytest.approx(2 / 0.011)
+    # Latencies: 2, 3, 1, 10 ms -> nearest rank p50 = 2nd of 4, p99 = 4th of 4.
+    assert stats["acquire_p50_ms"] == pytest.approx(2.0)
+    assert stats["acquire_p99_ms"] == pytest.approx(10.0)
+    # Ok-only: 2, 1 ms.
+    assert stats["acquire_ok_p50_ms"] == pytest.approx(1.0)
+    assert stats["acquire_ok_p99_ms"] == pytest.approx(2.0)
+
+
+def test_stats_without_data_are_null() -> None:
+    stats = compute_stats([])
+    assert stats["attempts"] == 0
+    assert stats["acquire_p50_ms"] is None
+    assert stats["acquire_ok_p99_ms"] is None
+    assert stats["cycles_per_s"] is None
+
+
+def test_nearest_rank_percentile() -> None:
+    values = list(range(1, 101))
+    assert percentile(values, 50) == 50
+    assert percentile(values, 99) == 99
+    assert percentile([5], 99) == 5
+    assert percentile([], 50) is None
+
+
+def test_check_result_to_dict_round_trips_through_json() -> None:
+    result = check(stats_history())
+    assert result.verdict == Verdict.VALID
+    decoded = json.loads(json.dumps(result.to_dict()))
+    assert decoded["verdict"] == "valid"
+    assert decoded["stats"]["violations"] == 0
+
+
+# --- reading corrupt histories -----------------------------------------------------
+
+GOOD = Event(0, 1, "invoke", "acquire", 0, 0, "k0", None, {"ttl_ms": 100}).to_json()
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "fragment"),
+    [
+        ('{"index": 1, "process": 1,', "not valid JSON"),
+        ('{"index":1,"process":1,"type":"maybe","f":"acquire","time":5}', "type 'maybe'"),
+        ('{"index":1,"process":1,"type":"ok","f":"acquire"}', "lacks time"),
+    ],
+    ids=["bad-json", "unknown-type", "missing-field"],
+)
+def test_corrupt_history_names_file_and_line(tmp_path: Path, bad_line: str, fragment: str) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text(f"{GOOD}\n\n{bad_line}\n{GOOD}\n", encoding="utf-8")
+    with pytest.raises(HistoryError) as error:
+        read_history(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}:3:")
+    assert fragment in message
+
+
+def test_good_history_reads_back(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    events = stats_history().events
+    path.write_text("".join(e.to_json() + "\n" for e in events), encoding="utf-8")
+    assert read_history(path) == events
