@@ -1,0 +1,61 @@
+# `make demo` and `make test` set everything up on a fresh machine (see README.md).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TOOLS := .tools/bin
+TOXIPROXY_VERSION := v2.12.0
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup python-env redis-server toxiproxy demo test test-all bench lint clean
+
+setup: python-env redis-server toxiproxy
+
+python-env: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# Debian's redis-server when none is found; apt must not start it as a service.
+redis-server:
+	@if [ -n "$$LOCKHARNESS_REDIS_SERVER" ] || command -v redis-server >/dev/null; then \
+	  echo "redis-server: $$(command -v redis-server || echo $$LOCKHARNESS_REDIS_SERVER)"; \
+	else \
+	  echo "installing redis-server from Debian's packages"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq redis-server >/dev/null && \
+	  { $(SUDO) service redis-server stop >/dev/null 2>&1 || true; }; \
+	fi
+
+# Toxiproxy v2.12.0 built from its Go module (the binary is named `server`).
+toxiproxy:
+	@if [ -n "$$LOCKHARNESS_TOXIPROXY_SERVER" ] || [ -x $(TOOLS)/toxiproxy-server ] \
+	    || command -v toxiproxy-server >/dev/null; then \
+	  echo "toxiproxy-server: found"; \
+	else \
+	  echo "building Toxiproxy $(TOXIPROXY_VERSION) with go install"; \
+	  mkdir -p $(TOOLS) .tools/gobin && \
+	  GOBIN=$(CURDIR)/.tools/gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION) && \
+	  mv .tools/gobin/server $(TOOLS)/toxiproxy-server; \
+	fi
+
+demo: setup
+	$(BIN)/python -m harness.demo
+
+test: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-all: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m ''
+
+bench: setup
+	$(BIN)/python -m bench
+
+lint: python-env
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) .tools store

@@ -1,0 +1,221 @@
+"""The command line: list, run, check, cluster up."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rich.console import Console
+from rich.table import Table
+
+from checker.history import HistoryError, read_history
+from checker.verdict import Verdict, check_history
+from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from harness.cluster.local import ClusterConfig, LocalCluster
+from harness.console import print_summary
+from harness.durations import parse_duration
+from harness.errors import (
+    EXIT_AS_EXPECTED,
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_NOT_AS_EXPECTED,
+    EXIT_UNKNOWN,
+    BadInput,
+    LockharnessError,
+)
+from harness.runner import Binaries, run_scenario
+from harness.scenario import builtin_scenarios, load_scenario, with_overrides
+from harness.store import create_run_dir
+from workloads.registry import CLIENTS
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad flags are bad input: exit 254, like a bad scenario file."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _duration(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 64")
+    return int(text)
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 0")
+    return int(text)
+
+
+def _binary_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis-server", metavar="PATH", help="redis-server binary")
+    parser.add_argument("--toxiproxy-server", metavar="PATH", help="toxiproxy-server binary")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="lockharness", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="the built-in scenarios (or, --clients, clients)")
+    listing.add_argument("--clients", action="store_true", help="list the lock clients instead")
+
+    run = commands.add_parser("run", help="run a scenario and check its history")
+    run.add_argument("scenario", help="a built-in scenario name or a path to a YAML file")
+    run.add_argument("--duration", type=_duration, help="how long the workload runs, e.g. 10s")
+    run.add_argument("--seed", type=_seed, help="seed for every random choice")
+    run.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    run.add_argument("--workers", type=_count, help="worker processes")
+    run.add_argument("--threads", type=_count, help="client threads per worker")
+    run.add_argument("--client", help="lock client (see `list --clients`)")
+    _binary_flags(run)
+
+    check = commands.add_parser("check", help="re-check a stored run directory or history file")
+    check.add_argument("target", type=Path, help="a run directory (e.g. store/latest) or a .jsonl")
+    check.add_argument(
+        "--expect", choices=["valid", "invalid"], help="default: the run's scenario.yaml, or valid"
+    )
+
+    cluster = commands.add_parser("cluster", help="a cluster to poke by hand")
+    cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
+    up = cluster_commands.add_parser("up", help="start a cluster; Ctrl-C tears it down")
+    up.add_argument("--nodes", type=_count, default=5)
+    up.add_argument("--workers", type=_count, default=4, help="proxies are made per worker")
+    up.add_argument("--store", type=Path, default=Path("store"), help="logs go to STORE/cluster/…")
+    _binary_flags(up)
+    return parser
+
+
+def _binaries(args: argparse.Namespace) -> Binaries:
+    return Binaries(
+        find_binary(REDIS_SERVER, args.redis_server),
+        find_binary(TOXIPROXY_SERVER, args.toxiproxy_server),
+    )
+
+
+def cmd_list(args: argparse.Namespace, console: Console) -> int:
+    if args.clients:
+        table = Table("client", "what it does", "options")
+        for info in CLIENTS.values():
+            table.add_row(info.name, info.description, ", ".join(info.options))
+    else:
+        table = Table("scenario", "expect", "description")
+        for scenario in builtin_scenarios():
+            table.add_row(scenario.name, scenario.expect, scenario.description.strip())
+    console.print(table)
+    return EXIT_AS_EXPECTED
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    scenario = with_overrides(
+        load_scenario(args.scenario),
+        duration_ns=args.duration,
+        seed=args.seed,
+        workers=args.workers,
+        threads=args.threads,
+        client=args.client,
+    )
+    outcome = run_scenario(scenario, store=args.store, binaries=_binaries(args), console=console)
+    print_summary(console, scenario.name, outcome.result, scenario.expect, outcome.run_dir)
+    return outcome.exit_code
+
+
+def cmd_check(args: argparse.Namespace, console: Console) -> int:
+    target: Path = args.target
+    expect, expected_processes, name = args.expect, None, target.name
+    if target.is_dir():
+        scenario_file = target / "scenario.yaml"
+        if scenario_file.exists():
+            scenario = load_scenario(str(scenario_file))
+            name = scenario.name
+            expect = expect or scenario.expect
+            w = scenario.workload
+            expected_processes = range(w.workers * w.threads)
+        target = target / "history.jsonl"
+    elif not target.exists():
+        raise BadInput(f"{target}: no such run directory or history file")
+    try:
+        history = read_history(target)
+    except HistoryError as e:
+        raise BadInput(str(e)) from None
+    result = check_history(history, expected_processes=expected_processes)
+    expect = expect or "valid"
+    print_summary(console, name, result, expect)
+    if result.verdict.value == expect:
+        return EXIT_AS_EXPECTED
+    return EXIT_UNKNOWN if result.verdict is Verdict.UNKNOWN else EXIT_NOT_AS_EXPECTED
+
+
+def cmd_cluster_up(args: argparse.Namespace, console: Console) -> int:
+    binaries = _binaries(args)
+    base = create_run_dir(args.store, "cluster")
+    config = ClusterConfig(
+        binaries.redis_server, binaries.toxiproxy_server, base, args.nodes, args.workers
+    )
+    cluster = LocalCluster(config)
+    try:
+        cluster.start()
+        console.print(_endpoint_table(cluster.describe()))
+        console.print(f"cluster ready; logs and cluster.json in {base}; Ctrl-C tears it down")
+        sys.stdout.flush()
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            cluster.stop()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    console.print("cluster stopped")
+    return EXIT_AS_EXPECTED
+
+
+def _endpoint_table(info: dict[str, Any]) -> Table:
+    table = Table("what", "address", "pid")
+    for node in info["nodes"]:
+        address = f"{node['host']}:{node['port']}"
+        table.add_row(f"node {node['name']} (direct)", address, str(node["pid"]))
+    table.add_row("resource", f"127.0.0.1:{info['resource']['port']}", "")
+    table.add_row("toxiproxy API", info["toxiproxy_api"], "")
+    for name, proxy in info["proxies"].items():
+        table.add_row(f"proxy {name}", f"{proxy['host']}:{proxy['port']}", "")
+    return table
+
+
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # `kill` tears down exactly like Ctrl-C
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console()
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    handlers = {"list": cmd_list, "run": cmd_run, "check": cmd_check, "cluster": cmd_cluster_up}
+    try:
+        return handlers[args.command](args, console)
+    except LockharnessError as e:
+        kind = "bad input" if e.exit_code == EXIT_BAD_INPUT else "error"
+        Console(stderr=True).print(f"[red]lockharness: {kind}:[/] {e}", highlight=False)
+        return e.exit_code
+    except KeyboardInterrupt:
+        Console(stderr=True).print("lockharness: interrupted")
+        return 130
+    except Exception:
+        traceback.print_exc()
+        Console(stderr=True).print("[red]lockharness: internal error[/] (traceback above)")
+        return EXIT_INTERNAL

@@ -1,0 +1,74 @@
+"""What a person reads at the end of a run or a check: verdict, expectation, witness, stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from checker.verdict import CheckResult, Verdict
+
+_STYLE = {Verdict.VALID: "bold green", Verdict.INVALID: "bold red", Verdict.UNKNOWN: "bold yellow"}
+
+
+def _ms(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e6:.1f} ms"
+
+
+def _side(side: dict[str, Any]) -> str:
+    grants = ",".join(side.get("grants") or []) or "?"
+    text = (
+        f"process {side['process']} (token {str(side['token'])[:8]}…, granted by {grants}, "
+        f"held {side['start'] / 1e9:.3f}s→{side['end'] / 1e9:.3f}s"
+    )
+    if side.get("overran_deadline_ns"):
+        text += f", {_ms(side['overran_deadline_ns'])} past its validity deadline"
+    return text + ")"
+
+
+def describe_witness(witness: dict[str, Any]) -> str:
+    if witness.get("kind") == "overlap":
+        return (
+            f"key {witness['key']}: {_side(witness['first'])} and {_side(witness['second'])} "
+            f"overlap by {_ms(witness['overlap_ns'])}"
+        )
+    if witness.get("kind") == "resource":
+        return (
+            f"key {witness['key']}: the resource saw {witness['occupancy']} clients inside at "
+            f"{witness['time'] / 1e9:.3f}s (process {witness['process']} entered while "
+            f"{len(witness.get('others') or [])} other lease(s) were in)"
+        )
+    return str(witness)
+
+
+def describe_stats(stats: dict[str, Any]) -> str:
+    p50, p99 = stats.get("acquire_p50_ms"), stats.get("acquire_p99_ms")
+    lat = f"acquire p50 {p50:.2f} ms p99 {p99:.2f} ms" if p50 is not None else "no acquires"
+    rate = stats.get("cycles_per_s") or 0.0
+    return (
+        f"{stats.get('attempts', 0)} acquire attempts: {stats.get('ok', 0)} ok, "
+        f"{stats.get('fail', 0)} fail, {stats.get('info', 0)} info · "
+        f"{stats.get('cycles', 0)} lock cycles ({rate:.1f}/s) · {lat}"
+    )
+
+
+def print_summary(
+    console: Console, name: str, result: CheckResult, expect: str, run_dir: Path | None = None
+) -> None:
+    verdict = result.verdict
+    matched = verdict.value == expect
+    mark = "[green]as expected[/]" if matched else "[red]NOT as expected[/]"
+    console.print(
+        f"[{_STYLE[verdict]}]{verdict.value.upper()}[/] {name} (expected {expect}): {mark}",
+        highlight=False,
+    )
+    for reason in result.reasons:
+        console.print(f"  {reason}", highlight=False)
+    for witness in result.witnesses[:3]:
+        console.print(f"  witness: {describe_witness(witness)}", highlight=False)
+    if len(result.witnesses) > 3:
+        console.print(f"  … {len(result.witnesses) - 3} more witnesses in results.json")
+    console.print(f"  {describe_stats(result.stats)}", highlight=False)
+    if run_dir is not None:
+        console.print(f"  run directory: {run_dir}", highlight=False)

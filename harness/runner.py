@@ -1,0 +1,267 @@
+"""One run: cluster up, workers go, history recorded, everything down, history checked.
+
+Teardown is in a finally block that ignores further Ctrl-C, so a run never leaves a
+process behind: not on success, not on an exception, not on Ctrl-C, not when a worker dies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import random
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from checker.history import COMPLETIONS, OK, RELEASE, Event
+from checker.verdict import CheckResult, Verdict, check_history
+from harness.cluster.local import ClusterConfig, LocalCluster
+from harness.cluster.process import ManagedProcess
+from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from harness.progress import ProgressLine
+from harness.scenario import Scenario, to_yaml
+from harness.shards import ShardTail, merge_shards
+from harness.store import create_run_dir, update_latest
+from workloads.worker import WorkerConfig
+
+log = logging.getLogger("lockharness")
+
+_POLL_S = 0.1
+_WORKER_STOP_GRACE_S = 5.0  # on top of hold_max: a worker finishes its cycle first
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Binaries:
+    redis_server: Path
+    toxiproxy_server: Path
+
+
+@dataclass
+class LiveCounts:
+    """What the progress line shows, counted from the shards as they grow."""
+
+    ops: int = 0
+    cycles: int = 0
+
+    def add(self, events: list[Event]) -> None:
+        for event in events:
+            if event.type in COMPLETIONS:
+                self.ops += 1
+                if event.f == RELEASE and event.type == OK:
+                    self.cycles += 1
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    scenario: Scenario
+    result: CheckResult
+    interrupted: bool = False
+    worker_exits: dict[int, int | None] = field(default_factory=dict)
+
+    @property
+    def as_expected(self) -> bool:
+        return self.result.verdict.value == self.scenario.expect
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.as_expected:
+            return EXIT_AS_EXPECTED
+        if self.result.verdict is Verdict.UNKNOWN:
+            return EXIT_UNKNOWN
+        return EXIT_NOT_AS_EXPECTED
+
+
+class WorkerDied(Exception):
+    """A worker process exited before the run's end."""
+
+
+def resolve_seed(scenario: Scenario) -> Scenario:
+    if scenario.seed is not None:
+        return scenario
+    return dataclasses.replace(scenario, seed=random.SystemRandom().randrange(2**31))
+
+
+@contextmanager
+def _run_log(run_dir: Path) -> Iterator[None]:
+    handler = logging.FileHandler(run_dir / "harness.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger("lockharness")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+@contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Teardown must finish: a second Ctrl-C is ignored while it runs."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _worker_configs(
+    scenario: Scenario, cluster: LocalCluster, run_dir: Path, t0_ns: int
+) -> list[WorkerConfig]:
+    w = scenario.workload
+    assert scenario.seed is not None
+    return [
+        WorkerConfig(
+            worker=worker,
+            first_process=(worker - 1) * w.threads,
+            threads=w.threads,
+            nodes=cluster.worker_endpoints(worker),
+            resource=cluster.resource,
+            client=scenario.client.name,
+            client_options=dict(scenario.client.options),
+            keys=[f"k{i}" for i in range(w.keys)],
+            ttl_ms=w.ttl_ns // 1_000_000,
+            hold_min_ns=w.hold_min_ns,
+            hold_max_ns=w.hold_max_ns,
+            acquire_timeout_ns=w.acquire_timeout_ns,
+            retry_delay_min_ns=w.retry_delay_min_ns,
+            retry_delay_max_ns=w.retry_delay_max_ns,
+            honor_validity=w.honor_validity,
+            t0_ns=t0_ns,
+            end_ns=scenario.duration_ns,
+            seed=scenario.seed,
+            history_path=str(run_dir / f"history.w{worker}.jsonl"),
+        )
+        for worker in range(1, w.workers + 1)
+    ]
+
+
+def _start_workers(configs: list[WorkerConfig], run_dir: Path) -> list[ManagedProcess]:
+    workers = []
+    for config in configs:
+        name = f"worker-w{config.worker}"
+        config_path = run_dir / f"{name}.json"
+        config_path.write_text(config.to_json())
+        argv = [sys.executable, "-m", "workloads.worker", str(config_path)]
+        worker = ManagedProcess(name, argv, run_dir / f"{name}.log")
+        worker.start()
+        workers.append(worker)
+    return workers
+
+
+def _drive(
+    scenario: Scenario,
+    workers: list[ManagedProcess],
+    tails: list[ShardTail],
+    t0_ns: int,
+    console: Console,
+) -> None:
+    """Follow the run until every worker is done; raise WorkerDied if one fails early."""
+    counts = LiveCounts()
+    total_s = scenario.duration_ns / 1e9
+    with ProgressLine(console, scenario.name) as progress:
+        while any(worker.running() for worker in workers):
+            for tail in tails:
+                counts.add(tail.poll())
+            elapsed_s = (time.monotonic_ns() - t0_ns) / 1e9
+            progress.update(min(elapsed_s, total_s), total_s, counts.ops, counts.cycles)
+            for i, worker in enumerate(workers, start=1):
+                code = worker.exit_code()
+                if code not in (None, 0):
+                    raise WorkerDied(f"worker w{i} exited with code {code} at {elapsed_s:.2f}s")
+            if elapsed_s > total_s + scenario.workload.hold_max_ns / 1e9 + _WORKER_STOP_GRACE_S:
+                raise WorkerDied(f"workers still running {elapsed_s - total_s:.1f}s after the end")
+            time.sleep(_POLL_S)
+
+
+def _stop_workers(workers: list[ManagedProcess], grace_s: float) -> dict[int, int | None]:
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.wait_or_kill(grace_s)
+    return {i: worker.exit_code() for i, worker in enumerate(workers, start=1)}
+
+
+def run_scenario(
+    scenario: Scenario, *, store: Path, binaries: Binaries, console: Console
+) -> RunOutcome:
+    scenario = resolve_seed(scenario)
+    run_dir = create_run_dir(store, scenario.name)
+    (run_dir / "scenario.yaml").write_text(to_yaml(scenario))
+    update_latest(store, run_dir)
+    console.print(f"[bold]{scenario.name}[/] seed {scenario.seed} → {run_dir}", highlight=False)
+    w = scenario.workload
+    problems: list[str] = []
+    interrupted = False
+    exits: dict[int, int | None] = {}
+    with _run_log(run_dir):
+        log.info("run %s seed %s in %s", scenario.name, scenario.seed, run_dir)
+        cluster = LocalCluster(
+            ClusterConfig(
+                redis_server=binaries.redis_server,
+                toxiproxy_server=binaries.toxiproxy_server,
+                base_dir=run_dir,
+                nodes=scenario.cluster.nodes,
+                workers=w.workers,
+                persistence=scenario.cluster.persistence,
+            )
+        )
+        workers: list[ManagedProcess] = []
+        try:
+            cluster.start()
+            t0_ns = time.monotonic_ns()
+            configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
+            workers = _start_workers(configs, run_dir)
+            tails = [ShardTail(Path(c.history_path)) for c in configs]
+            _drive(scenario, workers, tails, t0_ns, console)
+        except KeyboardInterrupt:
+            interrupted = True
+            problems.append("interrupted (Ctrl-C): the history covers only part of the run")
+            log.warning("interrupted")
+        except WorkerDied as e:
+            problems.append(str(e))
+            log.error("%s", e)
+        finally:
+            with _no_interrupts():
+                exits = _stop_workers(workers, w.hold_max_ns / 1e9 + _WORKER_STOP_GRACE_S)
+                cluster.stop()
+        shards = sorted(run_dir.glob("history.w*.jsonl"), key=lambda p: int(p.stem.split("w")[-1]))
+        history = merge_shards(shards, run_dir / "history.jsonl")
+        result = check_history(history, expected_processes=range(w.workers * w.threads))
+        if problems and result.verdict is Verdict.VALID:
+            # An aborted run cannot vouch for safety; a violation it found still stands.
+            result = dataclasses.replace(result, verdict=Verdict.UNKNOWN)
+        result = dataclasses.replace(result, reasons=[*problems, *result.reasons])
+        outcome = RunOutcome(run_dir, scenario, result, interrupted, exits)
+        write_results(outcome, cluster.describe())
+        log.info("verdict %s (expected %s)", result.verdict, scenario.expect)
+    return outcome
+
+
+def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
+    scenario = outcome.scenario
+    results = {
+        "scenario": scenario.name,
+        "seed": scenario.seed,
+        "client": scenario.client.name,
+        **outcome.result.to_dict(),
+        "expect": scenario.expect,
+        "as_expected": outcome.as_expected,
+        "interrupted": outcome.interrupted,
+        "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},
+        "cluster": cluster,
+    }
+    (outcome.run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+

@@ -1,0 +1,203 @@
+"""A worker process: T client threads, each a logical process looping over lock cycles.
+
+    loop until the run's end:
+        acquire   (attempts with a random retry delay, bounded by acquire_timeout)
+        enter     (the resource records who is inside)
+        hold      random in [hold_min, hold_max], ending by the lease's deadline if honoured
+        exit
+        release
+
+Run as `python -m workloads.worker CONFIG.json`. A client exception becomes an `info` event
+and the client carries on. SIGTERM lets each client finish its cycle and stop.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from checker.history import ACQUIRE, ENTER, EXIT, FAIL, INFO, INVOKE, OK, RELEASE
+from workloads.endpoints import Endpoint
+from workloads.protocol import Lease, LockClient
+from workloads.recorder import Recorder
+from workloads.registry import CLIENTS
+from workloads.resource import Resource
+
+# Time reserved at the end of an honoured lease for exit + release: the section must be
+# over (release invoked) by the deadline.
+EXIT_BUDGET_NS = 5_000_000
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    worker: int  # 1-based
+    first_process: int
+    threads: int
+    nodes: list[Endpoint]  # this worker's proxies, in node order
+    resource: Endpoint
+    client: str
+    client_options: dict[str, Any]
+    keys: list[str]
+    ttl_ms: int
+    hold_min_ns: int
+    hold_max_ns: int
+    acquire_timeout_ns: int
+    retry_delay_min_ns: int
+    retry_delay_max_ns: int
+    honor_validity: bool
+    t0_ns: int  # CLOCK_MONOTONIC at run start: the history's zero
+    end_ns: int  # in the history's time base
+    seed: int
+    history_path: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerConfig:
+        raw = json.loads(text)
+        raw["nodes"] = [Endpoint.from_dict(n) for n in raw["nodes"]]
+        raw["resource"] = Endpoint.from_dict(raw["resource"])
+        return cls(**raw)
+
+
+def _error(e: BaseException) -> dict[str, str]:
+    return {"error": f"{type(e).__name__}: {e}"}
+
+
+class ClientLoop:
+    """One logical process: its own client, resource connection and random stream."""
+
+    def __init__(
+        self, config: WorkerConfig, process: int, recorder: Recorder, stop: threading.Event
+    ) -> None:
+        self.config = config
+        self.process = process
+        self.rec = recorder
+        self.stop = stop
+        self.clock = lambda: time.monotonic_ns() - config.t0_ns
+        self.rng = random.Random(f"{config.seed}:{process}")
+        factory = CLIENTS[config.client].factory()
+        self.client: LockClient = factory(config.nodes, self.clock, config.client_options)
+        self.resource = Resource(config.resource)
+
+    def running(self) -> bool:
+        return not self.stop.is_set() and self.clock() < self.config.end_ns
+
+    def run(self) -> None:
+        try:
+            while self.running():
+                key = self.rng.choice(self.config.keys)
+                lease = self.acquire(key)
+                if lease is not None:
+                    self.critical_section(lease)
+                    self.release(lease)
+        finally:
+            self.client.close()
+            self.resource.close()
+
+    def acquire(self, key: str) -> Lease | None:
+        """Attempts until one succeeds, the acquire timeout passes or the run ends."""
+        ttl_ms = self.config.ttl_ms
+        give_up = self.clock() + self.config.acquire_timeout_ns
+        while self.running():
+            self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
+            try:
+                lease = self.client.acquire(key, ttl_ms)
+            except Exception as e:
+                self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e))
+                lease = None
+            else:
+                if lease is not None:
+                    self.rec.record(self.process, OK, ACQUIRE, key, lease.token, {
+                        "deadline": lease.deadline,
+                        "grants": list(lease.grants),
+                        "fencing": lease.fencing,
+                    })  # fmt: skip
+                    return lease
+                self.rec.record(self.process, FAIL, ACQUIRE, key)
+            delay = self.rng.uniform(self.config.retry_delay_min_ns, self.config.retry_delay_max_ns)
+            if self.clock() + delay >= give_up:
+                return None
+            self.stop.wait(delay / 1e9)
+        return None
+
+    def section_end(self, lease: Lease) -> int:
+        hold = self.rng.uniform(self.config.hold_min_ns, self.config.hold_max_ns)
+        end = self.clock() + int(hold)
+        if self.config.honor_validity and lease.deadline is not None:
+            end = min(end, lease.deadline - EXIT_BUDGET_NS)
+        return end
+
+    def critical_section(self, lease: Lease) -> None:
+        end = self.section_end(lease)
+        if end <= self.clock():
+            return  # the lease is too short to use safely: release it untouched
+        key, token = lease.key, lease.token
+        self.rec.record(self.process, INVOKE, ENTER, key, token)
+        try:
+            occupants = self.resource.enter(key, token)
+        except Exception as e:
+            self.rec.record(self.process, INFO, ENTER, key, token, _error(e))
+        else:
+            others = [t for t in occupants if t != token]
+            value = {"occupancy": len(occupants), "others": others}
+            self.rec.record(self.process, OK, ENTER, key, token, value)
+        remaining = end - self.clock()
+        if remaining > 0:
+            time.sleep(remaining / 1e9)  # the work; not cut short by stop: finish the cycle
+        self.rec.record(self.process, INVOKE, EXIT, key, token)
+        try:
+            self.resource.exit(key, token)
+        except Exception as e:
+            self.rec.record(self.process, INFO, EXIT, key, token, _error(e))
+        else:
+            self.rec.record(self.process, OK, EXIT, key, token)
+
+    def release(self, lease: Lease) -> None:
+        self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token)
+        try:
+            released = self.client.release(lease)
+        except Exception as e:
+            self.rec.record(self.process, INFO, RELEASE, lease.key, lease.token, _error(e))
+        else:
+            self.rec.record(self.process, OK if released else FAIL, RELEASE, lease.key, lease.token)
+
+
+def run_worker(config: WorkerConfig) -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the controller handles Ctrl-C and tells us
+    recorder = Recorder(Path(config.history_path), lambda: time.monotonic_ns() - config.t0_ns)
+    loops = [
+        ClientLoop(config, config.first_process + t, recorder, stop) for t in range(config.threads)
+    ]
+    threads = [
+        threading.Thread(target=loop.run, name=f"process-{loop.process}", daemon=True)
+        for loop in loops
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():  # join in slices so SIGTERM's handler gets to run
+            thread.join(0.2)
+    recorder.close()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m workloads.worker CONFIG.json", file=sys.stderr)
+        return 2
+    run_worker(WorkerConfig.from_json(Path(argv[0]).read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
