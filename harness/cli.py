@@ -28,6 +28,7 @@ from harness.errors import (
     BadInput,
     LockharnessError,
 )
+from harness.runlog import run_log
 from harness.runner import Binaries, run_scenario
 from harness.scenario import builtin_scenarios, load_scenario, with_overrides
 from harness.store import create_run_dir
@@ -166,21 +167,22 @@ def cmd_cluster_up(args: argparse.Namespace, console: Console) -> int:
         binaries.redis_server, binaries.toxiproxy_server, base, args.nodes, args.workers
     )
     cluster = LocalCluster(config)
-    try:
-        cluster.start()
-        console.print(_endpoint_table(cluster.describe()))
-        console.print(f"cluster ready; logs and cluster.json in {base}; Ctrl-C tears it down")
-        sys.stdout.flush()
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with run_log(base):
         try:
-            cluster.stop()
+            cluster.start()
+            console.print(_endpoint_table(cluster.describe()))
+            console.print(f"cluster ready; logs and cluster.json in {base}; Ctrl-C tears it down")
+            sys.stdout.flush()
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
         finally:
-            signal.signal(signal.SIGINT, previous)
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                cluster.stop()
+            finally:
+                signal.signal(signal.SIGINT, previous)
     console.print("cluster stopped")
     return EXIT_AS_EXPECTED
 

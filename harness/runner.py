@@ -27,6 +27,7 @@ from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
 from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
 from harness.progress import ProgressLine
+from harness.runlog import run_log
 from harness.scenario import Scenario, to_yaml
 from harness.shards import ShardTail, merge_shards
 from harness.store import create_run_dir, update_latest
@@ -91,20 +92,6 @@ def resolve_seed(scenario: Scenario) -> Scenario:
     if scenario.seed is not None:
         return scenario
     return dataclasses.replace(scenario, seed=random.SystemRandom().randrange(2**31))
-
-
-@contextmanager
-def _run_log(run_dir: Path) -> Iterator[None]:
-    handler = logging.FileHandler(run_dir / "harness.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    root = logging.getLogger("lockharness")
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        handler.close()
 
 
 @contextmanager
@@ -206,7 +193,7 @@ def run_scenario(
     problems: list[str] = []
     interrupted = False
     exits: dict[int, int | None] = {}
-    with _run_log(run_dir):
+    with run_log(run_dir):
         log.info("run %s seed %s in %s", scenario.name, scenario.seed, run_dir)
         cluster = LocalCluster(
             ClusterConfig(

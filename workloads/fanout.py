@@ -28,8 +28,10 @@ class FanOut:
                 port=node.port,
                 socket_timeout=timeout_s,
                 socket_connect_timeout=timeout_s,
-                lib_name=None,  # skip the CLIENT SETINFO round trips on every reconnect
-                lib_version=None,
+                # No handshake round trips on (re)connect: RESP2 needs no HELLO, and no
+                # CLIENT SETINFO. Under injected latency each would cost a full delay.
+                protocol=2,
+                driver_info=None,
             )
             for node in nodes
         ]

@@ -31,6 +31,7 @@ class SingleInstanceLock:
             port=self.node.port,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
+            driver_info=None,  # no CLIENT SETINFO round trips on (re)connect
         )
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:

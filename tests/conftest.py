@@ -1,0 +1,55 @@
+"""Shared fixtures: the real binaries and a real cluster (no mocks, no fakes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from harness.cluster.local import ClusterConfig, LocalCluster
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def binaries() -> tuple[Path, Path]:
+    # A missing binary fails the suite (BadInput says how to install it); never a skip.
+    return find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    binaries: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    base = tmp_path_factory.mktemp("cluster")
+    with LocalCluster(ClusterConfig(*binaries, base_dir=base, nodes=5, workers=2)) as running:
+        yield running
+
+
+@pytest.fixture
+def clean_cluster(cluster: LocalCluster) -> LocalCluster:
+    """The module's cluster with every proxy healed and every node empty."""
+    cluster.toxiproxy.reset()
+    for node in cluster.nodes:
+        endpoint = node.endpoint
+        redis.Redis(host=endpoint.host, port=endpoint.port).flushall()
+    return cluster
+
+
+def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in its own process."""
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -1,0 +1,107 @@
+"""Nothing is left behind: Ctrl-C during a run, Ctrl-C on `cluster up`, a worker that dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.cluster.process import pid_alive
+
+
+def started_pids(run_dir: Path) -> dict[int, str]:
+    """Every process the harness started, as its log says: pid -> what."""
+    log = (run_dir / "harness.log").read_text()
+    return {
+        int(pid): what
+        for what, pid in re.findall(r"started (\S+(?: n\d+| resource)?) pid (\d+)", log)
+    }
+
+
+def wait_for(condition, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def spawn(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", *args, "--store", str(tmp_path / "store")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def latest(tmp_path: Path) -> Path:
+    return (tmp_path / "store" / "latest").resolve()
+
+
+def history_has_events(tmp_path: Path) -> bool:
+    link = tmp_path / "store" / "latest"
+    return link.exists() and any(
+        p.stat().st_size > 0 for p in link.resolve().glob("history.w*.jsonl")
+    )
+
+
+def assert_all_gone(pids: dict[int, str]) -> None:
+    alive = {pid: what for pid, what in pids.items() if pid_alive(pid)}
+    assert not alive, f"left behind: {alive}"
+
+
+def test_sigint_during_a_run_leaves_no_process(tmp_path: Path) -> None:
+    harness = spawn(tmp_path, "run", "redlock-baseline", "--duration", "60s")
+    wait_for(lambda: history_has_events(tmp_path), 30, "the first history events")
+    pids = started_pids(latest(tmp_path))
+    assert sum("redis-server" in w for w in pids.values()) == 6  # 5 nodes + the resource
+    assert any("toxiproxy" in w for w in pids.values())
+    assert sum("worker" in w for w in pids.values()) == 4
+    harness.send_signal(signal.SIGINT)
+    output, _ = harness.communicate(timeout=30)
+    assert harness.returncode == 130, output
+    assert_all_gone(pids)
+    # The part that ran was still recorded and checked.
+    assert (latest(tmp_path) / "results.json").exists()
+    assert "interrupted" in (latest(tmp_path) / "results.json").read_text()
+
+
+def test_sigint_on_cluster_up_leaves_no_process(tmp_path: Path) -> None:
+    harness = spawn(tmp_path, "cluster", "up", "--nodes", "3", "--workers", "2")
+    assert harness.stdout is not None
+    lines = []
+    for line in harness.stdout:
+        lines.append(line)
+        if "cluster ready" in line:
+            break
+    assert any("cluster ready" in line for line in lines), "".join(lines)
+    (cluster_dir,) = (tmp_path / "store" / "cluster").iterdir()
+    pids = started_pids(cluster_dir)
+    assert set(json.loads((cluster_dir / "cluster.json").read_text())["pids"]) == set(pids)
+    assert len(pids) == 5  # 3 nodes, the resource, toxiproxy
+    assert all(pid_alive(pid) for pid in pids)
+    harness.send_signal(signal.SIGINT)
+    output, _ = harness.communicate(timeout=30)
+    assert harness.returncode == 0, "".join(lines) + output
+    assert_all_gone(pids)
+
+
+def test_a_worker_that_dies_ends_the_run_cleanly(tmp_path: Path) -> None:
+    harness = spawn(tmp_path, "run", "redlock-baseline", "--duration", "60s")
+    wait_for(lambda: history_has_events(tmp_path), 30, "the first history events")
+    pids = started_pids(latest(tmp_path))
+    worker = next(pid for pid, what in pids.items() if what == "worker-w2")
+    os.kill(worker, signal.SIGKILL)
+    output, _ = harness.communicate(timeout=30)
+    assert harness.returncode == 2, output  # unknown: the run cannot vouch for safety
+    assert_all_gone(pids)
+    results = (latest(tmp_path) / "results.json").read_text()
+    assert "worker w2 exited with code -9" in results
