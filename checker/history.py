@@ -53,8 +53,9 @@ class Event:
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> Event:
         """Build an event from a decoded JSON object; ``where`` names file:line for errors."""
-        if cls is Event and _well_formed(raw):
-            return _build(raw)
+        fast = _fast_event(raw) if cls is Event else None
+        if fast is not None:
+            return fast
         if not isinstance(raw, dict):
             raise HistoryError(f"{where}: an event must be a JSON object, got {type(raw).__name__}")
         missing = [name for name in ("index", "process", "type", "f", "time") if name not in raw]
@@ -91,22 +92,6 @@ class Event:
         )
 
 
-def _well_formed(raw: Any) -> bool:
-    """True when ``raw`` certainly passes from_dict's checks (exact types: bool is not int).
-
-    Anything else takes the full path, which gives the error message."""
-    return (
-        type(raw) is dict
-        and raw.keys() <= _FIELD_SET
-        and type(raw.get("index")) is int
-        and type(raw.get("time")) is int
-        and type(raw.get("process")) in _PROCESS_TYPES
-        and raw.get("type") in EVENT_TYPES
-        and "f" in raw
-        and type(raw.get("value")) in _VALUE_TYPES
-    )
-
-
 # Slot descriptors: setting through them builds a frozen Event without nine
 # object.__setattr__ calls by name, which dominates reading a large history.
 _new_event = object.__new__
@@ -116,17 +101,36 @@ _set_index, _set_process, _set_type, _set_f, _set_time, _set_wall = (
 _set_key, _set_token, _set_value = (getattr(Event, n).__set__ for n in ("key", "token", "value"))
 
 
-def _build(raw: dict[str, Any]) -> Event:
+def _fast_event(raw: Any) -> Event | None:
+    """The Event for ``raw`` when it certainly passes from_dict's checks, else None so the
+    checked path gives the error message. Exact types: JSON's bool is not an int here."""
+    if type(raw) is not dict or not raw.keys() <= _FIELD_SET:
+        return None
+    try:
+        index, process, kind, f, time = (
+            raw["index"], raw["process"], raw["type"], raw["f"], raw["time"]
+        )
+    except KeyError:
+        return None
+    value = raw.get("value")
+    if (
+        type(index) is not int
+        or type(time) is not int
+        or type(process) not in _PROCESS_TYPES
+        or kind not in EVENT_TYPES
+        or type(value) not in _VALUE_TYPES
+    ):
+        return None
     event = _new_event(Event)
-    _set_index(event, raw["index"])
-    _set_process(event, raw["process"])
-    _set_type(event, raw["type"])
-    _set_f(event, raw["f"])
-    _set_time(event, raw["time"])
+    _set_index(event, index)
+    _set_process(event, process)
+    _set_type(event, kind)
+    _set_f(event, f)
+    _set_time(event, time)
     _set_wall(event, raw.get("wall", 0))
     _set_key(event, raw.get("key"))
     _set_token(event, raw.get("token"))
-    _set_value(event, raw.get("value"))
+    _set_value(event, value)
     return event
 
 
@@ -139,8 +143,9 @@ def parse_lines(lines: Iterable[str], source: str) -> Iterator[Event]:
         except (StopIteration, ValueError):
             pass
         else:
-            if _well_formed(raw) and not line[end:].strip():
-                yield _build(raw)
+            event = _fast_event(raw) if end == len(line) or line[end:].isspace() else None
+            if event is not None:
+                yield event
                 continue
         if not line.strip():
             continue

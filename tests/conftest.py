@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -45,11 +46,15 @@ def clean_cluster(cluster: LocalCluster) -> LocalCluster:
 def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, in its own process."""
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    argv = [sys.executable, "-m", "harness", *args]
+    with subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as harness:
+        try:
+            out, err = harness.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # Ctrl-C, not SIGKILL: the harness's own teardown must stop its servers.
+            harness.send_signal(signal.SIGINT)
+            out, err = harness.communicate(timeout=30)
+            raise AssertionError(f"lockharness {' '.join(args)} ran past {timeout}s:\n{out}{err}")
+    return subprocess.CompletedProcess(argv, harness.returncode, out, err)

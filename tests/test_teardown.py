@@ -9,9 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
 from harness.cluster.process import pid_alive
+
+Spawn = Callable[..., subprocess.Popen[str]]
 
 
 def started_pids(run_dir: Path) -> dict[int, str]:
@@ -32,14 +37,31 @@ def wait_for(condition, timeout_s: float, what: str) -> None:  # type: ignore[no
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
-def spawn(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness", *args, "--store", str(tmp_path / "store")],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start the CLI in the background; whatever a test asserts, it is torn down after."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        harness = subprocess.Popen(
+            [sys.executable, "-m", "harness", *args, "--store", str(tmp_path / "store")],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        started.append(harness)
+        return harness
+
+    yield start
+    for harness in started:
+        if harness.poll() is None:
+            harness.send_signal(signal.SIGINT)  # its own teardown stops what it started
+            try:
+                harness.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                harness.kill()
+                harness.communicate()
 
 
 def latest(tmp_path: Path) -> Path:
@@ -58,8 +80,8 @@ def assert_all_gone(pids: dict[int, str]) -> None:
     assert not alive, f"left behind: {alive}"
 
 
-def test_sigint_during_a_run_leaves_no_process(tmp_path: Path) -> None:
-    harness = spawn(tmp_path, "run", "redlock-baseline", "--duration", "60s")
+def test_sigint_during_a_run_leaves_no_process(tmp_path: Path, spawn: Spawn) -> None:
+    harness = spawn("run", "redlock-baseline", "--duration", "60s")
     wait_for(lambda: history_has_events(tmp_path), 30, "the first history events")
     pids = started_pids(latest(tmp_path))
     assert sum("redis-server" in w for w in pids.values()) == 6  # 5 nodes + the resource
@@ -74,8 +96,8 @@ def test_sigint_during_a_run_leaves_no_process(tmp_path: Path) -> None:
     assert "interrupted" in (latest(tmp_path) / "results.json").read_text()
 
 
-def test_sigint_on_cluster_up_leaves_no_process(tmp_path: Path) -> None:
-    harness = spawn(tmp_path, "cluster", "up", "--nodes", "3", "--workers", "2")
+def test_sigint_on_cluster_up_leaves_no_process(tmp_path: Path, spawn: Spawn) -> None:
+    harness = spawn("cluster", "up", "--nodes", "3", "--workers", "2")
     assert harness.stdout is not None
     lines = []
     for line in harness.stdout:
@@ -94,8 +116,8 @@ def test_sigint_on_cluster_up_leaves_no_process(tmp_path: Path) -> None:
     assert_all_gone(pids)
 
 
-def test_a_worker_that_dies_ends_the_run_cleanly(tmp_path: Path) -> None:
-    harness = spawn(tmp_path, "run", "redlock-baseline", "--duration", "60s")
+def test_a_worker_that_dies_ends_the_run_cleanly(tmp_path: Path, spawn: Spawn) -> None:
+    harness = spawn("run", "redlock-baseline", "--duration", "60s")
     wait_for(lambda: history_has_events(tmp_path), 30, "the first history events")
     pids = started_pids(latest(tmp_path))
     worker = next(pid for pid, what in pids.items() if what == "worker-w2")
