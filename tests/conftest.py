@@ -56,5 +56,6 @@ def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Compl
             # Ctrl-C, not SIGKILL: the harness's own teardown must stop its servers.
             harness.send_signal(signal.SIGINT)
             out, err = harness.communicate(timeout=30)
-            raise AssertionError(f"lockharness {' '.join(args)} ran past {timeout}s:\n{out}{err}")
+            message = f"lockharness {' '.join(args)} ran past {timeout}s:\n{out}{err}"
+            raise AssertionError(message) from None
     return subprocess.CompletedProcess(argv, harness.returncode, out, err)
