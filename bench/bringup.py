@@ -73,7 +73,8 @@ def main() -> int:
     )
     for phase in ("start_s", "stop_s"):
         s = report[phase]
-        print(f"  {phase[:-2]:5}  median {s['median']:.3f} s  (min {s['min']:.3f}, max {s['max']:.3f})")
+        spread = f"(min {s['min']:.3f}, max {s['max']:.3f})"
+        print(f"  {phase[:-2]:5}  median {s['median']:.3f} s  {spread}")
     return 0
 
 

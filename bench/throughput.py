@@ -208,8 +208,10 @@ def bench_client(client: str, seconds: float, rounds: int, tmp: Path) -> dict[st
     for r in range(1, rounds + 1):  # interleaved: h, b, h, b, ...
         harness.append(harness_round(client, seconds, tmp / "store"))
         bare.append(bare_round(client, seconds, tmp / f"bare-{client}-{r}"))
-        _log(f"  throughput {client} round {r}/{rounds}: harness "
-             f"{harness[-1]['cycles_per_s']:.0f}/s, bare {bare[-1]['cycles_per_s']:.0f}/s")
+        _log(
+            f"  throughput {client} round {r}/{rounds}: harness "
+            f"{harness[-1]['cycles_per_s']:.0f}/s, bare {bare[-1]['cycles_per_s']:.0f}/s"
+        )
     h = statistics.median(x["cycles_per_s"] for x in harness)
     b = statistics.median(x["cycles_per_s"] for x in bare)
     attempts = sum(x["attempts"] for x in harness)
@@ -239,15 +241,21 @@ def run(seconds: float = 5, rounds: int = 3) -> dict[str, Any]:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"throughput: {report['workers']} workers x {report['threads']} threads, "
-          f"{report['seconds']:g} s x {report['rounds']} rounds each side, medians")
+    print(
+        f"throughput: {report['workers']} workers x {report['threads']} threads, "
+        f"{report['seconds']:g} s x {report['rounds']} rounds each side, medians"
+    )
     for client, r in report["clients"].items():
-        print(f"  {client:8} harness {r['harness_cycles_per_s']:7.0f}/s  "
-              f"bare {r['bare_cycles_per_s']:7.0f}/s  ratio {r['ratio']:.2f}  "
-              f"(harness failed acquires {r['harness_failed_acquires']:.1%})")
+        print(
+            f"  {client:8} harness {r['harness_cycles_per_s']:7.0f}/s  "
+            f"bare {r['bare_cycles_per_s']:7.0f}/s  ratio {r['ratio']:.2f}  "
+            f"(harness failed acquires {r['harness_failed_acquires']:.1%})"
+        )
     verdict = "met" if report["single_meets_target"] else "NOT met"
-    print(f"  target: single ratio >= {report['target_ratio']} ({verdict}); redlock ratio is "
-          "informational (bare sends to the 5 nodes one after another, the harness concurrently)")
+    print(
+        f"  target: single ratio >= {report['target_ratio']} ({verdict}); redlock ratio is "
+        "informational (bare sends to the 5 nodes one after another, the harness concurrently)"
+    )
 
 
 def main() -> int:

@@ -107,9 +107,8 @@ def _fast_event(raw: Any) -> Event | None:
     if type(raw) is not dict or not raw.keys() <= _FIELD_SET:
         return None
     try:
-        index, process, kind, f, time = (
-            raw["index"], raw["process"], raw["type"], raw["f"], raw["time"]
-        )
+        index, time, process = raw["index"], raw["time"], raw["process"]
+        kind, f = raw["type"], raw["f"]
     except KeyError:
         return None
     value = raw.get("value")
