@@ -4,9 +4,9 @@ Both sides run 4 worker processes x 3 threads against the same kind of Toxiproxy
 with no holds and no faults, so the ratio is what the harness's machinery costs: history
 recording, the controller following the shards, the lock-client abstraction.
 
-The bare loop gives each thread its own key. The harness workload is given 12 keys (one
-per client on average), but its clients pick a key at random per cycle, so two of them can
-still meet on a key; its failed attempts are reported beside the ratio.
+Both sides do the same work: each cycle picks one of 12 keys at random, and a refused
+attempt is retried on that key after 1 ms, so both meet the same contention; the failed
+attempts are reported beside the ratio.
 
 Rounds alternate harness, bare, harness, bare, ... so that machine noise hits both sides.
 """
@@ -17,6 +17,7 @@ import dataclasses
 import io
 import multiprocessing as mp
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -105,7 +106,8 @@ def _bare_single(conn: redis.Redis, key: str, ttl_ms: int) -> bool:
     token = os.urandom(20).hex()
     if not conn.set(key, token, nx=True, px=ttl_ms):
         return False
-    return bool(conn.eval(COMPARE_AND_DELETE, 1, key, token))
+    conn.eval(COMPARE_AND_DELETE, 1, key, token)
+    return True
 
 
 def _bare_redlock(conns: list[redis.Redis], key: str, ttl_ms: int) -> bool:
@@ -116,42 +118,52 @@ def _bare_redlock(conns: list[redis.Redis], key: str, ttl_ms: int) -> bool:
     for conn in conns:
         if conn.set(key, token, nx=True, px=ttl_ms):
             grants += 1
-    for conn in conns:
+    for conn in conns:  # on failure as on success, as Redlock does
         conn.eval(COMPARE_AND_DELETE, 1, key, token)
     return grants >= len(conns) // 2 + 1
 
 
-def _bare_thread(client: str, nodes: list[Endpoint], key: str, window: tuple[float, float],
+def _bare_thread(client: str, nodes: list[Endpoint], seed: str, window: tuple[float, float],
                  counts: list[int]) -> None:  # fmt: skip
-    """Cycles of one thread between the shared start and stop times; counts = [ok, errors]."""
+    """Cycles of one thread between the shared start and stop times; counts = [ok, errors].
+
+    Like a harness client: a random key per cycle, refused attempts retried on it after 1 ms.
+    """
     timeout_s = _TIMEOUTS_S[client]
     conns = [_connect(node, timeout_s) for node in (nodes[:1] if client == "single" else nodes)]
     for conn in conns:
         conn.ping()  # connect before the clock starts, as the harness's first op would
+    rng = random.Random(seed)
+    keys = [f"k{i}" for i in range(WORKERS * THREADS)]
     start, stop = window
     time.sleep(max(0.0, start - time.monotonic()))
+    key = rng.choice(keys)
     while time.monotonic() < stop:
         try:
             done = _bare_single(conns[0], key, TTL_MS) if client == "single" else \
                 _bare_redlock(conns, key, TTL_MS)  # fmt: skip
         except redis.RedisError:
             counts[1] += 1
+            done = False
+        if done:
+            counts[0] += 1
+            key = rng.choice(keys)
         else:
-            counts[0] += done
+            time.sleep(RETRY_NS / 1e9)
     for conn in conns:
         conn.close()
 
 
 def bare_process(client: str, worker: int, nodes: list[Endpoint], ready: Queue,
                  go: MpEvent, window: Any, results: Queue) -> None:  # fmt: skip
-    """One bare worker (spawned): THREADS threads, each with its own key, no recording."""
+    """One bare worker (spawned): THREADS threads, no history recording."""
     ready.put(worker)
     go.wait()
     bounds = (window[0], window[1])
     counts = [[0, 0] for _ in range(THREADS)]
     threads = [
         threading.Thread(target=_bare_thread,
-                         args=(client, nodes, f"bare:w{worker}:t{t}", bounds, counts[t]))
+                         args=(client, nodes, f"{SEED}:{worker}:{t}", bounds, counts[t]))
         for t in range(THREADS)
     ]  # fmt: skip
     for thread in threads:
@@ -208,17 +220,18 @@ def bench_client(client: str, seconds: float, rounds: int, tmp: Path) -> dict[st
     for r in range(1, rounds + 1):  # interleaved: h, b, h, b, ...
         harness.append(harness_round(client, seconds, tmp / "store"))
         bare.append(bare_round(client, seconds, tmp / f"bare-{client}-{r}"))
+        h, b = harness[-1], bare[-1]
         _log(
-            f"  throughput {client} round {r}/{rounds}: harness "
-            f"{harness[-1]['cycles_per_s']:.0f}/s, bare {bare[-1]['cycles_per_s']:.0f}/s"
+            f"  throughput {client} round {r}/{rounds}: harness {h['cycles_per_s']:.0f}/s "
+            f"({h['fail']}/{h['attempts']} acquires failed), bare {b['cycles_per_s']:.0f}/s"
         )
-    h = statistics.median(x["cycles_per_s"] for x in harness)
-    b = statistics.median(x["cycles_per_s"] for x in bare)
+    h_median = statistics.median(x["cycles_per_s"] for x in harness)
+    b_median = statistics.median(x["cycles_per_s"] for x in bare)
     attempts = sum(x["attempts"] for x in harness)
     return {
-        "harness_cycles_per_s": h,
-        "bare_cycles_per_s": b,
-        "ratio": h / b,
+        "harness_cycles_per_s": h_median,
+        "bare_cycles_per_s": b_median,
+        "ratio": h_median / b_median,
         "harness_failed_acquires": sum(x["fail"] for x in harness) / attempts if attempts else 0,
         "bare_errors": sum(x["errors"] for x in bare),
         "harness_rounds": harness,

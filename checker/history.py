@@ -104,14 +104,21 @@ _set_key, _set_token, _set_value = (getattr(Event, n).__set__ for n in ("key", "
 def _fast_event(raw: Any) -> Event | None:
     """The Event for ``raw`` when it certainly passes from_dict's checks, else None so the
     checked path gives the error message. Exact types: JSON's bool is not an int here."""
-    if type(raw) is not dict or not raw.keys() <= _FIELD_SET:
+    if type(raw) is not dict:
         return None
     try:
+        if len(raw) == len(_FIELDS):
+            # The writers' shape: all nine fields present, so none can be unknown.
+            wall, key, token, value = raw["wall"], raw["key"], raw["token"], raw["value"]
+        elif raw.keys() <= _FIELD_SET:
+            wall, key, token = raw.get("wall", 0), raw.get("key"), raw.get("token")
+            value = raw.get("value")
+        else:
+            return None
         index, time, process = raw["index"], raw["time"], raw["process"]
         kind, f = raw["type"], raw["f"]
     except KeyError:
         return None
-    value = raw.get("value")
     if (
         type(index) is not int
         or type(time) is not int
@@ -126,9 +133,9 @@ def _fast_event(raw: Any) -> Event | None:
     _set_type(event, kind)
     _set_f(event, f)
     _set_time(event, time)
-    _set_wall(event, raw.get("wall", 0))
-    _set_key(event, raw.get("key"))
-    _set_token(event, raw.get("token"))
+    _set_wall(event, wall)
+    _set_key(event, key)
+    _set_token(event, token)
     _set_value(event, value)
     return event
 
@@ -142,7 +149,9 @@ def parse_lines(lines: Iterable[str], source: str) -> Iterator[Event]:
         except (StopIteration, ValueError):
             pass
         else:
-            event = _fast_event(raw) if end == len(line) or line[end:].isspace() else None
+            # Only JSON whitespace may follow, as in json.loads (str.isspace is wider).
+            tail_ok = end == len(line) or not line[end:].strip(" \t\n\r")
+            event = _fast_event(raw) if tail_ok else None
             if event is not None:
                 yield event
                 continue
@@ -157,14 +166,15 @@ def parse_lines(lines: Iterable[str], source: str) -> Iterator[Event]:
 
 def read_history(path: Path) -> list[Event]:
     """Read a history file; raises HistoryError naming the file (and line) when unusable."""
-    # A million events are a million new containers: the cyclic GC would rescan them all
-    # again and again while they pile up (more than doubling read time). None of them
-    # can form a cycle, so pause it while reading.
+    # Every event is a new GC-tracked object. Left on, the cyclic GC rescans the growing
+    # pile at each generation threshold while reading (more than doubling read time), then
+    # several times more as it ages. Events form no cycles: pause the GC while reading,
+    # then settle them into the oldest generation with one full collection.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         with path.open(encoding="utf-8") as lines:
-            return list(parse_lines(lines, str(path)))
+            history = list(parse_lines(lines, str(path)))
     except FileNotFoundError:
         raise HistoryError(f"{path}: no such history file") from None
     except UnicodeDecodeError as e:
@@ -172,6 +182,9 @@ def read_history(path: Path) -> list[Event]:
     finally:
         if was_enabled:
             gc.enable()
+    if was_enabled:
+        gc.collect()
+    return history
 
 
 def write_history(path: Path, events: Iterable[Event]) -> int:

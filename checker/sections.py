@@ -30,51 +30,45 @@ class Section:
     closed: bool  # False when the section was never released
 
 
-@dataclass(slots=True)
-class _Open:
-    """A section opened by an acquire ok and not yet closed by a release invoke."""
-
-    key: str | None
-    token: str | None
-    start: int
-    deadline: int | None
-    grants: tuple[str, ...]
-    fencing: int | None
-    acquire_index: int
+_Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
+_UNSET = object()  # no extension moved the deadline
 
 
 def _int_or_none(raw: Any) -> int | None:
-    return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    return raw if type(raw) is int else None  # exact: a JSON bool is not a deadline
 
 
-def _open_section(event: Event) -> _Open:
-    value = event.value or {}
-    grants = value.get("grants") or ()
-    return _Open(
-        key=event.key,
-        token=event.token,
-        start=event.time,
-        deadline=_int_or_none(value.get("deadline")),
-        grants=tuple(str(g) for g in grants),
-        fencing=_int_or_none(value.get("fencing")),
-        acquire_index=event.index,
-    )
-
-
-def _close(held: _Open, process: int | str, end: int, release_index: int | None) -> Section:
+def _section(
+    acquired: Event, end: int, release_index: int | None, deadline: Any = _UNSET
+) -> Section:
+    """The section opened by the acquire ok ``acquired`` and ending at ``end``."""
+    value = acquired.value or {}
+    if deadline is _UNSET:
+        deadline = _int_or_none(value.get("deadline"))
     return Section(
-        key=held.key,
-        process=process,
-        token=held.token,
-        start=held.start,
+        key=acquired.key,
+        process=acquired.process,
+        token=acquired.token,
+        start=acquired.time,
         end=end,
-        deadline=held.deadline,
-        grants=held.grants,
-        fencing=held.fencing,
-        acquire_index=held.acquire_index,
+        deadline=deadline,
+        grants=tuple(map(str, value.get("grants") or ())),
+        fencing=_int_or_none(value.get("fencing")),
+        acquire_index=acquired.index,
         release_index=release_index,
         closed=release_index is not None,
     )
+
+
+def _last_times(history: Sequence[Event], processes: set[int | str]) -> dict[int | str, int]:
+    """Time of the last event of each of ``processes``: scan back only as far as needed."""
+    last: dict[int | str, int] = {}
+    for event in reversed(history):
+        if event.process in processes and event.process not in last:
+            last[event.process] = event.time
+            if len(last) == len(processes):
+                break
+    return last
 
 
 def critical_sections(history: Sequence[Event]) -> list[Section]:
@@ -83,30 +77,31 @@ def critical_sections(history: Sequence[Event]) -> list[Section]:
     Only ``acquire`` ``ok`` opens a section: after ``fail`` or ``info`` the client does not
     believe it holds, so it has nothing to overlap with. Nemesis events are ignored.
     """
-    held: dict[int | str, dict[tuple[str | None, str | None], _Open]] = {}
-    last_time: dict[int | str, int] = {}
+    held: dict[_Lease, Event] = {}  # open sections: their acquire ok
+    extended: dict[_Lease, int | None] = {}  # deadlines moved by an extend ok
     sections: list[Section] = []
     for event in history:
-        process = event.process
-        if process == NEMESIS:
-            continue
-        if event.time > last_time.get(process, event.time - 1):
-            last_time[process] = event.time
-        f, kind = event.f, event.type
-        if f == ACQUIRE and kind == OK:
-            # A repeated ok for the same lease keeps the first, earliest start.
-            held.setdefault(process, {}).setdefault((event.key, event.token), _open_section(event))
-        elif f == RELEASE and kind == INVOKE:
-            lease = held.get(process, {}).pop((event.key, event.token), None)
-            if lease is not None:
-                sections.append(_close(lease, process, event.time, event.index))
-        elif f == EXTEND and kind == OK and event.value and "deadline" in event.value:
+        f = event.f
+        if f == ACQUIRE:
+            if event.type == OK and event.process != NEMESIS:
+                # A repeated ok for the same lease keeps the first, earliest start.
+                held.setdefault((event.process, event.key, event.token), event)
+        elif f == RELEASE:
+            if event.type == INVOKE:
+                lease = (event.process, event.key, event.token)
+                acquired = held.pop(lease, None)
+                if acquired is not None:
+                    deadline = extended.pop(lease, _UNSET)
+                    sections.append(_section(acquired, event.time, event.index, deadline))
+        elif f == EXTEND and event.type == OK and event.value and "deadline" in event.value:
             # An extension moves the deadline, so an overrun is measured against the new one.
-            lease = held.get(process, {}).get((event.key, event.token))
-            if lease is not None:
-                lease.deadline = _int_or_none(event.value["deadline"])
-    for process, leases in held.items():
-        for lease in leases.values():
-            sections.append(_close(lease, process, last_time[process], None))
+            lease = (event.process, event.key, event.token)
+            if lease in held:
+                extended[lease] = _int_or_none(event.value["deadline"])
+    if held:
+        last = _last_times(history, {process for process, _, _ in held})
+        for lease, acquired in held.items():
+            deadline = extended.get(lease, _UNSET)
+            sections.append(_section(acquired, last[lease[0]], None, deadline))
     sections.sort(key=lambda s: s.acquire_index)
     return sections

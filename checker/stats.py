@@ -11,15 +11,21 @@ from checker.history import ACQUIRE, FAIL, INFO, INVOKE, NEMESIS, OK, RELEASE, E
 
 def percentile(values: Sequence[int | float], p: float) -> int | float | None:
     """Nearest-rank percentile of ``values`` (need not be sorted); None when empty."""
-    if not values:
+    return _nearest_rank(sorted(values), p)
+
+
+def _nearest_rank(ordered: Sequence[int | float], p: float) -> int | float | None:
+    if not ordered:
         return None
-    ordered = sorted(values)
     rank = max(math.ceil(p / 100 * len(ordered)), 1)
     return ordered[rank - 1]
 
 
-def _ms(ns: int | float | None) -> float | None:
-    return None if ns is None else ns / 1e6
+def _latency_ms(latencies_ns: list[int]) -> tuple[float | None, float | None]:
+    """(p50, p99) in ms; sorted once for both."""
+    ordered = sorted(latencies_ns)
+    p50, p99 = _nearest_rank(ordered, 50), _nearest_rank(ordered, 99)
+    return (None if p50 is None else p50 / 1e6, None if p99 is None else p99 / 1e6)
 
 
 def compute_stats(history: Sequence[Event]) -> dict[str, Any]:
@@ -29,35 +35,34 @@ def compute_stats(history: Sequence[Event]) -> dict[str, Any]:
     ok_latencies: list[int] = []
     held: set[tuple[int | str, str | None]] = set()  # (process, token) of acquire oks
     cycles = nemesis = 0
-    first = last = None
     for event in history:
-        t = event.time
-        if first is None or t < first:
-            first = t
-        if last is None or t > last:
-            last = t
+        f = event.f
         if event.process == NEMESIS:
             nemesis += 1
-            continue
-        if event.f == ACQUIRE:
-            counts[event.type] += 1
-            if event.type == INVOKE:
-                pending[event.process] = t
+        elif f == ACQUIRE:
+            kind = event.type
+            counts[kind] += 1
+            if kind == INVOKE:
+                pending[event.process] = event.time
                 continue
+            # The completion pairs with its own process's outstanding invoke.
             started = pending.pop(event.process, None)
             if started is not None:
-                latencies.append(t - started)
-                if event.type == OK:
-                    ok_latencies.append(t - started)
-            if event.type == OK:
+                latencies.append(event.time - started)
+                if kind == OK:
+                    ok_latencies.append(event.time - started)
+            if kind == OK:
                 held.add((event.process, event.token))
-        elif event.f == RELEASE and event.type == OK:
+        elif f == RELEASE and event.type == OK:
             # Discard so a duplicated release ok is not counted as a second cycle.
             lease = (event.process, event.token)
             if lease in held:
                 held.discard(lease)
                 cycles += 1
-    span_s = (last - first) / 1e9 if first is not None and last is not None else 0.0
+    times = [event.time for event in history]
+    span_s = (max(times) - min(times)) / 1e9 if times else 0.0
+    p50, p99 = _latency_ms(latencies)
+    ok_p50, ok_p99 = _latency_ms(ok_latencies)
     return {
         "events": len(history),
         "attempts": counts[INVOKE],
@@ -67,9 +72,9 @@ def compute_stats(history: Sequence[Event]) -> dict[str, Any]:
         "cycles": cycles,
         "span_s": span_s,
         "cycles_per_s": cycles / span_s if span_s > 0 else None,
-        "acquire_p50_ms": _ms(percentile(latencies, 50)),
-        "acquire_p99_ms": _ms(percentile(latencies, 99)),
-        "acquire_ok_p50_ms": _ms(percentile(ok_latencies, 50)),
-        "acquire_ok_p99_ms": _ms(percentile(ok_latencies, 99)),
+        "acquire_p50_ms": p50,
+        "acquire_p99_ms": p99,
+        "acquire_ok_p50_ms": ok_p50,
+        "acquire_ok_p99_ms": ok_p99,
         "nemesis_events": nemesis,
     }

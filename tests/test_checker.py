@@ -166,6 +166,14 @@ def test_deadline_overrun_is_reported_beside_the_overlap() -> None:
     assert witness["overlap_ns"] == 100  # not clipped at the deadline
 
 
+def test_extend_moves_the_deadline() -> None:
+    h = History().lease(1, "a", start=50, end=None, deadline=150)
+    h.add(1, "ok", "extend", 140, "a", {"deadline": 500})
+    h.add(1, "invoke", "release", 400, "a")
+    (section,) = critical_sections(h.events)
+    assert (section.deadline, section.end, section.closed) == (500, 400, True)
+
+
 def test_no_deadline_gives_null_overrun() -> None:
     h = History().lease(1, "a", 0, 100).lease(2, "b", 50, 150)
     (witness,) = check_mutual_exclusion(critical_sections(h.events))
@@ -311,6 +319,7 @@ def test_check_result_to_dict_round_trips_through_json() -> None:
 # --- reading corrupt histories -----------------------------------------------------
 
 GOOD = Event(0, 1, "invoke", "acquire", 0, 0, "k0", None, {"ttl_ms": 100}).to_json()
+FULL = '"index":1,"process":1,"type":"ok","f":"acquire","key":"k0","token":"t","time":5'
 
 
 @pytest.mark.parametrize(
@@ -319,8 +328,29 @@ GOOD = Event(0, 1, "invoke", "acquire", 0, 0, "k0", None, {"ttl_ms": 100}).to_js
         ('{"index": 1, "process": 1,', "not valid JSON"),
         ('{"index":1,"process":1,"type":"maybe","f":"acquire","time":5}', "type 'maybe'"),
         ('{"index":1,"process":1,"type":"ok","f":"acquire"}', "lacks time"),
+        # The rest guard read_history's fast path: it must reject what from_dict rejects.
+        (f'{{{FULL},"wall":0,"value":null}} x', "not valid JSON"),
+        (f'{{{FULL},"wall":0,"value":null}}\u00a0', "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        (f'{{{FULL},"value":null,"extra":1}}', "unknown field(s) extra"),
+        ('{"index":true,"process":1,"type":"ok","f":"acquire","time":5}', "index must be"),
+        ('{"index":1,"process":1,"type":"ok","f":"acquire","time":5.0}', "time must be"),
+        ('{"index":1,"process":false,"type":"ok","f":"acquire","time":5}', "process must be"),
+        (f'{{{FULL},"wall":0,"value":[1]}}', "value must be an object"),
     ],
-    ids=["bad-json", "unknown-type", "missing-field"],
+    ids=[
+        "bad-json",
+        "unknown-type",
+        "missing-field",
+        "trailing-data",
+        "trailing-unicode-space",
+        "not-object",
+        "unknown-field-nine-keys",
+        "bool-index",
+        "float-time",
+        "bool-process",
+        "list-value",
+    ],
 )
 def test_corrupt_history_names_file_and_line(tmp_path: Path, bad_line: str, fragment: str) -> None:
     path = tmp_path / "history.jsonl"
@@ -330,6 +360,13 @@ def test_corrupt_history_names_file_and_line(tmp_path: Path, bad_line: str, frag
     message = str(error.value)
     assert message.startswith(f"{path}:3:")
     assert fragment in message
+
+
+def test_optional_fields_default(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"index":0,"process":"nemesis","type":"info","f":"kill","time":7}\n')
+    (event,) = read_history(path)
+    assert event == Event(0, "nemesis", "info", "kill", 7, 0, None, None, None)
 
 
 def test_good_history_reads_back(tmp_path: Path) -> None:

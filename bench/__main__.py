@@ -1,0 +1,115 @@
+"""`python -m bench`: bring-up, throughput, checker; one table of figures on stdout.
+
+Progress goes to stderr as each part runs; nothing is written into the repository.
+Exit code 0 when every target is met, 1 otherwise (as bench.checker_bench does).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import resource
+import sys
+from typing import Any
+
+from bench import bringup, checker_bench, throughput
+
+Row = tuple[str, str, str]  # figure, value, note
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def _bringup_rows(report: dict[str, Any]) -> list[Row]:
+    what = f"{report['nodes']} nodes + resource + Toxiproxy + {report['proxies']} proxies"
+    rows = []
+    for phase in ("start", "stop"):
+        s = report[f"{phase}_s"]
+        spread = f"min {s['min']:.3f}, max {s['max']:.3f} over {report['repeats']}"
+        rows.append((f"bring-up {phase}", f"{s['median']:.3f} s", f"{spread}; {what}"))
+    return rows
+
+
+def _throughput_rows(report: dict[str, Any]) -> list[Row]:
+    shape = f"{report['workers']}x{report['threads']} clients, {report['rounds']} x "
+    shape += f"{report['seconds']:g} s per side"
+    rows: list[Row] = []
+    for client, r in report["clients"].items():
+        if client == "single":
+            note = f"target >= {report['target_ratio']}: {_met(report['single_meets_target'])}"
+        else:  # see throughput._bare_redlock
+            note = "informational: bare loop is sequential, harness fans out concurrently"
+        rows += [
+            (f"{client}: harness", f"{r['harness_cycles_per_s']:.0f} cycles/s", shape),
+            (f"{client}: bare redis-py", f"{r['bare_cycles_per_s']:.0f} cycles/s", shape),
+            (f"{client}: ratio", f"{r['ratio']:.2f}", note),
+            (
+                f"{client}: harness failed acquires",
+                f"{r['harness_failed_acquires']:.1%}",
+                "random key per cycle, so 12 keys still collide",
+            ),
+        ]
+    return rows
+
+
+def _checker_rows(report: dict[str, Any]) -> list[Row]:
+    ok = report["total_s"] < report["target_total_s"] and report["verdict"] == "valid"
+    what = f"{report['events']:,} events, {report['file_mb']:.0f} MB, median of {report['repeats']}"
+    return [
+        ("checker read", f"{report['read_s']:.2f} s", what),
+        ("checker check", f"{report['check_s']:.2f} s", f"verdict {report['verdict']}"),
+        (
+            "checker total",
+            f"{report['total_s']:.2f} s",
+            f"target < {report['target_total_s']:g} s: {_met(ok)}",
+        ),
+        ("checker peak RSS", f"{report['peak_rss_mb']:.0f} MB", "fresh interpreter per run"),
+    ]
+
+
+def _table(rows: list[Row]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    lines = [f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c}".rstrip() for a, b, c in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    started = datetime.datetime.now().astimezone()
+    print("bench: bring-up ...", file=sys.stderr, flush=True)
+    up = bringup.run()
+    print("bench: throughput (about 90 s) ...", file=sys.stderr, flush=True)
+    tp = throughput.run()
+    print("bench: checker (about 30 s) ...", file=sys.stderr, flush=True)
+    ck = checker_bench.run()
+    # ru_maxrss is in KiB on Linux; this process ran the harness controller for every run.
+    own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows = [
+        *_bringup_rows(up),
+        *_throughput_rows(tp),
+        *_checker_rows(ck),
+        ("bench process peak RSS", f"{own_mb:.0f} MB", "controller side of the harness runs"),
+    ]
+    print(f"lockharness benchmarks, {started.isoformat(timespec='seconds')}")
+    nproc = len(os.sched_getaffinity(0))  # what `nproc` prints: the CPUs we may run on
+    print(f"nproc {nproc}, CPU {_cpu_model()}, Python {platform.python_version()}")
+    print()
+    print(_table(rows))
+    checker_ok = ck["total_s"] < ck["target_total_s"] and ck["verdict"] == "valid"
+    return 0 if tp["single_meets_target"] and checker_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
