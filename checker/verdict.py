@@ -74,6 +74,7 @@ def check_history(
 ) -> CheckResult:
     """Run every checker over ``history`` and combine them into one verdict.
 
+    At most ``max_witnesses`` witnesses of each kind (overlap, resource) are kept.
     A violation makes the run invalid whatever else is wrong with it; otherwise a history
     without any successful acquire, or missing a worker's events, proves nothing: unknown.
     """
@@ -86,7 +87,9 @@ def check_history(
     stats["resource_violations"] = len(resource)
     if total:
         reasons = _violation_reasons(mutex, resource)
-        witnesses = (mutex + resource)[: max(max_witnesses, 0)]
+        # Capped per view, so the resource's own evidence is never crowded out by overlaps.
+        cap = max(max_witnesses, 0)
+        witnesses = mutex[:cap] + resource[:cap]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
         return CheckResult(Verdict.INVALID, witnesses, reasons, stats)

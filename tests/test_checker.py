@@ -374,3 +374,15 @@ def test_good_history_reads_back(tmp_path: Path) -> None:
     events = stats_history().events
     path.write_text("".join(e.to_json() + "\n" for e in events), encoding="utf-8")
     assert read_history(path) == events
+
+
+def test_each_view_keeps_its_witnesses_under_the_cap() -> None:
+    # Many overlaps must not crowd the resource's own evidence out of the results.
+    h = History()
+    for n in range(10):
+        h.lease(n, f"t{n}", start=n, end=1_000)
+    h.add(9, "ok", "enter", 500, "t9", {"occupancy": 10, "others": ["t0"]})
+    result = check(h, max_witnesses=3)
+    kinds = [w["kind"] for w in result.witnesses]
+    assert kinds == ["overlap"] * 3 + ["resource"]
+    assert "showing 4 of 10 witnesses" in result.reasons
