@@ -89,6 +89,41 @@ class ManagedProcess:
         return "\n".join(text.splitlines()[-lines:])
 
 
+class ServerProcess:
+    """A server the cluster owns: at most one live ManagedProcess at a time (restarts
+    replace it). Subclasses build and start ``_process``; this is the common handling."""
+
+    _process: ManagedProcess | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.running()
+
+    def signal(self, signum: int) -> None:
+        if self._process:
+            self._process.signal(signum)
+
+    def kill(self) -> None:
+        """SIGKILL: the process is gone when this returns."""
+        if self._process:
+            self._process.kill()
+
+    def terminate(self) -> None:
+        if self._process:
+            self._process.terminate()
+
+    def wait_or_kill(self) -> None:
+        if self._process:
+            self._process.wait_or_kill()
+
+    def stop(self) -> None:
+        self.terminate()
+        self.wait_or_kill()
+
+
 def pid_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie (zombies hold no ports or files)."""
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import redis
 
 from harness.cluster.ports import free_port
-from harness.cluster.process import ManagedProcess
+from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
 from workloads.endpoints import Endpoint
 
@@ -21,7 +21,7 @@ PERSISTENCE_ARGS: dict[str, list[str]] = {
 _START_ATTEMPTS = 5  # a free port can be taken by someone else before redis binds it
 
 
-class LocalRedisNode:
+class LocalRedisNode(ServerProcess):
     """One node. The port is chosen at first start and kept across restarts,
     so proxies pointing at it stay valid."""
 
@@ -43,10 +43,6 @@ class LocalRedisNode:
         if self.port is None:
             raise ClusterError(f"node {self.name} has not been started")
         return Endpoint(self.name, "127.0.0.1", self.port)
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
 
     def _argv(self, port: int) -> list[str]:
         return [
@@ -112,30 +108,8 @@ class LocalRedisNode:
     def _tail(self) -> str:
         return self._process.log_tail() if self._process else ""
 
-    def running(self) -> bool:
-        return self._process is not None and self._process.running()
-
-    def kill(self) -> None:
-        """SIGKILL: the process is gone when this returns (its page-cache writes survive)."""
-        if self._process:
-            self._process.kill()
-
     def pause(self) -> None:
-        if self._process:
-            self._process.signal(signal.SIGSTOP)
+        self.signal(signal.SIGSTOP)
 
     def resume(self) -> None:
-        if self._process:
-            self._process.signal(signal.SIGCONT)
-
-    def terminate(self) -> None:
-        if self._process:
-            self._process.terminate()
-
-    def wait_or_kill(self) -> None:
-        if self._process:
-            self._process.wait_or_kill()
-
-    def stop(self) -> None:
-        self.terminate()
-        self.wait_or_kill()
+        self.signal(signal.SIGCONT)

@@ -22,7 +22,7 @@ from toxiproxy import Toxiproxy
 from toxiproxy.proxy import Proxy
 
 from harness.cluster.ports import free_port
-from harness.cluster.process import ManagedProcess
+from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
 from workloads.endpoints import Endpoint
 
@@ -123,7 +123,7 @@ def _info(proxy: Proxy, node: str) -> ProxyInfo:
     return ProxyInfo(proxy.name, Endpoint(node, host, int(port)), proxy.upstream, proxy.enabled)
 
 
-class ToxiproxyServer:
+class ToxiproxyServer(ServerProcess):
     """toxiproxy-server on a free loopback API port."""
 
     def __init__(self, binary: Path, log_path: Path) -> None:
@@ -137,10 +137,6 @@ class ToxiproxyServer:
         if self.port is None:
             raise ClusterError("toxiproxy-server has not been started")
         return ToxiproxyAPI("127.0.0.1", self.port)
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
 
     def spawn(self) -> None:
         self.port = free_port()
@@ -163,18 +159,3 @@ class ToxiproxyServer:
             f"toxiproxy-server did not answer on port {self.port} within {timeout_s:.0f}s; "
             f"last lines of {self.log_path}:\n{self._process.log_tail()}"
         )
-
-    def running(self) -> bool:
-        return self._process is not None and self._process.running()
-
-    def terminate(self) -> None:
-        if self._process:
-            self._process.terminate()
-
-    def wait_or_kill(self) -> None:
-        if self._process:
-            self._process.wait_or_kill()
-
-    def stop(self) -> None:
-        self.terminate()
-        self.wait_or_kill()
