@@ -1,0 +1,112 @@
+"""What a scenario says about faults: the kinds, their targets and their schedules.
+
+    faults:
+      - kind: kill              # one of FAULT_KINDS
+        name: kill-holder       # optional (default: the kind); the timeline refers to it
+        targets: holders        # one | minority | majority | all | holders | [n1, n3]
+                                # (client-pause: one | all | holders | [w1, w2])
+        every: 4s               # repeat period; omitted: once, unless the timeline uses it
+        duration: 1s            # how long each occurrence lasts (for kill: how long it is down)
+        start_after: 2s         # first occurrence (default 0s)
+        probability: 1.0        # each scheduled occurrence happens with this probability
+        options: {power_loss: true}   # per kind, see OPTIONS
+    timeline:                   # explicit occurrences, besides or instead of `every`
+      - {at: 3s, fault: kill-holder, targets: [n2], duration: 500ms}
+      - [5s, pause, [n1]]       # short form: [at, fault, targets]
+
+A seeded RNG drives every random choice (probability, one/minority/majority picks), so the
+same seed gives the same schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FAULT_KINDS = (
+    "kill",  # SIGKILL a node, restart it after `duration` (or the cluster's restart_delay)
+    "pause",  # SIGSTOP a node, SIGCONT after `duration`
+    "client-pause",  # SIGSTOP a worker process (a GC pause of all its clients)
+    "partition",  # through Toxiproxy: isolate nodes, cut a worker off, or ring
+    "latency",  # a latency toxic with jitter on chosen links and directions
+    "toxic",  # any other Toxiproxy toxic, by type and attributes
+    "clock-bump",  # shift a node's wall clock by delta
+    "clock-strobe",  # flip a node's wall clock between +delta and 0 every `period`
+    "clock-rate",  # a node's wall clock runs at `rate` times real speed
+)
+
+NODE_TARGETS = ("one", "minority", "majority", "all", "holders")
+WORKER_TARGETS = ("one", "all", "holders")
+PARTITION_MODES = ("isolate", "cut-worker", "ring")
+STREAMS = ("downstream", "upstream", "both")
+TOXIC_TYPES = (
+    "latency", "timeout", "reset_peer", "bandwidth", "slicer", "slow_close", "limit_data",
+)  # fmt: skip
+
+# Per kind: option -> (value kind, default, help). Value kinds as in workloads.registry,
+# plus "signed-duration" (+5s / -2s), "choice:a|b|c", "workers" (all | [w1, w2]),
+# "mapping" (toxic attributes, passed to Toxiproxy as given).
+OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
+    "kill": {
+        "power_loss": (
+            "bool", False,
+            "truncate the AOF back to its size 1 s before the kill (aof-everysec only)",
+        ),
+    },
+    "pause": {},
+    "client-pause": {},
+    "partition": {
+        "mode": ("choice:isolate|cut-worker|ring", "isolate", "which partition"),
+        "workers": ("workers", "all", "cut-worker: the workers cut off from the targets"),
+    },
+    "latency": {
+        "latency": ("duration", 100_000_000, "added delay"),
+        "jitter": ("duration", 0, "± random variation of the delay"),
+        "stream": ("choice:downstream|upstream|both", "downstream", "which direction"),
+        "workers": ("workers", "all", "whose links to the target nodes"),
+    },
+    "toxic": {
+        "type": ("choice:" + "|".join(TOXIC_TYPES), None, "the Toxiproxy toxic type (required)"),
+        "attributes": ("mapping", {}, "the toxic's attributes, as Toxiproxy documents them"),
+        "stream": ("choice:downstream|upstream|both", "downstream", "which direction"),
+        "toxicity": ("float", 1.0, "probability the toxic applies to a connection (0..1)"),
+        "workers": ("workers", "all", "whose links to the target nodes"),
+    },
+    "clock-bump": {
+        "delta": ("signed-duration", None, "how far to shift the wall clock (required)"),
+    },
+    "clock-strobe": {
+        "delta": ("signed-duration", None, "the shift it flips to and back (required)"),
+        "period": ("duration", 100_000_000, "how often it flips"),
+    },
+    "clock-rate": {
+        "rate": ("float", None, "clock speed relative to real time, e.g. 1.5 or 0.5 (required)"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    kind: str
+    name: str  # defaults to the kind; unique within a scenario
+    targets: str | tuple[str, ...] = "one"  # a NODE_TARGETS/WORKER_TARGETS word, or names
+    every_ns: int | None = None
+    duration_ns: int = 1_000_000_000
+    start_after_ns: int = 0
+    probability: float = 1.0
+    # Every option of the kind, defaults filled in.
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    at_ns: int
+    fault: str  # a FaultSpec name, or a kind (then that kind with default options)
+    targets: str | tuple[str, ...] | None = None  # None: the fault's own targets
+    duration_ns: int | None = None  # None: the fault's own duration
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    faults: tuple[FaultSpec, ...] = ()
+    timeline: tuple[TimelineEntry, ...] = ()
