@@ -3,7 +3,7 @@
     faults:
       - kind: kill              # one of FAULT_KINDS
         name: kill-holder       # optional (default: the kind); the timeline refers to it
-        targets: holders        # one | minority | majority | all | holders | [n1, n3]
+        targets: holders        # one | minority | majority | all | holders | holder | [n1, n3]
                                 # (client-pause: one | all | holders | [w1, w2])
         every: 4s               # repeat period; omitted: once, unless the timeline uses it
         duration: 1s            # how long each occurrence lasts (for kill: how long it is down)
@@ -35,7 +35,8 @@ FAULT_KINDS = (
     "clock-rate",  # a node's wall clock runs at `rate` times real speed
 )
 
-NODE_TARGETS = ("one", "minority", "majority", "all", "holders")
+# holders: every node that granted the lease held now; holder: one of them, at random.
+NODE_TARGETS = ("one", "minority", "majority", "all", "holders", "holder")
 WORKER_TARGETS = ("one", "all", "holders")
 PARTITION_MODES = ("isolate", "cut-worker", "ring")
 STREAMS = ("downstream", "upstream", "both")
