@@ -1,4 +1,8 @@
-"""Durations as people write them ("250ms", "5s", "1.5s") and as int nanoseconds."""
+"""Durations as people write them ("250ms", "5s", "1.5s") and as int nanoseconds.
+
+A signed duration ("+5s", "-250ms", "5s") is a shift rather than a length, e.g. how far a
+fault moves a clock: the same, with an optional leading sign.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,11 @@ UNITS: dict[str, int] = {
 
 # A unit is required: a bare "10" in a scenario is ambiguous between ms and s.
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)")
+_SIGNED = re.compile(r"([+-]?)(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)")
 _HOW = "write a number and a unit (ns, us, ms, s, m, h), e.g. 250ms or 5s"
+_HOW_SIGNED = (
+    "write an optional + or -, a number and a unit (ns, us, ms, s, m, h), e.g. +5s or -250ms"
+)
 
 
 def _show(value: object) -> str:
@@ -27,16 +35,29 @@ def _show(value: object) -> str:
     return repr(value)
 
 
+def _nanos(value: object, number: str, unit: str, how: str) -> int:
+    # Fraction keeps "1.1s" exact, where float arithmetic would give 1099999999ns.
+    ns = Fraction(number) * UNITS[unit]
+    if ns.denominator != 1:
+        raise ValueError(f"{_show(value)} is not a whole number of nanoseconds; {how}")
+    return int(ns)
+
+
 def parse_duration(value: object) -> int:
     """Nanoseconds from a string like "250ms"; ValueError saying how to write one."""
     match = _DURATION.fullmatch(value.strip()) if isinstance(value, str) else None
     if match is None:
         raise ValueError(f"{_show(value)} is not a duration; {_HOW}")
-    # Fraction keeps "1.1s" exact, where float arithmetic would give 1099999999ns.
-    ns = Fraction(match[1]) * UNITS[match[2]]
-    if ns.denominator != 1:
-        raise ValueError(f"{_show(value)} is not a whole number of nanoseconds; {_HOW}")
-    return int(ns)
+    return _nanos(value, match[1], match[2], _HOW)
+
+
+def parse_signed_duration(value: object) -> int:
+    """Signed nanoseconds from "+5s", "-250ms" or "5s"; ValueError saying how to write one."""
+    match = _SIGNED.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"{_show(value)} is not a signed duration; {_HOW_SIGNED}")
+    ns = _nanos(value, match[2], match[3], _HOW_SIGNED)
+    return -ns if match[1] == "-" else ns
 
 
 def format_duration(ns: int) -> str:
@@ -47,3 +68,12 @@ def format_duration(ns: int) -> str:
         return "0s"
     unit = next(unit for unit, size in UNITS.items() if ns % size == 0)
     return f"{ns // UNITS[unit]}{unit}"
+
+
+def format_signed_duration(ns: int) -> str:
+    """The signed form ("+5s", "-250ms", "0s") that parse_signed_duration reads back."""
+    if isinstance(ns, bool) or not isinstance(ns, int):
+        raise ValueError(f"{_show(ns)} is not a signed duration in nanoseconds; allowed: an int")
+    if ns == 0:
+        return "0s"
+    return ("+" if ns > 0 else "-") + format_duration(abs(ns))

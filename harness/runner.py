@@ -21,16 +21,19 @@ from typing import Any
 
 from rich.console import Console
 
-from checker.history import COMPLETIONS, OK, RELEASE, Event
 from checker.verdict import CheckResult, Verdict, check_history
+from faults.base import FaultContext
+from faults.nemesis import Nemesis
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
 from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from harness.live import LiveHistory
 from harness.progress import ProgressLine
 from harness.runlog import run_log
 from harness.scenario import Scenario, to_yaml
-from harness.shards import ShardTail, merge_shards
+from harness.shards import merge_shards
 from harness.store import create_run_dir, update_latest
+from workloads.recorder import Recorder
 from workloads.worker import WorkerConfig
 
 log = logging.getLogger("lockharness")
@@ -38,27 +41,13 @@ log = logging.getLogger("lockharness")
 _POLL_S = 0.1
 _WORKER_STOP_GRACE_S = 5.0  # on top of hold_max: a worker finishes its cycle first
 EXIT_INTERRUPTED = 130
+NEMESIS_SHARD = "history.nemesis.jsonl"
 
 
 @dataclass(frozen=True)
 class Binaries:
     redis_server: Path
     toxiproxy_server: Path
-
-
-@dataclass
-class LiveCounts:
-    """What the progress line shows, counted from the shards as they grow."""
-
-    ops: int = 0
-    cycles: int = 0
-
-    def add(self, events: list[Event]) -> None:
-        for event in events:
-            if event.type in COMPLETIONS:
-                self.ops += 1
-                if event.f == RELEASE and event.type == OK:
-                    self.cycles += 1
 
 
 @dataclass
@@ -148,29 +137,29 @@ def _start_workers(configs: list[WorkerConfig], run_dir: Path) -> list[ManagedPr
     return workers
 
 
-def _drive(
-    scenario: Scenario,
+def _watch(
     workers: list[ManagedProcess],
-    tails: list[ShardTail],
+    live: LiveHistory,
+    progress: ProgressLine,
     t0_ns: int,
-    console: Console,
+    total_s: float,
+    deadline_s: float,
 ) -> None:
-    """Follow the run until every worker is done; raise WorkerDied if one fails early."""
-    counts = LiveCounts()
-    total_s = scenario.duration_ns / 1e9
-    with ProgressLine(console, scenario.name) as progress:
-        while any(worker.running() for worker in workers):
-            for tail in tails:
-                counts.add(tail.poll())
-            elapsed_s = (time.monotonic_ns() - t0_ns) / 1e9
-            progress.update(min(elapsed_s, total_s), total_s, counts.ops, counts.cycles)
-            for i, worker in enumerate(workers, start=1):
-                code = worker.exit_code()
-                if code not in (None, 0):
-                    raise WorkerDied(f"worker w{i} exited with code {code} at {elapsed_s:.2f}s")
-            if elapsed_s > total_s + scenario.workload.hold_max_ns / 1e9 + _WORKER_STOP_GRACE_S:
-                raise WorkerDied(f"workers still running {elapsed_s - total_s:.1f}s after the end")
-            time.sleep(_POLL_S)
+    """Follow the run until ``deadline_s`` (since t0) or until every worker is done.
+
+    Raises WorkerDied as soon as a worker exits with a failure.
+    """
+    while any(worker.running() for worker in workers):
+        live.refresh()
+        elapsed_s = (time.monotonic_ns() - t0_ns) / 1e9
+        progress.update(min(elapsed_s, total_s), total_s, live.ops, live.cycles)
+        for i, worker in enumerate(workers, start=1):
+            code = worker.exit_code()
+            if code not in (None, 0):
+                raise WorkerDied(f"worker w{i} exited with code {code} at {elapsed_s:.2f}s")
+        if elapsed_s >= deadline_s:
+            return
+        time.sleep(_POLL_S)
 
 
 def _stop_workers(workers: list[ManagedProcess], grace_s: float) -> dict[int, int | None]:
@@ -179,6 +168,82 @@ def _stop_workers(workers: list[ManagedProcess], grace_s: float) -> dict[int, in
     for worker in workers:
         worker.wait_or_kill(grace_s)
     return {i: worker.exit_code() for i, worker in enumerate(workers, start=1)}
+
+
+def _cluster(scenario: Scenario, binaries: Binaries, run_dir: Path) -> LocalCluster:
+    kinds = {fault.kind for fault in scenario.faults.faults}
+    return LocalCluster(
+        ClusterConfig(
+            redis_server=binaries.redis_server,
+            toxiproxy_server=binaries.toxiproxy_server,
+            base_dir=run_dir,
+            nodes=scenario.cluster.nodes,
+            workers=scenario.workload.workers,
+            persistence=scenario.cluster.persistence,
+            clock_shim=any(kind.startswith("clock-") for kind in kinds),
+        )
+    )
+
+
+@dataclass
+class _Execution:
+    """What happened while the run went, beside its history."""
+
+    problems: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    exits: dict[int, int | None] = field(default_factory=dict)
+
+
+def _execute(
+    scenario: Scenario, cluster: LocalCluster, run_dir: Path, console: Console
+) -> _Execution:
+    """Cluster up, workers and nemesis go, faults healed, everything down: always."""
+    w, seed = scenario.workload, scenario.seed
+    assert seed is not None
+    total_s = scenario.duration_ns / 1e9
+    grace_s = w.hold_max_ns / 1e9 + _WORKER_STOP_GRACE_S
+    execution = _Execution()
+    workers: list[ManagedProcess] = []
+    nemesis: Nemesis | None = None
+    try:
+        cluster.start()
+        t0_ns = time.monotonic_ns()
+        configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
+        workers = _start_workers(configs, run_dir)
+        live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
+        ctx = FaultContext(
+            cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
+            restart_delay_ns=scenario.cluster.restart_delay_ns,
+        )  # fmt: skip
+
+        def clock() -> int:  # the history's time base
+            return time.monotonic_ns() - t0_ns
+
+        recorder = Recorder(run_dir / NEMESIS_SHARD, clock)
+        nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
+        nemesis.start()
+        with ProgressLine(console, scenario.name) as progress:
+            _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s)
+            # Heal before the workers' last cycles end, so the history shows the recovery.
+            finishing, nemesis = nemesis, None
+            execution.problems += finishing.finish()
+            _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s + grace_s)
+        if any(worker.running() for worker in workers):
+            raise WorkerDied(f"workers still running {grace_s:.1f}s after the end")
+    except KeyboardInterrupt:
+        execution.interrupted = True
+        execution.problems.append("interrupted (Ctrl-C): the history covers only part of the run")
+        log.warning("interrupted")
+    except WorkerDied as e:
+        execution.problems.append(str(e))
+        log.error("%s", e)
+    finally:
+        with _no_interrupts():
+            if nemesis is not None:  # aborted mid-run: heal first (a paused worker must go on)
+                execution.problems += nemesis.finish()
+            execution.exits = _stop_workers(workers, grace_s)
+            cluster.stop()
+    return execution
 
 
 def run_scenario(
@@ -190,48 +255,18 @@ def run_scenario(
     update_latest(store, run_dir)
     console.print(f"[bold]{scenario.name}[/] seed {scenario.seed} → {run_dir}", highlight=False)
     w = scenario.workload
-    problems: list[str] = []
-    interrupted = False
-    exits: dict[int, int | None] = {}
     with run_log(run_dir):
         log.info("run %s seed %s in %s", scenario.name, scenario.seed, run_dir)
-        cluster = LocalCluster(
-            ClusterConfig(
-                redis_server=binaries.redis_server,
-                toxiproxy_server=binaries.toxiproxy_server,
-                base_dir=run_dir,
-                nodes=scenario.cluster.nodes,
-                workers=w.workers,
-                persistence=scenario.cluster.persistence,
-            )
-        )
-        workers: list[ManagedProcess] = []
-        try:
-            cluster.start()
-            t0_ns = time.monotonic_ns()
-            configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
-            workers = _start_workers(configs, run_dir)
-            tails = [ShardTail(Path(c.history_path)) for c in configs]
-            _drive(scenario, workers, tails, t0_ns, console)
-        except KeyboardInterrupt:
-            interrupted = True
-            problems.append("interrupted (Ctrl-C): the history covers only part of the run")
-            log.warning("interrupted")
-        except WorkerDied as e:
-            problems.append(str(e))
-            log.error("%s", e)
-        finally:
-            with _no_interrupts():
-                exits = _stop_workers(workers, w.hold_max_ns / 1e9 + _WORKER_STOP_GRACE_S)
-                cluster.stop()
-        shards = sorted(run_dir.glob("history.w*.jsonl"), key=lambda p: int(p.stem.split("w")[-1]))
-        history = merge_shards(shards, run_dir / "history.jsonl")
+        cluster = _cluster(scenario, binaries, run_dir)
+        execution = _execute(scenario, cluster, run_dir, console)
+        shards = [run_dir / f"history.w{i}.jsonl" for i in range(1, w.workers + 1)]
+        history = merge_shards([*shards, run_dir / NEMESIS_SHARD], run_dir / "history.jsonl")
         result = check_history(history, expected_processes=range(w.workers * w.threads))
-        if problems and result.verdict is Verdict.VALID:
-            # An aborted run cannot vouch for safety; a violation it found still stands.
+        if execution.problems and result.verdict is Verdict.VALID:
+            # An aborted or unhealed run cannot vouch for safety; a violation still stands.
             result = dataclasses.replace(result, verdict=Verdict.UNKNOWN)
-        result = dataclasses.replace(result, reasons=[*problems, *result.reasons])
-        outcome = RunOutcome(run_dir, scenario, result, interrupted, exits)
+        result = dataclasses.replace(result, reasons=[*execution.problems, *result.reasons])
+        outcome = RunOutcome(run_dir, scenario, result, execution.interrupted, execution.exits)
         write_results(outcome, cluster.describe())
         log.info("verdict %s (expected %s)", result.verdict, scenario.expect)
     return outcome

@@ -3,14 +3,22 @@
 Each YAML section is described once, as a table of keys and the kind of value each takes.
 The same tables read a file (validating it) and write a resolved scenario back out, so
 ``load_scenario`` and ``to_yaml`` cannot drift apart.
+
+Faults (faults/spec.py shows the YAML) are read the same way, with tables built per fault:
+which targets and options a fault takes depends on its kind, and which node and worker
+names exist depends on the cluster and workload, so those keys are read after the others.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
+from functools import partial
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -18,11 +26,26 @@ from typing import Any
 
 import yaml
 
-from harness.durations import format_duration, parse_duration
+from faults.spec import (
+    FAULT_KINDS,
+    NODE_TARGETS,
+    OPTIONS,
+    PARTITION_MODES,
+    WORKER_TARGETS,
+    FaultPlan,
+    FaultSpec,
+    TimelineEntry,
+)
+from harness.durations import (
+    format_duration,
+    format_signed_duration,
+    parse_duration,
+    parse_signed_duration,
+)
 from harness.errors import BadInput
 from workloads.registry import CLIENTS
 
-PERSISTENCE_MODES: tuple[str, ...] = ("none",)
+PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
 
 _MS = 1_000_000
@@ -33,6 +56,7 @@ _S = 1_000 * _MS
 class ClusterSpec:
     nodes: int = 5
     persistence: str = "none"
+    restart_delay_ns: int = 0  # a crashed node stays down at least this long before restarting
 
 
 @dataclass(frozen=True)
@@ -65,6 +89,7 @@ class Scenario:
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     client: ClientSpec
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    faults: FaultPlan = field(default_factory=FaultPlan)
     # Where it was read from: for messages only, so not part of equality.
     source: str = field(default="", compare=False)
 
@@ -90,12 +115,19 @@ def _show(value: object) -> str:
 class _Kind:
     """Reads one YAML value (ValueError with the reason if unusable) and writes it back."""
 
+    # A late kind depends on other keys of its section: it is read after them, given
+    # ``context`` (every field of the section's class: as read, else its default).
+    late = False
+
     @property
     def allowed(self) -> str:
         raise NotImplementedError
 
     def read(self, value: object) -> Any:
         raise NotImplementedError
+
+    def read_in(self, value: object, context: Mapping[str, Any]) -> Any:
+        return self.read(value)
 
     def write(self, value: Any) -> object:
         return value
@@ -128,12 +160,31 @@ class _Int(_Kind):
 
 @dataclass(frozen=True)
 class _Float(_Kind):
-    allowed = "a number"
+    lo: float | None = None
+    hi: float | None = None
+    above: bool = False  # lo itself is not allowed
+
+    @property
+    def allowed(self) -> str:
+        if self.lo is None:
+            return "a number"
+        if self.above:
+            return f"a number above {self.lo:g}"
+        if self.hi is None:
+            return f"a number >= {self.lo:g}"
+        return f"a number from {self.lo:g} to {self.hi:g}"
 
     def read(self, value: object) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._reject(value, "is not a number")
-        return float(value)
+        number = math.nan
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            with contextlib.suppress(OverflowError):  # an int too large for a float
+                number = float(value)
+        if not math.isfinite(number):
+            raise self._reject(value, "is not a finite number")
+        low = self.lo is not None and (number <= self.lo if self.above else number < self.lo)
+        if low or (self.hi is not None and number > self.hi):
+            raise self._reject(value, "is out of range")
+        return number
 
 
 @dataclass(frozen=True)
@@ -197,6 +248,19 @@ class _Duration(_Kind):
 
 
 @dataclass(frozen=True)
+class _SignedDuration(_Kind):
+    """Written "+5s", "-250ms" or "5s"; held as signed int ns."""
+
+    allowed = "a duration with an optional + or - sign, e.g. +5s or -250ms"
+
+    def read(self, value: object) -> int:
+        return parse_signed_duration(value)  # its ValueError already says how to write one
+
+    def write(self, value: Any) -> object:
+        return format_signed_duration(value)
+
+
+@dataclass(frozen=True)
 class _Nanos(_Kind):
     """An int ns from a flag the CLI already parsed; must be above 0."""
 
@@ -242,15 +306,26 @@ def _ns(name: str, kind: _Kind) -> _Key:
     return _Key(name, kind, f"{name}_ns")
 
 
-def _read_one(where: str, kind: _Kind, value: object) -> Any:
+def _read_one(
+    where: str, kind: _Kind, value: object, context: Mapping[str, Any] | None = None
+) -> Any:
     try:
-        return kind.read(value)
+        return kind.read_in(value, context or {})
     except ValueError as e:
         raise _Invalid(f"{where}: {e}") from None
 
 
-def _read_keys(mapping: object, path: str, keys: tuple[_Key, ...]) -> dict[str, Any]:
-    """The present keys' values by dataclass field; unknown keys are errors."""
+def _read_keys(
+    mapping: object,
+    path: str,
+    keys: tuple[_Key, ...],
+    context: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The present keys' values by dataclass field; unknown keys are errors.
+
+    Late keys come last, in table order, each given ``context`` updated with what the
+    keys before it built (two late keys may build one field: the second on the first).
+    """
     if not isinstance(mapping, dict):
         names = ", ".join(k.name for k in keys) or "(none)"
         raise _Invalid(f"{path.rstrip('.')}: {_show(mapping)} is not a mapping; allowed: {names}")
@@ -261,7 +336,12 @@ def _read_keys(mapping: object, path: str, keys: tuple[_Key, ...]) -> dict[str, 
         if key is None:
             allowed = ", ".join(by_name) or "(none)"
             raise _Invalid(f"unknown key '{path}{name}'; allowed: {allowed}")
-        found[key.field] = _read_one(f"{path}{name}", key.kind, value)
+        if not key.kind.late:
+            found[key.field] = _read_one(f"{path}{name}", key.kind, value)
+    for key in keys:
+        if key.kind.late and key.name in mapping:
+            seen = {**(context or {}), **found}
+            found[key.field] = _read_one(f"{path}{key.name}", key.kind, mapping[key.name], seen)
     return found
 
 
@@ -283,7 +363,7 @@ class _Section(_Kind):
     def read(self, value: object) -> Any:
         if not isinstance(value, dict):
             raise self._reject(value, "is not a mapping")
-        found = _read_keys(value, self.path, self.keys)
+        found = _read_keys(value, self.path, self.keys, _defaults(self.cls))
         required = {f.name for f in fields(self.cls) if _no_default(f)}
         for key in self.keys:
             if key.field in required and key.field not in found:
@@ -300,6 +380,15 @@ class _Section(_Kind):
 
 def _no_default(f: Any) -> bool:
     return f.default is MISSING and f.default_factory is MISSING
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The fields of ``cls`` that have a default, with it."""
+    return {
+        f.name: f.default if f.default is not MISSING else f.default_factory()
+        for f in fields(cls)
+        if not _no_default(f)
+    }
 
 
 def _at_most(low: str, high: str) -> _Check:
@@ -384,9 +473,349 @@ def _node_in_cluster(s: Scenario) -> tuple[str, str] | None:
     )
 
 
+# ---- faults -------------------------------------------------------------------------------
+
+_NAME = _Text(r"[A-Za-z0-9._-]+", "letters, digits, '.', '_' and '-'")
+_FAULT_KIND = _Choice(FAULT_KINDS)
+_PROBABILITY = _Float(0.0, 1.0)
+_WORKER_FAULTS = frozenset({"client-pause"})  # kinds whose targets are workers, not nodes
+_TIMELINE_LIST = ("at", "fault", "targets")  # the short form: [at, fault] or [at, fault, targets]
+
+
+@dataclass(frozen=True)
+class _Room:
+    """What a fault may name and rely on: the scenario's cluster and workload."""
+
+    nodes: int | None = None  # None: any (only when writing)
+    workers: int | None = None
+    persistence: str = ""
+
+    @classmethod
+    def of(cls, context: Mapping[str, Any]) -> _Room:
+        cluster, workload = context["cluster"], context["workload"]
+        return cls(cluster.nodes, workload.workers, cluster.persistence)
+
+
+@dataclass(frozen=True)
+class _Names(_Kind):
+    """A word, or a non-empty list of distinct names ``n1..nN`` (or ``w1..wW``)."""
+
+    words: tuple[str, ...]
+    prefix: str  # "n" for nodes, "w" for workers
+    count: int | None  # how many there are; None: any (only when writing)
+    counted_by: str  # the key that says how many, for messages
+
+    @property
+    def noun(self) -> str:
+        return {"n": "node", "w": "worker"}[self.prefix]
+
+    @property
+    def allowed(self) -> str:
+        p, n = self.prefix, self.count
+        names = f"{p}1" if n == 1 else f"{p}1..{p}{n if n is not None else 'N'}"
+        return (
+            f"{', '.join(self.words)}, or a non-empty list of {self.noun} names {names} "
+            f"({self.counted_by}) without duplicates"
+        )
+
+    def read(self, value: object) -> str | tuple[str, ...]:
+        if isinstance(value, str) and value in self.words:
+            return value
+        if not isinstance(value, list) or not value:
+            raise self._reject(value, f"is not a target of {self.noun}s")
+        for i, item in enumerate(value):
+            match = isinstance(item, str) and re.fullmatch(rf"{self.prefix}([1-9]\d*)", item)
+            if not match or (self.count is not None and int(match[1]) > self.count):
+                raise self._reject(item, f"is not a {self.noun} name")
+            if item in value[:i]:
+                raise self._reject(item, "is listed twice")
+        return tuple(value)
+
+    def write(self, value: Any) -> object:
+        return value if isinstance(value, str) else list(value)
+
+
+@dataclass(frozen=True)
+class _Attributes(_Kind):
+    """A mapping passed on as given (Toxiproxy toxic attributes): plain values only."""
+
+    allowed = "a mapping of names to numbers, strings or booleans"
+
+    def read(self, value: object) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self._reject(value, "is not a mapping")
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise self._reject(name, "is not a name")
+            if not isinstance(item, bool | int | float | str):
+                raise ValueError(f"'{name}' is {_show(item)}; allowed: {self.allowed}")
+        return dict(value)
+
+
+@dataclass(frozen=True)
+class _Options(_Kind):
+    """A fault's options: those of its kind, each missing one set to its default."""
+
+    path: str  # "faults[0].options."
+    fault_kind: str
+    keys: tuple[_Key, ...]
+
+    @property
+    def allowed(self) -> str:
+        return "a mapping with keys " + (", ".join(k.name for k in self.keys) or "(none)")
+
+    def read(self, value: object) -> dict[str, Any]:
+        given = _read_keys({} if value is None else value, self.path, self.keys)
+        options: dict[str, Any] = {}
+        for key in self.keys:
+            default = OPTIONS[self.fault_kind][key.name][1]
+            if key.name in given:
+                options[key.name] = given[key.name]
+            elif default is None:  # no default: required
+                raise _Invalid(f"{self.path}{key.name}: missing; allowed: {key.kind.allowed}")
+            else:
+                options[key.name] = copy.deepcopy(default)
+        return options
+
+    def write(self, value: Any) -> object:
+        return {k.name: k.kind.write(value[k.name]) for k in self.keys if k.name in value}
+
+
+# The value kinds of faults/spec.py OPTIONS ("choice:a|b" passes "a|b" as the argument).
+_FAULT_OPTION_KINDS: dict[str, Callable[[str, _Room], _Kind]] = {
+    "bool": lambda _, room: _Bool(),
+    "float": lambda _, room: _Float(),
+    "duration": lambda _, room: _Duration(),
+    "signed-duration": lambda _, room: _SignedDuration(),
+    "choice": lambda arg, room: _Choice(tuple(arg.split("|"))),
+    "workers": lambda _, room: _Names(("all",), "w", room.workers, "workload.workers"),
+    "mapping": lambda _, room: _Attributes(),
+}
+
+# Options that take less than their value kind allows: (fault kind, option) -> kind.
+_NARROWER: dict[tuple[str, str], _Kind] = {
+    ("toxic", "toxicity"): _Float(0.0, 1.0),
+    ("clock-rate", "rate"): _Float(0.0, above=True),
+    ("clock-strobe", "period"): _Duration(positive=True),  # 0 would flip without pause
+}
+
+
+def _fault_option_keys(kind: str, room: _Room) -> tuple[_Key, ...]:
+    def value_kind(option: str, spec: str) -> _Kind:
+        name, _, arg = spec.partition(":")
+        return _NARROWER.get((kind, option)) or _FAULT_OPTION_KINDS[name](arg, room)
+
+    return tuple(_Key(o, value_kind(o, spec)) for o, (spec, _, _) in OPTIONS[kind].items())
+
+
+def _targets(kind: str, room: _Room) -> _Names:
+    if kind in _WORKER_FAULTS:
+        return _Names(WORKER_TARGETS, "w", room.workers, "workload.workers")
+    return _Names(NODE_TARGETS, "n", room.nodes, "cluster.nodes")
+
+
+# A rule of one fault against the scenario: (fault, room) -> (key, reason) when broken.
+def _power_loss_needs_aof(f: FaultSpec, room: _Room) -> tuple[str, str] | None:
+    if not f.options.get("power_loss") or room.persistence == "aof-everysec":
+        return None
+    return "options.power_loss", (
+        f"true needs cluster.persistence: aof-everysec (it is {room.persistence}), the only "
+        "mode that loses un-fsynced writes; allowed: false, or set cluster.persistence to "
+        "aof-everysec"
+    )
+
+
+def _ring_needs_two_nodes(f: FaultSpec, room: _Room) -> tuple[str, str] | None:
+    if f.options.get("mode") != "ring" or room.nodes is None or room.nodes >= 2:
+        return None
+    others = ", ".join(m for m in PARTITION_MODES if m != "ring")
+    return "options.mode", (
+        f"ring needs at least 2 nodes (cluster.nodes is {room.nodes}); allowed: {others}"
+    )
+
+
+_FAULT_CHECKS = (_power_loss_needs_aof, _ring_needs_two_nodes)
+
+
+def _fault_section(kind: str, room: _Room, path: str) -> _Section:
+    """The keys of one fault of ``kind``; ``path`` is its prefix, "faults[2]."."""
+    return _Section(path, FaultSpec, (
+        _Key("kind", _FAULT_KIND),
+        _Key("name", _NAME),
+        _Key("targets", _targets(kind, room)),
+        _ns("every", _Optional(_Duration(positive=True))),
+        _ns("duration", _Duration(positive=True)),
+        _ns("start_after", _Duration()),
+        _Key("probability", _PROBABILITY),
+        _Key("options", _Options(f"{path}options.", kind, _fault_option_keys(kind, room))),
+    ), checks=tuple(partial(check, room=room) for check in _FAULT_CHECKS))
+
+
+def _entry_section(kind: str, room: _Room, path: str) -> _Section:
+    """The keys of one timeline entry naming a fault of ``kind``."""
+    return _Section(path, TimelineEntry, (
+        _ns("at", _Duration()),
+        _Key("fault", _Text()),
+        _Key("targets", _Optional(_targets(kind, room))),
+        _ns("duration", _Optional(_Duration(positive=True))),
+    ))
+
+
+_FAULT_KEYS = ", ".join(k.name for k in _fault_section("pause", _Room(), "").keys)
+_ENTRY_KEYS = ", ".join(k.name for k in _entry_section("pause", _Room(), "").keys)
+
+
+def _read_fault(path: str, value: object, room: _Room) -> FaultSpec:
+    """One entry of ``faults:``; its kind decides the targets and options it takes."""
+    if not isinstance(value, dict):
+        raise _Invalid(f"{path}: {_show(value)} is not a mapping; allowed: keys {_FAULT_KEYS}")
+    if "kind" not in value:
+        raise _Invalid(f"{path}.kind: missing; allowed: {_FAULT_KIND.allowed}")
+    kind = _read_one(f"{path}.kind", _FAULT_KIND, value["kind"])
+    return _fault_section(kind, room, f"{path}.").read({"name": kind, "options": None, **value})
+
+
+def _items(value: object, kind: _Kind) -> list[Any]:
+    """A YAML list (null: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise kind._reject(value, "is not a list")
+    return value
+
+
+@dataclass(frozen=True)
+class _Faults(_Kind):
+    """``faults:``, a list of faults: the plan's faults (its timeline comes next)."""
+
+    late = True  # targets and options depend on cluster and workload
+    allowed = f"a list of faults, each a mapping with keys {_FAULT_KEYS}"
+
+    def read_in(self, value: object, context: Mapping[str, Any]) -> FaultPlan:
+        room = _Room.of(context)
+        faults: list[FaultSpec] = []
+        index: dict[str, int] = {}
+        for i, item in enumerate(_items(value, self)):
+            path = f"faults[{i}]"
+            f = _read_fault(path, item, room)
+            if f.name in index:
+                default = " (a name defaults to the kind)" if "name" not in item else ""
+                raise _Invalid(
+                    f"{path}.name: '{f.name}' already names faults[{index[f.name]}]{default}; "
+                    "allowed: a name no other fault has"
+                )
+            if f.name in FAULT_KINDS and f.name != f.kind:
+                raise _Invalid(
+                    f"{path}.name: '{f.name}' is the name of another kind; "
+                    f"allowed: '{f.kind}' or a name that is not a kind"
+                )
+            index[f.name] = i
+            faults.append(f)
+        return FaultPlan(tuple(faults))
+
+    def write(self, value: Any) -> object:
+        return [_fault_section(f.kind, _Room(), "").write(f) for f in value.faults]
+
+
+@dataclass(frozen=True)
+class _FaultRef(_Kind):
+    """What a timeline entry names: a fault, or a bare kind (that kind, default options)."""
+
+    names: tuple[str, ...]
+
+    @property
+    def allowed(self) -> str:
+        kinds = f"a fault kind ({', '.join(FAULT_KINDS)})"
+        if not self.names:
+            return kinds
+        return f"the name of a fault ({', '.join(self.names)}) or {kinds}"
+
+    def read(self, value: object) -> str:
+        if not isinstance(value, str) or value not in (*self.names, *FAULT_KINDS):
+            raise self._reject(value, "is not a fault")
+        return value
+
+
+def _entry_mapping(path: str, value: object) -> dict[Any, Any]:
+    """A timeline entry as a mapping, from either form."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, list) and 2 <= len(value) <= len(_TIMELINE_LIST):
+        return dict(zip(_TIMELINE_LIST, value, strict=False))
+    shown = f"a {len(value)}-item list" if isinstance(value, list) else _show(value)
+    raise _Invalid(
+        f"{path}: {shown} is not a timeline entry; allowed: [at, fault], "
+        f"[at, fault, targets], or a mapping with keys {_ENTRY_KEYS}"
+    )
+
+
+@dataclass(frozen=True)
+class _Timeline(_Kind):
+    """``timeline:``, explicit occurrences; a bare kind adds that kind's default fault."""
+
+    late = True  # after faults: entries name them
+    allowed = (
+        "a list of entries, each [at, fault], [at, fault, targets] or a mapping with keys "
+        + _ENTRY_KEYS
+    )
+
+    def read_in(self, value: object, context: Mapping[str, Any]) -> FaultPlan:
+        room, plan = _Room.of(context), context["faults"]
+        kinds = {f.name: f.kind for f in plan.faults}
+        ref = _FaultRef(tuple(kinds))
+        implied: list[FaultSpec] = []
+        entries: list[TimelineEntry] = []
+        for i, item in enumerate(_items(value, self)):
+            path = f"timeline[{i}]"
+            entry = _entry_mapping(path, item)
+            if "fault" not in entry:
+                raise _Invalid(f"{path}.fault: missing; allowed: {ref.allowed}")
+            name = _read_one(f"{path}.fault", ref, entry["fault"])
+            if name not in kinds:
+                implied.append(_implied_fault(f"{path}.fault", name, room))
+                kinds[name] = name
+            entries.append(_entry_section(kinds[name], room, f"{path}.").read(entry))
+        return FaultPlan(plan.faults + tuple(implied), tuple(entries))
+
+    def write(self, value: Any) -> object:
+        kinds = {f.name: f.kind for f in value.faults}
+        return [
+            _entry_section(kinds.get(e.fault, e.fault), _Room(), "").write(e)
+            for e in value.timeline
+        ]
+
+
+def _implied_fault(where: str, kind: str, room: _Room) -> FaultSpec:
+    """The fault a bare kind in the timeline stands for: named by its kind, all defaults."""
+    required = [o for o, (_, default, _) in OPTIONS[kind].items() if default is None]
+    if required:
+        raise _Invalid(
+            f"{where}: {kind} needs options ({', '.join(required)}), so a bare kind will not "
+            f"do; allowed: the name of a fault of kind {kind} defined under faults"
+        )
+    return _read_fault(where, {"kind": kind}, room)
+
+
+def _workers_named(plan: FaultPlan) -> Iterator[tuple[int, str]]:
+    """(worker number, fault name) for each worker a fault names: targets or options."""
+    kinds = {f.name: f.kind for f in plan.faults}
+    named = [
+        (f.name, value)
+        for f in plan.faults
+        for o, (spec, _, _) in OPTIONS[f.kind].items()
+        if spec == "workers" and (value := f.options.get(o)) is not None
+    ]
+    named += [(f.name, f.targets) for f in plan.faults if f.kind in _WORKER_FAULTS]
+    named += [(e.fault, e.targets) for e in plan.timeline if kinds.get(e.fault) in _WORKER_FAULTS]
+    for fault, value in named:
+        if isinstance(value, tuple):  # not a word such as "all", nor None (the fault's own)
+            yield from ((int(w.removeprefix("w")), fault) for w in value)
+
+
 _CLUSTER = _Section("cluster.", ClusterSpec, (
     _Key("nodes", _Int(1, 15)),
     _Key("persistence", _Choice(PERSISTENCE_MODES)),
+    _ns("restart_delay", _Duration()),
 ))
 
 _WORKLOAD = _Section("workload.", WorkloadSpec, (
@@ -403,7 +832,7 @@ _WORKLOAD = _Section("workload.", WorkloadSpec, (
 ), checks=(_at_most("hold_min", "hold_max"), _at_most("retry_delay_min", "retry_delay_max")))
 
 _SCENARIO = _Section("", Scenario, (
-    _Key("name", _Text(r"[A-Za-z0-9._-]+", "letters, digits, '.', '_' and '-'")),
+    _Key("name", _NAME),
     _Key("description", _Text()),
     _Key("expect", _Choice(EXPECTATIONS)),
     _ns("duration", _Duration(positive=True)),
@@ -411,6 +840,8 @@ _SCENARIO = _Section("", Scenario, (
     _Key("cluster", _CLUSTER),
     _Key("client", _Client()),
     _Key("workload", _WORKLOAD),
+    _Key("faults", _Faults()),
+    _Key("timeline", _Timeline(), "faults"),  # completes the plan that faults began
 ), checks=(_node_in_cluster,))
 
 
@@ -507,6 +938,13 @@ def with_overrides(
 ) -> Scenario:
     """``s`` with command-line overrides; errors name the flag."""
     w = s.workload
+    new_workers = _keep(w.workers, workers, "--workers", _COUNT)
+    needed = max(_workers_named(s.faults), default=None)
+    if needed is not None and needed[0] > new_workers:
+        raise BadInput(
+            f"--workers: {new_workers} is too few for fault '{needed[1]}', which names "
+            f"w{needed[0]}; allowed: an integer from {needed[0]} to {_COUNT.hi}"
+        )
     changed = replace(
         s,
         duration_ns=_keep(s.duration_ns, duration_ns, "--duration", _Nanos()),
@@ -514,7 +952,7 @@ def with_overrides(
         client=s.client if client is None else _switch_client(s.client, client),
         workload=replace(
             w,
-            workers=_keep(w.workers, workers, "--workers", _COUNT),
+            workers=new_workers,
             threads=_keep(w.threads, threads, "--threads", _COUNT),
         ),
     )

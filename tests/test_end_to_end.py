@@ -32,7 +32,7 @@ def test_baseline_is_valid(tmp_path: Path, scenario: str) -> None:
     assert results["stats"]["fail"] > 0  # and really contended for the one key
     history = read_history(run_dir / "history.jsonl")
     assert [e.index for e in history] == list(range(len(history)))
-    assert {e.process for e in history} == set(range(6))
+    assert {e.process for e in history} == {*range(6), "nemesis"}  # nemesis: the final heal
     resolved = yaml.safe_load((run_dir / "scenario.yaml").read_text())
     assert resolved["seed"] == 7 and resolved["workload"]["workers"] == 2
     for log in ("harness.log", "toxiproxy.log", "redis-n1.log", "redis-resource.log"):
@@ -68,3 +68,43 @@ def test_check_says_unknown_when_a_workers_events_are_missing(tmp_path: Path) ->
     checked = lockharness("check", str(run_dir), cwd=tmp_path)
     assert checked.returncode == 2, checked.stdout
     assert "UNKNOWN" in checked.stdout and "4" in checked.stdout
+
+
+def nemesis_events(run_dir: Path) -> list:
+    return [e for e in read_history(run_dir / "history.jsonl") if e.process == "nemesis"]
+
+
+def test_restart_without_persistence_breaks_a_single_instance_lock(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = lockharness(
+        "run", "single-restart-no-persistence", "--duration", "6s", "--store", str(store),
+        cwd=tmp_path,
+    )  # fmt: skip
+    run_dir = (store / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results["verdict"] == "invalid"
+    kills = [e for e in nemesis_events(run_dir) if e.f == "kill" and e.type == "info"]
+    assert any(e.value["phase"] == "start" and e.value["killed"] == ["n1"] for e in kills)
+    # The overlap began after a kill: the second lease was granted by the restarted node.
+    first_kill = min(e.time for e in kills if e.value["phase"] == "start")
+    overlap = next(w for w in results["witnesses"] if w["kind"] == "overlap")
+    assert overlap["second"]["start"] > first_kill
+    heal = [e for e in nemesis_events(run_dir) if e.f == "heal" and e.type == "info"]
+    assert heal and heal[-1].value["problems"] == []
+
+
+def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = lockharness(
+        "run", "redlock-kill-minority", "--duration", "7s", "--seed", "3", "--store", str(store),
+        cwd=tmp_path,
+    )  # fmt: skip
+    run_dir = (store / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results["verdict"] == "valid"
+    killed = [e.value["killed"] for e in nemesis_events(run_dir)
+              if e.f == "kill" and e.type == "info" and e.value["phase"] == "start"]  # fmt: skip
+    assert killed and all(len(nodes) == 2 for nodes in killed)  # a minority each time
+    assert results["stats"]["cycles"] > 20  # it kept working through the kills

@@ -6,9 +6,24 @@ from pathlib import Path
 
 import pytest
 
-from harness.durations import format_duration, parse_duration
+from faults.spec import (
+    FAULT_KINDS,
+    NODE_TARGETS,
+    OPTIONS,
+    WORKER_TARGETS,
+    FaultPlan,
+    FaultSpec,
+    TimelineEntry,
+)
+from harness.durations import (
+    format_duration,
+    format_signed_duration,
+    parse_duration,
+    parse_signed_duration,
+)
 from harness.errors import EXIT_BAD_INPUT, BadInput
 from harness.scenario import (
+    PERSISTENCE_MODES,
     ClientSpec,
     Scenario,
     builtin_scenarios,
@@ -107,6 +122,44 @@ def test_format_duration_rejects(ns: object) -> None:
         format_duration(ns)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("+5s", 5 * 10**9),
+        ("-250ms", -250_000_000),
+        ("5s", 5 * 10**9),
+        ("0s", 0),
+        ("-0s", 0),
+        ("+1.5s", 1_500_000_000),
+        (" -2 s ", -2 * 10**9),
+    ],
+)
+def test_parse_signed_duration(text: str, ns: int) -> None:
+    assert parse_signed_duration(text) == ns
+
+
+@pytest.mark.parametrize(
+    "value", ["--5s", "+", "-", "5", "+5", "+-5s", "- 5s", "5s+", "", "-1.5ns", -5, True, None]
+)
+def test_parse_signed_duration_rejects(value: object) -> None:
+    with pytest.raises(ValueError, match="optional \\+ or -, a number and a unit"):
+        parse_signed_duration(value)
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"), [(0, "0s"), (5 * 10**9, "+5s"), (-250_000_000, "-250ms"), (-1_001, "-1001ns")]
+)
+def test_format_signed_duration(ns: int, text: str) -> None:
+    assert format_signed_duration(ns) == text
+    assert parse_signed_duration(text) == ns
+
+
+@pytest.mark.parametrize("ns", [1.5, True, "5s"])
+def test_format_signed_duration_rejects(ns: object) -> None:
+    with pytest.raises(ValueError):
+        format_signed_duration(ns)  # type: ignore[arg-type]
+
+
 # ---- built-ins and round trips ------------------------------------------------------------
 
 
@@ -182,14 +235,17 @@ def test_unknown_ref_lists_builtins() -> None:
 @pytest.mark.parametrize(
     ("extra", "fragments"),
     [
-        ("faults: []\n", ["unknown key 'faults'", "description", "workload"]),
+        ("faultz: []\n", ["unknown key 'faultz'", "description", "workload, faults, timeline"]),
         ("workload: {holdmin: 5ms}\n", ["unknown key 'workload.holdmin'", "hold_min", "ttl"]),
-        ("cluster: {size: 3}\n", ["unknown key 'cluster.size'", "nodes, persistence"]),
+        ("cluster: {size: 3}\n",
+         ["unknown key 'cluster.size'", "nodes, persistence, restart_delay"]),
         ("workload: {workers: four}\n", ["workload.workers", "'four'", "from 1 to 64"]),
         ("workload: {workers: true}\n", ["workload.workers", "true", "from 1 to 64"]),
         ("workload: {workers: 0}\n", ["workload.workers", "from 1 to 64"]),
         ("cluster: {nodes: 16}\n", ["cluster.nodes", "from 1 to 15"]),
-        ("cluster: {persistence: aof}\n", ["cluster.persistence", "'aof'", "none"]),
+        ("cluster: {persistence: aof}\n",
+         ["cluster.persistence", "'aof'", "none, aof-always, aof-everysec"]),
+        ("cluster: {restart_delay: -1s}\n", ["cluster.restart_delay", "not a duration"]),
         ("workload: {hold_min: 10 sekunds}\n",
          ["workload.hold_min", "'10 sekunds' is not a duration", "ns, us, ms, s, m, h"]),
         ("workload: {ttl: 0s}\n", ["workload.ttl", "above 0"]),
@@ -298,5 +354,421 @@ def test_override_client_drops_options_it_does_not_accept(tmp_path: Path) -> Non
 def test_override_errors_name_the_flag(kwargs: dict[str, object], fragments: list[str]) -> None:
     with pytest.raises(BadInput) as e:
         with_overrides(load_scenario("single-baseline"), **kwargs)  # type: ignore[arg-type]
+    for fragment in fragments:
+        assert fragment in str(e.value)
+
+
+# ---- faults and timeline ------------------------------------------------------------------
+
+FULL_PLAN = """\
+cluster: {nodes: 5, persistence: aof-everysec, restart_delay: 2s}
+workload: {workers: 4}
+faults:
+  - kind: kill
+    name: kill-holder
+    targets: holders
+    every: 4s
+    duration: 1s
+    start_after: 2s
+    probability: 0.5
+    options: {power_loss: true}
+  - {kind: client-pause, name: gc, targets: [w1, w4], duration: 300ms}
+  - {kind: partition, name: cut, targets: [n1, n2], options: {mode: cut-worker, workers: [w2]}}
+  - {kind: latency, targets: majority, options: {latency: 50ms, jitter: 5ms, stream: both}}
+  - kind: toxic
+    options: {type: bandwidth, attributes: {rate: 10, name: slow, up: true}, toxicity: 0.25}
+  - {kind: clock-bump, targets: [n3], options: {delta: -2s}}
+  - {kind: clock-strobe, options: {delta: +500ms, period: 50ms}}
+  - {kind: clock-rate, every: 3s, options: {rate: 1.5}}
+timeline:
+  - {at: 3s, fault: kill-holder, targets: [n2], duration: 500ms}
+  - [5s, pause, [n1]]
+  - [6s, gc]
+  - [7s, gc, all]
+  - {at: 0s, fault: pause}
+"""
+
+# The options of each kind that have no default, with a value to give them.
+REQUIRED = {
+    ("toxic", "type"): "latency",
+    ("clock-bump", "delta"): "+1s",
+    ("clock-strobe", "delta"): "-1s",
+    ("clock-rate", "rate"): 0.5,
+}
+
+
+def load(tmp_path: Path, text: str, name: str = "x.yaml") -> Scenario:
+    return load_scenario(str(write(tmp_path, GOOD + text, name)))
+
+
+def test_full_plan_reads(tmp_path: Path) -> None:
+    s = load(tmp_path, FULL_PLAN)
+    assert s.cluster.restart_delay_ns == 2 * 10**9
+    faults = {f.name: f for f in s.faults.faults}
+    assert list(faults) == [
+        "kill-holder", "gc", "cut", "latency", "toxic", "clock-bump", "clock-strobe",
+        "clock-rate", "pause",  # the last implied by the timeline's bare kind
+    ]  # fmt: skip
+    assert faults["kill-holder"] == FaultSpec(
+        kind="kill", name="kill-holder", targets="holders", every_ns=4 * 10**9,
+        duration_ns=10**9, start_after_ns=2 * 10**9, probability=0.5,
+        options={"power_loss": True},
+    )  # fmt: skip
+    assert faults["gc"].targets == ("w1", "w4")
+    assert faults["cut"].options == {"mode": "cut-worker", "workers": ("w2",)}
+    assert faults["latency"].options == {
+        "latency": 50_000_000, "jitter": 5_000_000, "stream": "both", "workers": "all",
+    }  # fmt: skip
+    assert faults["toxic"].options["attributes"] == {"rate": 10, "name": "slow", "up": True}
+    assert faults["clock-bump"].options == {"delta": -2 * 10**9}
+    assert faults["clock-strobe"].options == {"delta": 500_000_000, "period": 50_000_000}
+    assert faults["clock-rate"].options == {"rate": 1.5}
+    assert faults["pause"] == FaultSpec(kind="pause", name="pause", options={})
+    assert s.faults.timeline == (
+        TimelineEntry(3 * 10**9, "kill-holder", ("n2",), 500_000_000),
+        TimelineEntry(5 * 10**9, "pause", ("n1",)),
+        TimelineEntry(6 * 10**9, "gc"),
+        TimelineEntry(7 * 10**9, "gc", "all"),
+        TimelineEntry(0, "pause"),
+    )
+
+
+def test_full_plan_round_trips(tmp_path: Path) -> None:
+    s = load(tmp_path, FULL_PLAN)
+    text = to_yaml(s)
+    for key in ("restart_delay: 2s", "delta: -2s", "delta: +500ms", "every: null", "at: 3s"):
+        assert key in text
+    again = load_scenario(str(write(tmp_path, text, "again.yaml")))
+    assert again == s
+    assert to_yaml(again).splitlines()[1:] == text.splitlines()[1:]  # all but the header
+
+
+def test_no_faults_writes_empty_lists(tmp_path: Path) -> None:
+    s = load(tmp_path, "")
+    assert s.faults == FaultPlan()
+    text = to_yaml(s)
+    assert "\nfaults: []\n" in text
+    assert "\ntimeline: []\n" in text
+    assert load(tmp_path, "faults: []\ntimeline: []\n") == s
+    assert load(tmp_path, "faults:\ntimeline:\n") == s  # empty keys: no faults
+
+
+def test_original_builtins_have_no_faults() -> None:
+    for name in BUILTINS:
+        s = load_scenario(name)
+        assert s.faults == FaultPlan()
+        assert s.cluster.restart_delay_ns == 0
+
+
+def test_every_builtin_round_trips(tmp_path: Path) -> None:
+    for s in builtin_scenarios():  # including those with faults
+        again = load_scenario(str(write(tmp_path, to_yaml(s), f"{s.name}.yaml")))
+        assert again == s, s.name
+
+
+def test_persistence_modes(tmp_path: Path) -> None:
+    assert PERSISTENCE_MODES == ("none", "aof-always", "aof-everysec")
+    for mode in PERSISTENCE_MODES:
+        assert load(tmp_path, f"cluster: {{persistence: {mode}}}\n").cluster.persistence == mode
+
+
+def test_fault_defaults(tmp_path: Path) -> None:
+    (f,) = load(tmp_path, "faults: [{kind: latency}]\n").faults.faults
+    assert f == FaultSpec(
+        kind="latency", name="latency", targets="one", every_ns=None, duration_ns=10**9,
+        start_after_ns=0, probability=1.0,
+        options={"latency": 100_000_000, "jitter": 0, "stream": "downstream", "workers": "all"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_every_kind_gets_every_option(tmp_path: Path, kind: str) -> None:
+    given = {o: v for (k, o), v in REQUIRED.items() if k == kind}
+    options = ", ".join(f"{o}: {v}" for o, v in given.items())
+    (f,) = load(tmp_path, f"faults: [{{kind: {kind}, options: {{{options}}}}}]\n").faults.faults
+    assert (f.name, f.targets) == (kind, "one")
+    assert set(f.options) == set(OPTIONS[kind])
+    for option, (_, default, _) in OPTIONS[kind].items():
+        if default is None:
+            assert option in given  # REQUIRED lists exactly the options without a default
+        else:
+            assert f.options[option] == default
+    assert len(given) == sum(d is None for _, d, _ in OPTIONS[kind].values())
+
+
+def test_option_defaults_are_not_shared(tmp_path: Path) -> None:
+    a = load(tmp_path, "faults: [{kind: toxic, options: {type: latency}}]\n")
+    a.faults.faults[0].options["attributes"]["x"] = 1
+    assert OPTIONS["toxic"]["attributes"][1] == {}
+
+
+def test_a_fault_without_every_or_timeline_is_fine(tmp_path: Path) -> None:
+    (f,) = load(tmp_path, "faults: [{kind: pause, start_after: 3s}]\n").faults.faults
+    assert (f.every_ns, f.start_after_ns) == (None, 3 * 10**9)
+
+
+def test_timeline_short_form_equals_mapping_form(tmp_path: Path) -> None:
+    plan = "faults: [{kind: kill, name: k}]\n"
+    short = load(tmp_path, plan + "timeline: [[1s, k], [2s, k, [n1, n3]], [3s, k, all]]\n")
+    long = load(tmp_path, plan + (
+        "timeline:\n"
+        "  - {at: 1s, fault: k}\n"
+        "  - {at: 2s, fault: k, targets: [n1, n3]}\n"
+        "  - {at: 3s, fault: k, targets: all, duration: null}\n"
+    ))  # fmt: skip
+    assert short == long
+    assert short.faults.timeline[1] == TimelineEntry(2 * 10**9, "k", ("n1", "n3"), None)
+
+
+def test_timeline_may_come_before_faults(tmp_path: Path) -> None:
+    s = load(tmp_path, "timeline: [[1s, k]]\nfaults: [{kind: kill, name: k}]\n")
+    assert [f.name for f in s.faults.faults] == ["k"]
+
+
+def test_implied_kind_fault(tmp_path: Path) -> None:
+    s = load(tmp_path, "timeline: [[1s, kill], [2s, pause], [3s, kill, [n2]]]\n")
+    assert s.faults.faults == (
+        FaultSpec(kind="kill", name="kill", options={"power_loss": False}),
+        FaultSpec(kind="pause", name="pause", options={}),
+    )
+    assert [e.fault for e in s.faults.timeline] == ["kill", "pause", "kill"]
+
+
+def test_timeline_prefers_a_defined_fault_over_the_bare_kind(tmp_path: Path) -> None:
+    s = load(tmp_path, "faults: [{kind: kill, every: 2s}]\ntimeline: [[1s, kill]]\n")
+    (f,) = s.faults.faults
+    assert f.every_ns == 2 * 10**9
+    # A fault with another name does not stand for its kind: the kind is implied beside it.
+    s = load(tmp_path, "faults: [{kind: kill, name: k, every: 2s}]\ntimeline: [[1s, kill]]\n")
+    assert [(f.name, f.every_ns) for f in s.faults.faults] == [("k", 2 * 10**9), ("kill", None)]
+
+
+def test_power_loss_needs_aof_everysec(tmp_path: Path) -> None:
+    fault = "faults: [{kind: kill, options: {power_loss: true}}]\n"
+    for mode in ("none", "aof-always"):
+        message = bad(tmp_path, GOOD + f"cluster: {{persistence: {mode}}}\n" + fault)
+        assert "x.yaml: faults[0].options.power_loss: " in message
+        assert f"cluster.persistence: aof-everysec (it is {mode})" in message
+    s = load(tmp_path, "cluster: {persistence: aof-everysec}\n" + fault)
+    assert s.faults.faults[0].options == {"power_loss": True}
+    no_loss = "faults: [{kind: kill, options: {power_loss: false}}]\n"
+    assert load(tmp_path, no_loss).faults.faults[0].options == {"power_loss": False}
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("cluster: {nodes: 3}\nfaults: [{kind: kill, targets: [n1, n3]}]\n", True),
+        ("cluster: {nodes: 3}\nfaults: [{kind: kill, targets: [n4]}]\n", False),
+        ("cluster: {nodes: 1}\nfaults: [{kind: pause, targets: [n1]}]\n", True),
+        ("cluster: {nodes: 1}\nfaults: [{kind: pause, targets: [n2]}]\n", False),
+        ("faults: [{kind: kill, targets: [n0]}]\n", False),
+        ("faults: [{kind: kill, targets: [n01]}]\n", False),
+        ("faults: [{kind: kill, targets: [N1]}]\n", False),
+        ("workload: {workers: 2}\nfaults: [{kind: client-pause, targets: [w2, w1]}]\n", True),
+        ("workload: {workers: 2}\nfaults: [{kind: client-pause, targets: [w3]}]\n", False),
+        ("workload: {workers: 2}\nfaults: [{kind: latency, options: {workers: [w2]}}]\n", True),
+        ("workload: {workers: 2}\nfaults: [{kind: latency, options: {workers: [w3]}}]\n", False),
+        ("workload: {workers: 2}\ntimeline: [[1s, client-pause, [w2]]]\n", True),
+        ("workload: {workers: 2}\ntimeline: [[1s, client-pause, [w3]]]\n", False),
+        ("cluster: {nodes: 2}\ntimeline: [[1s, kill, [n2]]]\n", True),
+        ("cluster: {nodes: 2}\ntimeline: [[1s, kill, [n3]]]\n", False),
+    ],
+)
+def test_name_ranges_follow_cluster_and_workload(tmp_path: Path, text: str, ok: bool) -> None:
+    if ok:
+        load(tmp_path, text)
+    else:
+        message = bad(tmp_path, GOOD + text)
+        assert "(cluster.nodes)" in message or "(workload.workers)" in message
+
+
+@pytest.mark.parametrize("word", NODE_TARGETS)
+def test_node_target_words(tmp_path: Path, word: str) -> None:
+    text = f"faults: [{{kind: kill, targets: {word}}}]\ntimeline: [[1s, kill, {word}]]\n"
+    s = load(tmp_path, text)
+    assert s.faults.faults[0].targets == s.faults.timeline[0].targets == word
+
+
+@pytest.mark.parametrize("word", WORKER_TARGETS)
+def test_worker_target_words(tmp_path: Path, word: str) -> None:
+    s = load(tmp_path, f"faults: [{{kind: client-pause, targets: {word}}}]\n")
+    assert s.faults.faults[0].targets == word
+
+
+F = "faults: "
+KILL = "faults: [{kind: kill, name: k}]\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        # the list and its entries
+        (F + "{kind: kill}\n", ["faults: a mapping is not a list", "a list of faults", "kind"]),
+        (F + "[3]\n", ["faults[0]: 3 is not a mapping", "kind, name, targets, every"]),
+        (F + "[{name: x}]\n", ["faults[0].kind: missing", "kill, pause, client-pause"]),
+        (F + "[{kind: explode}]\n", ["faults[0].kind", "'explode'", "kill, pause, client-pause"]),
+        (F + "[{kind: kill, when: 3s}]\n",
+         ["unknown key 'faults[0].when'", "kind, name, targets, every, duration, start_after"]),
+        (F + "[{kind: kill}, {kind: kill}]\n",
+         ["faults[1].name", "'kill' already names faults[0]", "defaults to the kind",
+          "a name no other fault has"]),
+        (F + "[{kind: kill, name: a}, {kind: pause, name: a}]\n",
+         ["faults[1].name", "'a' already names faults[0]"]),
+        (F + "[{kind: pause, name: kill}]\n",
+         ["faults[0].name", "'kill' is the name of another kind", "'pause'"]),
+        (F + "[{kind: kill, name: 'a b'}]\n", ["faults[0].name", "'a b'", "letters, digits"]),
+        # targets
+        (F + "[{kind: kill, targets: some}]\n",
+         ["faults[0].targets", "'some'", ", ".join(NODE_TARGETS), "n1..n5 (cluster.nodes)"]),
+        (F + "[{kind: kill, targets: n1}]\n", ["faults[0].targets", "'n1'", "a non-empty list"]),
+        (F + "[{kind: kill, targets: [n6]}]\n",
+         ["faults[0].targets: 'n6' is not a node name", "n1..n5 (cluster.nodes)"]),
+        (F + "[{kind: kill, targets: [n1, n1]}]\n",
+         ["faults[0].targets: 'n1' is listed twice", "without duplicates"]),
+        (F + "[{kind: kill, targets: []}]\n", ["faults[0].targets", "non-empty list"]),
+        (F + "[{kind: kill, targets: [w1]}]\n", ["faults[0].targets: 'w1' is not a node name"]),
+        (F + "[{kind: client-pause, targets: [w5]}]\n",
+         ["faults[0].targets: 'w5' is not a worker name", "w1..w4 (workload.workers)"]),
+        (F + "[{kind: client-pause, targets: [n1]}]\n",
+         ["faults[0].targets: 'n1' is not a worker name"]),
+        (F + "[{kind: client-pause, targets: majority}]\n",
+         ["faults[0].targets", "'majority'", ", ".join(WORKER_TARGETS) + ", or a non-empty"]),
+        # schedule
+        (F + "[{kind: kill, every: 0s}]\n", ["faults[0].every", "above 0"]),
+        (F + "[{kind: kill, duration: 0s}]\n", ["faults[0].duration", "above 0"]),
+        (F + "[{kind: kill, start_after: soon}]\n",
+         ["faults[0].start_after", "'soon' is not a duration"]),
+        (F + "[{kind: kill, probability: 1.5}]\n", ["faults[0].probability", "from 0 to 1"]),
+        (F + "[{kind: kill, probability: '0.5'}]\n", ["faults[0].probability", "from 0 to 1"]),
+        # options
+        (F + "[{kind: kill, options: {crash: true}}]\n",
+         ["unknown key 'faults[0].options.crash'", "allowed: power_loss"]),
+        (F + "[{kind: pause, options: {x: 1}}]\n",
+         ["unknown key 'faults[0].options.x'", "allowed: (none)"]),
+        (F + "[{kind: kill, options: [power_loss]}]\n",
+         ["faults[0].options: a list is not a mapping", "power_loss"]),
+        (F + "[{kind: kill, options: {power_loss: 1}}]\n",
+         ["faults[0].options.power_loss", "true or false"]),
+        (F + "[{kind: kill}, {kind: pause}, {kind: latency, options: {latency: fast}}]\n",
+         ["faults[2].options.latency: 'fast' is not a duration", "e.g. 250ms"]),
+        (F + "[{kind: latency, options: {jitter: -1ms}}]\n", ["faults[0].options.jitter"]),
+        (F + "[{kind: latency, options: {stream: sideways}}]\n",
+         ["faults[0].options.stream", "downstream, upstream, both"]),
+        (F + "[{kind: latency, options: {workers: some}}]\n",
+         ["faults[0].options.workers", "all, or a non-empty list of worker names w1..w4"]),
+        (F + "[{kind: partition, options: {mode: star}}]\n",
+         ["faults[0].options.mode", "'star'", "isolate, cut-worker, ring"]),
+        (F + "[{kind: partition, options: {mode: cut-worker, workers: [w9]}}]\n",
+         ["faults[0].options.workers: 'w9' is not a worker name", "w1..w4"]),
+        (F + "[{kind: clock-bump}]\n",
+         ["faults[0].options.delta: missing", "optional + or - sign"]),
+        (F + "[{kind: clock-bump, options: {delta: 5}}]\n",
+         ["faults[0].options.delta: 5 is not a signed duration", "e.g. +5s or -250ms"]),
+        (F + "[{kind: clock-bump, options: {delta: --5s}}]\n",
+         ["faults[0].options.delta: '--5s' is not a signed duration"]),
+        (F + "[{kind: clock-strobe, options: {delta: +1s, period: 0s}}]\n",
+         ["faults[0].options.period", "above 0"]),
+        (F + "[{kind: clock-rate}]\n", ["faults[0].options.rate: missing", "above 0"]),
+        (F + "[{kind: clock-rate, options: {rate: 0}}]\n",
+         ["faults[0].options.rate: 0 is out of range", "a number above 0"]),
+        (F + "[{kind: clock-rate, options: {rate: .nan}}]\n",
+         ["faults[0].options.rate", "not a finite number"]),
+        (F + "[{kind: toxic}]\n", ["faults[0].options.type: missing", "latency, timeout"]),
+        (F + "[{kind: toxic, options: {type: bogus}}]\n",
+         ["faults[0].options.type", "'bogus'", "reset_peer"]),
+        (F + "[{kind: toxic, options: {type: latency, toxicity: 2}}]\n",
+         ["faults[0].options.toxicity: 2 is out of range", "from 0 to 1"]),
+        (F + "[{kind: toxic, options: {type: latency, attributes: {latency: [1]}}}]\n",
+         ["faults[0].options.attributes: 'latency' is a list",
+          "a mapping of names to numbers, strings or booleans"]),
+        (F + "[{kind: toxic, options: {type: latency, attributes: 5}}]\n",
+         ["faults[0].options.attributes: 5 is not a mapping"]),
+        # rules across sections
+        (F + "[{kind: kill, options: {power_loss: true}}]\n",
+         ["faults[0].options.power_loss", "cluster.persistence: aof-everysec (it is none)"]),
+        ("cluster: {nodes: 1}\n" + F + "[{kind: partition, options: {mode: ring}}]\n",
+         ["faults[0].options.mode", "at least 2 nodes (cluster.nodes is 1)",
+          "allowed: isolate, cut-worker"]),
+        # timeline
+        ("timeline: {at: 1s}\n", ["timeline: a mapping is not a list", "[at, fault]"]),
+        ("timeline: [3]\n", ["timeline[0]: 3 is not a timeline entry", "[at, fault, targets]"]),
+        ("timeline: [[1s]]\n", ["timeline[0]: a 1-item list", "[at, fault]"]),
+        ("timeline: [[1s, kill, [n1], 2s]]\n", ["timeline[0]: a 4-item list"]),
+        ("timeline: [{at: 1s}]\n", ["timeline[0].fault: missing", "a fault kind (kill, pause"]),
+        ("timeline: [{fault: kill}]\n", ["timeline[0].at: missing", "a duration"]),
+        ("timeline: [[1s, nope]]\n", ["timeline[0].fault", "'nope'", "a fault kind (kill"]),
+        (KILL + "timeline: [[1s, nope]]\n",
+         ["timeline[0].fault", "the name of a fault (k) or a fault kind"]),
+        ("timeline: [[-1s, kill]]\n", ["timeline[0].at", "'-1s' is not a duration"]),
+        ("timeline: [[1s, kill, [n9]]]\n",
+         ["timeline[0].targets: 'n9' is not a node name", "n1..n5 (cluster.nodes)"]),
+        (KILL + "timeline: [[1s, k], [2s, k, [w1]]]\n",
+         ["timeline[1].targets: 'w1' is not a node name"]),
+        (F + "[{kind: client-pause, name: gc}]\ntimeline: [[1s, gc, [n1]]]\n",
+         ["timeline[0].targets: 'n1' is not a worker name", "w1..w4 (workload.workers)"]),
+        ("timeline: [{at: 1s, fault: kill, duration: 0s}]\n", ["timeline[0].duration", "above 0"]),
+        ("timeline: [{at: 1s, fault: kill, when: 2s}]\n",
+         ["unknown key 'timeline[0].when'", "at, fault, targets, duration"]),
+        ("timeline: [[1s, clock-bump]]\n",
+         ["timeline[0].fault: clock-bump needs options (delta)", "defined under faults"]),
+        ("timeline: [[1s, toxic]]\n", ["timeline[0].fault: toxic needs options (type)"]),
+    ],
+)
+def test_bad_faults_name_file_key_and_allowed(
+    tmp_path: Path, extra: str, fragments: list[str]
+) -> None:
+    message = bad(tmp_path, GOOD + extra)
+    assert message.startswith(str(tmp_path / "x.yaml") + ": ")
+    assert "allowed: " in message or "a number and a unit (ns, us, ms, s, m, h)" in message
+    for fragment in fragments:
+        assert fragment in message
+
+
+# ---- overrides with faults ------------------------------------------------------------------
+
+WORKER_FAULTS = """\
+workload: {workers: 4}
+faults:
+  - {kind: client-pause, name: gc, targets: [w2]}
+  - {kind: latency, name: slow, options: {workers: [w1, w3]}}
+  - {kind: client-pause, name: gc-all, targets: all}
+timeline:
+  - [1s, gc-all, [w1, w4]]
+"""
+
+
+def test_overrides_keep_faults(tmp_path: Path) -> None:
+    s = load(tmp_path, FULL_PLAN)
+    o = with_overrides(s, seed=3, duration_ns=20 * 10**9, threads=1, workers=4, client="redlock")
+    assert o.faults == s.faults
+    assert with_overrides(s) == s
+
+
+def test_override_workers_may_shrink_to_the_highest_named(tmp_path: Path) -> None:
+    text = WORKER_FAULTS.replace("[w1, w4]", "[w1, w3]")
+    s = load(tmp_path, text)
+    assert with_overrides(s, workers=3).workload.workers == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "workers", "fragments"),
+    [
+        (WORKER_FAULTS, 3, ["--workers: 3", "fault 'gc-all'", "w4", "from 4 to 64"]),
+        (WORKER_FAULTS.replace("[w1, w4]", "[w1]"), 2, ["--workers: 2", "fault 'slow'", "w3"]),
+        (WORKER_FAULTS.replace("[w1, w4]", "[w1]"), 1, ["--workers: 1", "fault 'slow'", "w3"]),
+        ("faults: [{kind: client-pause, name: gc, targets: [w2]}]\n", 1,
+         ["--workers: 1", "fault 'gc'", "w2", "from 2 to 64"]),
+        ("faults: [{kind: partition, name: p, options: {mode: cut-worker, workers: [w4]}}]\n",
+         2, ["--workers: 2", "fault 'p'", "w4"]),
+    ],
+)
+def test_override_workers_below_a_named_worker(
+    tmp_path: Path, text: str, workers: int, fragments: list[str]
+) -> None:
+    s = load(tmp_path, text)
+    with pytest.raises(BadInput) as e:
+        with_overrides(s, workers=workers)
+    assert e.value.exit_code == EXIT_BAD_INPUT
     for fragment in fragments:
         assert fragment in str(e.value)

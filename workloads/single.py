@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import redis
-
+from workloads.connect import single_try_client
 from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.scripts import COMPARE_AND_DELETE
@@ -26,13 +25,7 @@ class SingleInstanceLock:
         self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
         timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
         self.clock = clock
-        self.redis = redis.Redis(
-            host=self.node.host,
-            port=self.node.port,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            driver_info=None,  # no CLIENT SETINFO round trips on (re)connect
-        )
+        self.redis = single_try_client(self.node, timeout_s)
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         token = os.urandom(20).hex()

@@ -1,10 +1,16 @@
-"""What any cluster backend provides (local processes now, Docker Compose later)."""
+"""What any cluster backend provides (local processes now, Docker Compose later).
+
+The nemesis works only through these protocols, so a backend that implements them gets
+every fault kind.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from faults.clock import ClockControl
+from harness.cluster.aof import AofTruncation
 from harness.cluster.toxiproxy import ToxiproxyAPI
 from workloads.endpoints import Endpoint
 
@@ -20,10 +26,16 @@ class NodeHandle(Protocol):
         ...
 
     def running(self) -> bool: ...
-    def kill(self) -> None: ...
+    def kill(self, power_loss: bool = False) -> AofTruncation | None:
+        """SIGKILL; with power_loss, also drop the AOF's un-fsynced last second."""
+        ...
+
+    def restart(self, timeout_s: float = 10.0) -> None:
+        """Start again on the same port and data dir; return once it answers PING."""
+        ...
+
     def pause(self) -> None: ...
     def resume(self) -> None: ...
-    def start(self, timeout_s: float = 10.0) -> None: ...
 
 
 class Cluster(Protocol):
@@ -32,16 +44,33 @@ class Cluster(Protocol):
     @property
     def nodes(self) -> Sequence[NodeHandle]: ...
 
+    def node(self, name: str) -> NodeHandle: ...
+
+    def clock(self, name: str) -> ClockControl:
+        """The node's wall-clock control (clock faults)."""
+        ...
+
+    def reset_clocks(self) -> None: ...
+
     @property
     def resource(self) -> Endpoint: ...
 
     @property
     def toxiproxy(self) -> ToxiproxyAPI: ...
 
+    @property
+    def worker_count(self) -> int:
+        """How many workers the proxies were made for."""
+        ...
+
     def proxy_name(self, worker: int, node: str) -> str: ...
 
     def worker_endpoints(self, worker: int) -> list[Endpoint]:
         """The nodes as worker ``worker`` (1-based) reaches them: through its own proxies."""
+        ...
+
+    def wait_reachable(self, timeout_s: float = 10.0) -> None:
+        """Every node answers PING through every proxy, or ClusterError."""
         ...
 
     def start(self) -> None: ...

@@ -12,10 +12,12 @@ from typing import Any
 
 import redis
 
+from faults.clock import ClockControl, shim_env, shim_library
 from harness.cluster.process import pid_alive
 from harness.cluster.redis_node import LocalRedisNode
 from harness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
 from harness.errors import ClusterError
+from workloads.connect import single_try_client
 from workloads.endpoints import Endpoint
 
 log = logging.getLogger("lockharness.cluster")
@@ -29,19 +31,25 @@ class ClusterConfig:
     nodes: int = 5
     workers: int = 4
     persistence: str = "none"
+    clock_shim: bool = False  # nodes run under the clock shim, so clock faults can move them
 
 
 class LocalCluster:
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         base = config.base_dir
+        names = [f"n{i}" for i in range(1, config.nodes + 1)]
+        self._clocks = _clock_controls(base, names) if config.clock_shim else {}
+        library = shim_library() if config.clock_shim else None
         self._nodes = [
             LocalRedisNode(
-                f"n{i}", config.redis_server, base / "data" / f"n{i}", base / f"redis-n{i}.log",
+                name, config.redis_server, base / "data" / name, base / f"redis-{name}.log",
                 config.persistence,
+                env=shim_env(library, self._clocks[name].path) if library else None,
             )
-            for i in range(1, config.nodes + 1)
+            for name in names
         ]  # fmt: skip
+        self._by_name = {node.name: node for node in self._nodes}
         # The resource sits outside the fault domain: no proxy, never faulted, no persistence.
         self._resource = LocalRedisNode(
             "resource", config.redis_server, base / "data" / "resource",
@@ -54,6 +62,18 @@ class LocalCluster:
     def nodes(self) -> list[LocalRedisNode]:
         return self._nodes
 
+    def node(self, name: str) -> LocalRedisNode:
+        return self._by_name[name]
+
+    def clock(self, name: str) -> ClockControl:
+        if name not in self._clocks:
+            raise ClusterError(f"node {name} runs without the clock shim (no clock faults planned)")
+        return self._clocks[name]
+
+    def reset_clocks(self) -> None:
+        for control in self._clocks.values():
+            control.reset()
+
     @property
     def resource(self) -> Endpoint:
         return self._resource.endpoint
@@ -61,6 +81,10 @@ class LocalCluster:
     @property
     def toxiproxy(self) -> ToxiproxyAPI:
         return self._toxiproxy.api
+
+    @property
+    def worker_count(self) -> int:
+        return self.config.workers
 
     def proxy_name(self, worker: int, node: str) -> str:
         return f"w{worker}-{node}"
@@ -118,6 +142,8 @@ class LocalCluster:
                 server.wait_or_kill()
             except Exception as e:  # keep stopping the others
                 errors.append(f"{type(server).__name__}: {e}")
+        for control in self._clocks.values():
+            control.close()
         leftovers = [pid for pid in self.pids() if pid_alive(pid)]
         if errors or leftovers:
             raise ClusterError(f"teardown incomplete: {errors or ''} still alive: {leftovers}")
@@ -160,8 +186,13 @@ class LocalCluster:
         self.stop()
 
 
+def _clock_controls(base: Path, names: list[str]) -> dict[str, ClockControl]:
+    (base / "clock").mkdir(parents=True, exist_ok=True)
+    return {name: ClockControl(base / "clock" / f"{name}.ctl") for name in names}
+
+
 def _answers_ping(endpoint: Endpoint) -> bool:
-    client = redis.Redis(host=endpoint.host, port=endpoint.port, socket_timeout=0.5)
+    client = single_try_client(endpoint, 0.5)
     try:
         return bool(client.ping())
     except redis.exceptions.RedisError:

@@ -6,7 +6,7 @@ import logging
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 log = logging.getLogger("lockharness.cluster")
@@ -19,10 +19,17 @@ class ManagedProcess:
     which then tears everything down in order (clients first, servers last).
     """
 
-    def __init__(self, name: str, argv: Sequence[str], log_path: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
+        self.env = dict(env) if env else {}  # added to the harness's own environment
         self._popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -38,6 +45,7 @@ class ManagedProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, **self.env} if self.env else None,
             )
         log.info("started %s pid %d: %s", self.name, self._popen.pid, " ".join(self.argv))
 

@@ -4,19 +4,35 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import redis
 
+from harness.cluster.aof import AofTracker, AofTruncation
 from harness.cluster.ports import free_port
 from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
+from workloads.connect import single_try_client
 from workloads.endpoints import Endpoint
 
 # What each persistence mode means on the command line (DESIGN.md "Losing un-fsynced writes").
+# Both AOF modes: load a torn tail after a power-loss truncation instead of refusing to
+# start; never rewrite, so the incr file the AofTracker watches is not rotated under it;
+# plain RESP in the AOF, no RDB preamble.
+_AOF_COMMON = [
+    "--save", "",
+    "--appendonly", "yes",
+    "--aof-load-truncated", "yes",
+    "--auto-aof-rewrite-percentage", "0",
+    "--aof-use-rdb-preamble", "no",
+]  # fmt: skip
 PERSISTENCE_ARGS: dict[str, list[str]] = {
-    "none": ["--save", "", "--appendonly", "no"],
+    "none": ["--save", "", "--appendonly", "no"],  # a restart comes back empty
+    "aof-always": [*_AOF_COMMON, "--appendfsync", "always"],
+    "aof-everysec": [*_AOF_COMMON, "--appendfsync", "everysec"],
 }
+AOF_MODES = frozenset({"aof-always", "aof-everysec"})
 
 _START_ATTEMPTS = 5  # a free port can be taken by someone else before redis binds it
 
@@ -26,7 +42,13 @@ class LocalRedisNode(ServerProcess):
     so proxies pointing at it stay valid."""
 
     def __init__(
-        self, name: str, binary: Path, data_dir: Path, log_path: Path, persistence: str = "none"
+        self,
+        name: str,
+        binary: Path,
+        data_dir: Path,
+        log_path: Path,
+        persistence: str = "none",
+        env: Mapping[str, str] | None = None,
     ) -> None:
         if persistence not in PERSISTENCE_ARGS:
             raise ValueError(f"unknown persistence mode {persistence!r}")
@@ -35,8 +57,11 @@ class LocalRedisNode(ServerProcess):
         self.data_dir = data_dir
         self.log_path = log_path
         self.persistence = persistence
+        self.env = dict(env) if env else {}  # e.g. LD_PRELOAD of the clock shim
         self.port: int | None = None
+        self._port_pinned = False  # once it has served on a port, never move (proxies)
         self._process: ManagedProcess | None = None
+        self.aof_tracker: AofTracker | None = None  # AOF modes, while the node is up
 
     @property
     def endpoint(self) -> Endpoint:
@@ -61,7 +86,7 @@ class LocalRedisNode(ServerProcess):
         if self.port is None:
             self.port = free_port()
         self._process = ManagedProcess(
-            f"redis-server {self.name}", self._argv(self.port), self.log_path
+            f"redis-server {self.name}", self._argv(self.port), self.log_path, self.env
         )
         self._process.start()
 
@@ -69,8 +94,15 @@ class LocalRedisNode(ServerProcess):
         """Block until the node answers PING directly; retry on another port if bind failed."""
         for _ in range(_START_ATTEMPTS):
             if self._await_ping(timeout_s):
+                self._port_pinned = True
+                self._start_tracker()
                 return
-            if self._process is not None and not self._process.running() and self._bind_failed():
+            if (
+                not self._port_pinned
+                and self._process is not None
+                and not self._process.running()
+                and self._bind_failed()
+            ):
                 self.port = None  # somebody took the port between free_port() and bind
                 self.spawn()
                 continue
@@ -84,9 +116,55 @@ class LocalRedisNode(ServerProcess):
         self.spawn()
         self.wait_ready(timeout_s)
 
+    def restart(self, timeout_s: float = 10.0) -> None:
+        """Start a stopped or killed node again: same port, same data dir."""
+        if self.running():
+            raise ClusterError(f"node {self.name} is still running; kill or stop it first")
+        if self.port is None:
+            raise ClusterError(f"node {self.name} was never started")
+        self.start(timeout_s)
+
+    def kill(self, power_loss: bool = False) -> AofTruncation | None:
+        """SIGKILL, reaped on return.
+
+        A plain SIGKILL loses nothing Redis already write()-ed: those bytes sit in the page
+        cache, which survives the process, so even `appendfsync everysec` keeps them. Only
+        ``power_loss`` (aof-everysec only) drops the un-fsynced tail, by truncating the AOF
+        to its size at least a second before the kill; what it cut is returned.
+        """
+        if power_loss and self.persistence != "aof-everysec":
+            raise ValueError(
+                f"power_loss needs persistence aof-everysec, node {self.name} has "
+                f"{self.persistence!r}"
+            )
+        now = time.monotonic()  # before the signal: the cut is >= 1 s before the death
+        super().kill()
+        tracker = self._stop_tracker()
+        if not power_loss:
+            return None
+        if tracker is None:
+            raise ClusterError(f"node {self.name} has no AOF size history (was it up?)")
+        return tracker.truncate_for_power_loss(now)
+
+    def terminate(self) -> None:
+        self._stop_tracker()
+        super().terminate()
+
+    def _start_tracker(self) -> None:
+        self._stop_tracker()
+        if self.persistence in AOF_MODES:
+            self.aof_tracker = AofTracker(self.data_dir)
+            self.aof_tracker.start()
+
+    def _stop_tracker(self) -> AofTracker | None:
+        tracker, self.aof_tracker = self.aof_tracker, None
+        if tracker is not None:
+            tracker.stop()
+        return tracker
+
     def _await_ping(self, timeout_s: float) -> bool:
         assert self.port is not None and self._process is not None
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.5)
+        client = single_try_client(Endpoint(self.name, "127.0.0.1", self.port), 0.5)
         deadline = time.monotonic() + timeout_s
         try:
             while time.monotonic() < deadline and self._process.running():

@@ -1,0 +1,99 @@
+"""What every fault kind implements, and what it may touch.
+
+One occurrence of a fault is one instance: `start(targets)` puts it in effect, `stop()`
+takes it out. Both return details for the history. A fault never raises past the nemesis:
+an exception is recorded and the run goes on.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from faults.spec import FaultSpec
+from faults.targets import Holders, pick_nodes
+from harness.cluster.base import Cluster
+from harness.cluster.process import ManagedProcess
+
+
+class ProxyCuts:
+    """Reference-counted proxy disabling: overlapping partitions that cut the same link
+    re-enable it only when the last of them ends."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self._cuts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def cut(self, proxies: Sequence[str]) -> None:
+        with self._lock:
+            for proxy in proxies:
+                self._cuts[proxy] += 1
+                if self._cuts[proxy] == 1:
+                    self._cluster.toxiproxy.set_enabled(proxy, False)
+
+    def restore(self, proxies: Sequence[str]) -> None:
+        with self._lock:
+            for proxy in proxies:
+                self._cuts[proxy] -= 1
+                if self._cuts[proxy] <= 0:
+                    del self._cuts[proxy]
+                    self._cluster.toxiproxy.set_enabled(proxy, True)
+
+    def forget(self) -> None:
+        """After a Toxiproxy reset has enabled everything."""
+        with self._lock:
+            self._cuts.clear()
+
+
+@dataclass
+class FaultContext:
+    cluster: Cluster
+    workers: Sequence[ManagedProcess]
+    live: Holders
+    rng: random.Random  # target picks; the schedule has its own stream
+    restart_delay_ns: int = 0
+    cuts: ProxyCuts = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cuts = ProxyCuts(self.cluster)
+
+    @property
+    def node_names(self) -> list[str]:
+        return [node.name for node in self.cluster.nodes]
+
+    @property
+    def worker_count(self) -> int:
+        return self.cluster.worker_count
+
+
+class Fault(ABC):
+    kind: ClassVar[str]
+
+    def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        self.occurrence = occurrence  # unique per run: names this occurrence's toxics
+        self.targets: list[str] = []
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.spec.options
+
+    def choose(self, targets: str | Sequence[str]) -> list[str]:
+        """Targets for this occurrence (nodes by default); empty means skip it."""
+        return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.ctx.live)
+
+    def lasts_ns(self, duration_ns: int) -> int:
+        return duration_ns
+
+    @abstractmethod
+    def start(self, targets: list[str]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def stop(self) -> dict[str, Any]: ...

@@ -1,0 +1,79 @@
+"""Clock faults on nodes, through each node's clock-shim control file (faults/clock.py).
+
+Only the nodes' wall clocks move; the history's time base (CLOCK_MONOTONIC in the
+harness and workers) is never touched.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from faults.base import Fault
+
+
+class ClockBump(Fault):
+    """Shift the targets' wall clocks by delta; shift them back when it ends."""
+
+    kind = "clock-bump"
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        for name in targets:
+            self.ctx.cluster.clock(name).bump(self.options["delta"])
+        return {"delta_ns": self.options["delta"]}
+
+    def stop(self) -> dict[str, Any]:
+        for name in self.targets:
+            self.ctx.cluster.clock(name).bump(-self.options["delta"])
+        return {"delta_ns": -self.options["delta"]}
+
+
+class ClockStrobe(Fault):
+    """Flip the targets' wall clocks between +delta and their offset before, every period."""
+
+    kind = "clock-strobe"
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._flip, name="clock-strobe", daemon=True)
+        self._thread.start()
+        return {"delta_ns": self.options["delta"], "period_ns": self.options["period"]}
+
+    def _bump(self, delta: int) -> None:
+        for name in self.targets:
+            self.ctx.cluster.clock(name).bump(delta)
+
+    def _flip(self) -> None:
+        delta, shifted, self.flips = self.options["delta"], False, 0
+        while True:
+            self._bump(-delta if shifted else delta)
+            shifted, self.flips = not shifted, self.flips + 1
+            if self._done.wait(self.options["period"] / 1e9):
+                break
+        if shifted:  # leave the clocks where they started
+            self._bump(-delta)
+
+    def stop(self) -> dict[str, Any]:
+        self._done.set()
+        self._thread.join()
+        return {"flips": self.flips}
+
+
+class ClockRate(Fault):
+    """Run the targets' wall clocks at `rate` times real speed; back to 1 when it ends
+    (keeping the time gained or lost, as a real fast or slow clock would)."""
+
+    kind = "clock-rate"
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        for name in targets:
+            self.ctx.cluster.clock(name).set_rate(self.options["rate"])
+        return {"rate": self.options["rate"]}
+
+    def stop(self) -> dict[str, Any]:
+        for name in self.targets:
+            self.ctx.cluster.clock(name).set_rate(1.0)
+        return {"rate": 1.0}

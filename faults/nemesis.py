@@ -1,0 +1,166 @@
+"""The nemesis: a thread in the controller that runs the fault schedule, records every
+start and stop in the history, and heals everything at the end.
+
+Each phase is an `invoke` when the nemesis decides and an `info` when the fault is in
+effect (or has been taken out), so the history shows both moments:
+
+    {"process": "nemesis", "type": "invoke", "f": "kill-holder", "value": {"phase": "start", ...}}
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from checker.history import INFO, INVOKE, NEMESIS
+from faults.base import Fault, FaultContext
+from faults.clock_faults import ClockBump, ClockRate, ClockStrobe
+from faults.network import Latency, Partition, Toxic
+from faults.process import ClientPause, Kill, Pause
+from faults.schedule import Occurrence, build_schedule
+from faults.spec import FaultPlan, FaultSpec
+from harness.errors import ClusterError
+from workloads.recorder import Recorder
+
+log = logging.getLogger("lockharness.nemesis")
+
+_KINDS: tuple[type[Fault], ...] = (
+    Kill, Pause, ClientPause, Partition, Latency, Toxic, ClockBump, ClockStrobe, ClockRate,
+)  # fmt: skip
+FAULTS: dict[str, type[Fault]] = {cls.kind: cls for cls in _KINDS}
+
+
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+@dataclass(order=True)
+class _Action:
+    at_ns: int
+    seq: int
+    run: Callable[[], None]
+
+
+class Nemesis:
+    def __init__(
+        self,
+        plan: FaultPlan,
+        ctx: FaultContext,
+        recorder: Recorder,
+        clock: Callable[[], int],
+        seed: int,
+        run_ns: int,
+    ) -> None:
+        self.ctx = ctx
+        self.rec = recorder
+        self.clock = clock
+        self.specs: dict[str, FaultSpec] = {spec.name: spec for spec in plan.faults}
+        self.schedule = build_schedule(plan, seed, run_ns)
+        self._actions: list[_Action] = []
+        self._active: dict[int, Fault] = {}
+        self._seq = 0
+        self._started = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+
+    def start(self) -> None:
+        for occurrence in self.schedule:
+            self._push(occurrence.at_ns, lambda o=occurrence: self._start(o))
+        self._thread.start()
+
+    def _push(self, at_ns: int, run: Callable[[], None]) -> None:
+        self._seq += 1
+        heapq.heappush(self._actions, _Action(at_ns, self._seq, run))
+
+    def _run(self) -> None:
+        while self._actions and not self._done.is_set():
+            wait_s = (self._actions[0].at_ns - self.clock()) / 1e9
+            if wait_s > 0 and self._done.wait(wait_s):
+                break
+            action = heapq.heappop(self._actions)
+            try:
+                action.run()
+            except Exception:  # a fault must never take the run down with it
+                log.exception("nemesis action failed")
+
+    def _record(self, type_: str, name: str, value: dict[str, Any]) -> int:
+        return self.rec.record(NEMESIS, type_, name, value=value)
+
+    def _start(self, occurrence: Occurrence) -> None:
+        spec = self.specs[occurrence.fault]
+        self._started += 1  # numbers this occurrence: its toxics, its entry in _active
+        fault = FAULTS[spec.kind](spec, self.ctx, self._started)
+        targets = fault.choose(occurrence.targets)
+        base = {"phase": "start", "kind": spec.kind, "targets": targets, "options": spec.options}
+        if not targets:
+            self._record(INFO, spec.name, {**base, "skipped": "no target (no lease held now)"})
+            return
+        decided = self._record(INVOKE, spec.name, base)
+        try:
+            details = fault.start(targets)
+        except Exception as e:
+            self._record(INFO, spec.name, {**base, "error": _error(e)})
+            log.exception("starting %s failed", spec.name)
+            fault.targets = targets  # stop() will try to undo whatever did happen
+            details = {}
+        in_effect = self._record(INFO, spec.name, {**base, **details, "decided_at": decided})
+        log.info("%s on %s: in effect %.1f ms after the decision",
+                 spec.name, targets, (in_effect - decided) / 1e6)  # fmt: skip
+        number = self._started
+        self._active[number] = fault
+        ends = decided + fault.lasts_ns(occurrence.duration_ns)
+        self._push(ends, lambda: self._stop(number))
+
+    def _stop(self, number: int) -> None:
+        fault = self._active.pop(number)
+        base = {"phase": "stop", "kind": fault.kind, "targets": fault.targets}
+        self._record(INVOKE, fault.spec.name, base)
+        try:
+            details = fault.stop()
+        except Exception as e:
+            details = {"error": _error(e)}
+            log.exception("stopping %s failed", fault.spec.name)
+        self._record(INFO, fault.spec.name, {**base, **details})
+
+    def finish(self) -> list[str]:
+        """Stop scheduling, take every fault out, heal the cluster and verify it.
+
+        Returns problems; empty means every node answers through every proxy again.
+        """
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        for number in sorted(self._active):
+            self._stop(number)
+        return self._heal()
+
+    def _heal(self) -> list[str]:
+        """Belt and braces after the orderly stops: reset everything a fault can touch."""
+        cluster = self.ctx.cluster
+        self._record(INVOKE, "heal", {"phase": "heal"})
+        problems: list[str] = []
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("resume workers", lambda: [w.signal(signal.SIGCONT) for w in self.ctx.workers]),
+            ("reset toxiproxy", self._reset_network),
+            ("resume nodes", lambda: [n.resume() for n in cluster.nodes]),
+            ("restart nodes", lambda: [n.restart() for n in cluster.nodes if not n.running()]),
+            ("reset clocks", cluster.reset_clocks),
+            ("check reachability", cluster.wait_reachable),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except (ClusterError, OSError, RuntimeError, ValueError) as e:
+                problems.append(f"could not heal ({what}): {_error(e)}")
+        self._record(INFO, "heal", {"phase": "heal", "problems": problems})
+        return problems
+
+    def _reset_network(self) -> None:
+        self.ctx.cluster.toxiproxy.reset()
+        self.ctx.cuts.forget()
+

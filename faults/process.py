@@ -1,0 +1,78 @@
+"""Process faults: kill/restart and pause/resume of nodes, and the client (GC) pause."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from typing import Any
+
+from faults.base import Fault
+from faults.targets import pick_workers
+
+
+class Kill(Fault):
+    """SIGKILL the target nodes; restart them after `duration`, or after the cluster's
+    restart_delay if that is longer (the delayed-restart recovery policy)."""
+
+    kind = "kill"
+
+    def lasts_ns(self, duration_ns: int) -> int:
+        return max(duration_ns, self.ctx.restart_delay_ns)
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        power_loss = bool(self.options.get("power_loss"))
+        self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
+        lost: dict[str, Any] = {}
+        for name in self.targets:
+            cut = self.ctx.cluster.node(name).kill(power_loss=power_loss)
+            if cut is not None:
+                lost[name] = {"aof": str(cut.path), "old_size": cut.old_size,
+                              "new_size": cut.new_size}  # fmt: skip
+        skipped = sorted(set(targets) - set(self.targets))
+        return {"killed": self.targets, "already_down": skipped, "power_loss": lost}
+
+    def stop(self) -> dict[str, Any]:
+        for name in self.targets:
+            self.ctx.cluster.node(name).restart()
+        return {"restarted": self.targets}
+
+
+class Pause(Fault):
+    """SIGSTOP the target nodes: they hold connections open and answer nothing."""
+
+    kind = "pause"
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
+        for name in self.targets:
+            self.ctx.cluster.node(name).pause()
+        return {"paused": self.targets}
+
+    def stop(self) -> dict[str, Any]:
+        for name in self.targets:
+            self.ctx.cluster.node(name).resume()
+        return {"resumed": self.targets}
+
+
+class ClientPause(Fault):
+    """SIGSTOP a worker process: every client in it freezes mid-step, as in a GC pause,
+    and resumes believing whatever it believed, its lease included."""
+
+    kind = "client-pause"
+
+    def choose(self, targets: str | Sequence[str]) -> list[str]:
+        workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.ctx.live)
+        return [f"w{w}" for w in workers]
+
+    def _signal(self, signum: int) -> None:
+        for name in self.targets:
+            self.ctx.workers[int(name[1:]) - 1].signal(signum)
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        self._signal(signal.SIGSTOP)
+        return {"paused": targets}
+
+    def stop(self) -> dict[str, Any]:
+        self._signal(signal.SIGCONT)
+        return {"resumed": self.targets}

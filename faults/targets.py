@@ -1,0 +1,66 @@
+"""Which nodes or workers an occurrence of a fault hits, decided when it starts."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol
+
+from harness.live import HeldLease
+
+
+class Holders(Protocol):
+    """Live knowledge of the running history (harness.live.LiveHistory)."""
+
+    def newest_lease(self) -> HeldLease | None: ...
+    def holder_workers(self) -> list[int]: ...
+
+
+def pick_nodes(
+    targets: str | Sequence[str], nodes: Sequence[str], rng: random.Random, live: Holders
+) -> list[str]:
+    """Node names; empty when `holders`/`holder` finds no lease held right now."""
+    if not isinstance(targets, str):
+        return list(targets)
+    n = len(nodes)
+    if targets == "one":
+        return [rng.choice(nodes)]
+    if targets == "minority":
+        return sorted(rng.sample(list(nodes), (n - 1) // 2))
+    if targets == "majority":
+        return sorted(rng.sample(list(nodes), n // 2 + 1))
+    if targets == "all":
+        return list(nodes)
+    lease = live.newest_lease()
+    grants = sorted(lease.grants) if lease else []
+    if targets == "holders":
+        return grants
+    if targets == "holder":
+        return [rng.choice(grants)] if grants else []
+    raise ValueError(f"unknown node target {targets!r}")
+
+
+def pick_workers(
+    targets: str | Sequence[str], workers: int, rng: random.Random, live: Holders
+) -> list[int]:
+    """Worker numbers (1-based); targets name workers as w1, w2, …"""
+    if not isinstance(targets, str):
+        return [int(name.removeprefix("w")) for name in targets]
+    if targets == "one":
+        return [rng.randint(1, workers)]
+    if targets == "all":
+        return list(range(1, workers + 1))
+    if targets == "holders":
+        return live.holder_workers()
+    raise ValueError(f"unknown worker target {targets!r}")
+
+
+def ring_views(nodes: Sequence[str], workers: int) -> dict[int, list[str]]:
+    """Each worker's own bare majority of consecutive nodes: worker i sees nodes i..i+m-1.
+
+    With 5 nodes and 4 workers: w1 {n1,n2,n3}, w2 {n2,n3,n4}, w3 {n3,n4,n5}, w4 {n4,n5,n1}.
+    Neighbouring views share all but one node, so a lease can be granted by nodes that
+    another worker cannot see: the geometry of the Redlock restart counter-example.
+    """
+    n, majority = len(nodes), len(nodes) // 2 + 1
+    return {w: [nodes[(w - 1 + k) % n] for k in range(majority)] for w in range(1, workers + 1)}
