@@ -70,7 +70,7 @@ class Nemesis:
 
     def start(self) -> None:
         for occurrence in self.schedule:
-            self._push(occurrence.at_ns, lambda o=occurrence: self._start(o))
+            self._push(occurrence.at_ns, lambda o=occurrence: self.begin(o))
         self._thread.start()
 
     def _push(self, at_ns: int, run: Callable[[], None]) -> None:
@@ -91,7 +91,14 @@ class Nemesis:
     def _record(self, type_: str, name: str, value: dict[str, Any]) -> int:
         return self.rec.record(NEMESIS, type_, name, value=value)
 
-    def _start(self, occurrence: Occurrence) -> None:
+    @property
+    def active(self) -> list[int]:
+        """Numbers of the occurrences in effect now."""
+        return sorted(self._active)
+
+    def begin(self, occurrence: Occurrence) -> int | None:
+        """Put one occurrence in effect now and schedule its end; its number, or None if
+        it had no target. Runs on the nemesis thread (or before `start`, in tests)."""
         spec = self.specs[occurrence.fault]
         self._started += 1  # numbers this occurrence: its toxics, its entry in _active
         fault = FAULTS[spec.kind](spec, self.ctx, self._started)
@@ -99,7 +106,7 @@ class Nemesis:
         base = {"phase": "start", "kind": spec.kind, "targets": targets, "options": spec.options}
         if not targets:
             self._record(INFO, spec.name, {**base, "skipped": "no target (no lease held now)"})
-            return
+            return None
         decided = self._record(INVOKE, spec.name, base)
         try:
             details = fault.start(targets)
@@ -114,9 +121,13 @@ class Nemesis:
         number = self._started
         self._active[number] = fault
         ends = decided + fault.lasts_ns(occurrence.duration_ns)
-        self._push(ends, lambda: self._stop(number))
+        self._push(ends, lambda: self.end(number))
+        return number
 
-    def _stop(self, number: int) -> None:
+    def end(self, number: int) -> None:
+        """Take occurrence ``number`` out of effect now (if it still is)."""
+        if number not in self._active:
+            return
         fault = self._active.pop(number)
         base = {"phase": "stop", "kind": fault.kind, "targets": fault.targets}
         self._record(INVOKE, fault.spec.name, base)
@@ -135,8 +146,8 @@ class Nemesis:
         self._done.set()
         if self._thread.is_alive():
             self._thread.join()
-        for number in sorted(self._active):
-            self._stop(number)
+        for number in self.active:
+            self.end(number)
         return self._heal()
 
     def _heal(self) -> list[str]:

@@ -16,7 +16,7 @@ import redis
 from checker.history import parse_lines
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
-from faults.schedule import build_schedule
+from faults.schedule import Occurrence, build_schedule
 from faults.spec import OPTIONS, FaultPlan, FaultSpec, TimelineEntry
 from faults.targets import pick_nodes
 from harness.cluster.local import ClusterConfig, LocalCluster
@@ -101,19 +101,16 @@ def events(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
-def run_once(nemesis: Nemesis, fault: str, targets: tuple[str, ...] | str) -> None:
+def run_once(nemesis: Nemesis, fault: str, targets: tuple[str, ...] | str) -> int | None:
     """Start one occurrence now, as the schedule would."""
     if fault not in nemesis.specs:
         nemesis.specs[fault] = spec(fault)
-    occurrence = build_schedule(
-        FaultPlan((nemesis.specs[fault],), (TimelineEntry(0, fault, targets, 60 * S),)), 7, S
-    )[0]
-    nemesis._start(occurrence)
+    return nemesis.begin(Occurrence(0, 0, fault, targets, 60 * S))
 
 
 def stop_all(nemesis: Nemesis) -> None:
-    for seq in sorted(nemesis._active):
-        nemesis._stop(seq)
+    for number in nemesis.active:
+        nemesis.end(number)
 
 
 def test_kill_refuses_through_the_proxy_and_restarts_empty(fault_cluster, bench, tmp_path) -> None:
@@ -163,10 +160,10 @@ def test_ring_gives_each_worker_its_own_bare_majority(fault_cluster, bench) -> N
 
 def test_overlapping_partitions_restore_a_link_only_when_both_end(fault_cluster, bench) -> None:
     nemesis = bench(FaultPlan())
-    run_once(nemesis, "partition", ("n4",))
+    first = run_once(nemesis, "partition", ("n4",))
     run_once(nemesis, "partition", ("n4", "n5"))
-    first = min(nemesis._active)
-    nemesis._stop(first)
+    assert first is not None
+    nemesis.end(first)
     assert not reaches(fault_cluster, 1, "n4")  # the second partition still cuts it
     stop_all(nemesis)
     assert reaches(fault_cluster, 1, "n4")
@@ -283,7 +280,7 @@ def test_scheduled_nemesis_records_and_heals_everything(fault_cluster, bench, tm
     )  # fmt: skip
     nemesis = bench(plan)
     nemesis.start()
-    assert wait_until(lambda: len(nemesis._active) == 5)
+    assert wait_until(lambda: len(nemesis.active) == 5)
     assert not reaches(fault_cluster, 1, "n1")
     assert nemesis.finish() == []
     for worker in (1, 2):

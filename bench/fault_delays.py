@@ -1,0 +1,104 @@
+"""For every fault kind: the delay from the nemesis deciding an occurrence to the fault
+being in effect (target: under 50 ms), measured on a real cluster.
+
+Each kind is put in effect and taken out `repeats` times on one node (or worker); the
+delay is the time between the nemesis's `invoke` and `info` history events for the start.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from checker.history import INFO, read_history
+from faults.base import FaultContext
+from faults.nemesis import Nemesis
+from faults.schedule import Occurrence
+from faults.spec import OPTIONS, FaultPlan, FaultSpec
+from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from harness.cluster.local import ClusterConfig, LocalCluster
+from harness.cluster.process import ManagedProcess
+from harness.live import LiveHistory
+from workloads.recorder import Recorder
+
+TARGET_MS = 50.0
+S = 1_000_000_000
+# The options each kind is measured with (defaults for the rest).
+MEASURED: dict[str, dict[str, Any]] = {
+    "kill": {}, "pause": {}, "client-pause": {},
+    "partition": {"mode": "isolate"},
+    "latency": {"latency": 50_000_000},
+    "toxic": {"type": "timeout", "attributes": {"timeout": 0}},
+    "clock-bump": {"delta": 10 * S},
+    "clock-strobe": {"delta": 10 * S},
+    "clock-rate": {"rate": 2.0},
+}  # fmt: skip
+
+
+def _spec(kind: str) -> FaultSpec:
+    defaults = {key: default for key, (_, default, _) in OPTIONS[kind].items()}
+    return FaultSpec(kind=kind, name=kind, options={**defaults, **MEASURED[kind]})
+
+
+def run(repeats: int = 20) -> dict[str, Any]:
+    redis_server, toxiproxy_server = find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER)
+    with tempfile.TemporaryDirectory(prefix="lockharness-faults-") as tmp:
+        base = Path(tmp)
+        config = ClusterConfig(redis_server, toxiproxy_server, base, workers=1, clock_shim=True)
+        idle = [sys.executable, "-c", "import time; time.sleep(600)"]  # a worker to pause
+        sleeper = ManagedProcess("worker-w1", idle, base / "sleeper.log")
+        with LocalCluster(config) as cluster:
+            sleeper.start()
+            try:
+                t0 = time.monotonic_ns()
+
+                def clock() -> int:
+                    return time.monotonic_ns() - t0
+
+                live = LiveHistory([], threads_per_worker=1)
+                ctx = FaultContext(cluster, [sleeper], live, random.Random(1))
+                plan = FaultPlan(tuple(_spec(kind) for kind in MEASURED))
+                nemesis = Nemesis(plan, ctx, Recorder(base / "nemesis.jsonl", clock), clock, 1, S)
+                for kind in MEASURED:
+                    targets = ("w1",) if kind == "client-pause" else ("n1",)
+                    for _ in range(repeats):
+                        number = nemesis.begin(Occurrence(0, 0, kind, targets, 60 * S))
+                        if number is not None:
+                            nemesis.end(number)
+                problems = nemesis.finish()
+            finally:
+                sleeper.kill()
+        delays: dict[str, list[float]] = {kind: [] for kind in MEASURED}
+        for event in read_history(base / "nemesis.jsonl"):
+            value = event.value or {}
+            if event.type == INFO and "decided_at" in value:
+                delays[value["kind"]].append((event.time - value["decided_at"]) / 1e6)
+    return {"repeats": repeats, "delays_ms": delays, "heal_problems": problems}
+
+
+def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+    out = []
+    for kind, delays in report["delays_ms"].items():
+        median = statistics.median(delays)
+        verdict = "met" if median < TARGET_MS else "NOT met"
+        out.append((f"fault delay: {kind}", f"{median:.2f} ms",
+                    f"median of {len(delays)}, max {max(delays):.2f} ms; target < "
+                    f"{TARGET_MS:g} ms: {verdict}"))  # fmt: skip
+    return out
+
+
+def main() -> int:
+    report = run()
+    for name, value, note in rows(report):
+        print(f"{name:32} {value:>10}  {note}")
+    ok = all(statistics.median(d) < TARGET_MS for d in report["delays_ms"].values())
+    return 0 if ok and not report["heal_problems"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
