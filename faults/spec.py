@@ -6,7 +6,7 @@
         targets: holders        # one | minority | majority | all | holders | holder | [n1, n3]
                                 # (client-pause: one | all | holders | [w1, w2])
         every: 4s               # repeat period; omitted: once, unless the timeline uses it
-        duration: 1s            # how long each occurrence lasts (for kill: how long it is down)
+        duration: 1s            # how long each occurrence lasts (kill: also `down_for`)
         start_after: 2s         # first occurrence (default 0s)
         probability: 1.0        # each scheduled occurrence happens with this probability
         options: {power_loss: true}   # per kind, see OPTIONS

@@ -672,6 +672,10 @@ def _read_fault(path: str, value: object, room: _Room) -> FaultSpec:
     if "kind" not in value:
         raise _Invalid(f"{path}.kind: missing; allowed: {_FAULT_KIND.allowed}")
     kind = _read_one(f"{path}.kind", _FAULT_KIND, value["kind"])
+    if kind == "kill" and "down_for" in value:  # a kill's duration is how long it is down
+        if "duration" in value:
+            raise _Invalid(f"{path}.down_for: give down_for or duration, not both")
+        value = {("duration" if k == "down_for" else k): v for k, v in value.items()}
     return _fault_section(kind, room, f"{path}.").read({"name": kind, "options": None, **value})
 
 

@@ -772,3 +772,12 @@ def test_override_workers_below_a_named_worker(
     assert e.value.exit_code == EXIT_BAD_INPUT
     for fragment in fragments:
         assert fragment in str(e.value)
+
+
+def test_kill_down_for_is_its_duration(tmp_path: Path) -> None:
+    s = load(tmp_path, "faults: [{kind: kill, down_for: 2500ms}]\n")
+    assert s.faults.faults[0].duration_ns == 2_500_000_000
+    message = bad(tmp_path, GOOD + "faults: [{kind: kill, down_for: 1s, duration: 2s}]\n")
+    assert "x.yaml: faults[0].down_for: give down_for or duration, not both" in message
+    # Only a kill is "down"; for other kinds down_for is an unknown key.
+    assert "faults[0]" in bad(tmp_path, GOOD + "faults: [{kind: pause, down_for: 1s}]\n")
