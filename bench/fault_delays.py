@@ -76,7 +76,7 @@ def run(repeats: int = 20) -> dict[str, Any]:
         delays: dict[str, list[float]] = {kind: [] for kind in MEASURED}
         for event in read_history(base / "nemesis.jsonl"):
             value = event.value or {}
-            if event.type == INFO and "decided_at" in value:
+            if event.type == INFO and "decided_at" in value and "error" not in value:
                 delays[value["kind"]].append((event.time - value["decided_at"]) / 1e6)
     return {"repeats": repeats, "delays_ms": delays, "heal_problems": problems}
 

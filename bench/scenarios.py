@@ -41,7 +41,8 @@ def fault_delays_ms(run_dir: Path) -> dict[str, list[float]]:
     delays: dict[str, list[float]] = defaultdict(list)
     for event in read_history(run_dir / "history.jsonl"):
         value = event.value or {}
-        if event.process == NEMESIS and event.type == INFO and "decided_at" in value:
+        if event.process == NEMESIS and event.type == INFO and "decided_at" in value \
+                and "error" not in value:
             delays[value["kind"]].append((event.time - value["decided_at"]) / 1e6)
     return delays
 

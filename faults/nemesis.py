@@ -111,13 +111,14 @@ class Nemesis:
         try:
             details = fault.start(targets)
         except Exception as e:
-            self._record(INFO, spec.name, {**base, "error": _error(e)})
+            # Partly in effect, perhaps: it stays active so that stop() undoes what it can.
+            self._record(INFO, spec.name, {**base, "error": _error(e), "decided_at": decided})
             log.exception("starting %s failed", spec.name)
-            fault.targets = targets  # stop() will try to undo whatever did happen
-            details = {}
-        in_effect = self._record(INFO, spec.name, {**base, **details, "decided_at": decided})
-        log.info("%s on %s: in effect %.1f ms after the decision",
-                 spec.name, targets, (in_effect - decided) / 1e6)  # fmt: skip
+            fault.targets = targets
+        else:
+            done = self._record(INFO, spec.name, {**base, **details, "decided_at": decided})
+            log.info("%s on %s: in effect %.1f ms after the decision",
+                     spec.name, targets, (done - decided) / 1e6)  # fmt: skip
         number = self._started
         self._active[number] = fault
         ends = decided + fault.lasts_ns(occurrence.duration_ns)
