@@ -13,7 +13,7 @@ from typing import Any
 import redis
 
 from faults.clock import ClockControl, shim_env, shim_library
-from harness.cluster.process import pid_alive
+from harness.cluster.process import ServerProcess, pid_alive
 from harness.cluster.redis_node import LocalRedisNode
 from harness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
 from harness.errors import ClusterError
@@ -134,7 +134,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Stop everything that was started; safe to call twice and after a failed start."""
         errors: list[str] = []
-        servers = [self._toxiproxy, *self._nodes, self._resource]
+        servers = self._servers()
         for server in servers:  # signal all first: they shut down in parallel
             server.terminate()
         for server in servers:
@@ -149,9 +149,12 @@ class LocalCluster:
             raise ClusterError(f"teardown incomplete: {errors or ''} still alive: {leftovers}")
         log.info("cluster stopped")
 
+    def _servers(self) -> list[ServerProcess]:
+        """Every process this cluster owns, in the order they are stopped."""
+        return [self._toxiproxy, *self._nodes, self._resource]
+
     def pids(self) -> list[int]:
-        servers = [self._toxiproxy, *self._nodes, self._resource]
-        return [server.pid for server in servers if server.pid is not None]
+        return [server.pid for server in self._servers() if server.pid is not None]
 
     def describe(self) -> dict[str, Any]:
         return {

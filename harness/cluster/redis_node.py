@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import redis
@@ -49,6 +49,7 @@ class LocalRedisNode(ServerProcess):
         log_path: Path,
         persistence: str = "none",
         env: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         if persistence not in PERSISTENCE_ARGS:
             raise ValueError(f"unknown persistence mode {persistence!r}")
@@ -58,6 +59,7 @@ class LocalRedisNode(ServerProcess):
         self.log_path = log_path
         self.persistence = persistence
         self.env = dict(env) if env else {}  # e.g. LD_PRELOAD of the clock shim
+        self.extra_args = list(extra_args)  # e.g. replication: announce address, replicaof
         self.port: int | None = None
         self._port_pinned = False  # once it has served on a port, never move (proxies)
         self._process: ManagedProcess | None = None
@@ -78,7 +80,16 @@ class LocalRedisNode(ServerProcess):
             "--logfile", "",  # log to stdout, which ManagedProcess sends to log_path
             "--daemonize", "no",
             *PERSISTENCE_ARGS[self.persistence],
+            *self.extra_args,
         ]  # fmt: skip
+
+    def reserve_port(self) -> int:
+        """Choose the port before the first start (when others must know it in advance);
+        it is pinned: a failed bind is then an error rather than a move."""
+        if self.port is None:
+            self.port = free_port()
+            self._port_pinned = True
+        return self.port
 
     def spawn(self) -> None:
         """Start the process without waiting for it (see wait_ready)."""
