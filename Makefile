@@ -7,9 +7,9 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy demo test test-all bench lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium demo test test-all bench lint clean
 
-setup: python-env redis-server toxiproxy
+setup: python-env redis-server toxiproxy chromium
 
 python-env: $(VENV)/.installed
 
@@ -30,6 +30,16 @@ redis-server:
 	  { $(SUDO) service redis-server stop >/dev/null 2>&1 || true; }; \
 	fi
 
+# Debian's chromium when none is found: the report tests render timeline.html headless.
+chromium:
+	@if command -v chromium >/dev/null; then \
+	  echo "chromium: $$(command -v chromium)"; \
+	else \
+	  echo "installing chromium from Debian's packages"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
 # Toxiproxy v2.12.0 built from its Go module (the binary is named `server`).
 toxiproxy:
 	@if [ -n "$$LOCKHARNESS_TOXIPROXY_SERVER" ] || [ -x $(TOOLS)/toxiproxy-server ] \
@@ -42,8 +52,10 @@ toxiproxy:
 	  mv .tools/gobin/server $(TOOLS)/toxiproxy-server; \
 	fi
 
+# A short nightly suite: every built-in scenario for 5 s; exit 0 iff every verdict is as expected.
 demo: setup
-	$(BIN)/python -m harness.demo
+	$(BIN)/python -m harness suite all --duration 5s \
+	  --junit store/demo-junit.xml --html store/demo-index.html
 
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -20,20 +20,15 @@ from typing import Any
 from rich.console import Console
 
 from checker.history import INFO, NEMESIS, read_history
+from checker.verdict import first_violation_ns
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 from harness.runner import Binaries, RunOutcome, run_scenario
 from harness.scenario import builtin_scenarios, with_overrides
 
 
 def first_violation_s(outcome: RunOutcome) -> float | None:
-    """When the first overlap began (the later lease's start), or the resource saw two."""
-    times = []
-    for witness in outcome.result.witnesses:
-        if witness["kind"] == "overlap":
-            times.append(witness["second"]["start"])
-        elif witness["kind"] == "resource":
-            times.append(witness["time"])
-    return min(times) / 1e9 if times else None
+    first = first_violation_ns(outcome.result.witnesses)
+    return None if first is None else first / 1e9
 
 
 def fault_delays_ms(run_dir: Path) -> dict[str, list[float]]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from checker.failover import attach_failovers
 from checker.history import ACQUIRE, NEMESIS, OK, Event
 from checker.mutex import check_mutual_exclusion
 from checker.resource import check_resource
@@ -78,7 +79,7 @@ def check_history(
     A violation makes the run invalid whatever else is wrong with it; otherwise a history
     without any successful acquire, or missing a worker's events, proves nothing: unknown.
     """
-    mutex = check_mutual_exclusion(critical_sections(history))
+    mutex = attach_failovers(check_mutual_exclusion(critical_sections(history)), history)
     resource = check_resource(history)
     stats = compute_stats(history)
     total = len(mutex) + len(resource)
@@ -97,3 +98,17 @@ def check_history(
     if reasons:
         return CheckResult(Verdict.UNKNOWN, [], reasons, stats)
     return CheckResult(Verdict.VALID, [], [], stats)
+
+
+def first_violation_ns(witnesses: Iterable[dict[str, Any]]) -> int | None:
+    """When the first violation began: an overlap's later start, or the resource seeing two.
+
+    In ns since the run's start; None without a violation.
+    """
+    times = []
+    for witness in witnesses:
+        if witness.get("kind") == "overlap":
+            times.append(witness["second"]["start"])
+        elif witness.get("kind") == "resource":
+            times.append(witness["time"])
+    return min(times, default=None)

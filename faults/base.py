@@ -87,7 +87,8 @@ class Fault(ABC):
 
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         """Targets for this occurrence (nodes by default); empty means skip it."""
-        return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.ctx.live)
+        master = self.ctx.cluster.current_master() if targets in ("master", "replica") else None
+        return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.ctx.live, master)
 
     def lasts_ns(self, duration_ns: int) -> int:
         return duration_ns

@@ -22,6 +22,7 @@ from faults.base import Fault, FaultContext
 from faults.clock_faults import ClockBump, ClockRate, ClockStrobe
 from faults.network import Latency, Partition, Toxic
 from faults.process import ClientPause, Kill, Pause
+from faults.replication import Promote
 from faults.schedule import Occurrence, build_schedule
 from faults.spec import FaultPlan, FaultSpec
 from harness.errors import ClusterError
@@ -31,6 +32,7 @@ log = logging.getLogger("lockharness.nemesis")
 
 _KINDS: tuple[type[Fault], ...] = (
     Kill, Pause, ClientPause, Partition, Latency, Toxic, ClockBump, ClockStrobe, ClockRate,
+    Promote,
 )  # fmt: skip
 FAULTS: dict[str, type[Fault]] = {cls.kind: cls for cls in _KINDS}
 
@@ -162,7 +164,7 @@ class Nemesis:
             ("resume nodes", lambda: [n.resume() for n in cluster.nodes]),
             ("restart nodes", lambda: [n.restart() for n in cluster.nodes if not n.running()]),
             ("reset clocks", cluster.reset_clocks),
-            ("check reachability", cluster.wait_reachable),
+            ("check health", cluster.wait_healthy),
         ]
         for what, step in steps:
             try:

@@ -38,6 +38,8 @@ class Partition(Fault):
     def _links(self, targets: list[str]) -> list[str]:
         cluster, count = self.ctx.cluster, self.ctx.worker_count
         mode = self.options["mode"]
+        if mode == "shared-link":
+            return [cluster.shared_proxy_name(node) for node in targets]
         if mode == "ring":
             views = ring_views(self.ctx.node_names, count)
             return [
@@ -71,17 +73,22 @@ class _ToxicFault(Fault):
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         toxic_type, attributes, toxicity = self._toxic()
-        api, cluster = self.ctx.cluster.toxiproxy, self.ctx.cluster
+        api = self.ctx.cluster.toxiproxy
         self.added: list[tuple[str, str]] = []
-        for w in _workers(self.options["workers"], self.ctx.worker_count):
-            for node in targets:
-                proxy = cluster.proxy_name(w, node)
-                for stream in _streams(self.options["stream"]):
-                    name = f"{self.spec.name}-{self.occurrence}-{stream}"
-                    api.add_toxic(proxy, toxic_type, attributes, stream=stream,
-                                  toxicity=toxicity, name=name)  # fmt: skip
-                    self.added.append((proxy, name))
+        for proxy in self._proxies(targets):
+            for stream in _streams(self.options["stream"]):
+                name = f"{self.spec.name}-{self.occurrence}-{stream}"
+                api.add_toxic(proxy, toxic_type, attributes, stream=stream,
+                              toxicity=toxicity, name=name)  # fmt: skip
+                self.added.append((proxy, name))
         return {"type": toxic_type, "attributes": attributes, "toxics": len(self.added)}
+
+    def _proxies(self, targets: list[str]) -> list[str]:
+        cluster = self.ctx.cluster
+        if self.options.get("links") == "shared":  # replication and sentinel links
+            return [cluster.shared_proxy_name(node) for node in targets]
+        workers = _workers(self.options["workers"], self.ctx.worker_count)
+        return [cluster.proxy_name(w, node) for w in workers for node in targets]
 
     def stop(self) -> dict[str, Any]:
         for proxy, name in self.added:

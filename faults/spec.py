@@ -33,15 +33,26 @@ FAULT_KINDS = (
     "clock-bump",  # shift a node's wall clock by delta
     "clock-strobe",  # flip a node's wall clock between +delta and 0 every `period`
     "clock-rate",  # a node's wall clock runs at `rate` times real speed
+    "promote",  # replicated topology: REPLICAOF NO ONE on a replica; clients re-pointed
 )
 
 # holders: every node that granted the lease held now; holder: one of them, at random.
-NODE_TARGETS = ("one", "minority", "majority", "all", "holders", "holder")
+# master: the current master; replica: one of its replicas (replicated topology only).
+NODE_TARGETS = ("one", "minority", "majority", "all", "holders", "holder", "master", "replica")
+REPLICATED_TARGETS = ("master", "replica")
 WORKER_TARGETS = ("one", "all", "holders")
-PARTITION_MODES = ("isolate", "cut-worker", "ring")
+# shared-link (replicated topology): the targets' shared proxy, which carries both their
+# replication and their sentinels' links.
+PARTITION_MODES = ("isolate", "cut-worker", "ring", "shared-link")
+LINKS = ("workers", "shared")
 STREAMS = ("downstream", "upstream", "both")
 TOXIC_TYPES = (
     "latency", "timeout", "reset_peer", "bandwidth", "slicer", "slow_close", "limit_data",
+)  # fmt: skip
+
+_LINKS = (
+    "choice:workers|shared", "workers",
+    "workers: clients' links; shared: the targets' replication and sentinel links",
 )  # fmt: skip
 
 # Per kind: option -> (value kind, default, help). Value kinds as in workloads.registry,
@@ -57,7 +68,7 @@ OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
     "pause": {},
     "client-pause": {},
     "partition": {
-        "mode": ("choice:isolate|cut-worker|ring", "isolate", "which partition"),
+        "mode": ("choice:" + "|".join(PARTITION_MODES), "isolate", "which partition"),
         "workers": ("workers", "all", "cut-worker: the workers cut off from the targets"),
     },
     "latency": {
@@ -65,6 +76,7 @@ OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
         "jitter": ("duration", 0, "± random variation of the delay"),
         "stream": ("choice:downstream|upstream|both", "downstream", "which direction"),
         "workers": ("workers", "all", "whose links to the target nodes"),
+        "links": _LINKS,
     },
     "toxic": {
         "type": ("choice:" + "|".join(TOXIC_TYPES), None, "the Toxiproxy toxic type (required)"),
@@ -72,6 +84,7 @@ OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
         "stream": ("choice:downstream|upstream|both", "downstream", "which direction"),
         "toxicity": ("float", 1.0, "probability the toxic applies to a connection (0..1)"),
         "workers": ("workers", "all", "whose links to the target nodes"),
+        "links": _LINKS,
     },
     "clock-bump": {
         "delta": ("signed-duration", None, "how far to shift the wall clock (required)"),
@@ -82,6 +95,9 @@ OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
     },
     "clock-rate": {
         "rate": ("float", None, "clock speed relative to real time, e.g. 1.5 or 0.5 (required)"),
+    },
+    "promote": {
+        "demote_old": ("bool", True, "the old master becomes a replica of the new one"),
     },
 }
 

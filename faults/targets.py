@@ -17,11 +17,21 @@ class Holders(Protocol):
 
 
 def pick_nodes(
-    targets: str | Sequence[str], nodes: Sequence[str], rng: random.Random, live: Holders
+    targets: str | Sequence[str],
+    nodes: Sequence[str],
+    rng: random.Random,
+    live: Holders,
+    master: str | None = None,
 ) -> list[str]:
-    """Node names; empty when `holders`/`holder` finds no lease held right now."""
+    """Node names; empty when `holders`/`holder` finds no lease held right now, or when
+    `master`/`replica` finds no agreed master (mid-failover)."""
     if not isinstance(targets, str):
         return list(targets)
+    if targets in ("master", "replica"):
+        if master is None:
+            return []
+        replicas = [node for node in nodes if node != master]
+        return [master] if targets == "master" else [rng.choice(replicas)]
     n = len(nodes)
     if targets == "one":
         return [rng.choice(nodes)]

@@ -1,4 +1,4 @@
-"""The command line: list, run, check, cluster up."""
+"""The command line: list, run, suite, check, report, cluster up."""
 
 from __future__ import annotations
 
@@ -28,10 +28,12 @@ from harness.errors import (
     BadInput,
     LockharnessError,
 )
+from harness.reports import rebuild_reports
 from harness.runlog import run_log
 from harness.runner import Binaries, run_scenario
 from harness.scenario import builtin_scenarios, load_scenario, with_overrides
 from harness.store import create_run_dir
+from harness.suite import SuiteRequest, plan_suite, run_suite
 from workloads.registry import CLIENTS
 
 
@@ -90,6 +92,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--expect", choices=["valid", "invalid"], help="default: the run's scenario.yaml, or valid"
     )
 
+    report = commands.add_parser("report", help="redraw a stored run's timeline.html and graphs")
+    report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="e.g. store/latest")
+
+    suite = commands.add_parser("suite", help="scenarios, clients and seeds in one go; JUnit, HTML")
+    suite.add_argument(
+        "targets", nargs="*", metavar="NAMES|DIR|all", help="built-in names, scenario files, "
+        "directories of *.yaml files, or all (the default: every built-in)",
+    )  # fmt: skip
+    suite.add_argument("--seeds", type=_seed, default=1, help="runs per scenario and client")
+    suite.add_argument("--seed", type=_seed, help="first seed (then S+1, …); default: own/random")
+    suite.add_argument("--clients", help="a,b,c: run every scenario with each of these clients")
+    suite.add_argument("--duration", type=_duration, help="how long each run goes, e.g. 5s")
+    suite.add_argument("--workers", type=_count, help="worker processes")
+    suite.add_argument("--threads", type=_count, help="client threads per worker")
+    suite.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    suite.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    suite.add_argument("--html", type=Path, metavar="FILE", help="write an HTML index here")
+    _binary_flags(suite)
+
     cluster = commands.add_parser("cluster", help="a cluster to poke by hand")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
     up = cluster_commands.add_parser("up", help="start a cluster; Ctrl-C tears it down")
@@ -134,6 +155,18 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     return outcome.exit_code
 
 
+def cmd_suite(args: argparse.Namespace, console: Console) -> int:
+    request = SuiteRequest(
+        targets=args.targets, clients=args.clients, seeds=args.seeds, seed=args.seed,
+        duration_ns=args.duration, workers=args.workers, threads=args.threads,
+    )  # fmt: skip
+    cases = plan_suite(request)  # every bad argument is reported before anything starts
+    return run_suite(
+        cases, store=args.store, binaries=_binaries(args), console=console,
+        junit=args.junit, html=args.html,
+    )  # fmt: skip
+
+
 def cmd_check(args: argparse.Namespace, console: Console) -> int:
     target: Path = args.target
     expect, expected_processes, name = args.expect, None, target.name
@@ -158,6 +191,12 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     if result.verdict.value == expect:
         return EXIT_AS_EXPECTED
     return EXIT_UNKNOWN if result.verdict is Verdict.UNKNOWN else EXIT_NOT_AS_EXPECTED
+
+
+def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    for path in rebuild_reports(args.run_dir):
+        console.print(f"wrote {path}", highlight=False)
+    return EXIT_AS_EXPECTED
 
 
 def cmd_cluster_up(args: argparse.Namespace, console: Console) -> int:
@@ -207,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    handlers = {"list": cmd_list, "run": cmd_run, "check": cmd_check, "cluster": cmd_cluster_up}
+    handlers = {
+        "list": cmd_list, "run": cmd_run, "suite": cmd_suite,
+        "check": cmd_check, "report": cmd_report, "cluster": cmd_cluster_up,
+    }  # fmt: skip
     try:
         return handlers[args.command](args, console)
     except LockharnessError as e:

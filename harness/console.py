@@ -29,10 +29,16 @@ def _side(side: dict[str, Any]) -> str:
 
 def describe_witness(witness: dict[str, Any]) -> str:
     if witness.get("kind") == "overlap":
-        return (
+        text = (
             f"key {witness['key']}: {_side(witness['first'])} and {_side(witness['second'])} "
             f"overlap by {_ms(witness['overlap_ns'])}"
         )
+        for failover in witness.get("failovers", []):
+            text += (
+                f"; between the two, a failover {failover['from']} -> {failover['to']} "
+                f"({failover['by']}) at {failover['time'] / 1e9:.3f}s"
+            )
+        return text
     if witness.get("kind") == "resource":
         return (
             f"key {witness['key']}: the resource saw {witness['occupancy']} clients inside at "

@@ -13,7 +13,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +21,17 @@ from typing import Any
 
 from rich.console import Console
 
+from checker.history import INFO, NEMESIS, Event
 from checker.verdict import CheckResult, Verdict, check_history
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
+from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
 from harness.live import LiveHistory
 from harness.progress import ProgressLine
+from harness.reports import write_reports
 from harness.runlog import run_log
 from harness.scenario import Scenario, to_yaml
 from harness.shards import merge_shards
@@ -105,6 +108,10 @@ def _worker_configs(
             threads=w.threads,
             nodes=cluster.worker_endpoints(worker),
             resource=cluster.resource,
+            discovery=(
+                cluster.discovery(worker).to_dict()
+                if isinstance(cluster, ReplicatedCluster) else None
+            ),
             client=scenario.client.name,
             client_options=dict(scenario.client.options),
             keys=[f"k{i}" for i in range(w.keys)],
@@ -172,17 +179,40 @@ def _stop_workers(workers: list[ManagedProcess], grace_s: float) -> dict[int, in
 
 def _cluster(scenario: Scenario, binaries: Binaries, run_dir: Path) -> LocalCluster:
     kinds = {fault.kind for fault in scenario.faults.faults}
-    return LocalCluster(
-        ClusterConfig(
-            redis_server=binaries.redis_server,
-            toxiproxy_server=binaries.toxiproxy_server,
-            base_dir=run_dir,
-            nodes=scenario.cluster.nodes,
-            workers=scenario.workload.workers,
-            persistence=scenario.cluster.persistence,
-            clock_shim=any(kind.startswith("clock-") for kind in kinds),
-        )
+    spec = scenario.cluster
+    config = ClusterConfig(
+        redis_server=binaries.redis_server,
+        toxiproxy_server=binaries.toxiproxy_server,
+        base_dir=run_dir,
+        nodes=spec.nodes,
+        workers=scenario.workload.workers,
+        persistence=spec.persistence,
+        clock_shim=any(kind.startswith("clock-") for kind in kinds),
     )
+    if spec.topology == "masters":
+        return LocalCluster(config)
+    return ReplicatedCluster(config, ReplicationConfig(
+        sentinels=spec.sentinels,
+        quorum=spec.sentinels // 2 + 1,
+        down_after_ms=spec.down_after_ns // 1_000_000,
+        failover_timeout_ms=spec.failover_timeout_ns // 1_000_000,
+    ))  # fmt: skip
+
+
+def _nothing() -> None:
+    pass
+
+
+def _watch_failovers(cluster: LocalCluster, recorder: Recorder) -> Callable[[], None]:
+    """Record every failover Sentinel announces, so witnesses can name it."""
+    if not isinstance(cluster, ReplicatedCluster):
+        return _nothing
+
+    def switched(old: str, new: str) -> None:
+        recorder.record(NEMESIS, INFO, "failover", value={"from": old, "to": new,
+                                                          "by": "sentinel"})  # fmt: skip
+
+    return cluster.watch_failovers(switched)
 
 
 @dataclass
@@ -205,6 +235,7 @@ def _execute(
     execution = _Execution()
     workers: list[ManagedProcess] = []
     nemesis: Nemesis | None = None
+    stop_watching: Callable[[], None] = _nothing
     try:
         cluster.start()
         t0_ns = time.monotonic_ns()
@@ -220,6 +251,7 @@ def _execute(
             return time.monotonic_ns() - t0_ns
 
         recorder = Recorder(run_dir / NEMESIS_SHARD, clock)
+        stop_watching = _watch_failovers(cluster, recorder)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
         nemesis.start()
         with ProgressLine(console, scenario.name) as progress:
@@ -241,6 +273,7 @@ def _execute(
         with _no_interrupts():
             if nemesis is not None:  # aborted mid-run: heal first (a paused worker must go on)
                 execution.problems += nemesis.finish()
+            stop_watching()
             execution.exits = _stop_workers(workers, grace_s)
             cluster.stop()
     return execution
@@ -267,8 +300,25 @@ def run_scenario(
             result = dataclasses.replace(result, verdict=Verdict.UNKNOWN)
         result = dataclasses.replace(result, reasons=[*execution.problems, *result.reasons])
         outcome = RunOutcome(run_dir, scenario, result, execution.interrupted, execution.exits)
-        write_results(outcome, cluster.describe())
+        description = cluster.describe()
+        write_results(outcome, description)
+        outcome = _write_reports(outcome, history, description)
         log.info("verdict %s (expected %s)", result.verdict, scenario.expect)
+    return outcome
+
+
+def _write_reports(
+    outcome: RunOutcome, history: Sequence[Event], cluster: dict[str, Any]
+) -> RunOutcome:
+    """Draw the reports; a failure costs the reports, never the run: it becomes a reason."""
+    try:
+        write_reports(outcome.run_dir, history, outcome.result, outcome.scenario)
+    except Exception as e:
+        log.exception("reports not written")
+        reasons = [*outcome.result.reasons, f"reports not written: {type(e).__name__}: {e}"]
+        result = dataclasses.replace(outcome.result, reasons=reasons)
+        outcome = dataclasses.replace(outcome, result=result)
+        write_results(outcome, cluster)
     return outcome
 
 

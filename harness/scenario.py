@@ -31,6 +31,7 @@ from faults.spec import (
     NODE_TARGETS,
     OPTIONS,
     PARTITION_MODES,
+    REPLICATED_TARGETS,
     WORKER_TARGETS,
     FaultPlan,
     FaultSpec,
@@ -47,6 +48,7 @@ from workloads.registry import CLIENTS
 
 PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
+TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
 
 _MS = 1_000_000
 _S = 1_000 * _MS
@@ -57,6 +59,12 @@ class ClusterSpec:
     nodes: int = 5
     persistence: str = "none"
     restart_delay_ns: int = 0  # a crashed node stays down at least this long before restarting
+    # masters: N independent masters. replicated: n1 master, the rest its replicas, and
+    # `sentinels` Redis Sentinels (0: none; the nemesis promotes replicas itself).
+    topology: str = "masters"
+    sentinels: int = 3
+    down_after_ns: int = 1 * _S  # Sentinel's down-after-milliseconds
+    failover_timeout_ns: int = 3 * _S  # Sentinel's failover-timeout
 
 
 @dataclass(frozen=True)
@@ -431,8 +439,13 @@ _OPTION_KINDS: dict[str, _Kind] = {
 _CLIENT_KEYS = (_Key("name", _CLIENT_NAME), _Key("options", _Optional(_Mapping())))
 
 
+def _option_kind(kind: str) -> _Kind:
+    name, _, choices = kind.partition(":")  # "choice:a|b|c"
+    return _Choice(tuple(choices.split("|"))) if name == "choice" else _OPTION_KINDS[kind]
+
+
 def _option_keys(client: str) -> tuple[_Key, ...]:
-    return tuple(_Key(o, _OPTION_KINDS[kind]) for o, (kind, _) in CLIENTS[client].options.items())
+    return tuple(_Key(o, _option_kind(kind)) for o, (kind, _) in CLIENTS[client].options.items())
 
 
 @dataclass(frozen=True)
@@ -462,6 +475,28 @@ class _Client(_Kind):
         return {"name": value.name, "options": options}
 
 
+def _topology_fits_client(s: Scenario) -> tuple[str, str] | None:
+    """Master discovery needs replicas to fail over to; Redlock needs independent masters."""
+    replicated = s.cluster.topology == "replicated"
+    discovery = s.client.options.get("discovery", "static")
+    if s.client.name == "redlock" and replicated:
+        return "cluster.topology", (
+            "replicated does not fit client redlock, which needs independent masters; "
+            "allowed: masters, or a single-instance client (single, unsafe-del)"
+        )
+    if discovery != "static" and not replicated:
+        return "client.options.discovery", (
+            f"{discovery} needs cluster.topology: replicated; allowed here: static"
+        )
+    if discovery == "sentinel" and s.cluster.sentinels == 0:
+        return "client.options.discovery", (
+            "sentinel needs cluster.sentinels > 0; allowed with no sentinels: pointer"
+        )
+    if replicated and s.cluster.nodes < 2:
+        return "cluster.nodes", f"{s.cluster.nodes} leaves no replica; allowed: 2 to 15"
+    return None
+
+
 def _node_in_cluster(s: Scenario) -> tuple[str, str] | None:
     """A single-node client's ``node`` option must name a node the cluster has."""
     node = s.client.options.get("node")
@@ -489,11 +524,12 @@ class _Room:
     nodes: int | None = None  # None: any (only when writing)
     workers: int | None = None
     persistence: str = ""
+    topology: str = ""
 
     @classmethod
     def of(cls, context: Mapping[str, Any]) -> _Room:
         cluster, workload = context["cluster"], context["workload"]
-        return cls(cluster.nodes, workload.workers, cluster.persistence)
+        return cls(cluster.nodes, workload.workers, cluster.persistence, cluster.topology)
 
 
 @dataclass(frozen=True)
@@ -634,7 +670,24 @@ def _ring_needs_two_nodes(f: FaultSpec, room: _Room) -> tuple[str, str] | None:
     )
 
 
-_FAULT_CHECKS = (_power_loss_needs_aof, _ring_needs_two_nodes)
+def _replication_needs_replicas(f: FaultSpec, room: _Room) -> tuple[str, str] | None:
+    """Masters, replicas and their shared links exist only in the replicated topology."""
+    if room.topology in ("", "replicated"):
+        return None
+    why = "needs cluster.topology: replicated"
+    if f.kind == "promote":
+        return "kind", f"promote {why}"
+    if isinstance(f.targets, str) and f.targets in REPLICATED_TARGETS:
+        words = ", ".join(t for t in NODE_TARGETS if t not in REPLICATED_TARGETS)
+        return "targets", f"{f.targets} {why}; allowed here: {words}, or node names"
+    if f.options.get("links") == "shared":
+        return "options.links", f"shared {why}; allowed here: workers"
+    if f.options.get("mode") == "shared-link":
+        return "options.mode", f"shared-link {why}"
+    return None
+
+
+_FAULT_CHECKS = (_power_loss_needs_aof, _ring_needs_two_nodes, _replication_needs_replicas)
 
 
 def _fault_section(kind: str, room: _Room, path: str) -> _Section:
@@ -820,6 +873,10 @@ _CLUSTER = _Section("cluster.", ClusterSpec, (
     _Key("nodes", _Int(1, 15)),
     _Key("persistence", _Choice(PERSISTENCE_MODES)),
     _ns("restart_delay", _Duration()),
+    _Key("topology", _Choice(TOPOLOGIES)),
+    _Key("sentinels", _Int(0, 7)),
+    _ns("down_after", _Duration(positive=True, whole_ms=True)),
+    _ns("failover_timeout", _Duration(positive=True, whole_ms=True)),
 ))
 
 _WORKLOAD = _Section("workload.", WorkloadSpec, (
@@ -846,7 +903,7 @@ _SCENARIO = _Section("", Scenario, (
     _Key("workload", _WORKLOAD),
     _Key("faults", _Faults()),
     _Key("timeline", _Timeline(), "faults"),  # completes the plan that faults began
-), checks=(_node_in_cluster,))
+), checks=(_node_in_cluster, _topology_fits_client))
 
 
 # ---- loading ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from faults.spec import (
     FAULT_KINDS,
     NODE_TARGETS,
     OPTIONS,
+    REPLICATED_TARGETS,
     WORKER_TARGETS,
     FaultPlan,
     FaultSpec,
@@ -418,6 +419,7 @@ def test_full_plan_reads(tmp_path: Path) -> None:
     assert faults["cut"].options == {"mode": "cut-worker", "workers": ("w2",)}
     assert faults["latency"].options == {
         "latency": 50_000_000, "jitter": 5_000_000, "stream": "both", "workers": "all",
+        "links": "workers",
     }  # fmt: skip
     assert faults["toxic"].options["attributes"] == {"rate": 10, "name": "slow", "up": True}
     assert faults["clock-bump"].options == {"delta": -2 * 10**9}
@@ -477,7 +479,8 @@ def test_fault_defaults(tmp_path: Path) -> None:
     assert f == FaultSpec(
         kind="latency", name="latency", targets="one", every_ns=None, duration_ns=10**9,
         start_after_ns=0, probability=1.0,
-        options={"latency": 100_000_000, "jitter": 0, "stream": "downstream", "workers": "all"},
+        options={"latency": 100_000_000, "jitter": 0, "stream": "downstream", "workers": "all",
+                 "links": "workers"},
     )  # fmt: skip
 
 
@@ -485,7 +488,9 @@ def test_fault_defaults(tmp_path: Path) -> None:
 def test_every_kind_gets_every_option(tmp_path: Path, kind: str) -> None:
     given = {o: v for (k, o), v in REQUIRED.items() if k == kind}
     options = ", ".join(f"{o}: {v}" for o, v in given.items())
-    (f,) = load(tmp_path, f"faults: [{{kind: {kind}, options: {{{options}}}}}]\n").faults.faults
+    cluster = REPLICATED if kind == "promote" else ""
+    text = f"{cluster}faults: [{{kind: {kind}, options: {{{options}}}}}]\n"
+    (f,) = load(tmp_path, text).faults.faults
     assert (f.name, f.targets) == (kind, "one")
     assert set(f.options) == set(OPTIONS[kind])
     for option, (_, default, _) in OPTIONS[kind].items():
@@ -586,7 +591,7 @@ def test_name_ranges_follow_cluster_and_workload(tmp_path: Path, text: str, ok: 
 @pytest.mark.parametrize("word", NODE_TARGETS)
 def test_node_target_words(tmp_path: Path, word: str) -> None:
     text = f"faults: [{{kind: kill, targets: {word}}}]\ntimeline: [[1s, kill, {word}]]\n"
-    s = load(tmp_path, text)
+    s = load(tmp_path, (REPLICATED if word in REPLICATED_TARGETS else "") + text)
     assert s.faults.faults[0].targets == s.faults.timeline[0].targets == word
 
 
@@ -597,6 +602,36 @@ def test_worker_target_words(tmp_path: Path, word: str) -> None:
 
 
 F = "faults: "
+REPLICATED = "cluster: {topology: replicated, nodes: 3}\n"
+
+
+def test_replication_faults_need_the_replicated_topology(tmp_path: Path) -> None:
+    for fault, key in [
+        ("{kind: promote}", "faults[0].kind: promote needs cluster.topology: replicated"),
+        ("{kind: kill, targets: master}", "faults[0].targets: master needs"),
+        ("{kind: latency, options: {links: shared}}", "faults[0].options.links: shared needs"),
+        ("{kind: partition, options: {mode: shared-link}}", "faults[0].options.mode"),
+    ]:
+        assert key in bad(tmp_path, GOOD + f"faults: [{fault}]\n")
+        assert load(tmp_path, REPLICATED + f"faults: [{fault}]\n").faults.faults[0].kind
+
+
+def test_topology_and_client_must_fit(tmp_path: Path) -> None:
+    redlock = GOOD.replace("client: single", "client: redlock")
+    assert "cluster.topology: replicated does not fit client redlock" in bad(
+        tmp_path, redlock + REPLICATED
+    )
+    sentinel = GOOD.replace(
+        "client: single", "client: {name: single, options: {discovery: sentinel}}"
+    )
+    assert "client.options.discovery: sentinel needs cluster.topology: replicated" in bad(
+        tmp_path, sentinel
+    )
+    no_sentinels = "cluster: {topology: replicated, nodes: 3, sentinels: 0}\n"
+    assert "sentinel needs cluster.sentinels > 0" in bad(tmp_path, sentinel + no_sentinels)
+    fits = tmp_path / "fits.yaml"
+    fits.write_text(sentinel + REPLICATED)
+    assert load_scenario(str(fits)).client.options["discovery"] == "sentinel"
 KILL = "faults: [{kind: kill, name: k}]\n"
 
 

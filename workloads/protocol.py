@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 
 
@@ -37,8 +38,15 @@ class LockClient(Protocol):
 
 
 class ClientFactory(Protocol):
+    """Builds one client. ``nodes`` are the nodes as this worker reaches them; on the
+    replicated topology ``discovery`` says how to find the master."""
+
     def __call__(
-        self, nodes: Sequence[Endpoint], clock: Clock, options: dict[str, object]
+        self,
+        nodes: Sequence[Endpoint],
+        clock: Clock,
+        options: dict[str, object],
+        discovery: Discovery | None = None,
     ) -> LockClient: ...
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.fanout import FanOut
 from workloads.protocol import Clock, Lease
@@ -31,7 +32,13 @@ class ReleaseUnknown(Exception):
 
 
 class Redlock:
-    def __init__(self, nodes: Sequence[Endpoint], clock: Clock, options: dict[str, object]) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[Endpoint],
+        clock: Clock,
+        options: dict[str, object],
+        discovery: Discovery | None = None,  # independent masters: nothing to discover
+    ) -> None:
         timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
         self.nodes = FanOut(nodes, timeout_s)
         self.quorum = len(nodes) // 2 + 1

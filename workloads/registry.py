@@ -13,7 +13,7 @@ class ClientInfo:
     name: str
     description: str
     factory_path: str  # "module:callable", imported only when a worker builds the client
-    # option name -> ("duration" | "int" | "float" | "bool" | "str", help text)
+    # option name -> ("duration" | "int" | "float" | "bool" | "str" | "choice:a|b", help text)
     options: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def factory(self) -> ClientFactory:
@@ -22,6 +22,10 @@ class ClientInfo:
 
 
 _TIMEOUT = ("duration", "socket timeout per node request (well below the TTL)")
+_DISCOVERY = (
+    "choice:static|sentinel|pointer",
+    "how to find the instance: static (option node), or the master via sentinel or pointer",
+)
 
 CLIENTS: dict[str, ClientInfo] = {
     info.name: info
@@ -30,7 +34,13 @@ CLIENTS: dict[str, ClientInfo] = {
             "single",
             "SET key token NX PX ttl on one node; release by Lua compare-and-delete",
             "workloads.single:SingleInstanceLock",
-            {"timeout": _TIMEOUT, "node": ("int", "which node (1-based) holds the lock")},
+            {
+                "timeout": _TIMEOUT,
+                "node": ("int", "which node (1-based) holds the lock (discovery: static)"),
+                "discovery": _DISCOVERY,
+                "wait_replicas": ("int", "WAIT for this many replicas after acquiring (0: no)"),
+                "wait_timeout": ("duration", "how long WAIT may take (default 100ms)"),
+            },
         ),
         ClientInfo(
             "redlock",

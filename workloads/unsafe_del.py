@@ -14,4 +14,4 @@ from workloads.single import SingleInstanceLock
 
 class UnsafeDelLock(SingleInstanceLock):
     def release(self, lease: Lease) -> bool:
-        return bool(self.redis.delete(lease.key))
+        return bool(self.nodes.for_release(lease.grants[0]).delete(lease.key))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from checker.history import ACQUIRE, ENTER, EXIT, FAIL, INFO, INVOKE, OK, RELEASE
+from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.protocol import Lease, LockClient
 from workloads.recorder import Recorder
@@ -56,6 +57,7 @@ class WorkerConfig:
     end_ns: int  # in the history's time base
     seed: int
     history_path: str
+    discovery: dict[str, Any] | None = None  # replicated topology: how to find the master
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -85,7 +87,10 @@ class ClientLoop:
         self.clock = lambda: time.monotonic_ns() - config.t0_ns
         self.rng = random.Random(f"{config.seed}:{process}")
         factory = CLIENTS[config.client].factory()
-        self.client: LockClient = factory(config.nodes, self.clock, config.client_options)
+        discovery = Discovery.from_dict(config.discovery) if config.discovery else None
+        self.client: LockClient = factory(
+            config.nodes, self.clock, config.client_options, discovery=discovery
+        )
         self.resource = Resource(config.resource)
 
     def running(self) -> bool:

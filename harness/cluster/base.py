@@ -73,6 +73,23 @@ class Cluster(Protocol):
         """Every node answers PING through every proxy, or ClusterError."""
         ...
 
+    def wait_healthy(self) -> None:
+        """After healing: reachable everywhere, and (replicated) one master with every
+        replica online behind it; or ClusterError."""
+        ...
+
+    def current_master(self) -> str | None:
+        """The master of the replicated topology; None for independent masters."""
+        ...
+
+    def shared_proxy_name(self, node: str) -> str:
+        """The proxy carrying the node's replication and sentinel links (replicated)."""
+        ...
+
+    def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
+        """Make a replica the master and re-point clients (replicated, without Sentinel)."""
+        ...
+
     def start(self) -> None: ...
     def stop(self) -> None: ...
     def describe(self) -> dict[str, Any]:

@@ -74,6 +74,7 @@ class ReplicatedCluster(LocalCluster):
             sentinels=self.worker_sentinels(worker),
             aliases=aliases,
             pointer=self.resource,
+            ports={node.endpoint.port: node.name for node in self._nodes},
         )
 
     def current_master(self) -> str | None:
@@ -210,6 +211,28 @@ class ReplicatedCluster(LocalCluster):
                 return f"{sentinel.name} knows {len(replicas)} replicas, {len(peers)} sentinels"
         return None
 
+    def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
+        """REPLICAOF NO ONE on ``node``, then point clients at it (and, with demote_old,
+        make the old master its replica), as an operator or a failover script would."""
+        old = self.current_master()
+        _direct(self.node(node).endpoint, "REPLICAOF", "NO", "ONE")
+        self._set_pointer(node)
+        if demote_old and old is not None and old != node and self.node(old).running():
+            shared = self._shared[node]
+            _direct(self.node(old).endpoint, "REPLICAOF", shared.host, str(shared.port))
+        return {"from": old, "to": node}
+
+    def wait_healthy(self) -> None:
+        if not self._sentinels:  # nobody else will: every other node follows the pointer
+            master = self.current_master() or self._nodes[0].name
+            shared = self._shared[master]
+            _direct(self.node(master).endpoint, "REPLICAOF", "NO", "ONE")
+            for node in self._nodes:
+                if node.name != master:
+                    _direct(node.endpoint, "REPLICAOF", shared.host, str(shared.port))
+        self.wait_converged()
+        self.wait_reachable()
+
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
@@ -249,6 +272,14 @@ class ReplicatedCluster(LocalCluster):
             client.close()
 
         return stop
+
+
+def _direct(endpoint: Endpoint, *command: str) -> None:
+    client = single_try_client(endpoint, 2.0)
+    try:
+        client.execute_command(*command)
+    finally:
+        client.close()
 
 
 def _online_replicas(master: Endpoint) -> int:

@@ -1,0 +1,26 @@
+"""Replication faults (replicated topology): the nemesis as a failover script."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from faults.base import Fault
+
+
+class Promote(Fault):
+    """REPLICAOF NO ONE on a replica and point clients at it: a failover without
+    Sentinel, fast and deterministic. Whatever had not replicated yet is gone from the
+    new master. Permanent: stopping it undoes nothing (healing keeps the new master)."""
+
+    kind = "promote"
+
+    def choose(self, targets: str | Sequence[str]) -> list[str]:
+        return super().choose(targets)[:1]  # one new master
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        return self.ctx.cluster.promote(targets[0], self.options["demote_old"])
+
+    def stop(self) -> dict[str, Any]:
+        return {}

@@ -1,0 +1,109 @@
+"""Per-run reports, written into the run directory: timeline.html, latency.png, rate.png.
+
+results.json stays the machine-readable source of everything they show: the reports are
+drawn from the history and the check result only, so `lockharness report RUN_DIR` can
+redraw them at any time from what the run stored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from checker.history import Event, HistoryError, read_history
+from checker.verdict import CheckResult, Verdict, check_history
+from harness.errors import BadInput, LockharnessError
+from harness.reports.timeline import write_timeline
+from harness.scenario import Scenario, load_scenario
+
+log = logging.getLogger("lockharness.reports")
+
+TIMELINE, LATENCY, RATE = "timeline.html", "latency.png", "rate.png"
+REPORTS = (TIMELINE, LATENCY, RATE)
+
+
+class ReportError(LockharnessError):
+    """A report could not be drawn (the others still were)."""
+
+
+def write_reports(
+    run_dir: Path, history: Sequence[Event], result: CheckResult, scenario: Scenario
+) -> list[Path]:
+    """Draw every report into ``run_dir``; returns the files written.
+
+    Each report is drawn even when another fails; then ReportError names the failures.
+    """
+    # Imported here, not at the top: every CLI command imports the runner, and
+    # `lockharness list` should not pay for loading matplotlib.
+    from harness.reports import plots
+
+    title = f"{scenario.name} (seed {scenario.seed})"
+    jobs: list[tuple[str, Callable[[Path], Path]]] = [
+        (TIMELINE, lambda p: write_timeline(p, history, result, scenario)),
+        (LATENCY, lambda p: plots.plot_latency(history, f"{title}: acquire latency", p)),
+        (RATE, lambda p: plots.plot_rate(history, f"{title}: throughput", p)),
+    ]
+    written: list[Path] = []
+    failures: list[str] = []
+    for name, draw in jobs:
+        try:
+            written.append(draw(run_dir / name))
+        except Exception as e:  # one broken report must not cost the others
+            log.exception("drawing %s failed", name)
+            failures.append(f"{name}: {type(e).__name__}: {e}")
+    if failures:
+        raise ReportError("could not draw " + "; ".join(failures))
+    return written
+
+
+def _stored_result(path: Path) -> CheckResult | None:
+    """The run's own result from results.json (it has reasons a re-check cannot know);
+    None when there is no such file."""
+    try:
+        raw: Any = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadInput(f"{path}: unreadable ({e}); delete it to re-check the history") from None
+    try:
+        result = CheckResult(
+            Verdict(raw["verdict"]), raw.get("witnesses") or [],
+            raw.get("reasons") or [], raw.get("stats") or {},
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise BadInput(
+            f"{path}: not a results file (needs verdict valid|invalid|unknown, witnesses, "
+            "reasons, stats); delete it to re-check the history"
+        ) from None
+    shapes_ok = (
+        isinstance(result.witnesses, list)
+        and all(isinstance(w, dict) for w in result.witnesses)
+        and isinstance(result.reasons, list)
+        and isinstance(result.stats, dict)
+    )
+    if not shapes_ok:
+        raise BadInput(f"{path}: witnesses, reasons or stats have the wrong type")
+    return result
+
+
+def rebuild_reports(run_dir: Path) -> list[Path]:
+    """Redraw the reports of a stored run from history.jsonl, scenario.yaml and
+    results.json (re-checking the history when results.json is missing)."""
+    if not run_dir.is_dir():
+        raise BadInput(f"{run_dir}: no such run directory")
+    scenario_file = run_dir / "scenario.yaml"
+    if not scenario_file.is_file():
+        raise BadInput(f"{run_dir}: no scenario.yaml there, so it is not a run directory")
+    scenario = load_scenario(str(scenario_file))
+    try:
+        history = read_history(run_dir / "history.jsonl")
+    except HistoryError as e:
+        raise BadInput(str(e)) from None
+    result = _stored_result(run_dir / "results.json")
+    if result is None:
+        w = scenario.workload
+        result = check_history(history, expected_processes=range(w.workers * w.threads))
+    return write_reports(run_dir, history, result, scenario)

@@ -1,0 +1,518 @@
+"""`lockharness suite`: scenarios by clients by seeds, one verdict table, one exit code.
+
+The arguments expand into cases before anything starts, so every bad name, file, client
+or count is reported (exit 254) before the first server comes up. Cases then run one after
+another through the same `run_scenario` as `lockharness run`; each keeps its scenario's own
+expectation. Ctrl-C ends the current run (it tears down and checks, as `run` does), skips
+the rest, and the JUnit and HTML reports are still written for the runs done.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import signal
+import statistics
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Column, Table
+from rich.text import Text
+
+from checker.verdict import Verdict, first_violation_ns
+from harness.console import describe_witness
+from harness.errors import (
+    EXIT_AS_EXPECTED,
+    EXIT_NOT_AS_EXPECTED,
+    EXIT_UNKNOWN,
+    BadInput,
+)
+from harness.runner import EXIT_INTERRUPTED, Binaries, RunOutcome, run_scenario
+from harness.scenario import Scenario, builtin_scenarios, load_scenario, with_overrides
+from workloads.registry import CLIENTS
+
+ALL = "all"
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+
+
+# ---- the plan ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SuiteRequest:
+    """The suite's command line, before it is checked and expanded."""
+
+    targets: Sequence[str] = (ALL,)  # built-in names, "all", directories, scenario files
+    clients: str | None = None  # "a,b,c": every scenario with each; None: its own client
+    seeds: int = 1
+    seed: int | None = None  # the first seed; None: each scenario's own, else random
+    duration_ns: int | None = None
+    workers: int | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of the suite: a scenario resolved for one client and one seed."""
+
+    number: int  # 1-based position in the suite
+    scenario: Scenario  # overrides, client and seed applied
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def client(self) -> str:
+        return self.scenario.client.name
+
+    @property
+    def seed(self) -> int:
+        assert self.scenario.seed is not None  # every case is planned with its seed
+        return self.scenario.seed
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} · {self.client} · seed {self.seed}"
+
+
+def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[Case]:
+    """Every case the request names, in order; BadInput for anything unusable."""
+    if request.seeds < 1:
+        raise BadInput(f"--seeds: {request.seeds} is not allowed; allowed: a whole number >= 1")
+    clients = parse_clients(request.clients)
+    rng = rng or random.Random(random.SystemRandom().randrange(2**63))
+    cases: list[Case] = []
+    for scenario in expand_targets(request.targets):
+        # One list of seeds per scenario, shared by its clients: the matrix compares
+        # clients on the same fault schedules.
+        seeds = _seeds_for(scenario, request, rng)
+        for client in clients or [scenario.client.name]:
+            for seed in seeds:
+                resolved = with_overrides(
+                    scenario,
+                    duration_ns=request.duration_ns,
+                    seed=seed,
+                    workers=request.workers,
+                    threads=request.threads,
+                    client=client if clients else None,
+                )
+                cases.append(Case(len(cases) + 1, resolved))
+    return cases
+
+
+def parse_clients(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    allowed = ", ".join(CLIENTS)
+    names = [name.strip() for name in text.split(",")]
+    for name in names:
+        if name not in CLIENTS:
+            shown = repr(name) if name else "an empty name"
+            raise BadInput(f"--clients: {shown} is not a lock client; allowed: {allowed}")
+    return list(dict.fromkeys(names))  # a client named twice runs once
+
+
+def expand_targets(targets: Sequence[str]) -> list[Scenario]:
+    """The scenarios the arguments name, each once, in the order given."""
+    found: dict[str, Scenario] = {}
+    for target in targets or [ALL]:
+        for scenario in _scenarios_for(target):
+            found.setdefault(_identity(scenario), scenario)
+    return list(found.values())
+
+
+def _identity(scenario: Scenario) -> str:
+    """Where a scenario came from: `all` and a built-in's name given together run it once."""
+    return str(Path(scenario.source).resolve()) if scenario.source else scenario.name
+
+
+def _scenarios_for(target: str) -> list[Scenario]:
+    if target == ALL:
+        return builtin_scenarios()
+    path = Path(target)
+    if path.is_dir():
+        return _directory(path)
+    builtin = [s.name for s in builtin_scenarios()]
+    if path.is_file() or target in builtin:
+        return [load_scenario(target)]
+    raise BadInput(
+        f"suite: {target!r} is not a built-in scenario, a directory or a scenario file; "
+        f"allowed: {ALL}, a directory of *.yaml scenario files, a YAML file, "
+        f"or one of: {', '.join(builtin)}"
+    )
+
+
+def _directory(path: Path) -> list[Scenario]:
+    files = sorted(p for p in path.iterdir() if p.suffix in SCENARIO_SUFFIXES and p.is_file())
+    if not files:
+        raise BadInput(
+            f"{path}: no scenario files in this directory; "
+            f"allowed: a directory holding *.yaml scenario files"
+        )
+    return [load_scenario(p) for p in files]  # a broken file is BadInput naming it
+
+
+def _seeds_for(scenario: Scenario, request: SuiteRequest, rng: random.Random) -> list[int]:
+    first = request.seed if request.seed is not None else scenario.seed
+    if first is not None:
+        return [first + i for i in range(request.seeds)]
+    # Drawn now, so that they are known (and recorded) before any run starts.
+    return [rng.randrange(2**31) for _ in range(request.seeds)]
+
+
+# ---- results ----------------------------------------------------------------------------
+
+
+class Status(StrEnum):
+    AS_EXPECTED = "as expected"
+    NOT_AS_EXPECTED = "NOT as expected"
+    UNKNOWN = "unknown"
+    INTERRUPTED = "interrupted"
+    NOT_RUN = "not run"
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    outcome: RunOutcome | None = None  # None: the suite stopped before this case ran
+    elapsed_s: float = 0.0
+    started_at: float = 0.0  # unix time
+
+    @property
+    def status(self) -> Status:
+        o = self.outcome
+        if o is None:
+            return Status.NOT_RUN
+        if o.interrupted:
+            return Status.INTERRUPTED
+        if o.as_expected:
+            return Status.AS_EXPECTED
+        if o.result.verdict is Verdict.UNKNOWN:
+            return Status.UNKNOWN
+        return Status.NOT_AS_EXPECTED
+
+    @property
+    def first_violation_s(self) -> float | None:
+        if self.outcome is None:
+            return None
+        first = first_violation_ns(self.outcome.result.witnesses)
+        return None if first is None else first / 1e9
+
+    @property
+    def cycles_per_s(self) -> float | None:
+        if self.outcome is None:
+            return None
+        return self.outcome.result.stats.get("cycles_per_s") or 0.0
+
+    def explain(self) -> str:
+        """Why it is not as expected, in one line: the first witness, else the reasons."""
+        o = self.outcome
+        if o is None:
+            return "not run: the suite stopped before this run"
+        result, expect = o.result, self.case.scenario.expect
+        head = f"verdict {result.verdict.value}, expected {expect}"
+        if o.interrupted:
+            return f"interrupted (Ctrl-C) during this run; {head}"
+        if result.witnesses:
+            return f"{head}: {describe_witness(result.witnesses[0])}"
+        if result.reasons:
+            return f"{head}: {'; '.join(result.reasons)}"
+        cycles = result.stats.get("cycles", 0)
+        return f"{head}: no violation in {cycles} lock cycles"
+
+
+@dataclass
+class GroupSummary:
+    """One row of the summary: a scenario with one client, over its seeds."""
+
+    scenario: str
+    client: str
+    expect: str
+    results: list[CaseResult] = field(default_factory=list)
+
+    @property
+    def ran(self) -> list[CaseResult]:
+        return [r for r in self.results if r.outcome is not None]
+
+    @property
+    def verdicts(self) -> str:
+        counts = Counter(r.outcome.result.verdict.value for r in self.ran if r.outcome)
+        if len(counts) <= 1:
+            return next(iter(counts), "-")
+        return ", ".join(f"{n} {v}" for v, n in counts.items())
+
+    @property
+    def matched(self) -> int:
+        return sum(r.status is Status.AS_EXPECTED for r in self.results)
+
+    @property
+    def first_violation_s(self) -> float | None:
+        found = [t for r in self.ran if (t := r.first_violation_s) is not None]
+        return statistics.median(found) if found else None
+
+    @property
+    def violations_found(self) -> int:
+        return sum(r.first_violation_s is not None for r in self.ran)
+
+    @property
+    def cycles_per_s(self) -> float | None:
+        rates = [r.cycles_per_s or 0.0 for r in self.ran]
+        return statistics.median(rates) if rates else None
+
+
+def summarize(results: Sequence[CaseResult]) -> list[GroupSummary]:
+    groups: dict[tuple[str, str, str], GroupSummary] = {}
+    for r in results:
+        s = r.case.scenario
+        key = (_identity(s), s.name, s.client.name)
+        group = groups.setdefault(key, GroupSummary(s.name, s.client.name, s.expect))
+        group.results.append(r)
+    return list(groups.values())
+
+
+def suite_exit_code(results: Sequence[CaseResult], interrupted: bool) -> int:
+    """0 iff every verdict matched; 1 if any did not; 2 if any was unknown and none mismatched."""
+    statuses = {r.status for r in results}
+    if interrupted or Status.INTERRUPTED in statuses:
+        return EXIT_INTERRUPTED
+    if Status.NOT_AS_EXPECTED in statuses:
+        return EXIT_NOT_AS_EXPECTED
+    if Status.UNKNOWN in statuses:
+        return EXIT_UNKNOWN
+    return EXIT_AS_EXPECTED
+
+
+# ---- progress ---------------------------------------------------------------------------
+
+_MARK = {
+    Status.AS_EXPECTED: "[green]✓[/]",
+    Status.NOT_AS_EXPECTED: "[red]✗[/]",
+    Status.UNKNOWN: "[yellow]?[/]",
+    Status.INTERRUPTED: "[yellow]![/]",
+    Status.NOT_RUN: "-",
+}
+
+
+def _seconds(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f} s"
+
+
+class SuiteProgress:
+    """Which case, which seed, elapsed, verdicts so far.
+
+    On a terminal a rich Live status line redraws itself (its refresh thread calls
+    ``_render``, so elapsed times move between events); elsewhere, plain lines at each
+    start and end. A line per finished run stays on screen either way.
+    """
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console = console
+        self.total = total
+        self.counts: Counter[Status] = Counter()
+        self.current: Case | None = None
+        self._suite_t0 = time.monotonic()
+        self._run_t0 = 0.0
+        self._live: Live | None = None
+
+    def __enter__(self) -> SuiteProgress:
+        self._suite_t0 = time.monotonic()
+        if self.console.is_terminal:
+            self._live = Live(
+                console=self.console, get_renderable=self._render,
+                refresh_per_second=4, transient=True,
+            )  # fmt: skip
+            self._live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.__exit__(exc_type, exc, tb)
+
+    def so_far(self) -> str:
+        c = self.counts
+        return (
+            f"{c[Status.AS_EXPECTED]} as expected · {c[Status.NOT_AS_EXPECTED]} NOT as expected"
+            f" · {c[Status.UNKNOWN]} unknown"
+        )
+
+    def _position(self, case: Case) -> str:
+        return f"[{case.number}/{self.total}] {case.label}"
+
+    def _render(self) -> Text:
+        suite_s = time.monotonic() - self._suite_t0
+        if self.current is None:
+            return Text(f"suite {suite_s:.0f}s · {self.so_far()}")
+        run_s = time.monotonic() - self._run_t0
+        total_s = self.current.scenario.duration_ns / 1e9
+        return Text(
+            f"{self._position(self.current)} · run {run_s:4.1f}s / {total_s:.0f}s"
+            f" · suite {suite_s:.0f}s\n  so far: {self.so_far()}"
+        )
+
+    def started(self, case: Case) -> None:
+        self.current, self._run_t0 = case, time.monotonic()
+        if self._live is None:
+            total_s = case.scenario.duration_ns / 1e9
+            line = f"{self._position(case)}: running ({total_s:g} s)"
+            self.console.print(line, highlight=False, soft_wrap=True)
+
+    def finished(self, result: CaseResult) -> None:
+        self.current = None
+        status = result.status
+        self.counts[status] += 1
+        o = result.outcome
+        if o is None:
+            return
+        verdict = o.result.verdict.value
+        text = (
+            f"{_MARK[status]} {self._position(result.case)}: {verdict.upper()} "
+            f"(expected {result.case.scenario.expect}) · {status.value}"
+            f" · first violation {_seconds(result.first_violation_s)}"
+            f" · {result.cycles_per_s or 0.0:.1f} cycles/s · {result.elapsed_s:.1f} s"
+            f" → {o.run_dir}"
+        )
+        # soft_wrap: one run, one line, whatever the width (logs are grepped by line).
+        self.console.print(text, highlight=False, soft_wrap=True)
+        if self._live is None:
+            self.console.print(f"  so far: {self.so_far()}", highlight=False, soft_wrap=True)
+
+
+# ---- running ----------------------------------------------------------------------------
+
+
+@contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """The reports are written even if Ctrl-C is pressed again while they are."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run_case(case: Case, store: Path, binaries: Binaries) -> CaseResult:
+    started_at, t0 = time.time(), time.monotonic()
+    # The suite draws its own progress; the run's own progress line and summary would
+    # fight it for the terminal (rich allows one live display), so they go nowhere.
+    quiet = Console(file=io.StringIO())
+    outcome = run_scenario(case.scenario, store=store, binaries=binaries, console=quiet)
+    return CaseResult(case, outcome, time.monotonic() - t0, started_at)
+
+
+def run_suite(
+    cases: Sequence[Case],
+    *,
+    store: Path,
+    binaries: Binaries,
+    console: Console,
+    junit: Path | None = None,
+    html: Path | None = None,
+) -> int:
+    """Run every case, print the summary, write the reports; the suite's exit code."""
+    check_report_paths(junit=junit, html=html)
+    results = [CaseResult(case) for case in cases]
+    interrupted = False
+    console.print(_plan_line(cases, store), highlight=False)
+    try:
+        with SuiteProgress(console, len(cases)) as progress:
+            for i, case in enumerate(cases):
+                progress.started(case)
+                results[i] = _run_case(case, store, binaries)
+                progress.finished(results[i])
+                if results[i].status is Status.INTERRUPTED:
+                    interrupted = True
+                    break
+    except KeyboardInterrupt:  # between runs, or while a run was being checked
+        interrupted = True
+    finally:
+        # Whatever ended the suite, the runs done are reported.
+        with _no_interrupts():
+            write_reports(results, junit=junit, html=html)
+    print_suite_summary(console, results, interrupted)
+    for flag, path in (("JUnit", junit), ("HTML index", html)):
+        if path is not None:
+            console.print(f"{flag}: {path}", highlight=False)
+    return suite_exit_code(results, interrupted)
+
+
+def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
+    """A report path must be writable as a file; said before any run starts."""
+    for flag, path in (("--junit", junit), ("--html", html)):
+        if path is not None and path.is_dir():
+            raise BadInput(f"{flag}: {path} is a directory; allowed: a file path")
+
+
+def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Path | None) -> None:
+    # Imported here: both writers read this module's CaseResult and summaries.
+    from harness.junit import write_junit
+    from harness.suite_index import write_index
+
+    if junit is not None:
+        write_junit(results, junit)
+    if html is not None:
+        write_index(results, html)
+
+
+def _plan_line(cases: Sequence[Case], store: Path) -> str:
+    scenarios = len({_identity(c.scenario) for c in cases})
+    clients = len({c.client for c in cases})
+    return f"suite: {len(cases)} runs of {scenarios} scenario(s) with {clients} client(s) → {store}"
+
+
+def summary_table(results: Sequence[CaseResult]) -> Table:
+    # Folded, not cut with "…": on an 80-column CI log the names are what matters.
+    headers = ("scenario", "client", "runs", "verdict", "expected", "match",
+               "first violation", "cycles/s")  # fmt: skip
+    folded = {"scenario", "client"}
+    columns = (Column(h, overflow="fold" if h in folded else "ellipsis") for h in headers)
+    table = Table(*columns, title="suite summary")
+    for g in summarize(results):
+        runs = len(g.ran)
+        match = f"{g.matched}/{len(g.results)}"
+        style = "green" if g.matched == len(g.results) else "red"
+        first = _seconds(g.first_violation_s)
+        if runs > 1 and g.violations_found:
+            first += f" ({g.violations_found}/{runs})"  # a median over the runs that had one
+        rate = "-" if g.cycles_per_s is None else f"{g.cycles_per_s:.1f}"
+        table.add_row(
+            g.scenario, g.client, str(runs), g.verdicts, g.expect,
+            f"[{style}]{match}[/]", first, rate,
+        )  # fmt: skip
+    return table
+
+
+def print_suite_summary(console: Console, results: Sequence[CaseResult], interrupted: bool) -> None:
+    table = summary_table(results)
+    if console.is_terminal:
+        console.print(table)
+    else:  # a log has no edge to fit: whole rows, not names folded at 80 columns
+        unbounded = console.options.update_width(10_000)
+        width = max(console.width, console.measure(table, options=unbounded).maximum)
+        Console(file=console.file, width=width, no_color=console.no_color).print(table)
+    for r in results:
+        if r.status in (Status.NOT_AS_EXPECTED, Status.UNKNOWN, Status.INTERRUPTED):
+            where = f" ({r.outcome.run_dir})" if r.outcome else ""
+            console.print(
+                f"{_MARK[r.status]} {r.case.label}: {r.status.value}{where}\n  {r.explain()}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    counts = Counter(r.status for r in results)
+    parts = [f"{n} {status.value}" for status, n in counts.items()]
+    code = suite_exit_code(results, interrupted)
+    ending = "interrupted (Ctrl-C): " if interrupted else ""
+    console.print(f"suite {ending}{', '.join(parts)} → exit {code}", highlight=False)
