@@ -1,4 +1,6 @@
-"""`python -m bench`: bring-up, throughput, checker; one table of figures on stdout.
+"""`python -m bench [--seeds N]`: bring-up, throughput, checker, fault delays, failover
+duration, then every built-in fault scenario over N seeds (default 10; about 50 minutes);
+one table of figures on stdout.
 
 Progress goes to stderr as each part runs; nothing is written into the repository.
 Exit code 0 when every target is met, 1 otherwise (as bench.checker_bench does).
@@ -6,14 +8,16 @@ Exit code 0 when every target is met, 1 otherwise (as bench.checker_bench does).
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import platform
 import resource
+import statistics
 import sys
 from typing import Any
 
-from bench import bringup, checker_bench, throughput
+from bench import bringup, checker_bench, failover, fault_delays, scenarios, throughput
 
 Row = tuple[str, str, str]  # figure, value, note
 
@@ -87,6 +91,9 @@ def _table(rows: list[Row]) -> str:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per fault scenario")
+    seeds = parser.parse_args().seeds
     started = datetime.datetime.now().astimezone()
     print("bench: bring-up ...", file=sys.stderr, flush=True)
     up = bringup.run()
@@ -94,6 +101,12 @@ def main() -> int:
     tp = throughput.run()
     print("bench: checker (about 30 s) ...", file=sys.stderr, flush=True)
     ck = checker_bench.run()
+    print("bench: fault delays ...", file=sys.stderr, flush=True)
+    fd = fault_delays.run()
+    print("bench: failover duration ...", file=sys.stderr, flush=True)
+    fo = failover.run()
+    print(f"bench: fault scenarios x {seeds} seeds ...", file=sys.stderr, flush=True)
+    sc = scenarios.run(seeds)
     # ru_maxrss is in KiB on Linux; this process ran the harness controller for every run.
     own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = [
@@ -101,14 +114,29 @@ def main() -> int:
         *_throughput_rows(tp),
         *_checker_rows(ck),
         ("bench process peak RSS", f"{own_mb:.0f} MB", "controller side of the harness runs"),
-    ]
+        *fault_delays.rows(fd),
+        ("failover duration", f"{fo['median_s']:.2f} s",
+         f"master killed -> client writing to the new master, median of {fo['repeats']}"),
+    ]  # fmt: skip
     print(f"lockharness benchmarks, {started.isoformat(timespec='seconds')}")
     nproc = len(os.sched_getaffinity(0))  # what `nproc` prints: the CPUs we may run on
     print(f"nproc {nproc}, CPU {_cpu_model()}, Python {platform.python_version()}")
     print()
     print(_table(rows))
+    print()
+    scenarios.print_table(scenarios.summary_rows(sc))
+    print()
+    scenarios.print_table(scenarios.delay_rows(sc))
     checker_ok = ck["total_s"] < ck["target_total_s"] and ck["verdict"] == "valid"
-    return 0 if tp["single_meets_target"] and checker_ok else 1
+    delays_ok = all(
+        statistics.median(d) < fault_delays.TARGET_MS for d in fd["delays_ms"].values()
+    )
+    scenarios_ok = all(
+        sum(r["as_expected"] for r in s["runs"]) >= 0.9 * len(s["runs"])
+        for s in sc["scenarios"].values()
+    )
+    targets = (tp["single_meets_target"], checker_ok, delays_ok, scenarios_ok)
+    return 0 if all(targets) else 1
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from harness.errors import (
     BadInput,
     LockharnessError,
 )
+from harness.interrupts import no_interrupts
 from harness.reports import rebuild_reports
 from harness.runlog import run_log
 from harness.runner import Binaries, run_scenario
@@ -217,11 +218,8 @@ def cmd_cluster_up(args: argparse.Namespace, console: Console) -> int:
         except KeyboardInterrupt:
             pass
         finally:
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
+            with no_interrupts():
                 cluster.stop()
-            finally:
-                signal.signal(signal.SIGINT, previous)
     console.print("cluster stopped")
     return EXIT_AS_EXPECTED
 

@@ -10,11 +10,9 @@ import dataclasses
 import json
 import logging
 import random
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
 from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from harness.interrupts import no_interrupts
 from harness.live import LiveHistory
 from harness.progress import ProgressLine
 from harness.reports import write_reports
@@ -84,16 +83,6 @@ def resolve_seed(scenario: Scenario) -> Scenario:
     if scenario.seed is not None:
         return scenario
     return dataclasses.replace(scenario, seed=random.SystemRandom().randrange(2**31))
-
-
-@contextmanager
-def _no_interrupts() -> Iterator[None]:
-    """Teardown must finish: a second Ctrl-C is ignored while it runs."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _worker_configs(
@@ -270,7 +259,7 @@ def _execute(
         execution.problems.append(str(e))
         log.error("%s", e)
     finally:
-        with _no_interrupts():
+        with no_interrupts():
             if nemesis is not None:  # aborted mid-run: heal first (a paused worker must go on)
                 execution.problems += nemesis.finish()
             stop_watching()

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import io
 import random
-import signal
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -35,6 +33,7 @@ from harness.errors import (
     EXIT_UNKNOWN,
     BadInput,
 )
+from harness.interrupts import no_interrupts
 from harness.runner import EXIT_INTERRUPTED, Binaries, RunOutcome, run_scenario
 from harness.scenario import Scenario, builtin_scenarios, load_scenario, with_overrides
 from workloads.registry import CLIENTS
@@ -394,16 +393,6 @@ class SuiteProgress:
 # ---- running ----------------------------------------------------------------------------
 
 
-@contextmanager
-def _no_interrupts() -> Iterator[None]:
-    """The reports are written even if Ctrl-C is pressed again while they are."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _run_case(case: Case, store: Path, binaries: Binaries) -> CaseResult:
     started_at, t0 = time.time(), time.monotonic()
     # The suite draws its own progress; the run's own progress line and summary would
@@ -440,7 +429,7 @@ def run_suite(
         interrupted = True
     finally:
         # Whatever ended the suite, the runs done are reported.
-        with _no_interrupts():
+        with no_interrupts():
             write_reports(results, junit=junit, html=html)
     print_suite_summary(console, results, interrupted)
     for flag, path in (("JUnit", junit), ("HTML index", html)):
