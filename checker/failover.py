@@ -1,8 +1,12 @@
 """Failovers in the history, and which overlaps they explain.
 
 A failover is a nemesis `info` event: `failover` (Sentinel's +switch-master, observed by
-the harness) or the start of a `promote` fault. An overlap witness then reads: lease A
-granted by the old master at t1, failover at t2, lease B granted by the new master at t3.
+the harness) or the start of a `promote` fault. It takes a while: it began when the new
+master was told to be master (Sentinel's REPLICAOF NO ONE; the nemesis's decision) and
+was seen done at the event, and clients can reach the new master in between. So a
+failover explains an overlap when that window meets the time between the two leases'
+starts: lease A granted by the old master at t1, failover during [t2, t2'], lease B
+granted by the new master at t3.
 """
 
 from __future__ import annotations
@@ -21,16 +25,17 @@ def failovers(history: Sequence[Event]) -> list[dict[str, Any]]:
             continue
         if event.f == "failover" or (value.get("kind") == "promote" and "error" not in value):
             by = value.get("by", "nemesis promote")
-            found.append({"time": event.time, "from": value.get("from"), "to": value["to"],
-                          "by": by, "index": event.index})  # fmt: skip
+            began = value.get("began") or value.get("decided_at") or event.time
+            found.append({"began": began, "time": event.time, "from": value.get("from"),
+                          "to": value["to"], "by": by, "index": event.index})  # fmt: skip
     return found
 
 
 def attach_failovers(
     witnesses: list[dict[str, Any]], history: Sequence[Event]
 ) -> list[dict[str, Any]]:
-    """Overlap witnesses gain `failovers`: those between the first lease's start and the
-    second's. Other witnesses are returned unchanged."""
+    """Overlap witnesses gain `failovers`: those whose window meets the time between the
+    first lease's start and the second's. Other witnesses are returned unchanged."""
     known = failovers(history)
     if not known:
         return witnesses
@@ -38,7 +43,7 @@ def attach_failovers(
     for witness in witnesses:
         if witness.get("kind") == "overlap":
             start, end = witness["first"]["start"], witness["second"]["start"]
-            between = [f for f in known if start <= f["time"] <= end]
+            between = [f for f in known if f["began"] <= end and f["time"] >= start]
             witness = {**witness, "failovers": between}
         out.append(witness)
     return out

@@ -192,14 +192,17 @@ def _nothing() -> None:
     pass
 
 
-def _watch_failovers(cluster: LocalCluster, recorder: Recorder) -> Callable[[], None]:
+def _watch_failovers(
+    cluster: LocalCluster, recorder: Recorder, t0_ns: int
+) -> Callable[[], None]:
     """Record every failover Sentinel announces, so witnesses can name it."""
     if not isinstance(cluster, ReplicatedCluster):
         return _nothing
 
-    def switched(old: str, new: str) -> None:
-        recorder.record(NEMESIS, INFO, "failover", value={"from": old, "to": new,
-                                                          "by": "sentinel"})  # fmt: skip
+    def switched(old: str, new: str, began_ns: int | None) -> None:
+        began = began_ns - t0_ns if began_ns is not None else None
+        value = {"from": old, "to": new, "by": "sentinel", "began": began}
+        recorder.record(NEMESIS, INFO, "failover", value=value)
 
     return cluster.watch_failovers(switched)
 
@@ -240,7 +243,7 @@ def _execute(
             return time.monotonic_ns() - t0_ns
 
         recorder = Recorder(run_dir / NEMESIS_SHARD, clock)
-        stop_watching = _watch_failovers(cluster, recorder)
+        stop_watching = _watch_failovers(cluster, recorder, t0_ns)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
         nemesis.start()
         with ProgressLine(console, scenario.name) as progress:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from checker.failover import attach_failovers
 from checker.history import Event, HistoryError, read_history
 from checker.mutex import check_mutual_exclusion
 from checker.resource import check_resource
@@ -386,3 +387,24 @@ def test_each_view_keeps_its_witnesses_under_the_cap() -> None:
     kinds = [w["kind"] for w in result.witnesses]
     assert kinds == ["overlap"] * 3 + ["resource"]
     assert "showing 4 of 10 witnesses" in result.reasons
+
+
+def _failover(time: int, began: int) -> Event:
+    value = {"from": "n1", "to": "n2", "by": "sentinel", "began": began}
+    return Event(999, "nemesis", "info", "failover", time, 0, value=value)
+
+
+def test_a_failover_is_named_when_its_window_meets_the_gap_between_the_leases() -> None:
+    # Lease A (n1) from 100, lease B (n2) from 300: a failover that began by 300 and was
+    # seen done after 100 explains B, even if it was only seen after B began.
+    overlap = {"kind": "overlap", "first": {"start": 100}, "second": {"start": 300}}
+    for time, began, named in [
+        (200, 150, True),   # inside
+        (305, 290, True),   # began before B, seen just after B began
+        (90, 50, False),    # over before A
+        (400, 350, False),  # began after B
+    ]:  # fmt: skip
+        (witness,) = attach_failovers([overlap], [_failover(time, began)])
+        assert bool(witness["failovers"]) is named, (time, began)
+    resource = {"kind": "resource", "time": 200}
+    assert attach_failovers([resource], [_failover(200, 150)]) == [resource]

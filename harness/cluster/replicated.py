@@ -244,8 +244,12 @@ class ReplicatedCluster(LocalCluster):
             },
         }
 
-    def watch_failovers(self, on_switch: Callable[[str, str], None]) -> Callable[[], None]:
-        """Call ``on_switch(old, new)`` for every +switch-master a sentinel publishes.
+    def watch_failovers(
+        self, on_switch: Callable[[str, str, int | None], None]
+    ) -> Callable[[], None]:
+        """Call ``on_switch(old, new, began_ns)`` for every +switch-master a sentinel
+        publishes; ``began_ns`` (CLOCK_MONOTONIC) is when it sent REPLICAOF NO ONE to the
+        new master, the moment clients could start reaching it, or None if unseen.
 
         Subscribes to the first sentinel directly (not through a proxy: observing is not
         part of the fault domain). Returns a function that stops watching."""
@@ -254,15 +258,24 @@ class ReplicatedCluster(LocalCluster):
         aliases = self.discovery(1).aliases
         client = self._sentinels[0].client(timeout_s=5.0)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
+        began: list[int] = []
 
-        def handle(message: dict[str, Any]) -> None:
+        def promoting(message: dict[str, Any]) -> None:
+            began.append(time.monotonic_ns())
+
+        def switched(message: dict[str, Any]) -> None:
             # "+switch-master <name> <old-ip> <old-port> <new-ip> <new-port>"
             _, old_ip, old_port, new_ip, new_port = str(message["data"]).split()
             old, new = aliases.get(f"{old_ip}:{old_port}"), aliases.get(f"{new_ip}:{new_port}")
             log.info("sentinel switched master %s -> %s", old, new)
-            on_switch(old or f"{old_ip}:{old_port}", new or f"{new_ip}:{new_port}")
+            start = began.pop() if began else None
+            began.clear()
+            on_switch(old or f"{old_ip}:{old_port}", new or f"{new_ip}:{new_port}", start)
 
-        pubsub.subscribe(**{"+switch-master": handle})
+        pubsub.subscribe(**{
+            "+failover-state-send-slaveof-noone": promoting,
+            "+switch-master": switched,
+        })  # fmt: skip
         thread = pubsub.run_in_thread(sleep_time=0.05, daemon=True)
 
         def stop() -> None:
