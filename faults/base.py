@@ -32,18 +32,17 @@ class ProxyCuts:
 
     def cut(self, proxies: Sequence[str]) -> None:
         with self._lock:
-            for proxy in proxies:
-                self._cuts[proxy] += 1
-                if self._cuts[proxy] == 1:
-                    self._cluster.toxiproxy.set_enabled(proxy, False)
+            self._cuts.update(proxies)
+            newly = [proxy for proxy in proxies if self._cuts[proxy] == 1]
+            self._cluster.toxiproxy.set_enabled_many(newly, False)
 
     def restore(self, proxies: Sequence[str]) -> None:
         with self._lock:
-            for proxy in proxies:
-                self._cuts[proxy] -= 1
-                if self._cuts[proxy] <= 0:
-                    del self._cuts[proxy]
-                    self._cluster.toxiproxy.set_enabled(proxy, True)
+            self._cuts.subtract(proxies)
+            freed = [proxy for proxy in proxies if self._cuts[proxy] <= 0]
+            for proxy in freed:
+                del self._cuts[proxy]
+            self._cluster.toxiproxy.set_enabled_many(freed, True)
 
     def forget(self) -> None:
         """After a Toxiproxy reset has enabled everything."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from faults.base import Fault
 from faults.targets import ring_views
+from harness.cluster.toxiproxy import ToxicSpec
 
 
 def _workers(option: str | Sequence[str], count: int) -> list[int]:
@@ -73,15 +74,15 @@ class _ToxicFault(Fault):
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         toxic_type, attributes, toxicity = self._toxic()
-        api = self.ctx.cluster.toxiproxy
-        self.added: list[tuple[str, str]] = []
-        for proxy in self._proxies(targets):
-            for stream in _streams(self.options["stream"]):
-                name = f"{self.spec.name}-{self.occurrence}-{stream}"
-                api.add_toxic(proxy, toxic_type, attributes, stream=stream,
-                              toxicity=toxicity, name=name)  # fmt: skip
-                self.added.append((proxy, name))
-        return {"type": toxic_type, "attributes": attributes, "toxics": len(self.added)}
+        name = f"{self.spec.name}-{self.occurrence}"
+        specs = [
+            ToxicSpec(proxy, f"{name}-{stream}", toxic_type, attributes, stream, toxicity)
+            for proxy in self._proxies(targets)
+            for stream in _streams(self.options["stream"])
+        ]
+        self.added = [(spec.proxy, spec.name) for spec in specs]
+        self.ctx.cluster.toxiproxy.add_toxics(specs)
+        return {"type": toxic_type, "attributes": attributes, "toxics": len(specs)}
 
     def _proxies(self, targets: list[str]) -> list[str]:
         cluster = self.ctx.cluster
@@ -91,8 +92,7 @@ class _ToxicFault(Fault):
         return [cluster.proxy_name(w, node) for w in workers for node in targets]
 
     def stop(self) -> dict[str, Any]:
-        for proxy, name in self.added:
-            self.ctx.cluster.toxiproxy.remove_toxic(proxy, name)
+        self.ctx.cluster.toxiproxy.remove_toxics(self.added)
         return {"removed": len(self.added)}
 
 

@@ -248,7 +248,7 @@ def _execute(
         nemesis.start()
         with ProgressLine(console, scenario.name) as progress:
             _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s)
-            # Heal before the workers' last cycles end, so the history shows the recovery.
+            # Heal now: a paused worker must be resumed to finish its last cycle and stop.
             finishing, nemesis = nemesis, None
             execution.problems += finishing.finish()
             _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s + grace_s)

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from checker.history import Event, HistoryError, parse_lines, write_history
+from checker.history import Event, parse_lines, write_history
 
 log = logging.getLogger("lockharness.run")
 
@@ -57,5 +57,3 @@ def merge_shards(shards: Sequence[Path], out: Path) -> list[Event]:
     write_history(out, merged)
     return merged
 
-
-__all__ = ["HistoryError", "ShardTail", "merge_shards", "read_shard"]

@@ -7,6 +7,7 @@ import time
 import redis
 
 from harness.cluster.local import LocalCluster
+from harness.cluster.toxiproxy import ToxicSpec
 from workloads.redlock import Redlock
 from workloads.resource import Resource
 from workloads.single import SingleInstanceLock
@@ -112,7 +113,7 @@ def test_redlock_slow_node_counts_as_no_grant_within_the_timeout(
 ) -> None:
     # One node answers only after 2 s; a 50 ms per-node timeout must not wait for it.
     proxy = clean_cluster.proxy_name(1, "n5")
-    clean_cluster.toxiproxy.add_toxic(proxy, "latency", {"latency": 2000})
+    clean_cluster.toxiproxy.add_toxic(ToxicSpec(proxy, "slow", "latency", {"latency": 2000}))
     lock = Redlock(clean_cluster.worker_endpoints(1), clock, {"timeout": 50_000_000})
     started = time.monotonic()
     lease = lock.acquire("k", 5000)
@@ -124,9 +125,8 @@ def test_redlock_slow_node_counts_as_no_grant_within_the_timeout(
 def test_redlock_validity_shrinks_by_the_time_acquiring_took(clean_cluster: LocalCluster) -> None:
     # 300 ms of latency on three nodes: the majority arrives late, validity is that much less.
     for node in ("n1", "n2", "n3"):
-        clean_cluster.toxiproxy.add_toxic(
-            clean_cluster.proxy_name(1, node), "latency", {"latency": 300}
-        )
+        spec = ToxicSpec(clean_cluster.proxy_name(1, node), "slow", "latency", {"latency": 300})
+        clean_cluster.toxiproxy.add_toxic(spec)
     lock = Redlock(clean_cluster.worker_endpoints(1), clock, {"timeout": 1_000_000_000})
     started = clock()
     lease = lock.acquire("k", 1000)

@@ -2,15 +2,24 @@
 
 toxiproxy-python keeps the API's host and port as class attributes of ``APIConsumer``
 (global state shared by every caller in the process). ``ToxiproxyAPI`` owns its own
-host/port and points the library at them only for the duration of one call, under a
-lock, so two servers in one process (tests, benchmarks) never cross wires.
+host/port and points the library at them only while its calls run (``_Binding``), so two
+servers in one process (tests, benchmarks) never cross wires, while calls to the same
+server may run at once.
+
+Where the library does not serve, and what we do instead:
+- it looks a proxy up (GET /proxies, every proxy) before every action on it; we build
+  its ``Proxy`` handle from the name we already know, so each action is one request;
+- it has no way to act on many proxies at once; a fault on 40 links would take 40
+  sequential requests, so the ``*_many`` methods issue them from a few threads;
+- its ``Proxy`` objects drop the toxics list, so ``proxies()`` asks the API directly.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +35,37 @@ from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
 from workloads.endpoints import Endpoint
 
-_LIBRARY_LOCK = threading.Lock()
+_PARALLEL_REQUESTS = 8
+
+
+class _Binding:
+    """Who APIConsumer's class-level host/port point at: calls for the server it points at
+    share it; a call for another server waits until they are done, then repoints it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._target: tuple[str, int] | None = None
+        self._users = 0
+
+    @contextmanager
+    def to(self, host: str, port: int) -> Iterator[None]:
+        with self._cond:
+            while self._users and self._target != (host, port):
+                self._cond.wait()
+            if self._target != (host, port):
+                toxiproxy.api.APIConsumer.host, toxiproxy.api.APIConsumer.port = host, port
+                self._target = (host, port)
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._users -= 1
+                if not self._users:
+                    self._cond.notify_all()
+
+
+_BINDING = _Binding()
 
 
 @dataclass(frozen=True)
@@ -37,6 +76,16 @@ class ProxyInfo:
     enabled: bool
 
 
+@dataclass(frozen=True)
+class ToxicSpec:
+    proxy: str
+    name: str
+    type: str
+    attributes: dict[str, Any]
+    stream: str = "downstream"
+    toxicity: float = 1.0
+
+
 class ToxiproxyAPI:
     def __init__(self, host: str, port: int) -> None:
         self.host = host
@@ -44,14 +93,8 @@ class ToxiproxyAPI:
 
     @contextmanager
     def _bound(self) -> Iterator[Toxiproxy]:
-        with _LIBRARY_LOCK:
-            consumer = toxiproxy.api.APIConsumer
-            saved = (consumer.host, consumer.port)
-            consumer.host, consumer.port = self.host, self.port
-            try:
-                yield Toxiproxy()
-            finally:
-                consumer.host, consumer.port = saved
+        with _BINDING.to(self.host, self.port):
+            yield Toxiproxy()
 
     def version(self) -> str:
         with self._bound() as server:
@@ -66,45 +109,49 @@ class ToxiproxyAPI:
             )
         return _info(proxy, node)
 
-    def _proxy(self, server: Toxiproxy, name: str) -> Proxy:
-        proxy = server.get_proxy(name)
-        if proxy is None:
-            raise ClusterError(f"toxiproxy has no proxy named {name}")
-        return proxy
+    @staticmethod
+    def _handle(name: str) -> Proxy:
+        # Actions need only the name; the library's own lookup would cost a GET of every proxy.
+        return Proxy(name=name, upstream="", enabled=True, listen="")
 
     def set_enabled(self, name: str, enabled: bool) -> None:
         """Disabling closes the listener and every open connection through it."""
-        with self._bound() as server:
-            proxy = self._proxy(server, name)
+        with self._bound():
+            proxy = self._handle(name)
             if enabled:
                 proxy.enable()
             else:
                 proxy.disable()
 
-    def add_toxic(
-        self,
-        proxy_name: str,
-        toxic_type: str,
-        attributes: dict[str, Any],
-        *,
-        stream: str = "downstream",
-        toxicity: float = 1.0,
-        name: str | None = None,
-    ) -> str:
-        toxic_name = name or f"{toxic_type}_{stream}"
-        with self._bound() as server:
-            self._proxy(server, proxy_name).add_toxic(
-                type=toxic_type,
-                name=toxic_name,
-                stream=stream,
-                toxicity=toxicity,
-                attributes=attributes,
-            )
-        return toxic_name
+    def set_enabled_many(self, names: Iterable[str], enabled: bool) -> None:
+        self._each(list(names), lambda name: self.set_enabled(name, enabled))
 
-    def remove_toxic(self, proxy_name: str, toxic_name: str) -> None:
-        with self._bound() as server:
-            self._proxy(server, proxy_name).destroy_toxic(toxic_name)
+    def add_toxic(self, spec: ToxicSpec) -> None:
+        with self._bound():
+            self._handle(spec.proxy).add_toxic(
+                type=spec.type, name=spec.name, stream=spec.stream,
+                toxicity=spec.toxicity, attributes=spec.attributes,
+            )  # fmt: skip
+
+    def add_toxics(self, specs: Iterable[ToxicSpec]) -> None:
+        self._each(list(specs), self.add_toxic)
+
+    def remove_toxic(self, proxy: str, toxic: str) -> None:
+        with self._bound():
+            self._handle(proxy).destroy_toxic(toxic)
+
+    def remove_toxics(self, toxics: Iterable[tuple[str, str]]) -> None:
+        self._each(list(toxics), lambda pair: self.remove_toxic(*pair))
+
+    def _each(self, items: list[Any], action: Callable[[Any], None]) -> None:
+        """Run ``action`` on every item, a few at a time; the first failure is raised."""
+        if len(items) <= 1:
+            for item in items:
+                action(item)
+            return
+        with ThreadPoolExecutor(min(_PARALLEL_REQUESTS, len(items))) as pool:
+            for future in [pool.submit(action, item) for item in items]:
+                future.result()
 
     def reset(self) -> None:
         """Enable every proxy and remove every toxic."""
@@ -112,7 +159,6 @@ class ToxiproxyAPI:
             server.reset()
 
     def proxies(self) -> dict[str, dict[str, Any]]:
-        # toxiproxy-python's Proxy objects drop the toxics list; ask the API directly.
         response = requests.get(f"http://{self.host}:{self.port}/proxies", timeout=5)
         response.raise_for_status()
         return dict(response.json())
