@@ -476,13 +476,15 @@ class _Client(_Kind):
 
 
 def _topology_fits_client(s: Scenario) -> tuple[str, str] | None:
-    """Master discovery needs replicas to fail over to; Redlock needs independent masters."""
+    """Master discovery needs replicas to fail over to; Redlock-style clients need
+    independent masters."""
     replicated = s.cluster.topology == "replicated"
     discovery = s.client.options.get("discovery", "static")
-    if s.client.name == "redlock" and replicated:
+    if CLIENTS[s.client.name].needs_masters and replicated:
+        singles = ", ".join(name for name, info in CLIENTS.items() if not info.needs_masters)
         return "cluster.topology", (
-            "replicated does not fit client redlock, which needs independent masters; "
-            "allowed: masters, or a single-instance client (single, unsafe-del)"
+            f"replicated does not fit client {s.client.name}, which needs independent "
+            f"masters; allowed: masters, or a single-instance client ({singles})"
         )
     if discovery != "static" and not replicated:
         return "client.options.discovery", (

@@ -32,6 +32,7 @@ from harness.scenario import (
     to_yaml,
     with_overrides,
 )
+from workloads.registry import CLIENTS
 
 BUILTINS = {"single-baseline", "redlock-baseline", "unsafe-release-demo"}
 
@@ -617,10 +618,11 @@ def test_replication_faults_need_the_replicated_topology(tmp_path: Path) -> None
 
 
 def test_topology_and_client_must_fit(tmp_path: Path) -> None:
-    redlock = GOOD.replace("client: single", "client: redlock")
-    assert "cluster.topology: replicated does not fit client redlock" in bad(
-        tmp_path, redlock + REPLICATED
-    )
+    family = [name for name, info in CLIENTS.items() if info.needs_masters]
+    assert {"redlock", "redlock-naive", "redlock-extend", "redlock-fenced"} <= set(family)
+    for name in family:
+        text = GOOD.replace("client: single", f"client: {name}") + REPLICATED
+        assert f"cluster.topology: replicated does not fit client {name}" in bad(tmp_path, text)
     sentinel = GOOD.replace(
         "client: single", "client: {name: single, options: {discovery: sentinel}}"
     )

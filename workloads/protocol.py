@@ -16,6 +16,8 @@ class Lease:
 
     ``deadline`` is the validity deadline in the history's time base (ns since run start),
     or None when the algorithm gives none. ``grants`` names the nodes that said yes.
+    ``fencing`` is a fencing token where the algorithm hands one out; ``depth`` is how many
+    times the owner now holds the key (1 unless the lock is reentrant).
     """
 
     key: str
@@ -23,6 +25,7 @@ class Lease:
     deadline: int | None
     grants: tuple[str, ...]
     fencing: int | None = None
+    depth: int = 1
 
 
 class LockClient(Protocol):
@@ -35,6 +38,13 @@ class LockClient(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class ExtendingLockClient(LockClient, Protocol):
+    def extend(self, lease: Lease, ttl_ms: int) -> Lease | None:
+        """Push the lease's expiry out; the extended Lease, or None if it could not be
+        extended (the old lease keeps only the validity it had)."""
+        ...
 
 
 class ClientFactory(Protocol):

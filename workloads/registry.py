@@ -15,6 +15,9 @@ class ClientInfo:
     factory_path: str  # "module:callable", imported only when a worker builds the client
     # option name -> ("duration" | "int" | "float" | "bool" | "str" | "choice:a|b", help text)
     options: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Spreads one lock over independent masters (the Redlock family): meaningless on a
+    # replicated topology, whose nodes copy each other.
+    needs_masters: bool = False
 
     def factory(self) -> ClientFactory:
         module, _, attr = self.factory_path.partition(":")
@@ -22,6 +25,7 @@ class ClientInfo:
 
 
 _TIMEOUT = ("duration", "socket timeout per node request (well below the TTL)")
+_NODE = ("int", "which node (1-based) holds the lock")
 _DISCOVERY = (
     "choice:static|sentinel|pointer",
     "how to find the instance: static (option node), or the master via sentinel or pointer",
@@ -47,12 +51,71 @@ CLIENTS: dict[str, ClientInfo] = {
             "Redlock: SET NX PX on N nodes concurrently, majority + validity, release on all",
             "workloads.redlock:Redlock",
             {"timeout": _TIMEOUT},
+            needs_masters=True,
         ),
         ClientInfo(
             "unsafe-del",
             "BROKEN on purpose: SET NX PX, release by plain DEL without a token check",
             "workloads.unsafe_del:UnsafeDelLock",
-            {"timeout": _TIMEOUT, "node": ("int", "which node (1-based) holds the lock")},
+            {"timeout": _TIMEOUT, "node": _NODE},
+        ),
+        ClientInfo(
+            "setnx-del",
+            "SETNX key token, release by DEL; no expiry: a crashed holder blocks forever",
+            "workloads.setnx_del:SetnxDelLock",
+            {"timeout": _TIMEOUT, "node": _NODE},
+        ),
+        ClientInfo(
+            "setnx-expire",
+            "SETNX then EXPIRE as a second command (crash hook between); release GET+DEL",
+            "workloads.setnx_expire:SetnxExpireLock",
+            {"timeout": _TIMEOUT, "node": _NODE},
+        ),
+        ClientInfo(
+            "setnx-getset",
+            "SETNX key expiry (client clock), take stale locks over by GETSET; trusts clocks",
+            "workloads.setnx_getset:SetnxGetsetLock",
+            {"timeout": _TIMEOUT, "node": _NODE},
+        ),
+        ClientInfo(
+            "set-nx-watch",
+            "SET NX EX; release by WATCH/GET/MULTI/DEL/EXEC, retried on a concurrent write",
+            "workloads.set_nx_watch:SetNxWatchLock",
+            {
+                "timeout": _TIMEOUT,
+                "node": _NODE,
+                "release_retries": ("int", "retries after a WatchError on release (default 3)"),
+            },
+        ),
+        ClientInfo(
+            "redlock-naive",
+            "Redlock without the validity check, nodes asked one after another",
+            "workloads.redlock_naive:NaiveRedlock",
+            {"timeout": _TIMEOUT},
+            needs_masters=True,
+        ),
+        ClientInfo(
+            "reentrant",
+            "reentrant lock on one node: value owner:count, Lua acquire/release, TTL refreshed",
+            "workloads.reentrant:ReentrantLock",
+            {"timeout": _TIMEOUT, "node": _NODE},
+        ),
+        ClientInfo(
+            "redlock-extend",
+            "Redlock plus extend: compare-and-pexpire on a majority within validity, bounded",
+            "workloads.redlock_extend:ExtendingRedlock",
+            {
+                "timeout": _TIMEOUT,
+                "max_extensions": ("int", "how many times one lease may be extended (default 3)"),
+            },
+            needs_masters=True,
+        ),
+        ClientInfo(
+            "redlock-fenced",
+            "Redlock plus a fencing token: max of INCR fence:key over a majority of holders",
+            "workloads.redlock_fenced:FencedRedlock",
+            {"timeout": _TIMEOUT},
+            needs_masters=True,
         ),
     )
 }

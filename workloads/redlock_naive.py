@@ -1,0 +1,80 @@
+"""Redlock as much example code writes it: a majority, asked one node after another, and
+no check of how long that took.
+
+    token = 20 random bytes
+    start = now()
+    for each node, in turn: SET key token NX PX ttl   (a failed node counts as a no)
+    if grants >= N/2 + 1: hold the lock until start + ttl
+    else: release on all nodes and fail
+    release: compare-and-delete on all nodes, in turn
+
+Claim illustrated: the validity check is not optional. Without it, and with the nodes
+asked sequentially, a slow majority grants a lease whose keys have already expired on
+the first nodes asked: the client believes it holds a lock until start + ttl, a moment
+that may be past when acquire returns. Compare workloads/redlock.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from redis.exceptions import RedisError
+
+from workloads.connect import single_try_client
+from workloads.discovery import Discovery
+from workloads.endpoints import Endpoint
+from workloads.protocol import Clock, Lease
+from workloads.redlock import ReleaseUnknown
+from workloads.scripts import COMPARE_AND_DELETE
+
+DEFAULT_TIMEOUT_NS = 50_000_000
+NODE_ERRORS = (RedisError, OSError)  # down, too slow, or an error reply: a no
+
+
+class NaiveRedlock:
+    def __init__(
+        self,
+        nodes: Sequence[Endpoint],
+        clock: Clock,
+        options: dict[str, object],
+        discovery: Discovery | None = None,  # independent masters: nothing to discover
+    ) -> None:
+        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
+        self.nodes = [(node.name, single_try_client(node, timeout_s)) for node in nodes]
+        self.quorum = len(nodes) // 2 + 1
+        self.clock = clock
+
+    def acquire(self, key: str, ttl_ms: int) -> Lease | None:
+        token = os.urandom(20).hex()
+        started = self.clock()
+        grants = []
+        for name, redis in self.nodes:
+            try:
+                if redis.set(key, token, nx=True, px=ttl_ms):
+                    grants.append(name)
+            except NODE_ERRORS:
+                continue
+        if len(grants) >= self.quorum:
+            return Lease(key, token, started + ttl_ms * 1_000_000, tuple(grants))
+        self._unlock_all(key, token)
+        return None
+
+    def release(self, lease: Lease) -> bool:
+        return self._unlock_all(lease.key, lease.token)
+
+    def _unlock_all(self, key: str, token: str) -> bool:
+        deleted, answered = False, 0
+        for _, redis in self.nodes:
+            try:
+                deleted |= redis.eval(COMPARE_AND_DELETE, 1, key, token) == 1
+                answered += 1
+            except NODE_ERRORS:
+                continue
+        if not answered:
+            raise ReleaseUnknown(f"no node answered the release of {key}")
+        return deleted
+
+    def close(self) -> None:
+        for _, redis in self.nodes:
+            redis.close()

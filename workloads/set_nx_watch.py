@@ -1,0 +1,80 @@
+"""SET NX EX, released with an optimistic transaction instead of a Lua script.
+
+    acquire:  SET key token NX EX ceil(ttl/1000)   -> held iff the reply is OK
+    release:  WATCH key; GET key
+              if it is not our token: UNWATCH; not ours
+              MULTI; DEL key; EXEC               -> a WatchError (the key was written
+                                                    since WATCH) retries, a bounded number
+                                                    of times
+
+Claim illustrated: compare-and-delete without Lua. WATCH makes the DEL conditional on
+the key being untouched since the GET, so the release removes only the owner's lock,
+like the Lua script does. (EX has one-second granularity: the key lives at least ttl.)
+If every attempt meets a concurrent write, the release gives up with an exception: the
+worker records an unknown outcome.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+
+from redis.exceptions import WatchError
+
+from workloads.connect import single_try_client
+from workloads.discovery import Discovery
+from workloads.endpoints import Endpoint
+from workloads.protocol import Clock, Lease
+from workloads.validity import validity_deadline
+
+DEFAULT_TIMEOUT_NS = 200_000_000
+DEFAULT_RELEASE_RETRIES = 3
+
+
+class ReleaseContended(Exception):
+    """Every WATCH ... EXEC attempt met a concurrent write: outcome unknown."""
+
+
+class SetNxWatchLock:
+    def __init__(
+        self,
+        nodes: Sequence[Endpoint],
+        clock: Clock,
+        options: dict[str, object],
+        discovery: Discovery | None = None,  # one static node: nothing to discover
+    ) -> None:
+        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
+        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
+        self.redis = single_try_client(self.node, timeout_s)
+        self.clock = clock
+        self.attempts = int(options.get("release_retries", DEFAULT_RELEASE_RETRIES)) + 1  # type: ignore[call-overload]
+        # Called between the GET and MULTI of each release attempt (tests write the key there).
+        self.before_exec: Callable[[], None] | None = None
+
+    def acquire(self, key: str, ttl_ms: int) -> Lease | None:
+        token = os.urandom(20).hex()
+        started = self.clock()
+        if not self.redis.set(key, token, nx=True, ex=math.ceil(ttl_ms / 1000)):
+            return None
+        return Lease(key, token, validity_deadline(started, ttl_ms), (self.node.name,))
+
+    def release(self, lease: Lease) -> bool:
+        with self.redis.pipeline() as pipe:
+            for _ in range(self.attempts):
+                try:
+                    pipe.watch(lease.key)
+                    if pipe.get(lease.key) != lease.token.encode():
+                        pipe.unwatch()
+                        return False
+                    if self.before_exec is not None:
+                        self.before_exec()
+                    pipe.multi()
+                    pipe.delete(lease.key)
+                    return bool(pipe.execute()[0])
+                except WatchError:
+                    continue  # written since WATCH: look again
+        raise ReleaseContended(f"{lease.key}: written during each of {self.attempts} releases")
+
+    def close(self) -> None:
+        self.redis.close()

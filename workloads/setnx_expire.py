@@ -1,0 +1,62 @@
+"""SETNX, then EXPIRE: a lock with a TTL set by a second, separate command.
+
+    acquire:  SETNX key token        -> refused unless the reply is 1
+              crash_between()        (the worker's hook: it may kill this process here)
+              EXPIRE key ceil(ttl/1000)
+    release:  GET key; if it is our token: DEL key
+
+Claim illustrated: SETNX then EXPIRE is not atomic. A client that dies between the two
+commands leaves a key with no TTL, which no one ever removes: a liveness failure, like
+SETNX + DEL. (SET key token NX EX ttl made it one command in Redis 2.6.12.)
+
+The release is the literature's naive one, GET then DEL: if the key expires between the
+two and another client takes it, this DEL removes the other client's lock.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+
+from workloads.connect import single_try_client
+from workloads.discovery import Discovery
+from workloads.endpoints import Endpoint
+from workloads.protocol import Clock, Lease
+from workloads.validity import validity_deadline
+
+DEFAULT_TIMEOUT_NS = 200_000_000
+
+
+class SetnxExpireLock:
+    def __init__(
+        self,
+        nodes: Sequence[Endpoint],
+        clock: Clock,
+        options: dict[str, object],
+        discovery: Discovery | None = None,  # one static node: nothing to discover
+    ) -> None:
+        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
+        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
+        self.redis = single_try_client(self.node, timeout_s)
+        self.clock = clock
+        # Called after a granted SETNX, before EXPIRE; the worker installs it.
+        self.crash_between: Callable[[], None] | None = None
+
+    def acquire(self, key: str, ttl_ms: int) -> Lease | None:
+        token = os.urandom(20).hex()
+        started = self.clock()
+        if not self.redis.setnx(key, token):
+            return None
+        if self.crash_between is not None:
+            self.crash_between()
+        self.redis.expire(key, math.ceil(ttl_ms / 1000))  # never shorter than ttl_ms
+        return Lease(key, token, validity_deadline(started, ttl_ms), (self.node.name,))
+
+    def release(self, lease: Lease) -> bool:
+        if self.redis.get(lease.key) != lease.token.encode():
+            return False
+        return bool(self.redis.delete(lease.key))  # not atomic with the GET (see above)
+
+    def close(self) -> None:
+        self.redis.close()
