@@ -20,8 +20,10 @@ from checker.history import INFO, NEMESIS, Event
 def failovers(history: Sequence[Event]) -> list[dict[str, Any]]:
     found = []
     for event in history:
+        if event.process != NEMESIS or event.type != INFO:
+            continue  # first, and cheap: almost every event is a client's
         value = event.value or {}
-        if event.process != NEMESIS or event.type != INFO or "to" not in value:
+        if "to" not in value:
             continue
         if event.f == "failover" or (value.get("kind") == "promote" and "error" not in value):
             by = value.get("by", "nemesis promote")

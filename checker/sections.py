@@ -4,6 +4,11 @@ The inner interval is the part during which the client certainly believed it hel
 lock, so overlaps between inner intervals are never false positives. Sections are not
 clipped at the validity deadline: a client that wakes from a pause inside its section is
 exactly the hazard to catch; the overrun is reported beside the overlap instead.
+
+Reentrant clients nest: an acquire ok or release invoke may carry ``value.depth`` (absent
+means 1). Sections belong to owners (processes), so only depth 1 opens and closes one;
+a nested acquire by the same owner lies inside the owner's section already, and a nested
+release leaves the owner holding. A reentrant lease keeps its token at every depth.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ class Section:
     token: str | None
     start: int  # acquire ok time, ns
     end: int  # release invoke time, or the process's last event time when never released
-    deadline: int | None  # validity deadline from the acquire ok, ns
+    deadline: int | None  # latest validity deadline, ns: the acquire ok's, or as moved since
     grants: tuple[str, ...]  # nodes that granted the lease
     fencing: int | None
     acquire_index: int
@@ -38,26 +43,63 @@ def _int_or_none(raw: Any) -> int | None:
     return raw if type(raw) is int else None  # exact: a JSON bool is not a deadline
 
 
-def _section(
-    acquired: Event, end: int, release_index: int | None, deadline: Any = _UNSET
-) -> Section:
-    """The section opened by the acquire ok ``acquired`` and ending at ``end``."""
-    value = acquired.value or {}
-    if deadline is _UNSET:
-        deadline = _int_or_none(value.get("deadline"))
-    return Section(
-        key=acquired.key,
-        process=acquired.process,
-        token=acquired.token,
-        start=acquired.time,
-        end=end,
-        deadline=deadline,
-        grants=tuple(map(str, value.get("grants") or ())),
-        fencing=_int_or_none(value.get("fencing")),
-        acquire_index=acquired.index,
-        release_index=release_index,
-        closed=release_index is not None,
+def depth(event: Event) -> int:
+    """The reentrancy depth an acquire ok or release invoke names: absent or malformed
+    means 1, so histories of non-reentrant clients read as all-outermost."""
+    return _depth(event.value)
+
+
+def _depth(value: dict[str, Any] | None) -> int:
+    raw = value.get("depth") if value else None
+    return raw if type(raw) is int and raw > 1 else 1
+
+
+# An open section: its acquire ok, and the deadline, grants and fencing token its value
+# states. Read once, when the ok is seen: reading the value again at the release costs a
+# memory fetch per lease, which shows on a large history.
+_Opened = tuple[Event, int | None, tuple[str, ...], int | None]
+
+
+def _opened(acquired: Event, value: dict[str, Any]) -> _Opened:
+    return (
+        acquired,
+        _int_or_none(value.get("deadline")),
+        tuple(map(str, value.get("grants") or ())),
+        _int_or_none(value.get("fencing")),
     )
+
+
+# Slot descriptors: building a Section through them skips the frozen dataclass's
+# per-field object.__setattr__, which dominated checking a large history (as for Event).
+_new_section = object.__new__
+(
+    _set_key, _set_process, _set_token, _set_start, _set_end, _set_deadline,
+    _set_grants, _set_fencing, _set_acquire_index, _set_release_index, _set_closed,
+) = (getattr(Section, name).__set__ for name in (
+    "key", "process", "token", "start", "end", "deadline",
+    "grants", "fencing", "acquire_index", "release_index", "closed",
+))  # fmt: skip
+
+
+def _section(
+    opened: _Opened, end: int, release_index: int | None, deadline: Any = _UNSET
+) -> Section:
+    """The section opened by ``opened`` and ending at ``end``; ``deadline`` when an
+    extension moved it."""
+    acquired, stated_deadline, grants, fencing = opened
+    section = _new_section(Section)
+    _set_key(section, acquired.key)
+    _set_process(section, acquired.process)
+    _set_token(section, acquired.token)
+    _set_start(section, acquired.time)
+    _set_end(section, end)
+    _set_deadline(section, stated_deadline if deadline is _UNSET else deadline)
+    _set_grants(section, grants)
+    _set_fencing(section, fencing)
+    _set_acquire_index(section, acquired.index)
+    _set_release_index(section, release_index)
+    _set_closed(section, release_index is not None)
+    return section
 
 
 def _last_times(history: Sequence[Event], processes: set[int | str]) -> dict[int | str, int]:
@@ -77,22 +119,28 @@ def critical_sections(history: Sequence[Event]) -> list[Section]:
     Only ``acquire`` ``ok`` opens a section: after ``fail`` or ``info`` the client does not
     believe it holds, so it has nothing to overlap with. Nemesis events are ignored.
     """
-    held: dict[_Lease, Event] = {}  # open sections: their acquire ok
+    held: dict[_Lease, _Opened] = {}  # open sections
     extended: dict[_Lease, int | None] = {}  # deadlines moved by an extend ok
     sections: list[Section] = []
     for event in history:
         f = event.f
         if f == ACQUIRE:
             if event.type == OK and event.process != NEMESIS:
-                # A repeated ok for the same lease keeps the first, earliest start.
-                held.setdefault((event.process, event.key, event.token), event)
-        elif f == RELEASE:
-            if event.type == INVOKE:
                 lease = (event.process, event.key, event.token)
-                acquired = held.pop(lease, None)
-                if acquired is not None:
+                value = event.value or {}
+                if _depth(value) > 1:
+                    if lease in held:
+                        _renew(extended, lease, value)
+                elif lease not in held:  # a repeated ok keeps the first, earliest start
+                    held[lease] = _opened(event, value)
+        elif f == RELEASE:
+            # A nested release (depth >= 2) leaves the owner inside its section.
+            if event.type == INVOKE and (event.value is None or depth(event) == 1):
+                lease = (event.process, event.key, event.token)
+                opened = held.pop(lease, None)
+                if opened is not None:
                     deadline = extended.pop(lease, _UNSET)
-                    sections.append(_section(acquired, event.time, event.index, deadline))
+                    sections.append(_section(opened, event.time, event.index, deadline))
         elif f == EXTEND and event.type == OK and event.value and "deadline" in event.value:
             # An extension moves the deadline, so an overrun is measured against the new one.
             lease = (event.process, event.key, event.token)
@@ -100,8 +148,16 @@ def critical_sections(history: Sequence[Event]) -> list[Section]:
                 extended[lease] = _int_or_none(event.value["deadline"])
     if held:
         last = _last_times(history, {process for process, _, _ in held})
-        for lease, acquired in held.items():
+        for lease, opened in held.items():
             deadline = extended.get(lease, _UNSET)
-            sections.append(_section(acquired, last[lease[0]], None, deadline))
+            sections.append(_section(opened, last[lease[0]], None, deadline))
     sections.sort(key=lambda s: s.acquire_index)
     return sections
+
+
+def _renew(extended: dict[_Lease, int | None], lease: _Lease, nested: dict[str, Any]) -> None:
+    """A nested acquire ok that states a deadline renewed the lease (reentrant clients
+    reset the TTL on re-entry, as an extension does); one without leaves it as it was."""
+    deadline = _int_or_none(nested.get("deadline"))
+    if deadline is not None:
+        extended[lease] = deadline

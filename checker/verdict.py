@@ -1,19 +1,40 @@
-"""The verdict: valid, invalid (with witnesses) or unknown (history unusable)."""
+"""The verdict: valid, invalid (with witnesses) or unknown (history unusable).
+
+Safety and liveness are separate answers. ``verdict`` is safety alone: mutual exclusion
+(overlapping sections of different owners) and the resource's occupancy; nothing else
+makes a run invalid. Beside it, ``liveness`` (``checker.liveness``: ``verdict`` stuck, ok
+or unknown, the bound and the stuck intervals) and ``fencing`` (``checker.fencing``:
+stale writes the resource rejected, tokens granted out of order, whether the resource
+stayed consistent) are evidence a scenario may set expectations on.
+
+A scenario's expectation is meant to name each answer it cares about, e.g.::
+
+    expect: {safety: valid, liveness: stuck}
+
+read as ``result.verdict == "valid"`` and ``result.liveness["verdict"] == "stuck"``;
+an answer it does not name is not checked (``expect: invalid`` keeps meaning the safety
+verdict). A fencing expectation would read ``result.fencing["resource_consistent"]``.
+Parsing ``expect`` is the scenario loader's job, not the checker's.
+"""
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from checker.attempts import acquire_attempts
 from checker.failover import attach_failovers
+from checker.fencing import check_fencing
 from checker.history import ACQUIRE, NEMESIS, OK, Event
+from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
-from checker.resource import check_resource
+from checker.resource import resource_view
 from checker.sections import critical_sections
-from checker.stats import compute_stats
+from checker.stats import compute_stats, section_stats
 
 
 class Verdict(StrEnum):
@@ -28,6 +49,8 @@ class CheckResult:
     witnesses: list[dict[str, Any]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    liveness: dict[str, Any] = field(default_factory=dict)  # checker.liveness; not safety
+    fencing: dict[str, Any] = field(default_factory=dict)  # checker.fencing; not safety
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,6 +58,8 @@ class CheckResult:
             "witnesses": self.witnesses,
             "reasons": self.reasons,
             "stats": self.stats,
+            "liveness": self.liveness,
+            "fencing": self.fencing,
         }
 
 
@@ -75,13 +100,40 @@ def check_history(
 ) -> CheckResult:
     """Run every checker over ``history`` and combine them into one verdict.
 
-    At most ``max_witnesses`` witnesses of each kind (overlap, resource) are kept.
-    A violation makes the run invalid whatever else is wrong with it; otherwise a history
-    without any successful acquire, or missing a worker's events, proves nothing: unknown.
+    At most ``max_witnesses`` witnesses of each kind (overlap, resource) are kept, and as
+    many of each list in ``fencing`` and of the liveness intervals (all are counted in
+    stats). A violation makes the run invalid whatever else is wrong with it; otherwise a
+    history without any successful acquire, or missing a worker's events, proves nothing:
+    unknown. Liveness and fencing never change the verdict.
     """
-    mutex = attach_failovers(check_mutual_exclusion(critical_sections(history)), history)
-    resource = check_resource(history)
-    stats = compute_stats(history)
+    # The checkers build a few hundred thousand long-lived objects per million events
+    # (sections, tuples, lists) and no reference cycles, so the cyclic GC would only rescan
+    # them again and again; pause it for the check, as read_history does for the read.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(history, expected_processes, max(max_witnesses, 0))
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _check(
+    history: Sequence[Event], expected_processes: Collection[int] | None, cap: int
+) -> CheckResult:
+    sections = critical_sections(history)
+    mutex = attach_failovers(check_mutual_exclusion(sections), history)
+    view = resource_view(history)  # one pass: occupancy, and fencing as the resource saw it
+    resource = view.occupancy
+    fencing = check_fencing(history, sections, view)
+    attempts = acquire_attempts(history)  # shared: stats and liveness both pair them
+    stats = compute_stats(history, attempts)
+    stats.update(section_stats(sections))
+    liveness = check_liveness(history, sections, attempts=attempts)
+    stats.update(_evidence_counts(liveness, fencing))
+    liveness["intervals"] = liveness["intervals"][:cap]
+    for name in _FENCING_LISTS:
+        fencing[name] = fencing[name][:cap]
     total = len(mutex) + len(resource)
     stats["violations"] = total
     stats["mutex_violations"] = len(mutex)
@@ -89,15 +141,27 @@ def check_history(
     if total:
         reasons = _violation_reasons(mutex, resource)
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
-        cap = max(max_witnesses, 0)
         witnesses = mutex[:cap] + resource[:cap]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
-        return CheckResult(Verdict.INVALID, witnesses, reasons, stats)
+        return CheckResult(Verdict.INVALID, witnesses, reasons, stats, liveness, fencing)
     reasons = _unknown_reasons(history, expected_processes)
     if reasons:
-        return CheckResult(Verdict.UNKNOWN, [], reasons, stats)
-    return CheckResult(Verdict.VALID, [], [], stats)
+        return CheckResult(Verdict.UNKNOWN, [], reasons, stats, liveness, fencing)
+    return CheckResult(Verdict.VALID, [], [], stats, liveness, fencing)
+
+
+_FENCING_LISTS = ("stale_writes_rejected", "out_of_order", "stale_writes_accepted")
+
+
+def _evidence_counts(liveness: dict[str, Any], fencing: dict[str, Any]) -> dict[str, int]:
+    """Full counts, taken before the lists are capped."""
+    return {
+        "liveness_intervals": len(liveness["intervals"]),
+        "stale_writes_rejected": len(fencing["stale_writes_rejected"]),
+        "fencing_out_of_order": len(fencing["out_of_order"]),
+        "stale_writes_accepted": len(fencing["stale_writes_accepted"]),
+    }
 
 
 def first_violation_ns(witnesses: Iterable[dict[str, Any]]) -> int | None:

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from checker.failover import attach_failovers
+from checker.fencing import check_fencing
 from checker.history import Event, HistoryError, read_history
+from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
 from checker.resource import check_resource
 from checker.sections import critical_sections
@@ -48,10 +50,12 @@ class History:
         deadline: int | None = None,
         grants: list[str] | None = None,
         key: str = "k0",
+        fencing: int | None = None,
+        ttl_ms: int = 100,
     ) -> History:
         """A full cycle: acquire invoke/ok at ``start``, release invoke/ok at ``end``."""
-        value = {"deadline": deadline, "grants": grants or ["n1"], "fencing": None}
-        self.add(process, "invoke", "acquire", start - 1, value={"ttl_ms": 100}, key=key)
+        value = {"deadline": deadline, "grants": grants or ["n1"], "fencing": fencing}
+        self.add(process, "invoke", "acquire", start - 1, value={"ttl_ms": ttl_ms}, key=key)
         self.add(process, "ok", "acquire", start, token, value, key=key)
         if end is not None:
             self.add(process, "invoke", "release", end, token, key=key)
@@ -408,3 +412,318 @@ def test_a_failover_is_named_when_its_window_meets_the_gap_between_the_leases() 
         assert bool(witness["failovers"]) is named, (time, began)
     resource = {"kind": "resource", "time": 200}
     assert attach_failovers([resource], [_failover(200, 150)]) == [resource]
+
+
+# --- reentrant locks: sections belong to owners ------------------------------------
+
+
+def reentrant_history() -> History:
+    """Process 1 takes lease "a", re-enters it at 20, leaves the inner hold at 30 and
+    releases the outer one at 50; each release completes 1 ns after it is invoked."""
+    h = History()
+    h.add(1, "invoke", "acquire", 9, value={"ttl_ms": 100})
+    h.add(1, "ok", "acquire", 10, "a", {"deadline": None, "grants": ["n1"], "depth": 1})
+    h.add(1, "invoke", "acquire", 19, value={"ttl_ms": 100})
+    h.add(1, "ok", "acquire", 20, "a", {"deadline": None, "grants": ["n1"], "depth": 2})
+    h.add(1, "invoke", "release", 30, "a", {"depth": 2})
+    h.add(1, "ok", "release", 31, "a")
+    h.add(1, "invoke", "release", 50, "a", {"depth": 1})
+    h.add(1, "ok", "release", 51, "a")
+    return h
+
+
+def test_nested_acquires_by_one_owner_are_one_section() -> None:
+    h = reentrant_history()
+    (section,) = critical_sections(h.events)
+    # Opened by the depth-1 ok, closed by the depth-1 release, not the inner one at 30.
+    assert (section.token, section.start, section.end) == ("a", 10, 50)
+    assert (section.acquire_index, section.release_index, section.closed) == (1, 6, True)
+    result = check(h)
+    assert result.verdict == Verdict.VALID
+    assert result.stats["cycles"] == 1  # the inner release ends no cycle
+    assert result.stats["ok"] == 2
+
+
+def test_another_owner_inside_a_reentrant_section_is_a_violation() -> None:
+    # Process 2 holds [35, 45]: after process 1's inner release, before its outer one.
+    h = reentrant_history().lease(2, "b", start=35, end=45)
+    (witness,) = check_mutual_exclusion(critical_sections(h.events))
+    assert (witness["first"]["process"], witness["first"]["end"]) == (1, 50)
+    assert (witness["second"]["process"], witness["overlap_ns"]) == (2, 10)
+    assert check(h).verdict == Verdict.INVALID
+
+
+def test_a_nested_acquire_that_states_a_deadline_renews_the_lease() -> None:
+    h = History()
+    h.add(1, "ok", "acquire", 10, "a", {"deadline": 100, "depth": 1})
+    h.add(1, "ok", "acquire", 90, "a", {"deadline": 300, "depth": 2})
+    h.add(1, "ok", "acquire", 95, "a", {"deadline": None, "depth": 2})  # states none
+    h.add(1, "invoke", "release", 400, "a")
+    (section,) = critical_sections(h.events)
+    assert (section.deadline, section.end) == (300, 400)
+
+
+def test_re_entering_twice_is_still_one_cycle() -> None:
+    h = History()
+    h.add(1, "ok", "acquire", 10, "a", {"depth": 1})
+    for t in (20, 40):  # enter and leave the inner hold twice
+        h.add(1, "ok", "acquire", t, "a", {"depth": 2})
+        h.add(1, "invoke", "release", t + 5, "a", {"depth": 2})
+        h.add(1, "ok", "release", t + 6, "a")
+    h.add(1, "invoke", "release", 60, "a")
+    h.add(1, "ok", "release", 61, "a")
+    assert compute_stats(h.events)["cycles"] == 1
+    assert [(s.start, s.end) for s in critical_sections(h.events)] == [(10, 60)]
+
+
+def test_depth_one_or_absent_reads_as_today() -> None:
+    # Without depth, or with depth 1 everywhere, each acquire ok opens its own section
+    # and each release closes it, as before reentrancy existed.
+    plain = History().lease(1, "a", 10, 50).lease(1, "b", 60, 90).lease(2, "c", 70, 80)
+    explicit = History()
+    for event in plain.events:
+        value = event.value
+        if event.type in ("ok", "invoke") and event.f in ("acquire", "release"):
+            value = {**(value or {}), "depth": 1}
+        explicit.add(event.process, event.type, event.f, event.time, event.token, value)
+    for h in (plain, explicit):
+        sections = critical_sections(h.events)
+        assert [(s.token, s.start, s.end) for s in sections] == [
+            ("a", 10, 50), ("b", 60, 90), ("c", 70, 80)
+        ]  # fmt: skip
+        (witness,) = check_mutual_exclusion(sections)
+        assert (witness["first"]["token"], witness["second"]["token"]) == ("b", "c")
+        assert compute_stats(h.events)["cycles"] == 3
+
+
+# --- extensions -------------------------------------------------------------------
+
+
+def test_overrun_is_measured_against_the_latest_extension() -> None:
+    # Deadline 150, extended to 300 then 350; 1 releases at 400 while 2 holds [200, 380].
+    h = History().lease(1, "a", start=50, end=None, deadline=150)
+    h.add(1, "invoke", "extend", 139, "a")
+    h.add(1, "ok", "extend", 140, "a", {"deadline": 300})
+    h.add(1, "invoke", "extend", 289, "a")
+    h.add(1, "ok", "extend", 290, "a", {"deadline": 350})
+    h.add(1, "invoke", "release", 400, "a")
+    h.lease(2, "b", start=200, end=380, deadline=1_000)
+    (witness,) = check(h).witnesses
+    assert witness["first"]["deadline"] == 350
+    assert witness["first"]["overran_deadline_ns"] == 50
+    assert witness["overlap_ns"] == 180  # still not clipped at any deadline
+
+
+def test_stats_count_extends_and_sections_past_their_latest_deadline() -> None:
+    h = History()
+    h.lease(1, "a", start=10, end=100, deadline=50)  # past its deadline
+    h.lease(2, "b", start=110, end=None, deadline=150)  # extended to 250: not past
+    h.add(2, "invoke", "extend", 139, "b")
+    h.add(2, "ok", "extend", 140, "b", {"deadline": 250})
+    h.add(2, "invoke", "release", 200, "b")
+    h.lease(3, "c", start=210, end=None, deadline=260)  # extensions failed: past
+    h.add(3, "invoke", "extend", 249, "c")
+    h.add(3, "fail", "extend", 250, "c", {})
+    h.add(3, "invoke", "extend", 251, "c")
+    h.add(3, "info", "extend", 252, "c", {"error": "timeout"})
+    h.add(3, "invoke", "release", 300, "c")
+    h.lease(4, "d", start=310, end=400)  # no deadline: never past
+    stats = check(h).stats
+    assert stats["sections"] == 4
+    assert stats["sections_past_deadline"] == 2
+    counts = [stats[f"extend_{n}"] for n in ("attempts", "ok", "fail", "info")]
+    assert counts == [3, 1, 1, 1]
+
+
+# --- fencing -------------------------------------------------------------------------
+
+
+def enter(h: History, process: int, token: str, time: int, **value: Any) -> None:
+    h.add(process, "ok", "enter", time, token, {"occupancy": 1, "others": [], **value})
+
+
+def test_a_rejected_stale_write_is_reported_and_the_resource_stays_consistent() -> None:
+    # 1 (token 1) pauses past its lease; 2 (token 2) writes; 1 wakes and is turned away.
+    h = History().lease(1, "a", 10, 400, fencing=1).lease(2, "b", 200, 300, fencing=2)
+    enter(h, 2, "b", 210, fencing=2, accepted=True, highest=1)
+    enter(h, 1, "a", 350, fencing=1, accepted=False, highest=2)
+    fencing = check_fencing(h.events)
+    assert fencing["fenced"] is True
+    assert fencing["stale_writes_rejected"] == [
+        {"kind": "stale-write-rejected", "key": "k0", "process": 1, "token": "a",
+         "fencing": 1, "highest": 2, "time": 350, "index": len(h.events) - 1}
+    ]  # fmt: skip
+    assert fencing["resource_consistent"] is True
+    assert fencing["out_of_order"] == []
+    result = check(h)
+    assert result.fencing["stale_writes_rejected"] == fencing["stale_writes_rejected"]
+    assert result.stats["stale_writes_rejected"] == 1
+
+
+def test_an_accepted_stale_write_makes_the_resource_inconsistent() -> None:
+    h = History().lease(1, "a", 10, 400, fencing=1).lease(2, "b", 200, 300, fencing=2)
+    enter(h, 2, "b", 210, fencing=2, accepted=True, highest=2)  # equal: its own token
+    enter(h, 1, "a", 350, fencing=1, accepted=True, highest=2)
+    fencing = check_fencing(h.events)
+    assert fencing["resource_consistent"] is False
+    assert [(w["token"], w["fencing"], w["highest"]) for w in fencing["stale_writes_accepted"]] == [
+        ("a", 1, 2)
+    ]
+    # Fencing is evidence beside safety: the verdict is still the overlap's alone.
+    result = check(h)
+    assert result.verdict == Verdict.INVALID
+    assert result.reasons == ["1 overlapping critical section on key k0"]
+    assert result.fencing["resource_consistent"] is False
+
+
+def test_fencing_tokens_granted_out_of_order_are_reported() -> None:
+    # Granted 5 at 100, then 3 at 200 (recorded first) and 5 again at 300: by acquire
+    # time, 3 and the second 5 are each not above the 5 granted before them.
+    h = History()
+    h.lease(2, "b", 200, 250, fencing=3).lease(1, "a", 100, 150, fencing=5)
+    h.lease(3, "c", 300, 350, fencing=5).lease(4, "d", 400, 450, fencing=6)
+    witnesses = check_fencing(h.events)["out_of_order"]
+    assert [(w["earlier"]["token"], w["later"]["token"]) for w in witnesses] == [
+        ("a", "b"), ("a", "c")
+    ]  # fmt: skip
+    assert witnesses[0] == {
+        "kind": "fencing-out-of-order", "key": "k0",
+        "earlier": {"process": 1, "token": "a", "fencing": 5, "time": 100, "index": 5},
+        "later": {"process": 2, "token": "b", "fencing": 3, "time": 200, "index": 1},
+    }  # fmt: skip
+    assert check(h).stats["fencing_out_of_order"] == 2
+
+
+def test_an_unfenced_history_is_not_fenced() -> None:
+    h = History().lease(1, "a", 10, 100).lease(2, "b", 100, 200)
+    enter(h, 1, "a", 50)
+    result = check(h)
+    assert result.fencing == {
+        "fenced": False, "stale_writes_rejected": [], "out_of_order": [],
+        "resource_consistent": True, "stale_writes_accepted": [],
+    }  # fmt: skip
+    assert json.loads(json.dumps(result.to_dict()))["fencing"]["fenced"] is False
+
+
+# --- liveness ------------------------------------------------------------------------
+
+
+def attempts(h: History, process: int, times_ms: list[int], ttl_ms: int = 100) -> None:
+    """Failed acquires by ``process``, invoked at each time and failing 1 ms later."""
+    for t in times_ms:
+        h.add(process, "invoke", "acquire", t * MS, value={"ttl_ms": ttl_ms})
+        h.add(process, "fail", "acquire", (t + 1) * MS, value={})
+
+
+def stuck_history(next_ok_ms: int) -> History:
+    """Process 1 takes the lock at 1 ms and dies holding it (its last event at 2 ms).
+    Process 2 tries from 10 ms every 140 ms and gets the lock at ``next_ok_ms``."""
+    h = History()
+    h.add(1, "invoke", "acquire", 0, value={"ttl_ms": 100})
+    h.add(1, "ok", "acquire", 1 * MS, "a", {"deadline": 101 * MS, "grants": ["n1"]})
+    h.add(1, "ok", "enter", 2 * MS, "a", {"occupancy": 1, "others": []})
+    attempts(h, 2, [t for t in range(10, next_ok_ms - 1, 140)])
+    h.add(2, "invoke", "acquire", next_ok_ms * MS - 1, value={"ttl_ms": 100})
+    h.add(2, "ok", "acquire", next_ok_ms * MS, "b", {"deadline": None, "grants": ["n1"]})
+    h.add(2, "invoke", "release", (next_ok_ms + 5) * MS, "b")
+    return h
+
+
+def test_a_gap_longer_than_three_ttls_with_attempts_is_stuck() -> None:
+    # Unavailable from 10 ms (the first attempt) to 600 ms; attempts at 10, 150, 290, 430,
+    # 570 ms fail, the one invoked just before 600 ms succeeds.
+    h = stuck_history(next_ok_ms=600)
+    liveness = check_liveness(h.events)
+    assert liveness["verdict"] == "stuck"
+    assert liveness["bound_ns"] == 300 * MS  # 3 x ttl_ms 100
+    assert liveness["intervals"] == [
+        {"key": "k0", "start": 10 * MS, "end": 600 * MS, "length_ns": 590 * MS,
+         "attempts": 6, "bound_ns": 300 * MS, "open": False}
+    ]  # fmt: skip
+    # Reported beside safety, not in it: nothing overlapped.
+    result = check(h)
+    assert result.verdict == Verdict.VALID
+    assert result.liveness["verdict"] == "stuck"
+    assert result.stats["liveness_intervals"] == 1
+
+
+def test_gaps_within_the_bound_are_live() -> None:
+    h = stuck_history(next_ok_ms=300)  # 290 ms unavailable: within 300 ms
+    assert check_liveness(h.events) == {"verdict": "ok", "bound_ns": 300 * MS, "intervals": []}
+
+
+def test_a_custom_bound_replaces_three_ttls() -> None:
+    h = stuck_history(next_ok_ms=300)
+    liveness = check_liveness(h.events, bound_ns=200 * MS)
+    assert liveness["verdict"] == "stuck"
+    assert liveness["bound_ns"] == 200 * MS
+    assert [(i["start"], i["end"]) for i in liveness["intervals"]] == [(10 * MS, 300 * MS)]
+
+
+def test_failing_while_a_lease_is_held_is_not_unavailability() -> None:
+    # 1 holds for 10 TTLs and releases at 1000 ms; 2 fails all along, then, trying since
+    # 995 ms, gets it 1 ms after the release: only that 1 ms counts.
+    h = History().lease(1, "a", start=1 * MS, end=1_000 * MS)
+    attempts(h, 2, list(range(10, 990, 50)))
+    h.add(2, "invoke", "acquire", 995 * MS, value={"ttl_ms": 100})
+    h.add(2, "ok", "acquire", 1_001 * MS, "b", {"deadline": None, "grants": ["n1"]})
+    assert check_liveness(h.events)["verdict"] == "ok"
+    assert check_liveness(h.events, bound_ns=MS - 1)["intervals"] == [
+        {"key": "k0", "start": 1_000 * MS, "end": 1_001 * MS, "length_ns": MS,
+         "attempts": 1, "bound_ns": MS - 1, "open": False}
+    ]  # fmt: skip
+
+
+def test_a_stretch_open_at_the_end_lasts_as_long_as_someone_tries() -> None:
+    # Nobody ever gets the lock back: until the last failed attempt's end...
+    h = stuck_history(next_ok_ms=600)
+    del h.events[-3:]  # drop process 2's success
+    (interval,) = check_liveness(h.events)["intervals"]
+    assert (interval["start"], interval["end"], interval["open"]) == (10 * MS, 571 * MS, True)
+    # ...or, with an attempt still outstanding, to the history's last event.
+    h.add(2, "invoke", "acquire", 580 * MS, value={"ttl_ms": 100})
+    h.add("nemesis", "info", "heal", 900 * MS, value={}, key=None)
+    (interval,) = check_liveness(h.events)["intervals"]
+    assert (interval["end"], interval["attempts"]) == (900 * MS, 6)
+
+
+def test_the_bound_is_per_key() -> None:
+    # The same 500 ms gap on both keys: stuck for ttl 100 ms, live for ttl 1 s.
+    h = History()
+    for key, ttl_ms in (("k0", 100), ("k1", 1_000)):
+        h.lease(1, f"a-{key}", 1 * MS, 2 * MS, key=key, ttl_ms=ttl_ms)
+        h.add(2, "invoke", "acquire", 10 * MS, value={"ttl_ms": ttl_ms}, key=key)
+        h.add(2, "ok", "acquire", 510 * MS, f"b-{key}", {"deadline": None}, key=key)
+    liveness = check_liveness(h.events)
+    assert [i["key"] for i in liveness["intervals"]] == ["k0"]
+    assert liveness["bound_ns"] == 3_000 * MS
+
+
+def test_no_attempts_is_unknown() -> None:
+    assert check_liveness([])["verdict"] == "unknown"
+    h = History()
+    h.add("nemesis", "info", "kill", 0, value={"node": "n1"}, key=None)
+    assert check_liveness(h.events) == {"verdict": "unknown", "bound_ns": None, "intervals": []}
+
+
+def test_an_attempt_abandoned_without_completion_stops_counting() -> None:
+    # Process 1's first invoke never completes: its next invoke (5 ms) abandons it. So
+    # nobody is waiting when 2 releases at 20 ms, and 3's try at 500 ms is served at once.
+    h = History()
+    h.add(1, "invoke", "acquire", 0, value={"ttl_ms": 100})
+    attempts(h, 1, [5])
+    h.lease(2, "b", start=10 * MS, end=20 * MS)
+    h.add(3, "invoke", "acquire", 500 * MS, value={"ttl_ms": 100})
+    h.add(3, "ok", "acquire", 501 * MS, "c", {"deadline": None})
+    assert check_liveness(h.events)["verdict"] == "ok"
+    assert check_liveness(h.events, bound_ns=0)["intervals"][-1]["start"] == 500 * MS
+
+
+def test_fencing_evidence_is_capped_but_counted() -> None:
+    h = History()
+    for n in range(4):  # tokens 9, 8, 7, 6: three grants out of order
+        h.lease(n, f"t{n}", start=(n + 1) * 10 * MS, end=(n + 1) * 10 * MS + 1, fencing=9 - n)
+    result = check(h, max_witnesses=1)
+    assert len(result.fencing["out_of_order"]) == 1
+    assert result.stats["fencing_out_of_order"] == 3
+    assert result.verdict == Verdict.VALID

@@ -1,0 +1,135 @@
+"""Liveness: stretches when nobody holds the lock although clients keep trying.
+
+Per key, the lock is *unavailable* from the moment no critical section is open while a
+client is trying (an acquire invoke outstanding) until the next acquire ok that opens a
+section. Once a stretch has begun it lasts through the gaps between one failed attempt
+and the next (a retry's back-off is still trying; the two cannot be told apart). A
+stretch longer than the bound is a liveness failure: the lock is stuck. The default
+bound is 3 x the key's TTL (the largest ``ttl_ms`` of its acquire invokes): a holder
+that dies lets its lease expire within one TTL, so a correct lock frees up well inside it.
+
+A stretch still open when the history ends lasts to the end of the history if an attempt
+is still outstanding then, else to the key's last acquire event: past that nobody tried,
+so nothing shows the lock was wanted.
+
+Sections are the owner-aware ones of ``checker.sections``, unclipped, so a holder that
+keeps its section (paused, or crashed: to its last event) counts as holding, and
+unavailability is never claimed while some client believed it held. Liveness is reported
+apart from safety: a run can be safe and stuck (SETNX + DEL when the holder crashes).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from operator import attrgetter
+from typing import Any
+
+from checker.attempts import Attempts, KeyAttempts, acquire_attempts
+from checker.history import Event
+from checker.sections import Section, critical_sections
+
+MS = 1_000_000
+BOUND_TTLS = 3  # default bound, in TTLs of the key
+STUCK, OK, UNKNOWN = "stuck", "ok", "unknown"
+
+_time = attrgetter("time")
+_start = attrgetter("start")
+
+
+def _free(sections: list[Section], end: float) -> Iterable[tuple[float, float, bool]]:
+    """(from, to, open) of each period of one key when no section was open, in order;
+    the last runs to ``end`` and is open: no acquire ok ended it."""
+    sections.sort(key=_start)
+    free_from = -math.inf
+    for section in sections:
+        if section.start > free_from:
+            yield free_from, section.start, False
+        free_from = max(free_from, section.end)
+    if end > free_from:
+        yield free_from, end, True
+
+
+def _stretch(attempts: KeyAttempts, free_from: float, free_to: float) -> tuple[float, int] | None:
+    """(start, attempts) of the unavailable stretch in the free period, or None when
+    nobody tried in it. It begins when the period does if an attempt was waiting then,
+    else at the period's first invoke; it ends when the period does."""
+    if attempts.outstanding(free_from) > 0:
+        start = free_from
+    else:
+        first = bisect_left(attempts.invokes, free_from)
+        if first == len(attempts.invokes) or attempts.invokes[first] >= free_to:
+            return None
+        start = attempts.invokes[first]
+    # Attempts invoked before the end and not completed by the start.
+    tried = bisect_left(attempts.invokes, free_to) - bisect_right(attempts.dones, start)
+    return start, tried
+
+
+def _stuck(
+    key: str | None, attempts: KeyAttempts, sections: list[Section], bound: int, end: int
+) -> list[dict[str, Any]]:
+    """One key's stretches longer than ``bound``; ``end`` is the history's last event."""
+    last = attempts.last()
+    found = []
+    for free_from, free_to, is_open in _free(sections, end if last == math.inf else last):
+        if free_to - free_from <= bound:
+            continue  # a stretch lies inside its free period: it cannot be longer
+        stretch = _stretch(attempts, free_from, free_to)
+        if stretch is None or free_to - stretch[0] <= bound:
+            continue
+        start, tried = stretch
+        found.append(
+            {"key": key, "start": int(start), "end": int(free_to),
+             "length_ns": int(free_to - start), "attempts": tried, "bound_ns": bound,
+             "open": is_open}
+        )  # fmt: skip
+    return found
+
+
+def check_liveness(
+    history: Sequence[Event],
+    sections: Sequence[Section] | None = None,
+    bound_ns: int | None = None,
+    attempts: Attempts | None = None,
+) -> dict[str, Any]:
+    """``{"verdict": "stuck"|"ok"|"unknown", "bound_ns", "intervals"}``.
+
+    ``sections`` and ``attempts`` are ``critical_sections(history)`` and
+    ``acquire_attempts(history)`` when the caller has them already. ``bound_ns`` replaces
+    the per-key default of 3 x TTL. Unknown: nobody ever tried, or (without a stuck key)
+    some key's attempts named no TTL to derive its bound from.
+    ``intervals`` holds the stuck stretches, by start; ``open`` marks one that had not
+    ended when the history did.
+    """
+    by_attempts = (acquire_attempts(history) if attempts is None else attempts).by_key
+    if not by_attempts:
+        return {"verdict": UNKNOWN, "bound_ns": bound_ns, "intervals": []}
+    by_key: defaultdict[str | None, list[Section]] = defaultdict(list)
+    for section in critical_sections(history) if sections is None else sections:
+        by_key[section.key].append(section)
+    # The history's end matters only while an attempt is still outstanding at it.
+    waiting = any(a.dones[-1] == math.inf for a in by_attempts.values())
+    end = max(map(_time, history)) if waiting else 0
+    intervals: list[dict[str, Any]] = []
+    bounds: list[int] = []
+    unbounded = False
+    for key, key_attempts in by_attempts.items():
+        if bound_ns is not None:
+            bound = bound_ns
+        elif key_attempts.ttl_ms is not None:
+            bound = BOUND_TTLS * key_attempts.ttl_ms * MS
+        else:
+            unbounded = True
+            continue
+        bounds.append(bound)
+        intervals.extend(_stuck(key, key_attempts, by_key.get(key, []), bound, end))
+    intervals.sort(key=lambda i: (i["start"], str(i["key"])))
+    verdict = STUCK if intervals else UNKNOWN if unbounded else OK
+    return {
+        "verdict": verdict,
+        "bound_ns": bound_ns if bound_ns is not None else max(bounds, default=None),
+        "intervals": intervals,
+    }
