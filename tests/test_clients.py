@@ -142,9 +142,25 @@ def test_redlock_validity_shrinks_by_the_time_acquiring_took(clean_cluster: Loca
 
 def test_resource_sees_two_occupants(cluster: LocalCluster) -> None:
     resource = Resource(cluster.resource)
-    assert resource.enter("r", "a") == ["a"]
-    assert sorted(resource.enter("r", "b")) == ["a", "b"]
+    assert resource.enter("r", "a").occupants == ["a"]
+    assert sorted(resource.enter("r", "b").occupants) == ["a", "b"]
     resource.exit("r", "a")
     resource.exit("r", "b")
-    assert resource.enter("r", "c") == ["c"]
+    assert resource.enter("r", "c").occupants == ["c"]
     resource.exit("r", "c")
+
+
+def test_resource_rejects_a_stale_fencing_token(cluster: LocalCluster) -> None:
+    resource = Resource(cluster.resource)
+    first = resource.enter("f", "a", fencing=5)
+    assert (first.accepted, first.highest, first.occupants) == (True, None, ["a"])
+    resource.exit("f", "a")
+    stale = resource.enter("f", "b", fencing=4)  # a paused holder waking up with token 4
+    assert (stale.accepted, stale.highest, stale.occupants) == (False, 5, [])
+    again = resource.enter("f", "c", fencing=5)  # the same token is not stale
+    assert (again.accepted, again.highest) == (True, 5)
+    resource.exit("f", "c")
+    newer = resource.enter("f", "d", fencing=9)
+    assert (newer.accepted, newer.highest) == (True, 5)
+    resource.exit("f", "d")
+    assert resource.enter("f", "e", fencing=8).highest == 9

@@ -121,11 +121,11 @@ class ClientLoop:
                 lease = None
             else:
                 if lease is not None:
-                    self.rec.record(self.process, OK, ACQUIRE, key, lease.token, {
-                        "deadline": lease.deadline,
-                        "grants": list(lease.grants),
-                        "fencing": lease.fencing,
-                    })  # fmt: skip
+                    value = {"deadline": lease.deadline, "grants": list(lease.grants),
+                             "fencing": lease.fencing}  # fmt: skip
+                    if lease.depth != 1:  # reentrant: nested by the same owner
+                        value["depth"] = lease.depth
+                    self.rec.record(self.process, OK, ACQUIRE, key, lease.token, value)
                     return lease
                 self.rec.record(self.process, FAIL, ACQUIRE, key)
             delay = self.rng.uniform(self.config.retry_delay_min_ns, self.config.retry_delay_max_ns)
@@ -148,12 +148,15 @@ class ClientLoop:
         key, token = lease.key, lease.token
         self.rec.record(self.process, INVOKE, ENTER, key, token)
         try:
-            occupants = self.resource.enter(key, token)
+            entry = self.resource.enter(key, token, lease.fencing)
         except Exception as e:
             self.rec.record(self.process, INFO, ENTER, key, token, _error(e))
         else:
-            others = [t for t in occupants if t != token]
-            value = {"occupancy": len(occupants), "others": others}
+            others = [t for t in entry.occupants if t != token]
+            value: dict[str, Any] = {"occupancy": len(entry.occupants), "others": others}
+            if lease.fencing is not None:
+                value |= {"fencing": lease.fencing, "accepted": entry.accepted,
+                          "highest": entry.highest}  # fmt: skip
             self.rec.record(self.process, OK, ENTER, key, token, value)
         remaining = end - self.clock()
         if remaining > 0:
@@ -167,7 +170,8 @@ class ClientLoop:
             self.rec.record(self.process, OK, EXIT, key, token)
 
     def release(self, lease: Lease) -> None:
-        self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token)
+        depth = {"depth": lease.depth} if lease.depth != 1 else None
+        self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, depth)
         try:
             released = self.client.release(lease)
         except Exception as e:
