@@ -17,28 +17,23 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from workloads.connect import single_try_client
+from workloads.connect import OneNodeClient
 from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.scripts import REENTRANT_ACQUIRE, REENTRANT_RELEASE
 from workloads.validity import validity_deadline
 
-DEFAULT_TIMEOUT_NS = 200_000_000
 
-
-class ReentrantLock:
+class ReentrantLock(OneNodeClient):
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
         options: dict[str, object],
-        discovery: Discovery | None = None,  # one static node: nothing to discover
+        discovery: Discovery | None = None,
     ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
-        self.redis = single_try_client(self.node, timeout_s)
-        self.clock = clock
+        super().__init__(nodes, clock, options, discovery)
         self.tokens: dict[str, str] = {}  # key -> this client's owner token while it holds key
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
@@ -57,5 +52,3 @@ class ReentrantLock:
             del self.tokens[lease.key]  # gone (released or lost): the next acquire starts afresh
         return left >= 0
 
-    def close(self) -> None:
-        self.redis.close()

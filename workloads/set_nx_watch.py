@@ -22,13 +22,12 @@ from collections.abc import Callable, Sequence
 
 from redis.exceptions import WatchError
 
-from workloads.connect import single_try_client
+from workloads.connect import OneNodeClient
 from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
 
-DEFAULT_TIMEOUT_NS = 200_000_000
 DEFAULT_RELEASE_RETRIES = 3
 
 
@@ -36,18 +35,15 @@ class ReleaseContended(Exception):
     """Every WATCH ... EXEC attempt met a concurrent write: outcome unknown."""
 
 
-class SetNxWatchLock:
+class SetNxWatchLock(OneNodeClient):
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
         options: dict[str, object],
-        discovery: Discovery | None = None,  # one static node: nothing to discover
+        discovery: Discovery | None = None,
     ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
-        self.redis = single_try_client(self.node, timeout_s)
-        self.clock = clock
+        super().__init__(nodes, clock, options, discovery)
         self.attempts = int(options.get("release_retries", DEFAULT_RELEASE_RETRIES)) + 1  # type: ignore[call-overload]
         # Called between the GET and MULTI of each release attempt (tests write the key there).
         self.before_exec: Callable[[], None] | None = None
@@ -76,5 +72,3 @@ class SetNxWatchLock:
                     continue  # written since WATCH: look again
         raise ReleaseContended(f"{lease.key}: written during each of {self.attempts} releases")
 
-    def close(self) -> None:
-        self.redis.close()

@@ -15,29 +15,12 @@ take it in between.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
-from workloads.connect import single_try_client
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
-from workloads.protocol import Clock, Lease
-
-DEFAULT_TIMEOUT_NS = 200_000_000
+from workloads.connect import OneNodeClient
+from workloads.protocol import Lease
 
 
-class SetnxDelLock:
-    def __init__(
-        self,
-        nodes: Sequence[Endpoint],
-        clock: Clock,
-        options: dict[str, object],
-        discovery: Discovery | None = None,  # one static node: nothing to discover
-    ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
-        self.redis = single_try_client(self.node, timeout_s)
-        self.clock = clock
-
+class SetnxDelLock(OneNodeClient):
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:  # ttl_ms: ignored, no expiry
         token = os.urandom(20).hex()
         if not self.redis.setnx(key, token):
@@ -49,5 +32,3 @@ class SetnxDelLock:
             return False
         return bool(self.redis.delete(lease.key))
 
-    def close(self) -> None:
-        self.redis.close()

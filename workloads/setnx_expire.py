@@ -19,27 +19,22 @@ import math
 import os
 from collections.abc import Callable, Sequence
 
-from workloads.connect import single_try_client
+from workloads.connect import OneNodeClient
 from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
 
-DEFAULT_TIMEOUT_NS = 200_000_000
 
-
-class SetnxExpireLock:
+class SetnxExpireLock(OneNodeClient):
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
         options: dict[str, object],
-        discovery: Discovery | None = None,  # one static node: nothing to discover
+        discovery: Discovery | None = None,
     ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
-        self.redis = single_try_client(self.node, timeout_s)
-        self.clock = clock
+        super().__init__(nodes, clock, options, discovery)
         # Called after a granted SETNX, before EXPIRE; the worker installs it.
         self.crash_between: Callable[[], None] | None = None
 
@@ -58,5 +53,3 @@ class SetnxExpireLock:
             return False
         return bool(self.redis.delete(lease.key))  # not atomic with the GET (see above)
 
-    def close(self) -> None:
-        self.redis.close()

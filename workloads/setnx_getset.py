@@ -27,13 +27,11 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from workloads.connect import single_try_client
+from workloads.connect import OneNodeClient
 from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
-
-DEFAULT_TIMEOUT_NS = 200_000_000
 
 
 def system_wall_ms() -> int:
@@ -46,18 +44,15 @@ def expiry_of(value: bytes | str) -> int:
     return int(text.partition(":")[0])
 
 
-class SetnxGetsetLock:
+class SetnxGetsetLock(OneNodeClient):
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
         options: dict[str, object],
-        discovery: Discovery | None = None,  # one static node: nothing to discover
+        discovery: Discovery | None = None,
     ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
-        self.redis = single_try_client(self.node, timeout_s)
-        self.clock = clock
+        super().__init__(nodes, clock, options, discovery)
         wall = options.get("wall_ms", system_wall_ms)
         self.wall_ms: Callable[[], int] = wall if callable(wall) else system_wall_ms
         # Called after GET saw a stale value, before GETSET (tests use it to race).
@@ -83,5 +78,3 @@ class SetnxGetsetLock:
             return False  # ours has expired: the key may be someone else's by now
         return bool(self.redis.delete(lease.key))
 
-    def close(self) -> None:
-        self.redis.close()
