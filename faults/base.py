@@ -58,6 +58,7 @@ class FaultContext:
     rng: random.Random  # target picks; the schedule has its own stream
     restart_delay_ns: int = 0
     cuts: ProxyCuts = field(init=False)
+    killed_workers: set[int] = field(default_factory=set)  # by client-kill: deaths intended
 
     def __post_init__(self) -> None:
         self.cuts = ProxyCuts(self.cluster)

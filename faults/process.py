@@ -8,6 +8,7 @@ from typing import Any
 
 from faults.base import Fault
 from faults.targets import pick_workers
+from harness.cluster.process import ManagedProcess
 
 
 class Kill(Fault):
@@ -54,19 +55,44 @@ class Pause(Fault):
         return {"resumed": self.targets}
 
 
-class ClientPause(Fault):
-    """SIGSTOP a worker process: every client in it freezes mid-step, as in a GC pause,
-    and resumes believing whatever it believed, its lease included."""
-
-    kind = "client-pause"
+class _WorkerFault(Fault):
+    """Targets worker processes (w1, w2, …) instead of nodes."""
 
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.ctx.live)
         return [f"w{w}" for w in workers]
 
+    def _workers(self) -> list[tuple[int, ManagedProcess]]:
+        numbers = [int(name[1:]) for name in self.targets]
+        return [(n, self.ctx.workers[n - 1]) for n in numbers]
+
+
+class ClientKill(_WorkerFault):
+    """SIGKILL worker processes: their clients die mid-step, holding whatever they hold,
+    and nobody releases it. Not restarted: the run goes on without them."""
+
+    kind = "client-kill"
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        for number, worker in self._workers():
+            self.ctx.killed_workers.add(number)  # before the kill: the runner must not mourn
+            worker.kill()
+        return {"killed": targets}
+
+    def stop(self) -> dict[str, Any]:
+        return {}
+
+
+class ClientPause(_WorkerFault):
+    """SIGSTOP a worker process: every client in it freezes mid-step, as in a GC pause,
+    and resumes believing whatever it believed, its lease included."""
+
+    kind = "client-pause"
+
     def _signal(self, signum: int) -> None:
-        for name in self.targets:
-            self.ctx.workers[int(name[1:]) - 1].signal(signum)
+        for _, worker in self._workers():
+            worker.signal(signum)
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets

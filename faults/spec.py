@@ -4,7 +4,7 @@
       - kind: kill              # one of FAULT_KINDS
         name: kill-holder       # optional (default: the kind); the timeline refers to it
         targets: holders        # one | minority | majority | all | holders | holder | [n1, n3]
-                                # (client-pause: one | all | holders | [w1, w2])
+                                # (client-pause, client-kill: one | all | holders | [w1, w2])
         every: 4s               # repeat period; omitted: once, unless the timeline uses it
         duration: 1s            # how long each occurrence lasts (kill: also `down_for`)
         start_after: 2s         # first occurrence (default 0s)
@@ -27,6 +27,7 @@ FAULT_KINDS = (
     "kill",  # SIGKILL a node, restart it after `duration` (or the cluster's restart_delay)
     "pause",  # SIGSTOP a node, SIGCONT after `duration`
     "client-pause",  # SIGSTOP a worker process (a GC pause of all its clients)
+    "client-kill",  # SIGKILL a worker process: its clients die holding what they hold
     "partition",  # through Toxiproxy: isolate nodes, cut a worker off, or ring
     "latency",  # a latency toxic with jitter on chosen links and directions
     "toxic",  # any other Toxiproxy toxic, by type and attributes
@@ -67,6 +68,7 @@ OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
     },
     "pause": {},
     "client-pause": {},
+    "client-kill": {},
     "partition": {
         "mode": ("choice:" + "|".join(PARTITION_MODES), "isolate", "which partition"),
         "workers": ("workers", "all", "cut-worker: the workers cut off from the targets"),

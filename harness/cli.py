@@ -32,7 +32,7 @@ from harness.interrupts import no_interrupts
 from harness.reports import rebuild_reports
 from harness.runlog import run_log
 from harness.runner import Binaries, run_scenario
-from harness.scenario import builtin_scenarios, load_scenario, with_overrides
+from harness.scenario import Expectation, builtin_scenarios, load_scenario, with_overrides
 from harness.store import create_run_dir
 from harness.suite import SuiteRequest, plan_suite, run_suite
 from workloads.registry import CLIENTS
@@ -152,7 +152,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         client=args.client,
     )
     outcome = run_scenario(scenario, store=args.store, binaries=_binaries(args), console=console)
-    print_summary(console, scenario.name, outcome.result, scenario.expect, outcome.run_dir)
+    print_summary(console, scenario.name, outcome.result, scenario.expectation, outcome.run_dir)
     return outcome.exit_code
 
 
@@ -170,13 +170,13 @@ def cmd_suite(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_check(args: argparse.Namespace, console: Console) -> int:
     target: Path = args.target
-    expect, expected_processes, name = args.expect, None, target.name
+    # --expect (safety) wins; else the run's own expectation; else valid.
+    expectation, expected_processes, name = Expectation("valid"), None, target.name
     if target.is_dir():
         scenario_file = target / "scenario.yaml"
         if scenario_file.exists():
             scenario = load_scenario(str(scenario_file))
-            name = scenario.name
-            expect = expect or scenario.expect
+            name, expectation = scenario.name, scenario.expectation
             w = scenario.workload
             expected_processes = range(w.workers * w.threads)
         target = target / "history.jsonl"
@@ -187,9 +187,10 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     except HistoryError as e:
         raise BadInput(str(e)) from None
     result = check_history(history, expected_processes=expected_processes)
-    expect = expect or "valid"
-    print_summary(console, name, result, expect)
-    if result.verdict.value == expect:
+    if args.expect:
+        expectation = Expectation(args.expect)
+    print_summary(console, name, result, expectation)
+    if expectation.met_by(result.verdict.value, (result.liveness or {}).get("verdict")):
         return EXIT_AS_EXPECTED
     return EXIT_UNKNOWN if result.verdict is Verdict.UNKNOWN else EXIT_NOT_AS_EXPECTED
 

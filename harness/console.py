@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from checker.verdict import CheckResult, Verdict
+from harness.scenario import Expectation
 
 _STYLE = {Verdict.VALID: "bold green", Verdict.INVALID: "bold red", Verdict.UNKNOWN: "bold yellow"}
 
@@ -59,16 +60,38 @@ def describe_stats(stats: dict[str, Any]) -> str:
     )
 
 
+def describe_liveness(liveness: dict[str, Any]) -> str:
+    verdict = liveness.get("verdict", "unknown")
+    if verdict != "stuck":
+        return f"liveness: {verdict}"
+    longest = max(liveness.get("intervals") or [{}], key=lambda i: i.get("length_ns", 0))
+    if not longest:
+        return "liveness: stuck"
+    return (
+        f"liveness: stuck: key {longest['key']} unavailable for {_ms(longest['length_ns'])} "
+        f"from {longest['start'] / 1e9:.3f}s while clients tried (bound "
+        f"{_ms(liveness.get('bound_ns') or longest.get('bound_ns'))})"
+    )
+
+
 def print_summary(
-    console: Console, name: str, result: CheckResult, expect: str, run_dir: Path | None = None
+    console: Console,
+    name: str,
+    result: CheckResult,
+    expectation: Expectation,
+    run_dir: Path | None = None,
 ) -> None:
     verdict = result.verdict
-    matched = verdict.value == expect
+    liveness = result.liveness or {}
+    matched = expectation.met_by(verdict.value, liveness.get("verdict"))
     mark = "[green]as expected[/]" if matched else "[red]NOT as expected[/]"
     console.print(
-        f"[{_STYLE[verdict]}]{verdict.value.upper()}[/] {name} (expected {expect}): {mark}",
+        f"[{_STYLE[verdict]}]{verdict.value.upper()}[/] {name} (expected {expectation}): "
+        f"{mark}",
         highlight=False,
     )
+    if expectation.liveness is not None or liveness.get("verdict") == "stuck":
+        console.print(f"  {describe_liveness(liveness)}", highlight=False)
     for reason in result.reasons:
         console.print(f"  {reason}", highlight=False)
     for witness in result.witnesses[:3]:

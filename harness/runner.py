@@ -12,7 +12,7 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,8 @@ class RunOutcome:
 
     @property
     def as_expected(self) -> bool:
-        return self.result.verdict.value == self.scenario.expect
+        liveness = (self.result.liveness or {}).get("verdict")
+        return self.scenario.expectation.met_by(self.result.verdict.value, liveness)
 
     @property
     def exit_code(self) -> int:
@@ -140,10 +141,12 @@ def _watch(
     t0_ns: int,
     total_s: float,
     deadline_s: float,
+    killed: Collection[int] = (),
 ) -> None:
     """Follow the run until ``deadline_s`` (since t0) or until every worker is done.
 
-    Raises WorkerDied as soon as a worker exits with a failure.
+    Raises WorkerDied as soon as a worker exits with a failure, unless the nemesis
+    killed it on purpose (``killed``).
     """
     while any(worker.running() for worker in workers):
         live.refresh()
@@ -151,7 +154,7 @@ def _watch(
         progress.update(min(elapsed_s, total_s), total_s, live.ops, live.cycles)
         for i, worker in enumerate(workers, start=1):
             code = worker.exit_code()
-            if code not in (None, 0):
+            if code not in (None, 0) and i not in killed:
                 raise WorkerDied(f"worker w{i} exited with code {code} at {elapsed_s:.2f}s")
         if elapsed_s >= deadline_s:
             return
@@ -247,11 +250,12 @@ def _execute(
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
         nemesis.start()
         with ProgressLine(console, scenario.name) as progress:
-            _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s)
+            killed = ctx.killed_workers
+            _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s, killed=killed)
             # Heal now: a paused worker must be resumed to finish its last cycle and stop.
             finishing, nemesis = nemesis, None
             execution.problems += finishing.finish()
-            _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s + grace_s)
+            _watch(workers, live, progress, t0_ns, total_s, total_s + grace_s, killed)
         if any(worker.running() for worker in workers):
             raise WorkerDied(f"workers still running {grace_s:.1f}s after the end")
     except KeyboardInterrupt:
@@ -295,7 +299,7 @@ def run_scenario(
         description = cluster.describe()
         write_results(outcome, description)
         outcome = _write_reports(outcome, history, description)
-        log.info("verdict %s (expected %s)", result.verdict, scenario.expect)
+        log.info("verdict %s (expected %s)", result.verdict, scenario.expectation)
     return outcome
 
 
@@ -322,6 +326,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "client": scenario.client.name,
         **outcome.result.to_dict(),
         "expect": scenario.expect,
+        "expect_liveness": scenario.expect_liveness,
         "as_expected": outcome.as_expected,
         "interrupted": outcome.interrupted,
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},

@@ -48,6 +48,7 @@ from workloads.registry import CLIENTS
 
 PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
+LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
 TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
 
 _MS = 1_000_000
@@ -87,11 +88,27 @@ class WorkloadSpec:
     honor_validity: bool = True
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """What a run should come out as: safety (valid, invalid) and, optionally, liveness
+    (ok, stuck), which the checker reports apart from safety."""
+
+    safety: str
+    liveness: str | None = None
+
+    def met_by(self, safety: str, liveness: str | None) -> bool:
+        """True if a run's safety verdict (and liveness, when expected) are as expected."""
+        return safety == self.safety and self.liveness in (None, liveness)
+
+    def __str__(self) -> str:
+        return self.safety if self.liveness is None else f"{self.safety}, {self.liveness}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
     name: str
     description: str
-    expect: str
+    expectation: Expectation
     duration_ns: int
     seed: int | None = None
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
@@ -100,6 +117,15 @@ class Scenario:
     faults: FaultPlan = field(default_factory=FaultPlan)
     # Where it was read from: for messages only, so not part of equality.
     source: str = field(default="", compare=False)
+
+    @property
+    def expect(self) -> str:
+        """The expected safety verdict: valid or invalid."""
+        return self.expectation.safety
+
+    @property
+    def expect_liveness(self) -> str | None:
+        return self.expectation.liveness
 
 
 # ---- kinds of values -------------------------------------------------------------------
@@ -228,6 +254,31 @@ class _Choice(_Kind):
         if not isinstance(value, str) or value not in self.values:
             raise self._reject(value, "is not one of the choices")
         return value
+
+
+@dataclass(frozen=True)
+class _Expect(_Kind):
+    """``expect: valid`` (safety only), or ``expect: {safety: valid, liveness: stuck}``."""
+
+    allowed = (
+        f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
+        f"({', '.join(EXPECTATIONS)}) and liveness ({', '.join(LIVENESS_EXPECTATIONS)})"
+    )
+
+    def read(self, value: object) -> Expectation:
+        if isinstance(value, str) and value in EXPECTATIONS:
+            return Expectation(value)
+        if not isinstance(value, dict) or not set(value) <= {"safety", "liveness"}:
+            raise self._reject(value, "is not an expectation")
+        safety, liveness = value.get("safety", "valid"), value.get("liveness")
+        if safety not in EXPECTATIONS or liveness not in (None, *LIVENESS_EXPECTATIONS):
+            raise self._reject(value, "is not an expectation")
+        return Expectation(safety, liveness)
+
+    def write(self, value: Any) -> object:
+        if value.liveness is None:
+            return value.safety
+        return {"safety": value.safety, "liveness": value.liveness}
 
 
 @dataclass(frozen=True)
@@ -515,7 +566,8 @@ def _node_in_cluster(s: Scenario) -> tuple[str, str] | None:
 _NAME = _Text(r"[A-Za-z0-9._-]+", "letters, digits, '.', '_' and '-'")
 _FAULT_KIND = _Choice(FAULT_KINDS)
 _PROBABILITY = _Float(0.0, 1.0)
-_WORKER_FAULTS = frozenset({"client-pause"})  # kinds whose targets are workers, not nodes
+# Kinds whose targets are workers, not nodes.
+_WORKER_FAULTS = frozenset({"client-pause", "client-kill"})
 _TIMELINE_LIST = ("at", "fault", "targets")  # the short form: [at, fault] or [at, fault, targets]
 
 
@@ -897,7 +949,7 @@ _WORKLOAD = _Section("workload.", WorkloadSpec, (
 _SCENARIO = _Section("", Scenario, (
     _Key("name", _NAME),
     _Key("description", _Text()),
-    _Key("expect", _Choice(EXPECTATIONS)),
+    _Key("expect", _Expect(), "expectation"),
     _ns("duration", _Duration(positive=True)),
     _Key("seed", _Optional(_SEED)),
     _Key("cluster", _CLUSTER),

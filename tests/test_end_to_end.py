@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from checker.history import read_history
-from tests.conftest import lockharness
+from tests.conftest import REPO, lockharness
 
 RUN_FLAGS = ("--duration", "3s", "--workers", "2", "--threads", "3")
 
@@ -108,3 +108,32 @@ def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -
               if e.f == "kill" and e.type == "info" and e.value["phase"] == "start"]  # fmt: skip
     assert killed and all(len(nodes) == 2 for nodes in killed)  # a minority each time
     assert results["stats"]["cycles"] > 20  # it kept working through the kills
+
+
+def test_a_crashed_setnx_del_holder_is_safe_but_stuck(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = lockharness(
+        "run", "setnx-del-holder-crash", "--duration", "6s", "--store", str(store), cwd=tmp_path
+    )
+    run_dir = (store / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results["verdict"] == "valid" and results["liveness"]["verdict"] == "stuck"
+    (stuck,) = results["liveness"]["intervals"]
+    kill = next(e for e in nemesis_events(run_dir) if e.f == "client-kill" and e.type == "info")
+    assert stuck["start"] <= kill.time + 100_000_000  # unavailable from about the kill...
+    assert stuck["length_ns"] > results["liveness"]["bound_ns"]  # ...for longer than 3 x TTL
+    assert "liveness: stuck" in done.stdout
+    assert results["worker_exit_codes"][kill.value["killed"][0]] == -9  # and no abort
+
+
+def test_a_liveness_expectation_can_fail(tmp_path: Path) -> None:
+    # single-baseline never gets stuck: expecting it to is not as expected (exit 1).
+    scenario = tmp_path / "wrongly-stuck.yaml"
+    text = (REPO / "harness/scenarios/single-baseline.yaml").read_text()
+    scenario.write_text(text.replace("expect: valid", "expect: {safety: valid, liveness: stuck}"))
+    done = lockharness(
+        "run", str(scenario), "--duration", "3s", "--store", str(tmp_path / "s"), cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "NOT as expected" in done.stdout and "liveness: ok" in done.stdout

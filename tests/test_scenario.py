@@ -818,3 +818,15 @@ def test_kill_down_for_is_its_duration(tmp_path: Path) -> None:
     assert "x.yaml: faults[0].down_for: give down_for or duration, not both" in message
     # Only a kill is "down"; for other kinds down_for is an unknown key.
     assert "faults[0]" in bad(tmp_path, GOOD + "faults: [{kind: pause, down_for: 1s}]\n")
+
+
+def test_expect_may_name_liveness_too(tmp_path: Path) -> None:
+    text = GOOD.replace("expect: valid", "expect: {safety: valid, liveness: stuck}")
+    path = tmp_path / "live.yaml"
+    path.write_text(text)
+    scenario = load_scenario(str(path))
+    assert (scenario.expect, scenario.expect_liveness) == ("valid", "stuck")
+    assert load_scenario(str(write(tmp_path, to_yaml(scenario), "again.yaml"))) == scenario
+    for wrong in ("{safety: valid, liveness: dead}", "{safty: valid}", "maybe", "[valid]"):
+        message = bad(tmp_path, GOOD.replace("expect: valid", f"expect: {wrong}"))
+        assert "x.yaml: expect: " in message and "liveness (ok, stuck)" in message

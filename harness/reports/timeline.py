@@ -705,9 +705,11 @@ def _windowed_note(ops: Sequence[Op], windows: Sequence[Window], around_violatio
 
 def _title(scenario: Scenario, result: CheckResult) -> str:
     verdict = result.verdict.value
-    matched = verdict == scenario.expect
+    liveness = (result.liveness or {}).get("verdict")
+    matched = scenario.expectation.met_by(verdict, liveness)
     expect = (
-        f'<span class="expect {"yes" if matched else "no"}">expected {_esc(scenario.expect)}: '
+        f'<span class="expect {"yes" if matched else "no"}">expected '
+        f"{_esc(str(scenario.expectation))}: "
         f"{'as expected' if matched else 'NOT as expected'}</span>"
     )
     return (
