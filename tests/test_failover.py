@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from checker.history import read_history
 from harness.cluster.local import ClusterConfig
@@ -45,12 +46,18 @@ def test_sentinel_fails_over_and_clients_follow_through_their_proxies(
     try:
         before = lock.acquire("k", 60_000)
         assert before is not None and before.grants == ("n1",)
+        # Replication is asynchronous: make sure both replicas have the key before the kill.
+        master = redis.Redis(port=replicated.node("n1").endpoint.port)
+        assert master.execute_command("WAIT", 2, 5000) == 2
         replicated.node("n1").kill()
         deadline = time.monotonic() + 20
         while not switches and time.monotonic() < deadline:
             time.sleep(0.05)
         assert switches and switches[0][0] == "n1" and switches[0][1] in ("n2", "n3")
         new = switches[0][1]
+        # One sentinel announced it; the others agree a moment later.
+        while replicated.current_master() != new and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert replicated.current_master() == new
         # The client's connection died with n1; it asks Sentinel again and gets the new
         # master, through its own worker's proxy. The key had replicated: still refused.
