@@ -90,6 +90,8 @@ def test_promote_without_sentinel_repoints_clients(
             discovery=cluster.discovery(1),
         )  # fmt: skip
         assert (lease := lock.acquire("k", 60_000)) is not None and lease.grants == ("n1",)
+        master = redis.Redis(port=cluster.node("n1").endpoint.port)
+        assert master.execute_command("WAIT", 2, 5000) == 2  # k is on n3 before it is promoted
         assert cluster.promote("n3", demote_old=True) == {"from": "n1", "to": "n3"}
         assert cluster.current_master() == "n3"
         # n3 had the key (no lag here), so it refuses; another key lands on n3.
