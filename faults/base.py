@@ -11,8 +11,9 @@ import random
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from faults.spec import FaultSpec
@@ -59,6 +60,8 @@ class FaultContext:
     restart_delay_ns: int = 0
     cuts: ProxyCuts = field(init=False)
     killed_workers: set[int] = field(default_factory=set)  # by client-kill: deaths intended
+    # Where worker N's crash-point file lives (workloads.worker.crash_point_file).
+    crash_point: Callable[[int], Path] = lambda worker: Path(f"crash-point-w{worker}")
 
     def __post_init__(self) -> None:
         self.cuts = ProxyCuts(self.cluster)

@@ -21,7 +21,7 @@ from checker.history import INFO, INVOKE, NEMESIS
 from faults.base import Fault, FaultContext
 from faults.clock_faults import ClockBump, ClockRate, ClockStrobe
 from faults.network import Latency, Partition, Toxic
-from faults.process import ClientKill, ClientPause, Kill, Pause
+from faults.process import ClientKill, ClientPause, CrashPoint, Kill, Pause
 from faults.replication import Promote
 from faults.schedule import Occurrence, build_schedule
 from faults.spec import FaultPlan, FaultSpec
@@ -31,8 +31,8 @@ from workloads.recorder import Recorder
 log = logging.getLogger("lockharness.nemesis")
 
 _KINDS: tuple[type[Fault], ...] = (
-    Kill, Pause, ClientPause, ClientKill, Partition, Latency, Toxic, ClockBump, ClockStrobe,
-    ClockRate, Promote,
+    Kill, Pause, ClientPause, ClientKill, CrashPoint, Partition, Latency, Toxic, ClockBump,
+    ClockStrobe, ClockRate, Promote,
 )  # fmt: skip
 FAULTS: dict[str, type[Fault]] = {cls.kind: cls for cls in _KINDS}
 

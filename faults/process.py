@@ -84,6 +84,26 @@ class ClientKill(_WorkerFault):
         return {}
 
 
+class CrashPoint(_WorkerFault):
+    """Arm the crash point of the target workers' clients (setnx-expire: between SETNX and
+    EXPIRE): the next client of the worker to get there kills its whole process. Stopping
+    it disarms workers that have not crashed yet."""
+
+    kind = "crash-point"
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        for number, _ in self._workers():
+            self.ctx.killed_workers.add(number)  # its death, when it comes, is intended
+            self.ctx.crash_point(number).touch()
+        return {"armed": targets}
+
+    def stop(self) -> dict[str, Any]:
+        for number, _ in self._workers():
+            self.ctx.crash_point(number).unlink(missing_ok=True)
+        return {"disarmed": self.targets}
+
+
 class ClientPause(_WorkerFault):
     """SIGSTOP a worker process: every client in it freezes mid-step, as in a GC pause,
     and resumes believing whatever it believed, its lease included."""

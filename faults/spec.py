@@ -28,6 +28,7 @@ FAULT_KINDS = (
     "pause",  # SIGSTOP a node, SIGCONT after `duration`
     "client-pause",  # SIGSTOP a worker process (a GC pause of all its clients)
     "client-kill",  # SIGKILL a worker process: its clients die holding what they hold
+    "crash-point",  # arm a worker's crash point (setnx-expire: between SETNX and EXPIRE)
     "partition",  # through Toxiproxy: isolate nodes, cut a worker off, or ring
     "latency",  # a latency toxic with jitter on chosen links and directions
     "toxic",  # any other Toxiproxy toxic, by type and attributes
@@ -69,6 +70,7 @@ OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
     "pause": {},
     "client-pause": {},
     "client-kill": {},
+    "crash-point": {},
     "partition": {
         "mode": ("choice:" + "|".join(PARTITION_MODES), "isolate", "which partition"),
         "workers": ("workers", "all", "cut-worker: the workers cut off from the targets"),

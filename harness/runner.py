@@ -36,7 +36,7 @@ from harness.scenario import Scenario, to_yaml
 from harness.shards import merge_shards
 from harness.store import create_run_dir, update_latest
 from workloads.recorder import Recorder
-from workloads.worker import WorkerConfig
+from workloads.worker import WorkerConfig, crash_point_file
 
 log = logging.getLogger("lockharness")
 
@@ -240,6 +240,7 @@ def _execute(
         ctx = FaultContext(
             cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
             restart_delay_ns=scenario.cluster.restart_delay_ns,
+            crash_point=lambda worker: crash_point_file(configs[0].history_path, worker),
         )  # fmt: skip
 
         def clock() -> int:  # the history's time base

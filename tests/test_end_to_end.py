@@ -120,7 +120,8 @@ def test_a_crashed_setnx_del_holder_is_safe_but_stuck(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert results["verdict"] == "valid" and results["liveness"]["verdict"] == "stuck"
     (stuck,) = results["liveness"]["intervals"]
-    kill = next(e for e in nemesis_events(run_dir) if e.f == "client-kill" and e.type == "info")
+    kill = next(e for e in nemesis_events(run_dir)
+                if e.f == "client-kill" and e.type == "info" and "killed" in e.value)  # fmt: skip
     assert stuck["start"] <= kill.time + 100_000_000  # unavailable from about the kill...
     assert stuck["length_ns"] > results["liveness"]["bound_ns"]  # ...for longer than 3 x TTL
     assert "liveness: stuck" in done.stdout
@@ -137,3 +138,23 @@ def test_a_liveness_expectation_can_fail(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "NOT as expected" in done.stdout and "liveness: ok" in done.stdout
+
+
+def test_a_crash_between_setnx_and_expire_leaves_the_lock_stuck(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = lockharness(
+        "run", "setnx-expire-crash", "--duration", "7s", "--store", str(store), cwd=tmp_path
+    )
+    run_dir = (store / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results["verdict"] == "valid" and results["liveness"]["verdict"] == "stuck"
+    # Every worker was armed; exactly one reached the crash point, and died there.
+    crashed = [w for w, code in results["worker_exit_codes"].items() if code == 86]
+    assert len(crashed) == 1 and set(results["worker_exit_codes"].values()) <= {0, 86}
+    (worker,) = crashed
+    # Its last word: an acquire it never completed (SETNX sent, EXPIRE never).
+    history = read_history(run_dir / "history.jsonl")
+    first = (int(worker[1:]) - 1) * 3  # workers run 3 clients each here
+    last = max((e for e in history if e.process in range(first, first + 3)), key=lambda e: e.index)
+    assert (last.f, last.type) == ("acquire", "invoke")

@@ -14,6 +14,7 @@ and the client carries on. SIGTERM lets each client finish its cycle and stop.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import sys
@@ -34,6 +35,12 @@ from workloads.resource import Resource
 # Time reserved at the end of an honoured lease for exit + release: the section must be
 # over (release invoked) by the deadline.
 EXIT_BUDGET_NS = 5_000_000
+CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with this
+
+
+def crash_point_file(history_path: str, worker: int) -> Path:
+    """The file whose existence arms worker ``worker``'s crash point (the nemesis makes it)."""
+    return Path(history_path).with_name(f"crash-point-w{worker}")
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,16 @@ class ClientLoop:
         self.client: LockClient = factory(
             config.nodes, self.clock, config.client_options, discovery=discovery
         )
+        if hasattr(self.client, "crash_between"):  # a client with a crash point (setnx-expire)
+            self.client.crash_between = self._crash_if_armed
+        self._armed = crash_point_file(config.history_path, config.worker)
         self.resource = Resource(config.resource)
+
+    def _crash_if_armed(self) -> None:
+        """At the client's crash point: if the nemesis armed it, the whole process dies
+        here, as a crash would (no cleanup, nothing flushed but what is already written)."""
+        if self._armed.exists():
+            os._exit(CRASH_EXIT_CODE)
 
     def running(self) -> bool:
         return not self.stop.is_set() and self.clock() < self.config.end_ns
