@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from faults.clock import ClockControl
 from faults.spec import FaultSpec
 from faults.targets import Holders, pick_nodes
 from harness.cluster.base import Cluster
@@ -62,6 +63,13 @@ class FaultContext:
     killed_workers: set[int] = field(default_factory=set)  # by client-kill: deaths intended
     # Where worker N's crash-point file lives (workloads.worker.crash_point_file).
     crash_point: Callable[[int], Path] = lambda worker: Path(f"crash-point-w{worker}")
+    # Worker N's own wall-clock control (client-clock faults); none unless planned.
+    client_clocks: dict[int, ClockControl] = field(default_factory=dict)
+
+    def client_clock(self, worker: int) -> ClockControl:
+        if worker not in self.client_clocks:
+            raise ValueError(f"worker w{worker} has no clock control (no client-clock fault)")
+        return self.client_clocks[worker]
 
     def __post_init__(self) -> None:
         self.cuts = ProxyCuts(self.cluster)

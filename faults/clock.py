@@ -213,3 +213,20 @@ class ClockControl:
 def shim_env(library: Path, control: Path) -> dict[str, str]:
     """Environment entries that put a redis-server under `control`'s clock."""
     return {"LD_PRELOAD": str(library), CONTROL_ENV: str(control)}
+
+
+class ClockReader:
+    """The reading side in Python, for a worker's own wall clock (setnx-getset trusts
+    client clocks): real time shifted as the control file says, like the shim does."""
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as control:
+            self._map = mmap.mmap(control.fileno(), CONTROL_SIZE, access=mmap.ACCESS_READ)
+
+    def now_ns(self) -> int:
+        real = _real_now_ns()
+        state = read_state(self._map)
+        return real + state.offset_ns + int((real - state.anchor_real_ns) * (state.rate - 1.0))
+
+    def close(self) -> None:
+        self._map.close()

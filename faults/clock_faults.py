@@ -7,9 +7,11 @@ harness and workers) is never touched.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from faults.base import Fault
+from faults.targets import pick_workers
 
 
 class ClockBump(Fault):
@@ -77,3 +79,27 @@ class ClockRate(Fault):
         for name in self.targets:
             self.ctx.cluster.clock(name).set_rate(1.0)
         return {"rate": 1.0}
+
+
+class ClientClock(Fault):
+    """Shift the target workers' own wall clocks by delta (the clock a client such as
+    setnx-getset trusts); shift them back when it ends. The nodes' clocks do not move."""
+
+    kind = "client-clock"
+
+    def choose(self, targets: str | Sequence[str]) -> list[str]:
+        workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.ctx.live)
+        return [f"w{w}" for w in workers]
+
+    def _bump(self, delta: int) -> None:
+        for name in self.targets:
+            self.ctx.client_clock(int(name[1:])).bump(delta)
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        self._bump(self.options["delta"])
+        return {"delta_ns": self.options["delta"]}
+
+    def stop(self) -> dict[str, Any]:
+        self._bump(-self.options["delta"])
+        return {"delta_ns": -self.options["delta"]}

@@ -19,7 +19,7 @@ from typing import Any
 
 from checker.history import INFO, INVOKE, NEMESIS
 from faults.base import Fault, FaultContext
-from faults.clock_faults import ClockBump, ClockRate, ClockStrobe
+from faults.clock_faults import ClientClock, ClockBump, ClockRate, ClockStrobe
 from faults.network import Latency, Partition, Toxic
 from faults.process import ClientKill, ClientPause, CrashPoint, Kill, Pause
 from faults.replication import Promote
@@ -32,7 +32,7 @@ log = logging.getLogger("lockharness.nemesis")
 
 _KINDS: tuple[type[Fault], ...] = (
     Kill, Pause, ClientPause, ClientKill, CrashPoint, Partition, Latency, Toxic, ClockBump,
-    ClockStrobe, ClockRate, Promote,
+    ClockStrobe, ClockRate, ClientClock, Promote,
 )  # fmt: skip
 FAULTS: dict[str, type[Fault]] = {cls.kind: cls for cls in _KINDS}
 
@@ -164,6 +164,7 @@ class Nemesis:
             ("resume nodes", lambda: [n.resume() for n in cluster.nodes]),
             ("restart nodes", lambda: [n.restart() for n in cluster.nodes if not n.running()]),
             ("reset clocks", cluster.reset_clocks),
+            ("reset client clocks", lambda: [c.reset() for c in self.ctx.client_clocks.values()]),
             ("check health", cluster.wait_healthy),
         ]
         for what, step in steps:

@@ -29,6 +29,7 @@ FAULT_KINDS = (
     "client-pause",  # SIGSTOP a worker process (a GC pause of all its clients)
     "client-kill",  # SIGKILL a worker process: its clients die holding what they hold
     "crash-point",  # arm a worker's crash point (setnx-expire: between SETNX and EXPIRE)
+    "client-clock",  # shift a worker's own wall clock (the one setnx-getset trusts)
     "partition",  # through Toxiproxy: isolate nodes, cut a worker off, or ring
     "latency",  # a latency toxic with jitter on chosen links and directions
     "toxic",  # any other Toxiproxy toxic, by type and attributes
@@ -71,6 +72,9 @@ OPTIONS: dict[str, dict[str, tuple[str, Any, str]]] = {
     "client-pause": {},
     "client-kill": {},
     "crash-point": {},
+    "client-clock": {
+        "delta": ("signed-duration", None, "how far to shift the workers' clocks (required)"),
+    },
     "partition": {
         "mode": ("choice:" + "|".join(PARTITION_MODES), "isolate", "which partition"),
         "workers": ("workers", "all", "cut-worker: the workers cut off from the targets"),

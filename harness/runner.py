@@ -22,6 +22,7 @@ from rich.console import Console
 from checker.history import INFO, NEMESIS, Event
 from checker.verdict import CheckResult, Verdict, check_history
 from faults.base import FaultContext
+from faults.clock import ClockControl
 from faults.nemesis import Nemesis
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
@@ -36,7 +37,7 @@ from harness.scenario import Scenario, to_yaml
 from harness.shards import merge_shards
 from harness.store import create_run_dir, update_latest
 from workloads.recorder import Recorder
-from workloads.worker import WorkerConfig, crash_point_file
+from workloads.worker import WorkerConfig, client_clock_file, crash_point_file
 
 log = logging.getLogger("lockharness")
 
@@ -210,6 +211,13 @@ def _watch_failovers(
     return cluster.watch_failovers(switched)
 
 
+def _client_clocks(scenario: Scenario, configs: list[WorkerConfig]) -> dict[int, ClockControl]:
+    """A wall-clock control per worker, when a client-clock fault is planned."""
+    if not any(fault.kind == "client-clock" for fault in scenario.faults.faults):
+        return {}
+    return {c.worker: ClockControl(client_clock_file(c.history_path, c.worker)) for c in configs}
+
+
 @dataclass
 class _Execution:
     """What happened while the run went, beside its history."""
@@ -231,16 +239,19 @@ def _execute(
     workers: list[ManagedProcess] = []
     nemesis: Nemesis | None = None
     stop_watching: Callable[[], None] = _nothing
+    client_clocks: dict[int, ClockControl] = {}
     try:
         cluster.start()
         t0_ns = time.monotonic_ns()
         configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
+        client_clocks = _client_clocks(scenario, configs)  # before the workers: they map them
         workers = _start_workers(configs, run_dir)
         live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
         ctx = FaultContext(
             cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
             restart_delay_ns=scenario.cluster.restart_delay_ns,
             crash_point=lambda worker: crash_point_file(configs[0].history_path, worker),
+            client_clocks=client_clocks,
         )  # fmt: skip
 
         def clock() -> int:  # the history's time base
@@ -272,6 +283,8 @@ def _execute(
                 execution.problems += nemesis.finish()
             stop_watching()
             execution.exits = _stop_workers(workers, grace_s)
+            for control in client_clocks.values():
+                control.close()
             cluster.stop()
     return execution
 

@@ -567,7 +567,7 @@ _NAME = _Text(r"[A-Za-z0-9._-]+", "letters, digits, '.', '_' and '-'")
 _FAULT_KIND = _Choice(FAULT_KINDS)
 _PROBABILITY = _Float(0.0, 1.0)
 # Kinds whose targets are workers, not nodes.
-_WORKER_FAULTS = frozenset({"client-pause", "client-kill", "crash-point"})
+_WORKER_FAULTS = frozenset({"client-pause", "client-kill", "crash-point", "client-clock"})
 _TIMELINE_LIST = ("at", "fault", "targets")  # the short form: [at, fault] or [at, fault, targets]
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from faults.clock import ClockControl, read_state, shim_env, shim_library
+from faults.clock import ClockControl, ClockReader, read_state, shim_env, shim_library
 from harness.binaries import REDIS_SERVER, find_binary
 from harness.errors import BadInput
 
@@ -204,3 +204,18 @@ def test_missing_compiler_is_bad_input(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("CC", "no-such-cc")
     with pytest.raises(BadInput, match=r"no-such-cc.*apt-get install gcc"):
         shim_library(tmp_path)
+
+
+def test_a_worker_reads_its_own_shifted_wall_clock(tmp_path: Path) -> None:
+    # The Python reading side (a worker's clock for setnx-getset) follows the same file.
+    control = ClockControl(tmp_path / "clock-w1.ctl")
+    reader = ClockReader(tmp_path / "clock-w1.ctl")
+    try:
+        assert abs(reader.now_ns() - time.time_ns()) < 50_000_000
+        control.bump(5_000_000_000)
+        assert abs(reader.now_ns() - time.time_ns() - 5_000_000_000) < 50_000_000
+        control.reset()
+        assert abs(reader.now_ns() - time.time_ns()) < 50_000_000
+    finally:
+        reader.close()
+        control.close()

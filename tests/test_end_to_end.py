@@ -158,3 +158,19 @@ def test_a_crash_between_setnx_and_expire_leaves_the_lock_stuck(tmp_path: Path) 
     first = (int(worker[1:]) - 1) * 3  # workers run 3 clients each here
     last = max((e for e in history if e.process in range(first, first + 3)), key=lambda e: e.index)
     assert (last.f, last.type) == ("acquire", "invoke")
+
+
+def test_a_client_clock_running_ahead_breaks_setnx_getset(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = lockharness(
+        "run", "setnx-getset-clock-skew", "--duration", "5s", "--store", str(store),
+        cwd=tmp_path,
+    )  # fmt: skip
+    run_dir = (store / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results["verdict"] == "invalid"
+    skew = next(e for e in nemesis_events(run_dir) if e.f == "client-clock" and e.type == "info")
+    overlaps = [w for w in results["witnesses"] if w["kind"] == "overlap"]
+    # No overlap before the clock moved: the algorithm is sound while clocks agree.
+    assert min(w["second"]["start"] for w in overlaps) >= skew.value["decided_at"]

@@ -396,6 +396,7 @@ REQUIRED = {
     ("clock-bump", "delta"): "+1s",
     ("clock-strobe", "delta"): "-1s",
     ("clock-rate", "rate"): 0.5,
+    ("client-clock", "delta"): "+1s",
 }
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from checker.history import ACQUIRE, ENTER, EXIT, FAIL, INFO, INVOKE, OK, RELEASE
+from faults.clock import ClockReader
 from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.protocol import Lease, LockClient
@@ -41,6 +42,11 @@ CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with
 def crash_point_file(history_path: str, worker: int) -> Path:
     """The file whose existence arms worker ``worker``'s crash point (the nemesis makes it)."""
     return Path(history_path).with_name(f"crash-point-w{worker}")
+
+
+def client_clock_file(history_path: str, worker: int) -> Path:
+    """Worker ``worker``'s wall-clock control file (the nemesis's client-clock fault)."""
+    return Path(history_path).with_name(f"clock-w{worker}.ctl")
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,10 @@ class ClientLoop:
         )
         if hasattr(self.client, "crash_between"):  # a client with a crash point (setnx-expire)
             self.client.crash_between = self._crash_if_armed
+        clock_file = client_clock_file(config.history_path, config.worker)
+        if hasattr(self.client, "wall_ms") and clock_file.exists():  # it trusts its clock
+            reader = ClockReader(clock_file)
+            self.client.wall_ms = lambda: reader.now_ns() // 1_000_000
         self._armed = crash_point_file(config.history_path, config.worker)
         self.resource = Resource(config.resource)
 
