@@ -113,6 +113,7 @@ def _worker_configs(
             retry_delay_min_ns=w.retry_delay_min_ns,
             retry_delay_max_ns=w.retry_delay_max_ns,
             honor_validity=w.honor_validity,
+            nesting=w.nesting,
             t0_ns=t0_ns,
             end_ns=scenario.duration_ns,
             seed=scenario.seed,

@@ -86,6 +86,7 @@ class WorkloadSpec:
     retry_delay_min_ns: int = 5 * _MS
     retry_delay_max_ns: int = 50 * _MS
     honor_validity: bool = True
+    nesting: float = 0.0  # chance that a section re-acquires its own lock (reentrant clients)
 
 
 @dataclass(frozen=True)
@@ -550,6 +551,16 @@ def _topology_fits_client(s: Scenario) -> tuple[str, str] | None:
     return None
 
 
+def _nesting_needs_reentrant(s: Scenario) -> tuple[str, str] | None:
+    if s.workload.nesting == 0 or CLIENTS[s.client.name].reentrant:
+        return None
+    reentrant = ", ".join(name for name, info in CLIENTS.items() if info.reentrant)
+    return "workload.nesting", (
+        f"{s.workload.nesting} needs a reentrant client, not {s.client.name}; allowed: 0, "
+        f"or a client among: {reentrant}"
+    )
+
+
 def _node_in_cluster(s: Scenario) -> tuple[str, str] | None:
     """A single-node client's ``node`` option must name a node the cluster has."""
     node = s.client.options.get("node")
@@ -944,6 +955,7 @@ _WORKLOAD = _Section("workload.", WorkloadSpec, (
     _ns("retry_delay_min", _Duration()),
     _ns("retry_delay_max", _Duration()),
     _Key("honor_validity", _Bool()),
+    _Key("nesting", _Float(0.0, 1.0)),
 ), checks=(_at_most("hold_min", "hold_max"), _at_most("retry_delay_min", "retry_delay_max")))
 
 _SCENARIO = _Section("", Scenario, (
@@ -957,7 +969,7 @@ _SCENARIO = _Section("", Scenario, (
     _Key("workload", _WORKLOAD),
     _Key("faults", _Faults()),
     _Key("timeline", _Timeline(), "faults"),  # completes the plan that faults began
-), checks=(_node_in_cluster, _topology_fits_client))
+), checks=(_node_in_cluster, _topology_fits_client, _nesting_needs_reentrant))
 
 
 # ---- loading ----------------------------------------------------------------------------

@@ -174,3 +174,22 @@ def test_a_client_clock_running_ahead_breaks_setnx_getset(tmp_path: Path) -> Non
     overlaps = [w for w in results["witnesses"] if w["kind"] == "overlap"]
     # No overlap before the clock moved: the algorithm is sound while clocks agree.
     assert min(w["second"]["start"] for w in overlaps) >= skew.value["decided_at"]
+
+
+def test_reentrant_nesting_is_one_section_per_owner(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = lockharness(
+        "run", "reentrant-nesting", "--duration", "4s", "--store", str(store), cwd=tmp_path
+    )
+    run_dir = (store / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results["verdict"] == "valid"
+    history = read_history(run_dir / "history.jsonl")
+    nested = [e for e in history if e.f == "acquire" and e.type == "ok" and e.value.get("depth")]
+    assert nested, "no section re-acquired its lock"
+    outer = {(e.process, e.token) for e in history
+             if e.f == "acquire" and e.type == "ok" and not e.value.get("depth")}  # fmt: skip
+    # A nested lease is the same owner and the same token as a lease it already holds.
+    assert all((e.process, e.token) in outer and e.value["depth"] == 2 for e in nested)
+    assert results["stats"]["cycles"] < results["stats"]["ok"]  # nested acquires: no cycles

@@ -831,3 +831,10 @@ def test_expect_may_name_liveness_too(tmp_path: Path) -> None:
     for wrong in ("{safety: valid, liveness: dead}", "{safty: valid}", "maybe", "[valid]"):
         message = bad(tmp_path, GOOD.replace("expect: valid", f"expect: {wrong}"))
         assert "x.yaml: expect: " in message and "liveness (ok, stuck)" in message
+
+
+def test_nesting_needs_a_reentrant_client(tmp_path: Path) -> None:
+    message = bad(tmp_path, GOOD + "workload: {nesting: 0.5}\n")
+    assert "x.yaml: workload.nesting: 0.5 needs a reentrant client, not single" in message
+    text = GOOD.replace("client: single", "client: reentrant") + "workload: {nesting: 0.5}\n"
+    assert load_scenario(str(write(tmp_path, text, "ok.yaml"))).workload.nesting == 0.5

@@ -18,6 +18,7 @@ class ClientInfo:
     # Spreads one lock over independent masters (the Redlock family): meaningless on a
     # replicated topology, whose nodes copy each other.
     needs_masters: bool = False
+    reentrant: bool = False  # the same owner may acquire again while it holds (nesting)
 
     def factory(self) -> ClientFactory:
         module, _, attr = self.factory_path.partition(":")
@@ -99,6 +100,7 @@ CLIENTS: dict[str, ClientInfo] = {
             "reentrant lock on one node: value owner:count, Lua acquire/release, TTL refreshed",
             "workloads.reentrant:ReentrantLock",
             {"timeout": _TIMEOUT, "node": _NODE},
+            reentrant=True,
         ),
         ClientInfo(
             "redlock-extend",

@@ -71,6 +71,7 @@ class WorkerConfig:
     seed: int
     history_path: str
     discovery: dict[str, Any] | None = None  # replicated topology: how to find the master
+    nesting: float = 0.0  # chance that a section re-acquires its own lock (reentrant)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -184,6 +185,8 @@ class ClientLoop:
                 value |= {"fencing": lease.fencing, "accepted": entry.accepted,
                           "highest": entry.highest}  # fmt: skip
             self.rec.record(self.process, OK, ENTER, key, token, value)
+        if self.config.nesting and self.rng.random() < self.config.nesting:
+            self.nested(lease, end)
         remaining = end - self.clock()
         if remaining > 0:
             time.sleep(remaining / 1e9)  # the work; not cut short by stop: finish the cycle
@@ -194,6 +197,17 @@ class ClientLoop:
             self.rec.record(self.process, INFO, EXIT, key, token, _error(e))
         else:
             self.rec.record(self.process, OK, EXIT, key, token)
+
+    def nested(self, outer: Lease, end: int) -> None:
+        """Re-acquire the lock we hold (a reentrant client: depth + 1), hold it for part of
+        the section, release it back to the outer depth."""
+        inner = self.acquire(outer.key)
+        if inner is None:
+            return
+        remaining = (end - self.clock()) // 2
+        if remaining > 0:
+            time.sleep(remaining / 1e9)
+        self.release(inner)
 
     def release(self, lease: Lease) -> None:
         depth = {"depth": lease.depth} if lease.depth != 1 else None
