@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from faults.base import Fault
@@ -91,16 +92,21 @@ class CrashPoint(_WorkerFault):
 
     kind = "crash-point"
 
+    def _file(self, worker: int) -> Path:
+        if self.ctx.crash_point is None:
+            raise ValueError("this fault context has no crash-point files (no run directory)")
+        return self.ctx.crash_point(worker)
+
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         for number, _ in self._workers():
             self.ctx.killed_workers.add(number)  # its death, when it comes, is intended
-            self.ctx.crash_point(number).touch()
+            self._file(number).touch()
         return {"armed": targets}
 
     def stop(self) -> dict[str, Any]:
         for number, _ in self._workers():
-            self.ctx.crash_point(number).unlink(missing_ok=True)
+            self._file(number).unlink(missing_ok=True)
         return {"disarmed": self.targets}
 
 

@@ -212,11 +212,13 @@ def _watch_failovers(
     return cluster.watch_failovers(switched)
 
 
-def _client_clocks(scenario: Scenario, configs: list[WorkerConfig]) -> dict[int, ClockControl]:
+def _client_clocks(
+    scenario: Scenario, configs: list[WorkerConfig], run_dir: Path
+) -> dict[int, ClockControl]:
     """A wall-clock control per worker, when a client-clock fault is planned."""
     if not any(fault.kind == "client-clock" for fault in scenario.faults.faults):
         return {}
-    return {c.worker: ClockControl(client_clock_file(c.history_path, c.worker)) for c in configs}
+    return {c.worker: ClockControl(client_clock_file(run_dir, c.worker)) for c in configs}
 
 
 @dataclass
@@ -245,13 +247,13 @@ def _execute(
         cluster.start()
         t0_ns = time.monotonic_ns()
         configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
-        client_clocks = _client_clocks(scenario, configs)  # before the workers: they map them
+        client_clocks = _client_clocks(scenario, configs, run_dir)  # before workers map them
         workers = _start_workers(configs, run_dir)
         live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
         ctx = FaultContext(
             cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
             restart_delay_ns=scenario.cluster.restart_delay_ns,
-            crash_point=lambda worker: crash_point_file(configs[0].history_path, worker),
+            crash_point=lambda worker: crash_point_file(run_dir, worker),
             client_clocks=client_clocks,
         )  # fmt: skip
 

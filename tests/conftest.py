@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -41,6 +42,16 @@ def clean_cluster(cluster: LocalCluster) -> LocalCluster:
         endpoint = node.endpoint
         redis.Redis(host=endpoint.host, port=endpoint.port).flushall()
     return cluster
+
+
+def run(tmp_path: Path, scenario: str, *flags: str) -> tuple[int, dict, Path, str]:
+    """`lockharness run SCENARIO FLAGS` into tmp_path/store: exit code, results.json, the
+    run directory and everything printed."""
+    store = tmp_path / "store"
+    done = lockharness("run", scenario, *flags, "--store", str(store), cwd=tmp_path)
+    run_dir = (store / "latest").resolve()
+    results = json.loads((run_dir / "results.json").read_text())
+    return done.returncode, results, run_dir, done.stdout + done.stderr
 
 
 def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

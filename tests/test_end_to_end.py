@@ -9,22 +9,14 @@ import pytest
 import yaml
 
 from checker.history import read_history
-from tests.conftest import REPO, lockharness
+from tests.conftest import REPO, lockharness, run
 
 RUN_FLAGS = ("--duration", "3s", "--workers", "2", "--threads", "3")
 
 
-def run(tmp_path: Path, scenario: str, *extra: str) -> tuple[int, dict, Path, str]:
-    store = tmp_path / "store"
-    done = lockharness("run", scenario, *RUN_FLAGS, "--store", str(store), *extra, cwd=tmp_path)
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    return done.returncode, results, run_dir, done.stdout + done.stderr
-
-
 @pytest.mark.parametrize("scenario", ["single-baseline", "redlock-baseline"])
 def test_baseline_is_valid(tmp_path: Path, scenario: str) -> None:
-    code, results, run_dir, output = run(tmp_path, scenario, "--seed", "7")
+    code, results, run_dir, output = run(tmp_path, scenario, *RUN_FLAGS, "--seed", "7")
     assert code == 0, output
     assert results["verdict"] == "valid" and results["as_expected"] is True
     assert results["witnesses"] == []
@@ -40,7 +32,7 @@ def test_baseline_is_valid(tmp_path: Path, scenario: str) -> None:
 
 
 def test_unsafe_release_demo_is_invalid_with_a_witness(tmp_path: Path) -> None:
-    code, results, run_dir, output = run(tmp_path, "unsafe-release-demo")
+    code, results, run_dir, output = run(tmp_path, "unsafe-release-demo", *RUN_FLAGS)
     assert code == 0, output  # invalid was expected
     assert results["verdict"] == "invalid"
     overlap = next(w for w in results["witnesses"] if w["kind"] == "overlap")
@@ -60,7 +52,7 @@ def test_unsafe_release_demo_is_invalid_with_a_witness(tmp_path: Path) -> None:
 
 
 def test_check_says_unknown_when_a_workers_events_are_missing(tmp_path: Path) -> None:
-    code, _, run_dir, output = run(tmp_path, "single-baseline")
+    code, _, run_dir, output = run(tmp_path, "single-baseline", *RUN_FLAGS)
     assert code == 0, output
     history = run_dir / "history.jsonl"
     kept = [line for line in history.read_text().splitlines() if json.loads(line)["process"] != 4]
@@ -75,14 +67,10 @@ def nemesis_events(run_dir: Path) -> list:
 
 
 def test_restart_without_persistence_breaks_a_single_instance_lock(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "single-restart-no-persistence", "--duration", "6s", "--store", str(store),
-        cwd=tmp_path,
-    )  # fmt: skip
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, results, run_dir, output = run(
+        tmp_path, "single-restart-no-persistence", "--duration", "6s"
+    )
+    assert code == 0, output
     assert results["verdict"] == "invalid"
     kills = [e for e in nemesis_events(run_dir) if e.f == "kill" and e.type == "info"]
     assert any(e.value["phase"] == "start" and e.value["killed"] == ["n1"] for e in kills)
@@ -95,14 +83,10 @@ def test_restart_without_persistence_breaks_a_single_instance_lock(tmp_path: Pat
 
 
 def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "redlock-kill-minority", "--duration", "7s", "--seed", "3", "--store", str(store),
-        cwd=tmp_path,
-    )  # fmt: skip
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, results, run_dir, output = run(
+        tmp_path, "redlock-kill-minority", "--duration", "7s", "--seed", "3"
+    )
+    assert code == 0, output
     assert results["verdict"] == "valid"
     killed = [e.value["killed"] for e in nemesis_events(run_dir)
               if e.f == "kill" and e.type == "info" and e.value["phase"] == "start"]  # fmt: skip
@@ -111,20 +95,15 @@ def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -
 
 
 def test_a_crashed_setnx_del_holder_is_safe_but_stuck(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "setnx-del-holder-crash", "--duration", "6s", "--store", str(store), cwd=tmp_path
-    )
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, results, run_dir, output = run(tmp_path, "setnx-del-holder-crash", "--duration", "6s")
+    assert code == 0, output
     assert results["verdict"] == "valid" and results["liveness"]["verdict"] == "stuck"
     (stuck,) = results["liveness"]["intervals"]
     kill = next(e for e in nemesis_events(run_dir)
                 if e.f == "client-kill" and e.type == "info" and "killed" in e.value)  # fmt: skip
     assert stuck["start"] <= kill.time + 100_000_000  # unavailable from about the kill...
     assert stuck["length_ns"] > results["liveness"]["bound_ns"]  # ...for longer than 3 x TTL
-    assert "liveness: stuck" in done.stdout
+    assert "liveness: stuck" in output
     assert results["worker_exit_codes"][kill.value["killed"][0]] == -9  # and no abort
 
 
@@ -133,21 +112,14 @@ def test_a_liveness_expectation_can_fail(tmp_path: Path) -> None:
     scenario = tmp_path / "wrongly-stuck.yaml"
     text = (REPO / "harness/scenarios/single-baseline.yaml").read_text()
     scenario.write_text(text.replace("expect: valid", "expect: {safety: valid, liveness: stuck}"))
-    done = lockharness(
-        "run", str(scenario), "--duration", "3s", "--store", str(tmp_path / "s"), cwd=tmp_path
-    )
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "NOT as expected" in done.stdout and "liveness: ok" in done.stdout
+    code, _, _, output = run(tmp_path, str(scenario), "--duration", "3s")
+    assert code == 1, output
+    assert "NOT as expected" in output and "liveness: ok" in output
 
 
 def test_a_crash_between_setnx_and_expire_leaves_the_lock_stuck(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "setnx-expire-crash", "--duration", "7s", "--store", str(store), cwd=tmp_path
-    )
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, results, run_dir, output = run(tmp_path, "setnx-expire-crash", "--duration", "7s")
+    assert code == 0, output
     assert results["verdict"] == "valid" and results["liveness"]["verdict"] == "stuck"
     # Every worker was armed; exactly one reached the crash point, and died there.
     crashed = [w for w, code in results["worker_exit_codes"].items() if code == 86]
@@ -161,14 +133,8 @@ def test_a_crash_between_setnx_and_expire_leaves_the_lock_stuck(tmp_path: Path) 
 
 
 def test_a_client_clock_running_ahead_breaks_setnx_getset(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "setnx-getset-clock-skew", "--duration", "5s", "--store", str(store),
-        cwd=tmp_path,
-    )  # fmt: skip
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, results, run_dir, output = run(tmp_path, "setnx-getset-clock-skew", "--duration", "5s")
+    assert code == 0, output
     assert results["verdict"] == "invalid"
     skew = next(e for e in nemesis_events(run_dir) if e.f == "client-clock" and e.type == "info")
     overlaps = [w for w in results["witnesses"] if w["kind"] == "overlap"]
@@ -177,13 +143,8 @@ def test_a_client_clock_running_ahead_breaks_setnx_getset(tmp_path: Path) -> Non
 
 
 def test_reentrant_nesting_is_one_section_per_owner(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "reentrant-nesting", "--duration", "4s", "--store", str(store), cwd=tmp_path
-    )
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, results, run_dir, output = run(tmp_path, "reentrant-nesting", "--duration", "4s")
+    assert code == 0, output
     assert results["verdict"] == "valid"
     history = read_history(run_dir / "history.jsonl")
     nested = [e for e in history if e.f == "acquire" and e.type == "ok" and e.value.get("depth")]

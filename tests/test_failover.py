@@ -15,7 +15,7 @@ from checker.history import read_history
 from harness.cluster.local import ClusterConfig
 from harness.cluster.process import pid_alive
 from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
-from tests.conftest import lockharness
+from tests.conftest import run
 from workloads.single import SingleInstanceLock
 
 
@@ -105,14 +105,10 @@ def test_promote_without_sentinel_repoints_clients(
 
 
 def test_promote_unsafe_is_invalid_with_the_failover_in_the_witness(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "failover-promote-unsafe", "--duration", "10s", "--seed", "2",
-        "--store", str(store), cwd=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
+    code, results, _, output = run(
+        tmp_path, "failover-promote-unsafe", "--duration", "10s", "--seed", "2"
+    )
+    assert code == 0, output
     assert results["verdict"] == "invalid"
     named = [w for w in results["witnesses"] if w.get("failovers")]
     assert named, "no witness names the promotion between its two leases"
@@ -123,17 +119,12 @@ def test_promote_unsafe_is_invalid_with_the_failover_in_the_witness(tmp_path: Pa
     # The promotion's window meets the time between the two grants.
     assert failover["began"] <= witness["second"]["start"]
     assert failover["time"] >= witness["first"]["start"]
-    assert "a failover" in done.stdout
+    assert "a failover" in output
 
 
 def test_replicated_without_faults_is_valid(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    done = lockharness(
-        "run", "failover-no-faults", "--duration", "5s", "--store", str(store), cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
+    code, results, run_dir, output = run(tmp_path, "failover-no-faults", "--duration", "5s")
+    assert code == 0, output
     assert results["verdict"] == "valid" and results["stats"]["cycles"] > 20
     grants = {tuple(e.value["grants"]) for e in read_history(run_dir / "history.jsonl")
               if e.f == "acquire" and e.type == "ok"}  # fmt: skip

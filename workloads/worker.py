@@ -39,14 +39,14 @@ EXIT_BUDGET_NS = 5_000_000
 CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with this
 
 
-def crash_point_file(history_path: str, worker: int) -> Path:
+def crash_point_file(run_dir: Path, worker: int) -> Path:
     """The file whose existence arms worker ``worker``'s crash point (the nemesis makes it)."""
-    return Path(history_path).with_name(f"crash-point-w{worker}")
+    return run_dir / f"crash-point-w{worker}"
 
 
-def client_clock_file(history_path: str, worker: int) -> Path:
+def client_clock_file(run_dir: Path, worker: int) -> Path:
     """Worker ``worker``'s wall-clock control file (the nemesis's client-clock fault)."""
-    return Path(history_path).with_name(f"clock-w{worker}.ctl")
+    return run_dir / f"clock-w{worker}.ctl"
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,12 @@ class ClientLoop:
         )
         if hasattr(self.client, "crash_between"):  # a client with a crash point (setnx-expire)
             self.client.crash_between = self._crash_if_armed
-        clock_file = client_clock_file(config.history_path, config.worker)
+        run_dir = Path(config.history_path).parent  # the worker's files live beside its shard
+        clock_file = client_clock_file(run_dir, config.worker)
         if hasattr(self.client, "wall_ms") and clock_file.exists():  # it trusts its clock
             reader = ClockReader(clock_file)
             self.client.wall_ms = lambda: reader.now_ns() // 1_000_000
-        self._armed = crash_point_file(config.history_path, config.worker)
+        self._armed = crash_point_file(run_dir, config.worker)
         self.resource = Resource(config.resource)
 
     def _crash_if_armed(self) -> None:

@@ -52,6 +52,7 @@ class ReplicatedCluster(LocalCluster):
         super().__init__(config)  # nodes n1..nN: n1 starts as master, the rest replicate it
         self.replication = replication
         self._shared: dict[str, Endpoint] = {}
+        self._aliases: dict[str, str] = {}
         self._sentinels: list[LocalSentinel] = []
         self._sentinel_proxies: dict[tuple[int, str], Endpoint] = {}
 
@@ -68,11 +69,10 @@ class ReplicatedCluster(LocalCluster):
         return [self._sentinel_proxies[(worker, s.name)] for s in self._sentinels]
 
     def discovery(self, worker: int) -> Discovery:
-        aliases = {f"{e.host}:{e.port}": name for name, e in self._shared.items()}
         return Discovery(
             master_name=self.replication.master_name,
             sentinels=self.worker_sentinels(worker),
-            aliases=aliases,
+            aliases=self._aliases,
             pointer=self.resource,
             ports={node.endpoint.port: node.name for node in self._nodes},
         )
@@ -100,7 +100,7 @@ class ReplicatedCluster(LocalCluster):
             return None
         finally:
             client.close()
-        return self.discovery(1).aliases.get(f"{addr[0]}:{addr[1]}") if addr else None
+        return self._aliases.get(f"{addr[0]}:{addr[1]}") if addr else None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -148,7 +148,8 @@ class ReplicatedCluster(LocalCluster):
                 self.shared_proxy_name(node.name), node.endpoint, node.name
             )
             self._shared[node.name] = info.listen
-
+        # Announced address (a shared proxy) -> node: fixed from here on, whatever fails over.
+        self._aliases = {f"{e.host}:{e.port}": name for name, e in self._shared.items()}
     def _start_sentinels(self, primary: Endpoint) -> None:
         r, base = self.replication, self.config.base_dir
         self._sentinels = [
@@ -255,7 +256,7 @@ class ReplicatedCluster(LocalCluster):
         part of the fault domain). Returns a function that stops watching."""
         if not self._sentinels:
             return lambda: None
-        aliases = self.discovery(1).aliases
+        aliases = self._aliases
         client = self._sentinels[0].client(timeout_s=5.0)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
         began: list[int] = []
