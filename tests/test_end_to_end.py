@@ -99,12 +99,16 @@ def test_a_crashed_setnx_del_holder_is_safe_but_stuck(tmp_path: Path) -> None:
     assert code == 0, output
     assert results["verdict"] == "valid" and results["liveness"]["verdict"] == "stuck"
     (stuck,) = results["liveness"]["intervals"]
-    kill = next(e for e in nemesis_events(run_dir)
-                if e.f == "client-kill" and e.type == "info" and "killed" in e.value)  # fmt: skip
-    assert stuck["start"] <= kill.time + 100_000_000  # unavailable from about the kill...
+    kills = [e for e in nemesis_events(run_dir)
+             if e.f == "client-kill" and e.type == "info" and "killed" in e.value]  # fmt: skip
+    # A shot can land just after its target released (it was the holder when the nemesis
+    # decided), and once the lock is stuck later shots hit the dead holder again: the
+    # stretch begins at the one shot that caught a holder inside.
+    kill = min(kills, key=lambda k: abs(stuck["start"] - k.time))
+    assert abs(stuck["start"] - kill.time) < 100_000_000  # unavailable from about the kill...
     assert stuck["length_ns"] > results["liveness"]["bound_ns"]  # ...for longer than 3 x TTL
     assert "liveness: stuck" in output
-    assert results["worker_exit_codes"][kill.value["killed"][0]] == -9  # and no abort
+    assert all(results["worker_exit_codes"][k.value["killed"][0]] == -9 for k in kills)
 
 
 def test_a_liveness_expectation_can_fail(tmp_path: Path) -> None:
