@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass, field
-
-from workloads.protocol import ClientFactory
-
-
-@dataclass(frozen=True)
-class ClientInfo:
-    name: str
-    description: str
-    factory_path: str  # "module:callable", imported only when a worker builds the client
-    # option name -> ("duration" | "int" | "float" | "bool" | "str" | "choice:a|b", help text)
-    options: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # Spreads one lock over independent masters (the Redlock family): meaningless on a
-    # replicated topology, whose nodes copy each other.
-    needs_masters: bool = False
-    reentrant: bool = False  # the same owner may acquire again while it holds (nesting)
-
-    def factory(self) -> ClientFactory:
-        module, _, attr = self.factory_path.partition(":")
-        return getattr(importlib.import_module(module), attr)
-
-
-_TIMEOUT = ("duration", "socket timeout per node request (well below the TTL)")
-_NODE = ("int", "which node (1-based) holds the lock")
-_DISCOVERY = (
-    "choice:static|sentinel|pointer",
-    "how to find the instance: static (option node), or the master via sentinel or pointer",
-)
+from workloads.adapters.catalog import ADAPTER_CLIENTS
+from workloads.client_info import DISCOVERY_OPTION as _DISCOVERY
+from workloads.client_info import NODE_OPTION as _NODE
+from workloads.client_info import TIMEOUT_OPTION as _TIMEOUT
+from workloads.client_info import ClientInfo
 
 CLIENTS: dict[str, ClientInfo] = {
     info.name: info
@@ -119,5 +95,6 @@ CLIENTS: dict[str, ClientInfo] = {
             {"timeout": _TIMEOUT},
             needs_masters=True,
         ),
+        *ADAPTER_CLIENTS,  # real third-party libraries behind the same protocol
     )
 }
