@@ -16,7 +16,7 @@ python-env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,clients]'
 	touch $@
 
 # Debian's redis-server when none is found; apt must not start it as a service.

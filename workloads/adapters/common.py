@@ -1,0 +1,50 @@
+"""What the adapters share: the options they read, the missing-extra message, and the
+observation of which nodes granted (for the multi-node libraries that do not say)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workloads.discovery import Discovery, MasterFinder, master_finder
+from workloads.endpoints import Endpoint
+from workloads.fanout import FanOut
+
+# Raised as ImportError when a library of the optional `clients` extra is not installed.
+NOT_INSTALLED = "{} is not installed: pip install '.[clients]' (or make setup)"
+
+SINGLE_TIMEOUT_NS = 200_000_000  # as `single`
+MULTI_TIMEOUT_NS = 50_000_000  # as `redlock`: a per-node timeout well below the TTL
+
+
+def timeout_s(options: dict[str, object], default_ns: int) -> float:
+    return int(options.get("timeout", default_ns)) / 1e9  # type: ignore[call-overload]
+
+
+def single_node(
+    nodes: Sequence[Endpoint], options: dict[str, object], discovery: Discovery | None
+) -> MasterFinder:
+    """The one instance, chosen as `single` chooses it: options node and discovery."""
+    mode, node = str(options.get("discovery", "static")), int(options.get("node", 1))  # type: ignore[call-overload]
+    return master_finder(mode, nodes, node, discovery, timeout_s(options, SINGLE_TIMEOUT_NS))
+
+
+class GrantObserver:
+    """Which nodes hold ``redis_key`` with value ``token``, read right after a successful
+    acquire: one GET sent to every node at once (one round trip, no retries).
+
+    Only an observation: a node that does not answer in time is not listed, and a SET the
+    library still has in flight may land after the read. The nemesis's `holders` target
+    needs the granting nodes, and these libraries do not report them.
+    """
+
+    def __init__(self, nodes: Sequence[Endpoint], timeout_s: float) -> None:
+        self.fanout = FanOut(nodes, timeout_s)
+
+    def granted(self, redis_key: str, token: str) -> tuple[str, ...]:
+        replies = self.fanout.call_all("GET", redis_key)
+        expected = token.encode()
+        nodes = zip(self.fanout.nodes, replies, strict=True)
+        return tuple(node.name for node, reply in nodes if reply == expected)
+
+    def close(self) -> None:
+        self.fanout.close()

@@ -1,0 +1,65 @@
+"""python-redis-lock 4.0.1 (`import redis_lock`), on one instance.
+
+What the library does on `acquire(blocking=False)`: GET lock:key first (to raise
+AlreadyAcquired if this very object holds it), then SET lock:key id NX EX expire, where
+id = base64 of 18 random bytes and expire is in WHOLE seconds (int()). A refusal is logged
+at WARNING. With auto_renewal, a daemon thread re-EXPIREs the key every expire * 2/3 s
+while the Lock object lives; if a renewal fails, the thread dies with the exception and
+the holder is not told. `release()` stops that thread, then a Lua script deletes the key
+if it is still ours (and pushes to lock-signal:key to wake blocking waiters); it raises
+NotAcquired if not.
+
+The adapter translates: ttl_ms -> expire in seconds (a TTL that is not whole seconds is
+refused with ValueError rather than silently truncated by the library); True -> a Lease
+with the library's id as token and no deadline (None: the library gives no validity; with
+auto_renewal the key outlives its expire while held); NotAcquired -> release False. The
+Lock object is kept until release: its renewal thread holds only a weak reference to it.
+The instance is fixed (option node) or found through Sentinel or a pointer, as for `single`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workloads.adapters.common import NOT_INSTALLED, single_node
+from workloads.discovery import Discovery
+from workloads.endpoints import Endpoint
+from workloads.protocol import Clock, Lease
+
+try:
+    import redis_lock
+except ImportError as missing:  # the optional `clients` extra
+    raise ImportError(NOT_INSTALLED.format("python-redis-lock")) from missing
+
+
+class PythonRedisLock:
+    def __init__(
+        self,
+        nodes: Sequence[Endpoint],
+        clock: Clock,
+        options: dict[str, object],
+        discovery: Discovery | None = None,
+    ) -> None:
+        self.nodes = single_node(nodes, options, discovery)
+        self.auto_renewal = bool(options.get("auto_renewal", False))
+        self.held: dict[str, redis_lock.Lock] = {}
+
+    def acquire(self, key: str, ttl_ms: int) -> Lease | None:
+        if ttl_ms % 1000:
+            raise ValueError(f"python-redis-lock expires in whole seconds; ttl {ttl_ms} ms is not")
+        node, redis = self.nodes.master()
+        lock = redis_lock.Lock(redis, key, expire=ttl_ms // 1000, auto_renewal=self.auto_renewal)
+        if not lock.acquire(blocking=False):
+            return None
+        self.held[lock.id] = lock
+        return Lease(key, lock.id, None, (node,))
+
+    def release(self, lease: Lease) -> bool:
+        try:
+            self.held.pop(lease.token).release()
+        except redis_lock.NotAcquired:  # expired, or another client's lock is there now
+            return False
+        return True
+
+    def close(self) -> None:
+        self.nodes.close()
