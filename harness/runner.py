@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import random
 import sys
 import time
@@ -36,6 +37,7 @@ from harness.runlog import run_log
 from harness.scenario import Scenario, to_yaml
 from harness.shards import merge_shards
 from harness.store import create_run_dir, update_latest
+from workloads.plugins import PLUGIN_PATH_ENV
 from workloads.recorder import Recorder
 from workloads.worker import WorkerConfig, client_clock_file, crash_point_file
 
@@ -123,14 +125,24 @@ def _worker_configs(
     ]
 
 
-def _start_workers(configs: list[WorkerConfig], run_dir: Path) -> list[ManagedProcess]:
+def _worker_env(scenario: Scenario) -> dict[str, str]:
+    """A plug-in client's directories, so that each worker imports the same module file
+    the scenario loader checked: ahead of the worker's own sys.path (whose first entry,
+    under -m, is the cwd, which could hold another module of that name)."""
+    path = scenario.client.path
+    return {PLUGIN_PATH_ENV: os.pathsep.join(path)} if path else {}
+
+
+def _start_workers(
+    configs: list[WorkerConfig], run_dir: Path, env: dict[str, str]
+) -> list[ManagedProcess]:
     workers = []
     for config in configs:
         name = f"worker-w{config.worker}"
         config_path = run_dir / f"{name}.json"
         config_path.write_text(config.to_json())
         argv = [sys.executable, "-m", "workloads.worker", str(config_path)]
-        worker = ManagedProcess(name, argv, run_dir / f"{name}.log")
+        worker = ManagedProcess(name, argv, run_dir / f"{name}.log", env)
         worker.start()
         workers.append(worker)
     return workers
@@ -248,7 +260,7 @@ def _execute(
         t0_ns = time.monotonic_ns()
         configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
         client_clocks = _client_clocks(scenario, configs, run_dir)  # before workers map them
-        workers = _start_workers(configs, run_dir)
+        workers = _start_workers(configs, run_dir, _worker_env(scenario))
         live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
         ctx = FaultContext(
             cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
@@ -299,10 +311,14 @@ def run_scenario(
     run_dir = create_run_dir(store, scenario.name)
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario))
     update_latest(store, run_dir)
-    console.print(f"[bold]{scenario.name}[/] seed {scenario.seed} → {run_dir}", highlight=False)
+    client = scenario.client.name  # a plug-in's is its class, "module:ClassName"
+    console.print(
+        f"[bold]{scenario.name}[/] client {client} seed {scenario.seed} → {run_dir}",
+        highlight=False,
+    )
     w = scenario.workload
     with run_log(run_dir):
-        log.info("run %s seed %s in %s", scenario.name, scenario.seed, run_dir)
+        log.info("run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir)
         cluster = _cluster(scenario, binaries, run_dir)
         execution = _execute(scenario, cluster, run_dir, console)
         shards = [run_dir / f"history.w{i}.jsonl" for i in range(1, w.workers + 1)]

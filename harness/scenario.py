@@ -17,6 +17,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import partial
 from importlib import resources
@@ -44,7 +45,9 @@ from harness.durations import (
     parse_signed_duration,
 )
 from harness.errors import BadInput
-from workloads.registry import CLIENTS
+from workloads.client_info import OPTION_KINDS, ClientInfo
+from workloads.plugins import PluginError, is_plugin_path, load_plugin
+from workloads.registry import CLIENTS, client_info
 
 PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
@@ -70,8 +73,19 @@ class ClusterSpec:
 
 @dataclass(frozen=True)
 class ClientSpec:
-    name: str
+    name: str  # a built-in client, or a plug-in class as "module:ClassName"
     options: dict[str, object] = field(default_factory=dict)  # durations as int ns
+    # A plug-in: the directories (absolute) its module is imported from, ahead of
+    # sys.path, here and in the workers (empty: from sys.path). Empty for a built-in.
+    path: tuple[str, ...] = ()
+
+    @property
+    def plugin(self) -> bool:
+        return is_plugin_path(self.name)
+
+    def info(self) -> ClientInfo:
+        """What the registry knows of it; a plug-in's class was checked when it was read."""
+        return client_info(self.name, self.path)
 
 
 @dataclass(frozen=True)
@@ -488,7 +502,61 @@ _OPTION_KINDS: dict[str, _Kind] = {
     "bool": _Bool(),
     "str": _Text(),
 }
-_CLIENT_KEYS = (_Key("name", _CLIENT_NAME), _Key("options", _Optional(_Mapping())))
+assert set(_OPTION_KINDS) == set(OPTION_KINDS)  # the kinds a plug-in's OPTIONS may name
+
+
+@dataclass(frozen=True)
+class _Dirs(_Kind):
+    """``client.path``: a directory or a list of them."""
+
+    allowed = "a directory or a list of directories (relative to the scenario's directory)"
+
+    def read(self, value: object) -> tuple[str, ...]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(d, str) and d for d in items):
+            raise self._reject(value, "is not a list of directories")
+        return tuple(items)
+
+    def write(self, value: Any) -> object:
+        return list(value)
+
+
+def _plain(value: object) -> bool:
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+@dataclass(frozen=True)
+class _Plain(_Kind):
+    """An option of a plug-in that declares none: passed on as written, through the
+    worker's JSON config, so it must be plain data."""
+
+    allowed = "a string, number, boolean or null, or a list or mapping (string keys) of those"
+
+    def read(self, value: object) -> object:
+        if not _plain(value):
+            raise self._reject(value, "is not plain data")
+        return value
+
+    def write(self, value: Any) -> object:
+        return copy.deepcopy(value)
+
+
+_CLIENT_KEYS = (
+    _Key("name", _CLIENT_NAME),
+    _Key("options", _Optional(_Mapping())),
+    _Key("class", _Text()),  # a plug-in, "module:ClassName" (workloads/plugins.py)
+    _Key("path", _Optional(_Dirs())),
+)
+
+# The directory of the scenario file being read: a plug-in's module is looked for there
+# first. The key tables are static and shared by every file, so it goes beside them.
+_scenario_dir: ContextVar[Path | None] = ContextVar("scenario_dir", default=None)
 
 
 def _option_kind(kind: str) -> _Kind:
@@ -496,34 +564,93 @@ def _option_kind(kind: str) -> _Kind:
     return _Choice(tuple(choices.split("|"))) if name == "choice" else _OPTION_KINDS[kind]
 
 
-def _option_keys(client: str) -> tuple[_Key, ...]:
-    return tuple(_Key(o, _option_kind(kind)) for o, (kind, _) in CLIENTS[client].options.items())
+def _option_keys(info: ClientInfo) -> tuple[_Key, ...]:
+    return tuple(_Key(o, _option_kind(kind)) for o, (kind, _) in info.options.items())
+
+
+def _read_options(info: ClientInfo, value: dict[Any, Any]) -> dict[str, Any]:
+    """As the client's table says; a plug-in that declares none takes plain data."""
+    if not info.free_options:
+        return _read_keys(value, "client.options.", _option_keys(info))
+    for name in value:
+        if not isinstance(name, str):
+            raise _Invalid(f"client.options: {_show(name)} is not an option name; "
+                           "allowed: string keys")  # fmt: skip
+    return {name: _read_one(f"client.options.{name}", _Plain(), v) for name, v in value.items()}
+
+
+def _plugin(
+    class_path: str, path: tuple[str, ...], base: Path | None
+) -> tuple[ClientInfo, tuple[str, ...]]:
+    """A plug-in class and the directories to import it from. Its module is looked for
+    in ``path`` (relative to ``base``), ``base`` (the scenario's directory), the current
+    directory, then sys.path. PluginError says why it will not do."""
+    cwd = Path.cwd()
+    dirs = [str(((base or cwd) / d).resolve()) for d in path]
+    also = [(str(base.resolve()), "the scenario's directory")] if base is not None else []
+    also.append((str(cwd.resolve()), "the current directory"))
+    plugin = load_plugin(class_path, dirs, also)
+    return plugin.info, plugin.path
 
 
 @dataclass(frozen=True)
 class _Client(_Kind):
-    """``client: redlock`` or ``client: {name: redlock, options: {...}}``."""
+    """``client: redlock``, ``client: {name: redlock, options: {...}}``, or a user's own
+    class: ``client: {class: "my_lock:MyLock", options: {...}}``."""
 
     @property
     def allowed(self) -> str:
-        return f"a client name ({_CLIENT_NAME.allowed}) or a mapping with keys name, options"
+        return (
+            f"a client name ({_CLIENT_NAME.allowed}) or a mapping with keys name, options; "
+            "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options"
+        )
 
     def read(self, value: object) -> ClientSpec:
         if isinstance(value, str):
+            if is_plugin_path(value):
+                raise _Invalid(
+                    f"client: {value!r} names a plug-in class; allowed: a client name, or "
+                    f"the class under class: client: {{class: '{value}'}}"
+                )
             return ClientSpec(_read_one("client", _CLIENT_NAME, value))
         if not isinstance(value, dict):
             raise self._reject(value, "is not a client")
         found = _read_keys(value, "client.", _CLIENT_KEYS)
-        if "name" not in found:
-            raise _Invalid(f"client.name: missing; allowed: {_CLIENT_NAME.allowed}")
-        # Which options are allowed depends on the client the name picks.
-        keys = _option_keys(found["name"])
-        options = _read_keys(found.get("options") or {}, "client.options.", keys)
-        return ClientSpec(found["name"], options)
+        path: tuple[str, ...] = ()
+        if "class" in found:
+            if "name" in found:
+                raise _Invalid(
+                    "client: both name and class given; allowed: name (a built-in client) "
+                    "or class (a plug-in), not both"
+                )
+            try:
+                info, path = _plugin(found["class"], found.get("path") or (), _scenario_dir.get())
+            except PluginError as e:
+                raise _Invalid(f"client.class: {e}") from None
+        elif "path" in found:
+            raise _Invalid(
+                "client.path: only with client.class; allowed: directories a plug-in "
+                "class's module is imported from"
+            )
+        elif "name" not in found:
+            raise _Invalid(
+                f"client.name: missing; allowed: {_CLIENT_NAME.allowed}; or client.class, "
+                "a plug-in class as 'module:ClassName'"
+            )
+        else:
+            info = CLIENTS[found["name"]]
+        # Which options are allowed depends on the client the name or class picks.
+        return ClientSpec(info.name, _read_options(info, found.get("options") or {}), path)
 
     def write(self, value: Any) -> object:
-        kinds = {k.name: k.kind for k in _option_keys(value.name)}
-        options = {o: kinds[o].write(v) for o, v in value.options.items()}
+        info = value.info()
+        if info.free_options:
+            options = {o: _Plain().write(v) for o, v in value.options.items()}
+        else:
+            kinds = {k.name: k.kind for k in _option_keys(info)}
+            options = {o: kinds[o].write(v) for o, v in value.options.items()}
+        if value.plugin:  # where it was found, so the written scenario finds it again
+            return {"class": value.name, "path": list(value.path), "options": options}
         return {"name": value.name, "options": options}
 
 
@@ -532,7 +659,7 @@ def _topology_fits_client(s: Scenario) -> tuple[str, str] | None:
     independent masters."""
     replicated = s.cluster.topology == "replicated"
     discovery = s.client.options.get("discovery", "static")
-    if CLIENTS[s.client.name].needs_masters and replicated:
+    if s.client.info().needs_masters and replicated:
         singles = ", ".join(name for name, info in CLIENTS.items() if not info.needs_masters)
         return "cluster.topology", (
             f"replicated does not fit client {s.client.name}, which needs independent "
@@ -552,7 +679,7 @@ def _topology_fits_client(s: Scenario) -> tuple[str, str] | None:
 
 
 def _nesting_needs_reentrant(s: Scenario) -> tuple[str, str] | None:
-    if s.workload.nesting == 0 or CLIENTS[s.client.name].reentrant:
+    if s.workload.nesting == 0 or s.client.info().reentrant:
         return None
     reentrant = ", ".join(name for name, info in CLIENTS.items() if info.reentrant)
     return "workload.nesting", (
@@ -1007,14 +1134,14 @@ def load_scenario(ref: str | os.PathLike[str]) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise BadInput(f"{ref}: cannot read: {e}") from None
-    return _parse(text, ref, path.stem)
+    return _parse(text, ref, path.stem, path.parent)
 
 
 def builtin_scenarios() -> list[Scenario]:
     return sorted((load_scenario(name) for name in _builtins()), key=lambda s: s.name)
 
 
-def _parse(text: str, source: str, stem: str) -> Scenario:
+def _parse(text: str, source: str, stem: str, directory: Path | None = None) -> Scenario:
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as e:
@@ -1025,12 +1152,15 @@ def _parse(text: str, source: str, stem: str) -> Scenario:
         raise BadInput(f"{source}: YAML syntax error: {e}") from None
     if isinstance(data, dict):
         data = {"name": stem, **data}  # the file's stem unless it says otherwise
+    here = _scenario_dir.set(directory)
     try:
         return replace(_SCENARIO.read(data), source=source)
     except ValueError as e:  # the top level itself is not a mapping
         raise BadInput(f"{source}: top level: {e}") from None
     except _Invalid as e:
         raise BadInput(f"{source}: {e}") from None
+    finally:
+        _scenario_dir.reset(here)
 
 
 def _flag(flag: str, kind: _Kind, value: object) -> Any:
@@ -1045,13 +1175,34 @@ def _keep(current: Any, override: object, flag: str, kind: _Kind) -> Any:
     return current if override is None else _flag(flag, kind, override)
 
 
-def _switch_client(old: ClientSpec, name: object) -> ClientSpec:
-    """Another client keeps only the options it accepts, with the same kind of value."""
-    new = CLIENTS[_flag("--client", _CLIENT_NAME, name)]
-    before = CLIENTS[old.name].options
+def _switch_client(old: ClientSpec, name: str, base: Path | None, flag: str) -> ClientSpec:
+    """Another client keeps only the options it accepts, with the same kind of value (none
+    of a plug-in's that declares no OPTIONS). A plug-in class is looked for as in a
+    scenario file, ``base`` being the scenario's directory."""
+    path: tuple[str, ...] = ()
+    if is_plugin_path(name):
+        try:
+            new, path = _plugin(name, (), base)
+        except PluginError as e:
+            raise BadInput(f"{flag}: {e}") from None
+    elif name in CLIENTS:
+        new = CLIENTS[name]
+    else:
+        raise BadInput(
+            f"{flag}: {_show(name)} is not a lock client; allowed: {_CLIENT_NAME.allowed}, "
+            "or a plug-in class as module:ClassName"
+        )
+    before = old.info().options
     kept = {o: v for o, v in old.options.items()
-            if o in new.options and new.options[o][0] == before[o][0]}
-    return ClientSpec(new.name, kept)
+            if o in new.options and o in before and new.options[o][0] == before[o][0]}
+    return ClientSpec(new.name, kept, path)
+
+
+def _source_dir(s: Scenario) -> Path | None:
+    """The directory of the file ``s`` was read from; None for a built-in scenario."""
+    if not s.source or s.source in {str(p) for p in _builtins().values()}:
+        return None
+    return Path(s.source).parent
 
 
 def with_overrides(
@@ -1062,6 +1213,7 @@ def with_overrides(
     workers: int | None = None,
     threads: int | None = None,
     client: str | None = None,
+    client_flag: str = "--client",
 ) -> Scenario:
     """``s`` with command-line overrides; errors name the flag."""
     w = s.workload
@@ -1076,7 +1228,10 @@ def with_overrides(
         s,
         duration_ns=_keep(s.duration_ns, duration_ns, "--duration", _Nanos()),
         seed=_keep(s.seed, seed, "--seed", _SEED),
-        client=s.client if client is None else _switch_client(s.client, client),
+        client=(
+            s.client if client is None
+            else _switch_client(s.client, client, _source_dir(s), client_flag)
+        ),
         workload=replace(
             w,
             workers=new_workers,

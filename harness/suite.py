@@ -36,6 +36,7 @@ from harness.errors import (
 from harness.interrupts import no_interrupts
 from harness.runner import EXIT_INTERRUPTED, Binaries, RunOutcome, run_scenario
 from harness.scenario import Scenario, builtin_scenarios, load_scenario, with_overrides
+from workloads.plugins import is_plugin_path
 from workloads.registry import CLIENTS
 
 ALL = "all"
@@ -103,6 +104,7 @@ def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[
                     workers=request.workers,
                     threads=request.threads,
                     client=client if clients else None,
+                    client_flag="--clients",
                 )
                 cases.append(Case(len(cases) + 1, resolved))
     return cases
@@ -111,10 +113,11 @@ def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[
 def parse_clients(text: str | None) -> list[str] | None:
     if text is None:
         return None
-    allowed = ", ".join(CLIENTS)
+    allowed = ", ".join(CLIENTS) + ", or a plug-in class as module:ClassName"
     names = [name.strip() for name in text.split(",")]
     for name in names:
-        if name not in CLIENTS:
+        # A plug-in class is imported and checked per scenario (its directory is searched).
+        if name not in CLIENTS and not is_plugin_path(name):
             shown = repr(name) if name else "an empty name"
             raise BadInput(f"--clients: {shown} is not a lock client; allowed: {allowed}")
     return list(dict.fromkeys(names))  # a client named twice runs once

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from functools import reduce
 
 from workloads.protocol import ClientFactory
 
@@ -19,10 +20,12 @@ class ClientInfo:
     # replicated topology, whose nodes copy each other.
     needs_masters: bool = False
     reentrant: bool = False  # the same owner may acquire again while it holds (nesting)
+    # A plug-in class that declares no OPTIONS: any JSON-like options, passed as written.
+    free_options: bool = False
 
     def factory(self) -> ClientFactory:
         module, _, attr = self.factory_path.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return reduce(getattr, attr.split("."), importlib.import_module(module))  # "A.B" too
 
 
 TIMEOUT_OPTION = ("duration", "socket timeout per node request (well below the TTL)")
@@ -31,3 +34,16 @@ DISCOVERY_OPTION = (
     "choice:static|sentinel|pointer",
     "how to find the instance: static (option node), or the master via sentinel or pointer",
 )
+
+# The kinds an option may take, a built-in's or a plug-in's; "choice:a|b|c" names its
+# choices. The scenario loader reads each (harness/scenario.py _OPTION_KINDS).
+OPTION_KINDS: tuple[str, ...] = ("duration", "int", "float", "bool", "str")
+
+
+def option_kind_ok(kind: object) -> bool:
+    if not isinstance(kind, str):
+        return False
+    name, colon, choices = kind.partition(":")
+    if name == "choice" and colon:
+        return all(choices.split("|"))
+    return kind in OPTION_KINDS

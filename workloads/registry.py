@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from workloads.adapters.catalog import ADAPTER_CLIENTS
 from workloads.client_info import DISCOVERY_OPTION as _DISCOVERY
 from workloads.client_info import NODE_OPTION as _NODE
 from workloads.client_info import TIMEOUT_OPTION as _TIMEOUT
 from workloads.client_info import ClientInfo
+from workloads.plugins import is_plugin_path, load_plugin
 
 CLIENTS: dict[str, ClientInfo] = {
     info.name: info
@@ -98,3 +101,15 @@ CLIENTS: dict[str, ClientInfo] = {
         *ADAPTER_CLIENTS,  # real third-party libraries behind the same protocol
     )
 }
+
+
+def client_info(name: str, path: Sequence[str] = ()) -> ClientInfo:
+    """A built-in client by name, or a user's plug-in class by "module:Class": imported
+    and checked now (PluginError says what is wrong), from ``path`` ahead of sys.path.
+
+    The one lookup for both, so every check of a client (its options, topology, nesting)
+    and the worker that builds it see a plug-in exactly as they see a built-in.
+    """
+    if is_plugin_path(name):
+        return load_plugin(name, path).info
+    return CLIENTS[name]

@@ -30,7 +30,7 @@ from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
 from workloads.protocol import Lease, LockClient
 from workloads.recorder import Recorder
-from workloads.registry import CLIENTS
+from workloads.registry import client_info
 from workloads.resource import Resource
 
 # Time reserved at the end of an honoured lease for exit + release: the section must be
@@ -100,7 +100,7 @@ class ClientLoop:
         self.stop = stop
         self.clock = lambda: time.monotonic_ns() - config.t0_ns
         self.rng = random.Random(f"{config.seed}:{process}")
-        factory = CLIENTS[config.client].factory()
+        factory = client_info(config.client).factory()  # a plug-in: LOCKHARNESS_PLUGIN_PATH
         discovery = Discovery.from_dict(config.discovery) if config.discovery else None
         self.client: LockClient = factory(
             config.nodes, self.clock, config.client_options, discovery=discovery

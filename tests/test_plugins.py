@@ -1,0 +1,340 @@
+"""User plug-in lock clients: `client: {class: "module:Class"}`, imported and checked when
+the scenario is read, so every mistake is bad input (exit 254) before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from checker.history import read_history
+from harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
+from tests.conftest import REPO, lockharness, run
+
+EXAMPLE = REPO / "examples" / "plugin" / "my-lock.yaml"
+
+SCENARIO = """\
+description: d
+expect: valid
+duration: 2s
+cluster: {nodes: 1}
+workload: {workers: 1, threads: 2, hold_min: 1ms, hold_max: 5ms}
+"""
+
+# A correct plug-in, to break one piece at a time.
+GOOD_CLASS = """\
+class Lock:
+    OPTIONS = {"timeout": ("duration", "socket timeout"), "node": ("int", "which node")}
+
+    def __init__(self, nodes, clock, options, discovery=None):
+        pass
+
+    def acquire(self, key, ttl_ms):
+        return None
+
+    def release(self, lease):
+        return False
+
+    def close(self):
+        pass
+"""
+
+
+def scenario_with(
+    tmp_path: Path, client: str, modules: dict[str, str], section: str = ""
+) -> Path:
+    """A scenario in tmp_path/scen/ (not the cwd), with ``modules`` beside it; ``section``
+    (one line, "cluster: {...}") replaces the line of SCENARIO with the same key."""
+    folder = tmp_path / "scen"
+    folder.mkdir(exist_ok=True)
+    for name, text in modules.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    lines = [f"client: {client}"]
+    for line in SCENARIO.splitlines():
+        key = line.partition(":")[0]
+        lines.append(section if section and section.startswith(key + ":") else line)
+    path = folder / "plug.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def assert_rejected(tmp_path: Path, *args: str, mentions: list[str]) -> None:
+    """Exit 254, each fragment in the message, and no run directory: as in
+    test_bad_input, but the message is unwrapped first (its paths make it long, and the
+    console wraps it at a space)."""
+    store = tmp_path / "store"
+    done = lockharness(*args, "--store", str(store), cwd=tmp_path)
+    assert done.returncode == 254, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())
+    for text in mentions:
+        assert text in message, (text, message)
+    assert not store.exists(), "a run directory was created for bad input"
+
+
+# ---- end to end ---------------------------------------------------------------------------
+
+
+def test_the_example_plugin_runs_and_is_valid(tmp_path: Path) -> None:
+    # cwd is tmp_path: my_lock.py is found only through the scenario's directory, by the
+    # loader and by every worker.
+    code, results, run_dir, output = run(tmp_path, str(EXAMPLE), "--duration", "3s")
+    assert code == 0, output
+    assert results["verdict"] == "valid" and results["as_expected"] is True
+    assert results["client"] == "my_lock:MyLock"
+    assert "client my_lock:MyLock" in output
+    assert results["stats"]["cycles"] > 20 and results["stats"]["info"] == 0
+    grants = {tuple(e.value["grants"]) for e in read_history(run_dir / "history.jsonl")
+              if e.type == "ok" and e.f == "acquire"}  # fmt: skip
+    assert grants == {("n1",)}
+    resolved = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    assert resolved["client"] == {
+        "class": "my_lock:MyLock",
+        "path": [str(EXAMPLE.parent)],
+        "options": {"timeout": "100ms", "node": 1},
+    }
+
+
+# A plug-in in a package, declaring no OPTIONS (its options arrive as written), importing
+# a sibling module only when it first runs, and raising on every third acquire.
+PACKAGE_LOCK = """\
+import json
+import os
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from workloads.protocol import Lease
+
+
+class Lock:
+    \"\"\"SET NX PX, compare-and-delete; flaky on purpose.\"\"\"
+
+    def __init__(self, nodes, clock, options, discovery=None):
+        from plugpkg import helper  # imported in the worker, after the loader checked us
+
+        self.script = helper.RELEASE
+        self.node, self.clock, self.calls = nodes[0], clock, 0
+        self.redis = redis.Redis(host=self.node.host, port=self.node.port,
+                                 socket_timeout=0.2, retry=Retry(NoBackoff(), 0))
+        with open(options["record"], "w") as f:
+            json.dump(options, f)
+
+    def acquire(self, key, ttl_ms):
+        self.calls += 1
+        if self.calls % 3 == 0:
+            raise RuntimeError("flaky on purpose")
+        token, started = os.urandom(8).hex(), self.clock()
+        if not self.redis.set(key, token, nx=True, px=ttl_ms):
+            return None
+        return Lease(key, token, started + ttl_ms * 1_000_000 - 2_000_000, (self.node.name,))
+
+    def release(self, lease):
+        return bool(self.redis.eval(self.script, 1, lease.key, lease.token))
+
+    def close(self):
+        self.redis.close()
+"""
+HELPER = 'RELEASE = """if redis.call("get", KEYS[1]) == ARGV[1] then ' \
+    'return redis.call("del", KEYS[1]) else return 0 end"""\n'  # fmt: skip
+
+
+def test_a_plugin_package_runs_in_the_workers_from_where_it_was_found(tmp_path: Path) -> None:
+    record = tmp_path / "options.json"
+    path = scenario_with(
+        tmp_path,
+        f"{{class: 'plugpkg.lock:Lock', options: {{record: '{record}', tries: [1, 2]}}}}",
+        {"plugpkg/__init__.py": "", "plugpkg/lock.py": PACKAGE_LOCK, "plugpkg/helper.py": HELPER},
+    )
+    # A package of the same name in the cwd, which comes first on a worker's own sys.path
+    # (python -m): the worker must still import the one the loader checked.
+    (tmp_path / "plugpkg").mkdir()
+    (tmp_path / "plugpkg" / "__init__.py").write_text("raise ImportError('the wrong plugpkg')\n")
+    code, results, _, output = run(tmp_path, str(path))
+    assert code == 0, output
+    assert results["client"] == "plugpkg.lock:Lock" and results["verdict"] == "valid"
+    assert results["stats"]["ok"] > 0
+    assert results["stats"]["info"] > 0  # its exceptions became info events; the run went on
+    assert yaml.safe_load(record.read_text()) == {"record": str(record), "tries": [1, 2]}
+
+
+# ---- bad plug-ins: exit 254, the file and client.class named, nothing started -----------------
+
+
+def lock_module(**replace: str) -> str:
+    text = GOOD_CLASS
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return text
+
+
+def declaring(attribute: str) -> str:
+    """The good class with one more class attribute."""
+    return lock_module(**{"    OPTIONS": f"    {attribute}\n    OPTIONS"})
+
+
+BAD_PLUGINS = {
+    "no colon": ("my_lock.MyLock", {}, ["'my_lock.MyLock' is not a plug-in class",
+                                        '"module:ClassName"']),
+    "no class": ("plug:", {}, ["'plug:' is not a plug-in class", "module:ClassName"]),
+    "not found": ("nosuch_mod:Lock", {}, [
+        "module 'nosuch_mod' not found", "No module named 'nosuch_mod'",
+        "(the scenario's directory)", "(the current directory)", "then sys.path",
+        "nosuch_mod.py",
+    ]),
+    "import raises": ("plug:Lock", {"plug.py": "x = 1\nraise RuntimeError('no config')\n"},
+                      ["importing module 'plug' raised RuntimeError: no config", "plug.py:2"]),
+    "import needs a missing module": (
+        "plug:Lock", {"plug.py": "import not_installed_dep\n"},
+        ["importing module 'plug' raised ModuleNotFoundError", "not_installed_dep"],
+    ),
+    "syntax error": ("plug:Lock", {"plug.py": "def broken(:\n"},
+                     ["importing module 'plug' raised SyntaxError", "line 1"]),
+    "exits on import": ("plug:Lock", {"plug.py": "import sys\nsys.exit(3)\n"},
+                        ["raised SystemExit: 3"]),
+    "no such attribute": ("plug:Nope", {"plug.py": GOOD_CLASS},
+                          ["module 'plug'", "has no attribute 'Nope'", "classes there: Lock"]),
+    "not a class": ("plug:make", {"plug.py": "def make(nodes, clock, options):\n    pass\n"},
+                    ["plug:make is a function, not a class", "acquire(key, ttl_ms)"]),
+    "no release": ("plug:Lock", {"plug.py": lock_module(**{"def release": "def let_go"})},
+                   ["plug:Lock has no method 'release'", "release(lease) -> bool"]),
+    "close not callable": (
+        "plug:Lock", {"plug.py": lock_module(**{"def close(self):\n        pass": "close = 5"})},
+        ["plug:Lock.close is an int, not a method"],
+    ),
+    "acquire takes the wrong arguments": (
+        "plug:Lock", {"plug.py": lock_module(**{"acquire(self, key, ttl_ms)": "acquire(self)"})},
+        ["plug:Lock.acquire cannot be called as acquire(key, ttl_ms)"],
+    ),
+    "constructor takes the wrong arguments": (
+        "plug:Lock",
+        {"plug.py": lock_module(**{"nodes, clock, options, discovery=None": "nodes"})},
+        ["cannot be built as Lock(nodes, clock, options, discovery=None)"],
+    ),
+    "bad OPTIONS": (
+        "plug:Lock", {"plug.py": lock_module(**{'("duration"': '("seconds"'})},
+        ["plug:Lock.OPTIONS['timeout']", "kind one of duration, int, float, bool, str"],
+    ),
+    "needs_masters not a bool": (
+        "plug:Lock", {"plug.py": declaring("needs_masters = 'yes'")},
+        ["plug:Lock.needs_masters is 'yes'", "True or False"],
+    ),
+    "clashes with a loaded module": (
+        "yaml:Lock", {"yaml.py": GOOD_CLASS},
+        ["module 'yaml' is in", "already loaded from", "a module name no other"],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("client", "modules", "mentions"), BAD_PLUGINS.values(), ids=BAD_PLUGINS)
+def test_a_bad_plugin_is_bad_input(
+    tmp_path: Path, client: str, modules: dict[str, str], mentions: list[str]
+) -> None:
+    path = scenario_with(tmp_path, f"{{class: '{client}'}}", modules)
+    assert_rejected(tmp_path, "run", str(path), mentions=["plug.yaml: client.class: ", *mentions])
+
+
+BAD_USES = {
+    "option of the wrong kind": (
+        "{class: 'plug:Lock', options: {timeout: 5}}", "",
+        ["plug.yaml: client.options.timeout", "is not a duration"],
+    ),
+    "option it does not declare": (
+        "{class: 'plug:Lock', options: {nodes: 1}}", "",
+        ["unknown key 'client.options.nodes'", "allowed: timeout, node"],
+    ),
+    "node outside the cluster": (
+        "{class: 'plug:Lock', options: {node: 3}}", "",
+        ["client.options.node", "from 1 to 1"],
+    ),
+    "a Redlock-style plug-in on the replicated topology": (
+        "{class: 'masters:Lock'}", "cluster: {nodes: 3, topology: replicated}",
+        ["cluster.topology: replicated does not fit client masters:Lock"],
+    ),
+    "nesting with a plug-in that is not reentrant": (
+        "{class: 'plug:Lock'}", "workload: {workers: 1, threads: 2, nesting: 0.5}",
+        ["workload.nesting: 0.5 needs a reentrant client, not plug:Lock"],
+    ),
+    "undeclared options must be plain data": (
+        "{class: 'free:Lock', options: {since: 2024-01-01}}", "",
+        ["client.options.since", "is not plain data"],
+    ),
+    "both name and class": (
+        "{name: single, class: 'plug:Lock'}", "", ["client: both name and class given"],
+    ),
+    "a class path where a name goes": ("'plug:Lock'", "", ["client: 'plug:Lock' names a plug-in",
+                                                           "{class: 'plug:Lock'}"]),
+    "path without class": ("{name: single, path: [.]}", "",
+                           ["client.path: only with client.class"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("client", "section", "mentions"), BAD_USES.values(), ids=BAD_USES)
+def test_a_bad_use_of_a_plugin_is_bad_input(
+    tmp_path: Path, client: str, section: str, mentions: list[str]
+) -> None:
+    modules = {
+        "plug.py": GOOD_CLASS,
+        "masters.py": declaring("needs_masters = True"),
+        "free.py": lock_module(**{"    OPTIONS": "    _OPTIONS"}),  # declares none
+    }
+    path = scenario_with(tmp_path, client, modules, section)
+    assert_rejected(tmp_path, "run", str(path), mentions=mentions)
+
+
+def test_client_flag_takes_a_plugin_with_the_same_checks(tmp_path: Path) -> None:
+    assert_rejected(
+        tmp_path, "run", "single-baseline", "--client", "nosuch_mod:Lock",
+        mentions=["--client: module 'nosuch_mod' not found", "(the current directory)"],
+    )  # fmt: skip
+    (tmp_path / "cwdplug.py").write_text(lock_module(**{"def release": "def let_go"}))
+    assert_rejected(
+        tmp_path, "run", "single-baseline", "--client", "cwdplug:Lock",
+        mentions=["--client: cwdplug:Lock has no method 'release'"],
+    )  # fmt: skip
+    assert_rejected(
+        tmp_path, "suite", "single-baseline", "--clients", "single,nosuch_mod:Lock",
+        mentions=["--clients: module 'nosuch_mod' not found"],
+    )  # fmt: skip
+
+
+# ---- in process: how a plug-in is resolved and written back ---------------------------------
+
+
+def test_a_resolved_plugin_scenario_reads_back_equal_from_elsewhere(tmp_path: Path) -> None:
+    path = scenario_with(
+        tmp_path, "{class: 'roundtrip_plug:Lock', options: {timeout: 50ms}}",
+        {"roundtrip_plug.py": GOOD_CLASS},
+    )  # fmt: skip
+    s = load_scenario(path)
+    assert s.client == ClientSpec(
+        "roundtrip_plug:Lock", {"timeout": 50_000_000}, (str(path.parent.resolve()),)
+    )
+    elsewhere = tmp_path / "store" / "resolved.yaml"  # as a run directory holds it
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(to_yaml(s))
+    assert load_scenario(elsewhere) == s
+
+
+def test_client_path_and_switching_to_and_from_a_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "pathed_plug.py").write_text(GOOD_CLASS)
+    path = scenario_with(
+        tmp_path, "{class: 'pathed_plug:Lock', path: ../libs, options: {node: 1}}", {}
+    )
+    s = load_scenario(path)
+    assert s.client.path == (str(libs.resolve()),) and s.client.info().options["node"][0] == "int"
+    # To a built-in: options of the same name and kind stay.
+    single = with_overrides(s, client="single")
+    assert single.client == ClientSpec("single", {"node": 1})
+    # To a plug-in in the current directory: found there, and recorded for the workers.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cwd_free_plug.py").write_text(lock_module(**{"    OPTIONS": "    _OPTIONS"}))
+    free = with_overrides(single, client="cwd_free_plug:Lock")
+    assert free.client == ClientSpec("cwd_free_plug:Lock", {}, (str(tmp_path.resolve()),))
+    assert free.client.info().free_options  # no OPTIONS: none of single's options fit
