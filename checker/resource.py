@@ -1,9 +1,10 @@
 """Resource view: the resource itself counts who is inside, independent of client clocks.
 
-With fencing, the resource also says whether it took each write: ``accepted`` (false: it
-rejected a token below the highest it had seen for the key), ``fencing`` (the write's
-token) and ``highest`` (the highest before it). ``resource_view`` reads both in one pass
-over the ``enter`` oks; ``checker.fencing`` makes the fencing verdict from them.
+With fencing, the resource also says whether it took each write (a section writes on
+``enter`` and, its last write, on ``exit``): ``accepted`` (false: it rejected a token
+below the highest it had seen for the key), ``fencing`` (the write's token) and
+``highest`` (the highest before it). ``resource_view`` reads both in one pass over the
+``enter`` and ``exit`` oks; ``checker.fencing`` makes the fencing verdict from them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.history import ENTER, NEMESIS, OK, Event
+from checker.history import ENTER, EXIT, NEMESIS, OK, Event
 
 
 @dataclass
@@ -35,6 +36,7 @@ def _int(raw: Any) -> int | None:
 def _write(kind: str, event: Event, fencing: int | None, highest: int | None) -> dict[str, Any]:
     return {
         "kind": kind,
+        "op": event.f,
         "key": event.key,
         "process": event.process,
         "token": event.token,
@@ -46,14 +48,18 @@ def _write(kind: str, event: Event, fencing: int | None, highest: int | None) ->
 
 
 def resource_view(history: Iterable[Event]) -> ResourceView:
-    """Occupancy witnesses and the fencing outcome of every ``enter`` ``ok``. One pass,
-    so each write's value is read once: on a large history that read is the cost."""
+    """Occupancy witnesses (``enter`` oks) and the fencing outcome of every ``enter`` and
+    ``exit`` ok. One pass, so each write's value is read once: on a large history that
+    read is the cost."""
     view = ResourceView()
     for event in history:
-        if event.f != ENTER or event.type != OK or event.process == NEMESIS:
+        f = event.f
+        if (f != ENTER and f != EXIT) or event.type != OK or event.process == NEMESIS:
             continue
-        value = event.value or {}
-        occupancy = _int(value.get("occupancy"))
+        value = event.value
+        if not value:
+            continue  # an exit without a fencing token: nothing to check
+        occupancy = _int(value.get("occupancy")) if f == ENTER else None
         if occupancy is not None and occupancy > 1:
             view.occupancy.append(
                 {

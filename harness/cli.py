@@ -190,7 +190,7 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     if args.expect:
         expectation = Expectation(args.expect)
     print_summary(console, name, result, expectation)
-    if expectation.met_by(result.verdict.value, (result.liveness or {}).get("verdict")):
+    if expectation.met_by(result):
         return EXIT_AS_EXPECTED
     return EXIT_UNKNOWN if result.verdict is Verdict.UNKNOWN else EXIT_NOT_AS_EXPECTED
 

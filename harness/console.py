@@ -74,6 +74,21 @@ def describe_liveness(liveness: dict[str, Any]) -> str:
     )
 
 
+def describe_fencing(fencing: dict[str, Any], stats: dict[str, Any]) -> str:
+    """The resource's view of a fenced run, beside the leases' view (the verdict): how
+    many stale writes it turned away, whether it let any in, whether tokens came in order."""
+    rejected = stats.get("stale_writes_rejected", 0)
+    accepted = stats.get("stale_writes_accepted", 0)
+    out_of_order = stats.get("fencing_out_of_order", 0)
+    consistent = "consistent" if fencing.get("resource_consistent") else "INCONSISTENT"
+    text = (
+        f"fencing: resource {consistent}: {rejected} stale write(s) rejected, "
+        f"{accepted} accepted; "
+    )
+    text += f"{out_of_order} token(s) granted out of order" if out_of_order else "tokens in order"
+    return text
+
+
 def print_summary(
     console: Console,
     name: str,
@@ -83,7 +98,7 @@ def print_summary(
 ) -> None:
     verdict = result.verdict
     liveness = result.liveness or {}
-    matched = expectation.met_by(verdict.value, liveness.get("verdict"))
+    matched = expectation.met_by(result)
     mark = "[green]as expected[/]" if matched else "[red]NOT as expected[/]"
     console.print(
         f"[{_STYLE[verdict]}]{verdict.value.upper()}[/] {name} (expected {expectation}): "
@@ -92,6 +107,8 @@ def print_summary(
     )
     if expectation.liveness is not None or liveness.get("verdict") == "stuck":
         console.print(f"  {describe_liveness(liveness)}", highlight=False)
+    if (result.fencing or {}).get("fenced"):
+        console.print(f"  {describe_fencing(result.fencing, result.stats)}", highlight=False)
     for reason in result.reasons:
         console.print(f"  {reason}", highlight=False)
     for witness in result.witnesses[:3]:

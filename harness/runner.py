@@ -65,8 +65,7 @@ class RunOutcome:
 
     @property
     def as_expected(self) -> bool:
-        liveness = (self.result.liveness or {}).get("verdict")
-        return self.scenario.expectation.met_by(self.result.verdict.value, liveness)
+        return self.scenario.expectation.met_by(self.result)
 
     @property
     def exit_code(self) -> int:
@@ -116,6 +115,7 @@ def _worker_configs(
             retry_delay_max_ns=w.retry_delay_max_ns,
             honor_validity=w.honor_validity,
             nesting=w.nesting,
+            extend=w.extend,
             t0_ns=t0_ns,
             end_ns=scenario.duration_ns,
             seed=scenario.seed,
@@ -360,6 +360,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         **outcome.result.to_dict(),
         "expect": scenario.expect,
         "expect_liveness": scenario.expect_liveness,
+        "expect_resource": scenario.expectation.resource,
         "as_expected": outcome.as_expected,
         "interrupted": outcome.interrupted,
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},

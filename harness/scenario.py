@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from checker.verdict import CheckResult
 from faults.spec import (
     FAULT_KINDS,
     NODE_TARGETS,
@@ -52,6 +53,7 @@ from workloads.registry import CLIENTS, client_info
 PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
 LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
+RESOURCE_EXPECTATIONS: tuple[str, ...] = ("consistent", "inconsistent")
 TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
 
 _MS = 1_000_000
@@ -101,22 +103,41 @@ class WorkloadSpec:
     retry_delay_max_ns: int = 50 * _MS
     honor_validity: bool = True
     nesting: float = 0.0  # chance that a section re-acquires its own lock (reentrant clients)
+    extend: bool = False  # sections extend their lease while the hold goes on (extending clients)
 
 
 @dataclass(frozen=True)
 class Expectation:
     """What a run should come out as: safety (valid, invalid) and, optionally, liveness
-    (ok, stuck), which the checker reports apart from safety."""
+    (ok, stuck) and the fenced resource (consistent, inconsistent), which the checker
+    reports apart from safety."""
 
     safety: str
     liveness: str | None = None
+    resource: str | None = None
 
-    def met_by(self, safety: str, liveness: str | None) -> bool:
-        """True if a run's safety verdict (and liveness, when expected) are as expected."""
-        return safety == self.safety and self.liveness in (None, liveness)
+    def met_by(self, result: CheckResult) -> bool:
+        """True if a run's safety verdict (and liveness and resource, when expected) are
+        as expected."""
+        liveness = (result.liveness or {}).get("verdict")
+        return (
+            result.verdict.value == self.safety
+            and self.liveness in (None, liveness)
+            and self.resource in (None, resource_outcome(result))
+        )
 
     def __str__(self) -> str:
-        return self.safety if self.liveness is None else f"{self.safety}, {self.liveness}"
+        parts = (self.safety, self.liveness, self.resource and f"resource {self.resource}")
+        return ", ".join(p for p in parts if p)
+
+
+def resource_outcome(result: CheckResult) -> str | None:
+    """consistent / inconsistent for a fenced run (did the resource ever take a write
+    below the highest token it had seen?), None when no write carried a fencing token."""
+    fencing = result.fencing or {}
+    if not fencing.get("fenced"):
+        return None
+    return "consistent" if fencing.get("resource_consistent") else "inconsistent"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,27 +294,35 @@ class _Choice(_Kind):
 
 @dataclass(frozen=True)
 class _Expect(_Kind):
-    """``expect: valid`` (safety only), or ``expect: {safety: valid, liveness: stuck}``."""
+    """``expect: valid`` (safety only), or a mapping such as
+    ``expect: {safety: valid, liveness: stuck}`` or ``{safety: invalid, resource: consistent}``."""
 
     allowed = (
         f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
-        f"({', '.join(EXPECTATIONS)}) and liveness ({', '.join(LIVENESS_EXPECTATIONS)})"
+        f"({', '.join(EXPECTATIONS)}), liveness ({', '.join(LIVENESS_EXPECTATIONS)}) and "
+        f"resource ({', '.join(RESOURCE_EXPECTATIONS)})"
     )
 
     def read(self, value: object) -> Expectation:
         if isinstance(value, str) and value in EXPECTATIONS:
             return Expectation(value)
-        if not isinstance(value, dict) or not set(value) <= {"safety", "liveness"}:
+        if not isinstance(value, dict) or not set(value) <= {"safety", "liveness", "resource"}:
             raise self._reject(value, "is not an expectation")
         safety, liveness = value.get("safety", "valid"), value.get("liveness")
-        if safety not in EXPECTATIONS or liveness not in (None, *LIVENESS_EXPECTATIONS):
+        resource = value.get("resource")
+        if (
+            safety not in EXPECTATIONS
+            or liveness not in (None, *LIVENESS_EXPECTATIONS)
+            or resource not in (None, *RESOURCE_EXPECTATIONS)
+        ):
             raise self._reject(value, "is not an expectation")
-        return Expectation(safety, liveness)
+        return Expectation(safety, liveness, resource)
 
     def write(self, value: Any) -> object:
-        if value.liveness is None:
+        if value.liveness is None and value.resource is None:
             return value.safety
-        return {"safety": value.safety, "liveness": value.liveness}
+        written = {"safety": value.safety, "liveness": value.liveness, "resource": value.resource}
+        return {k: v for k, v in written.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -685,6 +714,16 @@ def _nesting_needs_reentrant(s: Scenario) -> tuple[str, str] | None:
     return "workload.nesting", (
         f"{s.workload.nesting} needs a reentrant client, not {s.client.name}; allowed: 0, "
         f"or a client among: {reentrant}"
+    )
+
+
+def _extend_needs_extending(s: Scenario) -> tuple[str, str] | None:
+    if not s.workload.extend or s.client.info().extends:
+        return None
+    extending = ", ".join(name for name, info in CLIENTS.items() if info.extends)
+    return "workload.extend", (
+        f"true needs a client that can extend a lease, not {s.client.name}; allowed: false, "
+        f"or a client among: {extending}"
     )
 
 
@@ -1083,6 +1122,7 @@ _WORKLOAD = _Section("workload.", WorkloadSpec, (
     _ns("retry_delay_max", _Duration()),
     _Key("honor_validity", _Bool()),
     _Key("nesting", _Float(0.0, 1.0)),
+    _Key("extend", _Bool()),
 ), checks=(_at_most("hold_min", "hold_max"), _at_most("retry_delay_min", "retry_delay_max")))
 
 _SCENARIO = _Section("", Scenario, (
@@ -1096,7 +1136,9 @@ _SCENARIO = _Section("", Scenario, (
     _Key("workload", _WORKLOAD),
     _Key("faults", _Faults()),
     _Key("timeline", _Timeline(), "faults"),  # completes the plan that faults began
-), checks=(_node_in_cluster, _topology_fits_client, _nesting_needs_reentrant))
+), checks=(
+    _node_in_cluster, _topology_fits_client, _nesting_needs_reentrant, _extend_needs_extending
+))
 
 
 # ---- loading ----------------------------------------------------------------------------

@@ -35,7 +35,13 @@ from harness.errors import (
 )
 from harness.interrupts import no_interrupts
 from harness.runner import EXIT_INTERRUPTED, Binaries, RunOutcome, run_scenario
-from harness.scenario import Scenario, builtin_scenarios, load_scenario, with_overrides
+from harness.scenario import (
+    Scenario,
+    builtin_scenarios,
+    load_scenario,
+    resource_outcome,
+    with_overrides,
+)
 from workloads.plugins import is_plugin_path
 from workloads.registry import CLIENTS
 
@@ -220,8 +226,13 @@ class CaseResult:
         o = self.outcome
         if o is None:
             return "not run: the suite stopped before this run"
-        result, expect = o.result, self.case.scenario.expect
-        head = f"verdict {result.verdict.value}, expected {expect}"
+        result, expect = o.result, self.case.scenario.expectation
+        outcome = [result.verdict.value]
+        if expect.liveness is not None:
+            outcome.append(f"liveness {(result.liveness or {}).get('verdict')}")
+        if expect.resource is not None:
+            outcome.append(f"resource {resource_outcome(result) or 'not fenced'}")
+        head = f"verdict {', '.join(outcome)}, expected {expect}"
         if o.interrupted:
             return f"interrupted (Ctrl-C) during this run; {head}"
         if result.witnesses:
@@ -276,7 +287,7 @@ def summarize(results: Sequence[CaseResult]) -> list[GroupSummary]:
     for r in results:
         s = r.case.scenario
         key = (_identity(s), s.name, s.client.name)
-        group = groups.setdefault(key, GroupSummary(s.name, s.client.name, s.expect))
+        group = groups.setdefault(key, GroupSummary(s.name, s.client.name, str(s.expectation)))
         group.results.append(r)
     return list(groups.values())
 
@@ -382,7 +393,7 @@ class SuiteProgress:
         verdict = o.result.verdict.value
         text = (
             f"{_MARK[status]} {self._position(result.case)}: {verdict.upper()} "
-            f"(expected {result.case.scenario.expect}) · {status.value}"
+            f"(expected {result.case.scenario.expectation}) · {status.value}"
             f" · first violation {_seconds(result.first_violation_s)}"
             f" · {result.cycles_per_s or 0.0:.1f} cycles/s · {result.elapsed_s:.1f} s"
             f" → {o.run_dir}"

@@ -70,7 +70,7 @@ def _run_row(result: CaseResult, page_dir: Path) -> str:
         why = f'<div class="why">{_e(result.explain())}</div>'
     cells = [
         _e(case.number), _e(case.name), _e(case.client), _e(case.seed),
-        f'<span class="{_e(verdict)}">{_e(verdict)}</span>', _e(case.scenario.expect),
+        f'<span class="{_e(verdict)}">{_e(verdict)}</span>', _e(str(case.scenario.expectation)),
         _e(result.status.value) + why, _seconds(result.first_violation_s), rate,
         f"{result.elapsed_s:.1f} s", _links(result, page_dir),
     ]  # fmt: skip

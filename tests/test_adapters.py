@@ -128,10 +128,17 @@ def test_release_after_a_takeover(
     assert other.release(theirs) is True
 
 
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [("python-redis-lock", {"auto_renewal": True}), ("python-redis-lock-renewal", {})],
+)
 def test_python_redis_lock_auto_renewal_outlives_expire(
-    clean_cluster: LocalCluster, build: Callable[..., LockClient]
+    clean_cluster: LocalCluster,
+    build: Callable[..., LockClient],
+    name: str,
+    options: dict[str, object],
 ) -> None:
-    client = build("python-redis-lock", auto_renewal=True)
+    client = build(name, **options)
     lease = client.acquire("k", 1000)
     assert lease is not None
     past_expire = clock() + 1_600_000_000  # the 1 s expire, and most of a second renewal

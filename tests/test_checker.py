@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from checker.fencing import check_fencing
 from checker.history import Event, HistoryError, read_history
 from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
-from checker.resource import check_resource
+from checker.resource import check_resource, resource_view
 from checker.sections import critical_sections
 from checker.stats import compute_stats, percentile
 from checker.verdict import CheckResult, Verdict, check_history
@@ -550,7 +551,7 @@ def test_a_rejected_stale_write_is_reported_and_the_resource_stays_consistent() 
     fencing = check_fencing(h.events)
     assert fencing["fenced"] is True
     assert fencing["stale_writes_rejected"] == [
-        {"kind": "stale-write-rejected", "key": "k0", "process": 1, "token": "a",
+        {"kind": "stale-write-rejected", "op": "enter", "key": "k0", "process": 1, "token": "a",
          "fencing": 1, "highest": 2, "time": 350, "index": len(h.events) - 1}
     ]  # fmt: skip
     assert fencing["resource_consistent"] is True
@@ -558,6 +559,28 @@ def test_a_rejected_stale_write_is_reported_and_the_resource_stays_consistent() 
     result = check(h)
     assert result.fencing["stale_writes_rejected"] == fencing["stale_writes_rejected"]
     assert result.stats["stale_writes_rejected"] == 1
+
+
+def test_the_last_write_on_exit_is_fenced_too() -> None:
+    # 1 (token 1) entered, then slept past its lease; 2 (token 2) entered; 1's last write
+    # on exit is turned away. An exit without a fencing value is no write to check.
+    h = History().lease(1, "a", 10, 400, fencing=1).lease(2, "b", 200, 300, fencing=2)
+    enter(h, 1, "a", 20, fencing=1, accepted=True, highest=None)
+    enter(h, 2, "b", 210, fencing=2, accepted=True, highest=1)
+    h.add(2, "ok", "exit", 290, "b", {"fencing": 2, "accepted": True, "highest": 2})
+    h.add(1, "ok", "exit", 390, "a", {"fencing": 1, "accepted": False, "highest": 2})
+    h.add(3, "ok", "exit", 395, "c")
+    fencing = check_fencing(h.events)
+    assert [(w["op"], w["token"], w["highest"]) for w in fencing["stale_writes_rejected"]] == [
+        ("exit", "a", 2)
+    ]
+    assert fencing["resource_consistent"] is True
+    # The same write let through is the resource's inconsistency, not an occupancy count.
+    h.events[-2] = replace(h.events[-2], value={"fencing": 1, "accepted": True, "highest": 2})
+    view = check_fencing(h.events)
+    assert [w["op"] for w in view["stale_writes_accepted"]] == ["exit"]
+    assert view["resource_consistent"] is False
+    assert resource_view(h.events).occupancy == []
 
 
 def test_an_accepted_stale_write_makes_the_resource_inconsistent() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from checker.verdict import CheckResult, Verdict
 from faults.spec import (
     FAULT_KINDS,
     NODE_TARGETS,
@@ -26,6 +27,7 @@ from harness.errors import EXIT_BAD_INPUT, BadInput
 from harness.scenario import (
     PERSISTENCE_MODES,
     ClientSpec,
+    Expectation,
     Scenario,
     builtin_scenarios,
     load_scenario,
@@ -838,3 +840,33 @@ def test_nesting_needs_a_reentrant_client(tmp_path: Path) -> None:
     assert "x.yaml: workload.nesting: 0.5 needs a reentrant client, not single" in message
     text = GOOD.replace("client: single", "client: reentrant") + "workload: {nesting: 0.5}\n"
     assert load_scenario(str(write(tmp_path, text, "ok.yaml"))).workload.nesting == 0.5
+
+
+def test_expect_may_name_the_fenced_resource(tmp_path: Path) -> None:
+    text = GOOD.replace("expect: valid", "expect: {safety: invalid, resource: consistent}")
+    scenario = load_scenario(str(write(tmp_path, text, "fenced.yaml")))
+    assert scenario.expectation == Expectation("invalid", None, "consistent")
+    assert str(scenario.expectation) == "invalid, resource consistent"
+    assert load_scenario(str(write(tmp_path, to_yaml(scenario), "again.yaml"))) == scenario
+    message = bad(tmp_path, GOOD.replace("expect: valid", "expect: {resource: tidy}"))
+    assert "x.yaml: expect: " in message and "resource (consistent, inconsistent)" in message
+
+
+def test_an_expectation_is_met_only_by_every_view_it_names() -> None:
+    fenced = {"fenced": True, "resource_consistent": True}
+    result = CheckResult(Verdict.INVALID, [], [], {}, {"verdict": "ok"}, fenced)
+    assert Expectation("invalid", None, "consistent").met_by(result)
+    assert Expectation("invalid", "ok", "consistent").met_by(result)
+    assert not Expectation("invalid", None, "inconsistent").met_by(result)
+    assert not Expectation("valid", None, "consistent").met_by(result)
+    unfenced = CheckResult(Verdict.INVALID, [], [], {}, {"verdict": "ok"}, {"fenced": False})
+    assert not Expectation("invalid", None, "consistent").met_by(unfenced)
+    assert Expectation("invalid").met_by(unfenced)
+
+
+def test_extend_needs_a_client_that_can_extend(tmp_path: Path) -> None:
+    message = bad(tmp_path, GOOD + "workload: {extend: true}\n")
+    assert "x.yaml: workload.extend: true needs a client that can extend a lease" in message
+    assert "redlock-extend" in message
+    text = GOOD.replace("client: single", "client: redlock-extend") + "workload: {extend: true}\n"
+    assert load_scenario(str(write(tmp_path, text, "ok.yaml"))).workload.extend is True

@@ -22,6 +22,7 @@ class ClientInfo:
     reentrant: bool = False  # the same owner may acquire again while it holds (nesting)
     # A plug-in class that declares no OPTIONS: any JSON-like options, passed as written.
     free_options: bool = False
+    extends: bool = False  # has extend(lease, ttl_ms): a holder may push its expiry out
 
     def factory(self) -> ClientFactory:
         module, _, attr = self.factory_path.partition(":")

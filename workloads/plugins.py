@@ -267,6 +267,7 @@ def _info(cls: type, class_path: str) -> ClientInfo:
         options=options,
         needs_masters=flags["needs_masters"],
         reentrant=flags["reentrant"],
+        extends=callable(getattr(cls, "extend", None)),  # workload.extend may use it
         free_options=not declared,
     )
 

@@ -4,14 +4,15 @@ no check of how long that took.
     token = 20 random bytes
     start = now()
     for each node, in turn: SET key token NX PX ttl   (a failed node counts as a no)
-    if grants >= N/2 + 1: hold the lock until start + ttl
+    if grants >= N/2 + 1: yes (the caller holds the lock; no validity is computed)
     else: release on all nodes and fail
     release: compare-and-delete on all nodes, in turn
 
 Claim illustrated: the validity check is not optional. Without it, and with the nodes
 asked sequentially, a slow majority grants a lease whose keys have already expired on
-the first nodes asked: the client believes it holds a lock until start + ttl, a moment
-that may be past when acquire returns. Compare workloads/redlock.py.
+the first nodes asked, and the caller, told only "yes", goes on to use it. The lease
+has no deadline (the algorithm gives none), so the checker counts it held until
+release. Compare workloads/redlock.py.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ class NaiveRedlock:
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         token = os.urandom(20).hex()
-        started = self.clock()
         grants = []
         for name, redis in self.nodes:
             try:
@@ -56,7 +56,7 @@ class NaiveRedlock:
             except NODE_ERRORS:
                 continue
         if len(grants) >= self.quorum:
-            return Lease(key, token, started + ttl_ms * 1_000_000, tuple(grants))
+            return Lease(key, token, None, tuple(grants))
         self._unlock_all(key, token)
         return None
 

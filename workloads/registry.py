@@ -90,6 +90,7 @@ CLIENTS: dict[str, ClientInfo] = {
                 "max_extensions": ("int", "how many times one lease may be extended (default 3)"),
             },
             needs_masters=True,
+            extends=True,
         ),
         ClientInfo(
             "redlock-fenced",

@@ -2,9 +2,11 @@
 
     loop until the run's end:
         acquire   (attempts with a random retry delay, bounded by acquire_timeout)
-        enter     (the resource records who is inside)
-        hold      random in [hold_min, hold_max], ending by the lease's deadline if honoured
-        exit
+        enter     (the resource records who is inside; a fencing token is checked)
+        hold      random in [hold_min, hold_max], ending by the lease's deadline if honoured;
+                  with `extend`, the lease is extended each time a third of its TTL has
+                  passed, for as long as the hold lasts and the client agrees
+        exit      (the section's last write: a fencing token is checked again)
         release
 
 Run as `python -m workloads.worker CONFIG.json`. A client exception becomes an `info` event
@@ -24,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from checker.history import ACQUIRE, ENTER, EXIT, FAIL, INFO, INVOKE, OK, RELEASE
+from checker.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from faults.clock import ClockReader
 from workloads.discovery import Discovery
 from workloads.endpoints import Endpoint
@@ -72,6 +74,7 @@ class WorkerConfig:
     history_path: str
     discovery: dict[str, Any] | None = None  # replicated topology: how to find the master
     nesting: float = 0.0  # chance that a section re-acquires its own lock (reentrant)
+    extend: bool = False  # sections extend their lease while they hold (extending clients)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -130,8 +133,7 @@ class ClientLoop:
                 key = self.rng.choice(self.config.keys)
                 lease = self.acquire(key)
                 if lease is not None:
-                    self.critical_section(lease)
-                    self.release(lease)
+                    self.release(self.critical_section(lease))
         finally:
             self.client.close()
             self.resource.close()
@@ -162,17 +164,12 @@ class ClientLoop:
             self.stop.wait(delay / 1e9)
         return None
 
-    def section_end(self, lease: Lease) -> int:
-        hold = self.rng.uniform(self.config.hold_min_ns, self.config.hold_max_ns)
-        end = self.clock() + int(hold)
-        if self.config.honor_validity and lease.deadline is not None:
-            end = min(end, lease.deadline - EXIT_BUDGET_NS)
-        return end
-
-    def critical_section(self, lease: Lease) -> None:
-        end = self.section_end(lease)
-        if end <= self.clock():
-            return  # the lease is too short to use safely: release it untouched
+    def critical_section(self, lease: Lease) -> Lease:
+        """Enter, hold, exit; the lease as it stands at the end (extensions move it)."""
+        hold_end = self.clock() + int(self.rng.uniform(self.config.hold_min_ns,
+                                                       self.config.hold_max_ns))  # fmt: skip
+        if self.usable_until(lease, hold_end) <= self.clock():
+            return lease  # the lease is too short to use safely: release it untouched
         key, token = lease.key, lease.token
         self.rec.record(self.process, INVOKE, ENTER, key, token)
         try:
@@ -187,17 +184,70 @@ class ClientLoop:
                           "highest": entry.highest}  # fmt: skip
             self.rec.record(self.process, OK, ENTER, key, token, value)
         if self.config.nesting and self.rng.random() < self.config.nesting:
-            self.nested(lease, end)
-        remaining = end - self.clock()
+            self.nested(lease, self.usable_until(lease, hold_end))
+        lease = self.hold(lease, hold_end)
+        self.exit(lease)
+        return lease
+
+    def usable_until(self, lease: Lease, hold_end: int) -> int:
+        """When the work must stop: the hold's end, or before the deadline if honoured."""
+        if self.config.honor_validity and lease.deadline is not None:
+            return min(hold_end, lease.deadline - EXIT_BUDGET_NS)
+        return hold_end
+
+    def hold(self, lease: Lease, hold_end: int) -> Lease:
+        """The work: sleep to the hold's end. Not cut short by stop: finish the cycle.
+        With ``extend``, renew the lease whenever a third of its TTL has passed since it
+        was granted or last renewed (as Redisson's watchdog does) while the hold goes on
+        past the current validity; once the client refuses, hold what is left of it."""
+        renew_every = self.config.ttl_ms * 1_000_000 // 3
+        renewed_at = self.clock()
+        while self.config.extend and lease.deadline is not None and hold_end > lease.deadline:
+            now = self.clock()
+            if now >= hold_end:
+                break
+            if renewed_at + renew_every > now:
+                time.sleep((min(renewed_at + renew_every, hold_end) - now) / 1e9)
+                continue
+            extended = self.extend(lease)
+            if extended is None:
+                break
+            lease, renewed_at = extended, self.clock()
+        remaining = self.usable_until(lease, hold_end) - self.clock()
         if remaining > 0:
-            time.sleep(remaining / 1e9)  # the work; not cut short by stop: finish the cycle
+            time.sleep(remaining / 1e9)
+        return lease
+
+    def extend(self, lease: Lease) -> Lease | None:
+        ttl_ms = self.config.ttl_ms
+        self.rec.record(self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms})
+        try:
+            extended = self.client.extend(lease, ttl_ms)  # type: ignore[attr-defined]
+        except Exception as e:
+            self.rec.record(self.process, INFO, EXTEND, lease.key, lease.token, _error(e))
+            return None
+        if extended is None:
+            self.rec.record(self.process, FAIL, EXTEND, lease.key, lease.token)
+            return None
+        value = {"deadline": extended.deadline, "grants": list(extended.grants)}
+        self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)
+        return extended
+
+    def exit(self, lease: Lease) -> None:
+        """Leave the resource. With a fencing token this is the section's last write,
+        checked like the first: a holder that slept past its lease is stopped here."""
+        key, token = lease.key, lease.token
         self.rec.record(self.process, INVOKE, EXIT, key, token)
         try:
-            self.resource.exit(key, token)
+            written = self.resource.exit(key, token, lease.fencing)
         except Exception as e:
             self.rec.record(self.process, INFO, EXIT, key, token, _error(e))
-        else:
-            self.rec.record(self.process, OK, EXIT, key, token)
+            return
+        value = None
+        if lease.fencing is not None:
+            value = {"fencing": lease.fencing, "accepted": written.accepted,
+                     "highest": written.highest}  # fmt: skip
+        self.rec.record(self.process, OK, EXIT, key, token, value)
 
     def nested(self, outer: Lease, end: int) -> None:
         """Re-acquire the lock we hold (a reentrant client: depth + 1), hold it for part of

@@ -705,8 +705,7 @@ def _windowed_note(ops: Sequence[Op], windows: Sequence[Window], around_violatio
 
 def _title(scenario: Scenario, result: CheckResult) -> str:
     verdict = result.verdict.value
-    liveness = (result.liveness or {}).get("verdict")
-    matched = scenario.expectation.met_by(verdict, liveness)
+    matched = scenario.expectation.met_by(result)
     expect = (
         f'<span class="expect {"yes" if matched else "no"}">expected '
         f"{_esc(str(scenario.expectation))}: "

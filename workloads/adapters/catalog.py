@@ -48,4 +48,13 @@ ADAPTER_CLIENTS: tuple[ClientInfo, ...] = (
             "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default false)"),
         },
     ),
+    ClientInfo(
+        "python-redis-lock-renewal",
+        "python-redis-lock 4.0.1 with auto_renewal: a thread re-EXPIREs the key while held",
+        "workloads.adapters.python_redis_lock:RenewingPythonRedisLock",
+        {
+            **_SINGLE_NODE,
+            "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default true)"),
+        },
+    ),
 )

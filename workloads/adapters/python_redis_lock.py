@@ -33,6 +33,8 @@ except ImportError as missing:  # the optional `clients` extra
 
 
 class PythonRedisLock:
+    auto_renewal_default = False
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],
@@ -41,7 +43,7 @@ class PythonRedisLock:
         discovery: Discovery | None = None,
     ) -> None:
         self.nodes = single_node(nodes, options, discovery)
-        self.auto_renewal = bool(options.get("auto_renewal", False))
+        self.auto_renewal = bool(options.get("auto_renewal", self.auto_renewal_default))
         self.held: dict[str, redis_lock.Lock] = {}
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
@@ -63,3 +65,10 @@ class PythonRedisLock:
 
     def close(self) -> None:
         self.nodes.close()
+
+
+class RenewingPythonRedisLock(PythonRedisLock):
+    """The same, auto_renewal on unless the options say otherwise: a name of its own, so
+    a suite's client matrix can run the library both ways."""
+
+    auto_renewal_default = True
