@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium demo test test-all bench bench-quick lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium demo matrix test test-all bench bench-quick lint clean
 
 setup: python-env redis-server toxiproxy chromium
 
@@ -61,6 +61,17 @@ DEMO_SCENARIOS := single-baseline redlock-baseline unsafe-release-demo \
 demo: setup
 	$(BIN)/python -m harness suite $(DEMO_SCENARIOS) \
 	  --junit store/demo-junit.xml --html store/demo-index.html
+
+# The third-party lock libraries under the faults' scenarios: every scenario with every
+# library (expectations per client come from each scenario's expect / expect_clients).
+# About 20 minutes.
+MATRIX_SCENARIOS := redlock-baseline redlock-kill-minority redlock-partition-minority \
+  redlock-latency redlock-restart-no-persistence redlock-power-loss-everysec \
+  redlock-delayed-restart redlock-clock-jump client-gc-pause single-restart-no-persistence
+THIRD_PARTY_CLIENTS := redis-py-lock,pottery-redlock,redlock-py,python-redis-lock,python-redis-lock-renewal
+matrix: setup
+	$(BIN)/python -m harness suite $(MATRIX_SCENARIOS) --clients $(THIRD_PARTY_CLIENTS) \
+	  --junit store/matrix-junit.xml --html store/matrix-index.html
 
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -361,6 +361,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "expect": scenario.expect,
         "expect_liveness": scenario.expect_liveness,
         "expect_resource": scenario.expectation.resource,
+        "expect_tokens": scenario.expectation.tokens,
         "as_expected": outcome.as_expected,
         "interrupted": outcome.interrupted,
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},

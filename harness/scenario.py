@@ -54,6 +54,7 @@ PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
 LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
 RESOURCE_EXPECTATIONS: tuple[str, ...] = ("consistent", "inconsistent")
+TOKEN_EXPECTATIONS: tuple[str, ...] = ("ordered", "out-of-order")
 TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
 
 _MS = 1_000_000
@@ -109,25 +110,32 @@ class WorkloadSpec:
 @dataclass(frozen=True)
 class Expectation:
     """What a run should come out as: safety (valid, invalid) and, optionally, liveness
-    (ok, stuck) and the fenced resource (consistent, inconsistent), which the checker
-    reports apart from safety."""
+    (ok, stuck), the fenced resource (consistent, inconsistent) and the fencing tokens
+    (ordered, out-of-order), which the checker reports apart from safety."""
 
     safety: str
     liveness: str | None = None
     resource: str | None = None
+    tokens: str | None = None
 
     def met_by(self, result: CheckResult) -> bool:
-        """True if a run's safety verdict (and liveness and resource, when expected) are
-        as expected."""
+        """True if a run's safety verdict (and the other views, where expected) are as
+        expected."""
         liveness = (result.liveness or {}).get("verdict")
         return (
             result.verdict.value == self.safety
             and self.liveness in (None, liveness)
             and self.resource in (None, resource_outcome(result))
+            and self.tokens in (None, tokens_outcome(result))
         )
 
     def __str__(self) -> str:
-        parts = (self.safety, self.liveness, self.resource and f"resource {self.resource}")
+        parts = (
+            self.safety,
+            self.liveness,
+            self.resource and f"resource {self.resource}",
+            self.tokens and f"tokens {self.tokens}",
+        )
         return ", ".join(p for p in parts if p)
 
 
@@ -140,19 +148,36 @@ def resource_outcome(result: CheckResult) -> str | None:
     return "consistent" if fencing.get("resource_consistent") else "inconsistent"
 
 
+def tokens_outcome(result: CheckResult) -> str | None:
+    """ordered / out-of-order for a fenced run (was any token granted not above one granted
+    before it?), None when no lease carried a fencing token."""
+    fencing = result.fencing or {}
+    if not fencing.get("fenced"):
+        return None
+    return "out-of-order" if result.stats.get("fencing_out_of_order") else "ordered"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
     name: str
     description: str
-    expectation: Expectation
+    expect_default: Expectation  # `expect`: for the scenario's client, unless listed below
     duration_ns: int
     seed: int | None = None
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     client: ClientSpec
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     faults: FaultPlan = field(default_factory=FaultPlan)
+    # `expect_clients`: what the claim predicts for other clients (a suite's --clients
+    # matrix, or --client): a third-party library may break where Redlock holds.
+    expect_clients: dict[str, Expectation] = field(default_factory=dict)
     # Where it was read from: for messages only, so not part of equality.
     source: str = field(default="", compare=False)
+
+    @property
+    def expectation(self) -> Expectation:
+        """What this run should come out as, for the client it runs with."""
+        return self.expect_clients.get(self.client.name, self.expect_default)
 
     @property
     def expect(self) -> str:
@@ -293,35 +318,67 @@ class _Choice(_Kind):
 
 
 @dataclass(frozen=True)
+class _ExpectClients(_Kind):
+    """``expect_clients: {pottery-redlock: invalid, ...}``: expectations by client name."""
+
+    @property
+    def allowed(self) -> str:
+        return (
+            f"a mapping from lock client names ({', '.join(CLIENTS)}) to expectations "
+            f"({_Expect.allowed})"
+        )
+
+    def read(self, value: object) -> dict[str, Expectation]:
+        if not isinstance(value, dict):
+            raise self._reject(value, "is not a mapping")
+        expectations = {}
+        for name, expected in value.items():
+            if name not in CLIENTS:
+                raise ValueError(f"{_show(name)} is not a lock client; allowed: {self.allowed}")
+            try:
+                expectations[name] = _Expect().read(expected)
+            except ValueError as e:
+                raise ValueError(f"{name}: {e}") from None
+        return expectations
+
+    def write(self, value: Any) -> object:
+        return {name: _Expect().write(e) for name, e in value.items()}
+
+
+@dataclass(frozen=True)
 class _Expect(_Kind):
     """``expect: valid`` (safety only), or a mapping such as
     ``expect: {safety: valid, liveness: stuck}`` or ``{safety: invalid, resource: consistent}``."""
 
     allowed = (
         f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
-        f"({', '.join(EXPECTATIONS)}), liveness ({', '.join(LIVENESS_EXPECTATIONS)}) and "
-        f"resource ({', '.join(RESOURCE_EXPECTATIONS)})"
+        f"({', '.join(EXPECTATIONS)}), liveness ({', '.join(LIVENESS_EXPECTATIONS)}), "
+        f"resource ({', '.join(RESOURCE_EXPECTATIONS)}) and tokens "
+        f"({', '.join(TOKEN_EXPECTATIONS)})"
     )
 
     def read(self, value: object) -> Expectation:
         if isinstance(value, str) and value in EXPECTATIONS:
             return Expectation(value)
-        if not isinstance(value, dict) or not set(value) <= {"safety", "liveness", "resource"}:
+        views = {"safety", "liveness", "resource", "tokens"}
+        if not isinstance(value, dict) or not set(value) <= views:
             raise self._reject(value, "is not an expectation")
         safety, liveness = value.get("safety", "valid"), value.get("liveness")
-        resource = value.get("resource")
+        resource, tokens = value.get("resource"), value.get("tokens")
         if (
             safety not in EXPECTATIONS
             or liveness not in (None, *LIVENESS_EXPECTATIONS)
             or resource not in (None, *RESOURCE_EXPECTATIONS)
+            or tokens not in (None, *TOKEN_EXPECTATIONS)
         ):
             raise self._reject(value, "is not an expectation")
-        return Expectation(safety, liveness, resource)
+        return Expectation(safety, liveness, resource, tokens)
 
     def write(self, value: Any) -> object:
-        if value.liveness is None and value.resource is None:
+        written = {"safety": value.safety, "liveness": value.liveness,
+                   "resource": value.resource, "tokens": value.tokens}  # fmt: skip
+        if list(written.values())[1:] == [None, None, None]:
             return value.safety
-        written = {"safety": value.safety, "liveness": value.liveness, "resource": value.resource}
         return {k: v for k, v in written.items() if v is not None}
 
 
@@ -1128,7 +1185,7 @@ _WORKLOAD = _Section("workload.", WorkloadSpec, (
 _SCENARIO = _Section("", Scenario, (
     _Key("name", _NAME),
     _Key("description", _Text()),
-    _Key("expect", _Expect(), "expectation"),
+    _Key("expect", _Expect(), "expect_default"),
     _ns("duration", _Duration(positive=True)),
     _Key("seed", _Optional(_SEED)),
     _Key("cluster", _CLUSTER),
@@ -1136,6 +1193,7 @@ _SCENARIO = _Section("", Scenario, (
     _Key("workload", _WORKLOAD),
     _Key("faults", _Faults()),
     _Key("timeline", _Timeline(), "faults"),  # completes the plan that faults began
+    _Key("expect_clients", _ExpectClients()),
 ), checks=(
     _node_in_cluster, _topology_fits_client, _nesting_needs_reentrant, _extend_needs_extending
 ))

@@ -40,6 +40,7 @@ from harness.scenario import (
     builtin_scenarios,
     load_scenario,
     resource_outcome,
+    tokens_outcome,
     with_overrides,
 )
 from workloads.plugins import is_plugin_path
@@ -232,6 +233,8 @@ class CaseResult:
             outcome.append(f"liveness {(result.liveness or {}).get('verdict')}")
         if expect.resource is not None:
             outcome.append(f"resource {resource_outcome(result) or 'not fenced'}")
+        if expect.tokens is not None:
+            outcome.append(f"tokens {tokens_outcome(result) or 'not fenced'}")
         head = f"verdict {', '.join(outcome)}, expected {expect}"
         if o.interrupted:
             return f"interrupted (Ctrl-C) during this run; {head}"

@@ -206,3 +206,13 @@ def test_set_nx_watch_is_a_correct_single_instance_lock(tmp_path: Path) -> None:
     code, results, _, output = run(tmp_path, "set-nx-watch-expiry-race", "--duration", "4s")
     assert code == 0, output
     assert results["verdict"] == "valid" and results["stats"]["cycles"] >= 3
+
+
+def test_a_node_restarted_empty_breaks_fencing_token_order(tmp_path: Path) -> None:
+    code, results, _, output = run(tmp_path, "redlock-fenced-restart", "--duration", "8s")
+    assert code == 0, output  # invalid, resource consistent, tokens out of order
+    (first, *_) = results["fencing"]["out_of_order"]
+    # A later grant carried a token no higher than one granted before it.
+    assert first["later"]["time"] > first["earlier"]["time"]
+    assert first["later"]["fencing"] <= first["earlier"]["fencing"]
+    assert "granted out of order" in output

@@ -850,6 +850,12 @@ def test_expect_may_name_the_fenced_resource(tmp_path: Path) -> None:
     assert load_scenario(str(write(tmp_path, to_yaml(scenario), "again.yaml"))) == scenario
     message = bad(tmp_path, GOOD.replace("expect: valid", "expect: {resource: tidy}"))
     assert "x.yaml: expect: " in message and "resource (consistent, inconsistent)" in message
+    message = bad(tmp_path, GOOD.replace("expect: valid", "expect: {tokens: sorted}"))
+    assert "tokens (ordered, out-of-order)" in message
+    text = GOOD.replace("expect: valid", "expect: {safety: invalid, tokens: out-of-order}")
+    tokens = load_scenario(str(write(tmp_path, text, "tokens.yaml")))
+    assert str(tokens.expectation) == "invalid, tokens out-of-order"
+    assert load_scenario(str(write(tmp_path, to_yaml(tokens), "again2.yaml"))) == tokens
 
 
 def test_an_expectation_is_met_only_by_every_view_it_names() -> None:
@@ -859,6 +865,10 @@ def test_an_expectation_is_met_only_by_every_view_it_names() -> None:
     assert Expectation("invalid", "ok", "consistent").met_by(result)
     assert not Expectation("invalid", None, "inconsistent").met_by(result)
     assert not Expectation("valid", None, "consistent").met_by(result)
+    assert Expectation("invalid", None, "consistent", "ordered").met_by(result)
+    shuffled = CheckResult(Verdict.INVALID, [], [], {"fencing_out_of_order": 2}, {}, fenced)
+    assert Expectation("invalid", None, "consistent", "out-of-order").met_by(shuffled)
+    assert not Expectation("invalid", None, None, "ordered").met_by(shuffled)
     unfenced = CheckResult(Verdict.INVALID, [], [], {}, {"verdict": "ok"}, {"fenced": False})
     assert not Expectation("invalid", None, "consistent").met_by(unfenced)
     assert Expectation("invalid").met_by(unfenced)
@@ -870,3 +880,18 @@ def test_extend_needs_a_client_that_can_extend(tmp_path: Path) -> None:
     assert "redlock-extend" in message
     text = GOOD.replace("client: single", "client: redlock-extend") + "workload: {extend: true}\n"
     assert load_scenario(str(write(tmp_path, text, "ok.yaml"))).workload.extend is True
+
+
+def test_expect_clients_names_what_other_clients_should_come_out_as(tmp_path: Path) -> None:
+    text = GOOD + "expect_clients: {unsafe-del: invalid, redis-py-lock: valid}\n"
+    scenario = load_scenario(str(write(tmp_path, text, "matrix.yaml")))
+    assert scenario.expectation == Expectation("valid")  # its own client: expect
+    broken = with_overrides(scenario, client="unsafe-del")
+    assert broken.expectation == Expectation("invalid")
+    assert with_overrides(broken, client="single").expectation == Expectation("valid")
+    assert with_overrides(scenario, client="setnx-del").expectation == Expectation("valid")
+    assert load_scenario(str(write(tmp_path, to_yaml(broken), "again.yaml"))) == broken
+    message = bad(tmp_path, GOOD + "expect_clients: {no-such-lock: invalid}\n")
+    assert "x.yaml: expect_clients: 'no-such-lock' is not a lock client; allowed:" in message
+    message = bad(tmp_path, GOOD + "expect_clients: {redlock: maybe}\n")
+    assert "x.yaml: expect_clients: redlock: 'maybe' is not an expectation" in message
