@@ -784,6 +784,19 @@ def _extend_needs_extending(s: Scenario) -> tuple[str, str] | None:
     )
 
 
+def _ttl_fits_client(s: Scenario) -> tuple[str, str] | None:
+    """A client that expires in whole seconds cannot honour a 1500ms TTL: say so now
+    rather than have every acquire fail in the run."""
+    step_ns = s.client.info().ttl_step_ms * _MS
+    if s.workload.ttl_ns % step_ns == 0:
+        return None
+    return "workload.ttl", (
+        f"{format_duration(s.workload.ttl_ns)} does not fit client {s.client.name}, which "
+        f"sets TTLs in steps of {format_duration(step_ns)}; allowed: a multiple of "
+        f"{format_duration(step_ns)}"
+    )
+
+
 def _node_in_cluster(s: Scenario) -> tuple[str, str] | None:
     """A single-node client's ``node`` option must name a node the cluster has."""
     node = s.client.options.get("node")
@@ -1195,7 +1208,8 @@ _SCENARIO = _Section("", Scenario, (
     _Key("timeline", _Timeline(), "faults"),  # completes the plan that faults began
     _Key("expect_clients", _ExpectClients()),
 ), checks=(
-    _node_in_cluster, _topology_fits_client, _nesting_needs_reentrant, _extend_needs_extending
+    _node_in_cluster, _topology_fits_client, _nesting_needs_reentrant, _extend_needs_extending,
+    _ttl_fits_client,
 ))
 
 

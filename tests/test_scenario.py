@@ -895,3 +895,14 @@ def test_expect_clients_names_what_other_clients_should_come_out_as(tmp_path: Pa
     assert "x.yaml: expect_clients: 'no-such-lock' is not a lock client; allowed:" in message
     message = bad(tmp_path, GOOD + "expect_clients: {redlock: maybe}\n")
     assert "x.yaml: expect_clients: redlock: 'maybe' is not an expectation" in message
+
+
+def test_a_ttl_must_fit_a_client_that_expires_in_whole_seconds(tmp_path: Path) -> None:
+    text = GOOD.replace("client: single", "client: python-redis-lock")
+    message = bad(tmp_path, text + "workload: {ttl: 1500ms}\n")
+    assert "x.yaml: workload.ttl: 1500ms does not fit client python-redis-lock" in message
+    assert "allowed: a multiple of 1s" in message
+    assert load_scenario(str(write(tmp_path, text + "workload: {ttl: 2s}\n", "ok.yaml")))
+    scenario = load_scenario("redlock-naive-latency")  # a 500ms TTL
+    with pytest.raises(BadInput, match="--client|after overrides"):
+        with_overrides(scenario, client="python-redis-lock")

@@ -23,6 +23,7 @@ class ClientInfo:
     # A plug-in class that declares no OPTIONS: any JSON-like options, passed as written.
     free_options: bool = False
     extends: bool = False  # has extend(lease, ttl_ms): a holder may push its expiry out
+    ttl_step_ms: int = 1  # the TTLs it can set are multiples of this (1000: whole seconds)
 
     def factory(self) -> ClientFactory:
         module, _, attr = self.factory_path.partition(":")

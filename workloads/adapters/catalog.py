@@ -47,6 +47,7 @@ ADAPTER_CLIENTS: tuple[ClientInfo, ...] = (
             **_SINGLE_NODE,
             "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default false)"),
         },
+        ttl_step_ms=1000,
     ),
     ClientInfo(
         "python-redis-lock-renewal",
@@ -56,5 +57,6 @@ ADAPTER_CLIENTS: tuple[ClientInfo, ...] = (
             **_SINGLE_NODE,
             "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default true)"),
         },
+        ttl_step_ms=1000,
     ),
 )
