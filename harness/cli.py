@@ -137,7 +137,7 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
     else:
         table = Table("scenario", "expect", "description")
         for scenario in builtin_scenarios():
-            table.add_row(scenario.name, scenario.expect, scenario.description.strip())
+            table.add_row(scenario.name, str(scenario.expectation), scenario.description.strip())
     console.print(table)
     return EXIT_AS_EXPECTED
 

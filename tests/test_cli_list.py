@@ -1,0 +1,28 @@
+"""`lockharness list`: the built-in scenarios with their expectations, and the clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.scenario import builtin_scenarios
+from tests.conftest import lockharness
+from workloads.registry import CLIENTS
+
+
+def test_list_shows_every_scenario_with_its_whole_expectation(tmp_path: Path) -> None:
+    done = lockharness("list", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│ ")]
+    named = {row.split("│")[1].strip(): row.split("│")[2].strip() for row in rows}
+    for scenario in builtin_scenarios():
+        assert named[scenario.name] == str(scenario.expectation), scenario.name
+    assert named["setnx-del-holder-crash"] == "valid, stuck"
+    assert named["redlock-fenced-restart"] == "invalid, resource consistent, tokens out-of-order"
+
+
+def test_list_clients_shows_built_ins_and_third_party_adapters(tmp_path: Path) -> None:
+    done = lockharness("list", "--clients", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for name in CLIENTS:
+        assert f"│ {name} " in done.stdout, name
+    assert {"pottery-redlock", "python-redis-lock-renewal", "redlock-fenced"} <= set(CLIENTS)
