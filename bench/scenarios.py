@@ -68,6 +68,7 @@ def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
                       file=sys.stderr, flush=True)  # fmt: skip
             report["scenarios"][scenario.name] = {
                 "expect": scenario.expect,
+                "expectation": str(scenario.expectation),
                 "duration_s": scenario.duration_ns / 1e9,
                 "runs": runs,
             }
@@ -84,7 +85,8 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
         detected = f"{len(found)}/{n}" if s["expect"] == "invalid" else "-"
         first = f"{statistics.median(found):.1f} s" if found and s["expect"] == "invalid" else "-"
         rate = statistics.median(r["cycles_per_s"] for r in runs)
-        rows.append((name, s["expect"], f"{matched}/{n}", detected, first, f"{rate:.1f}"))
+        expect = s.get("expectation", s["expect"])  # every view it names: "valid, stuck"
+        rows.append((name, expect, f"{matched}/{n}", detected, first, f"{rate:.1f}"))
     return rows
 
 
