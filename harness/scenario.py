@@ -352,9 +352,9 @@ class _Expect(_Kind):
 
     allowed = (
         f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
-        f"({', '.join(EXPECTATIONS)}), liveness ({', '.join(LIVENESS_EXPECTATIONS)}), "
-        f"resource ({', '.join(RESOURCE_EXPECTATIONS)}) and tokens "
-        f"({', '.join(TOKEN_EXPECTATIONS)})"
+        f"({', '.join(EXPECTATIONS)}; or unknown with liveness stuck), liveness "
+        f"({', '.join(LIVENESS_EXPECTATIONS)}), resource ({', '.join(RESOURCE_EXPECTATIONS)}) "
+        f"and tokens ({', '.join(TOKEN_EXPECTATIONS)})"
     )
 
     def read(self, value: object) -> Expectation:
@@ -365,8 +365,12 @@ class _Expect(_Kind):
             raise self._reject(value, "is not an expectation")
         safety, liveness = value.get("safety", "valid"), value.get("liveness")
         resource, tokens = value.get("resource"), value.get("tokens")
+        # Unknown safety is a claim only about a client that is never granted a lease under
+        # the scenario's faults: the checker must also see it stuck, so that a run that
+        # broke some other way (a dead worker, missing events) cannot pass as expected.
+        never_granted = safety == "unknown" and liveness == "stuck"
         if (
-            safety not in EXPECTATIONS
+            (safety not in EXPECTATIONS and not never_granted)
             or liveness not in (None, *LIVENESS_EXPECTATIONS)
             or resource not in (None, *RESOURCE_EXPECTATIONS)
             or tokens not in (None, *TOKEN_EXPECTATIONS)

@@ -907,3 +907,21 @@ def test_a_ttl_must_fit_a_client_that_expires_in_whole_seconds(tmp_path: Path) -
     with pytest.raises(BadInput) as raised:
         with_overrides(scenario, client="python-redis-lock")
     assert "(after overrides): workload.ttl: 500ms does not fit client" in str(raised.value)
+
+
+def test_unknown_safety_may_be_expected_only_of_a_client_stuck_without_a_lease(
+    tmp_path: Path,
+) -> None:
+    text = GOOD.replace("expect: valid", "expect: {safety: unknown, liveness: stuck}")
+    assert load_scenario(str(write(tmp_path, text, "stuck.yaml"))).expectation == Expectation(
+        "unknown", "stuck"
+    )
+    for wrong in ("unknown", "{safety: unknown}", "{safety: unknown, liveness: ok}"):
+        message = bad(tmp_path, GOOD.replace("expect: valid", f"expect: {wrong}"))
+        assert "is not an expectation" in message and "unknown with liveness stuck" in message
+    never = CheckResult(Verdict.UNKNOWN, [], ["no acquire ever succeeded"], {},
+                        {"verdict": "stuck"}, {})  # fmt: skip
+    assert Expectation("unknown", "stuck").met_by(never)
+    broken = CheckResult(Verdict.UNKNOWN, [], ["worker w2 recorded nothing"], {},
+                         {"verdict": "ok"}, {})  # fmt: skip
+    assert not Expectation("unknown", "stuck").met_by(broken)

@@ -213,3 +213,18 @@ def test_bad_input_exits_254_before_anything_starts(
     for text in mentions:
         assert text in done.stderr, (text, done.stderr)
     assert not (tmp_path / "store").exists() and not junit.exists() and not html.exists()
+
+
+def test_a_client_matrix_holds_each_client_to_its_own_expectation(tmp_path: Path) -> None:
+    # The Redlock restart counter-example: pottery's Redlock breaks like redlock does;
+    # redlock-py is never granted a lease (expect_clients says so) under the ring partition.
+    done, junit, _ = suite(
+        tmp_path, "redlock-restart-no-persistence", "--clients", "pottery-redlock,redlock-py",
+        "--duration", "12s", "--seed", "1",  # stuck: over 3 x the 3 s TTL without a lease
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcomes = {props(case)["client"]: props(case) for case in junit_cases(junit)}
+    assert outcomes["pottery-redlock"]["verdict"] == "invalid"
+    assert outcomes["redlock-py"]["verdict"] == "unknown"
+    assert outcomes["redlock-py"]["expect"] == "unknown"
+    assert "unknown, stuck" in done.stdout  # the redlock-py row's expectation
