@@ -5,9 +5,12 @@ token it has seen per key and rejects a write carrying a lower one. Three questi
 
 - rejected stale writes: every ``enter`` ``ok`` with ``accepted: false``. Evidence that
   fencing did its job (a paused holder woke up and was stopped), not a violation.
-- out-of-order grants: per key, the tokens of acquire oks in acquire-ok time order must
-  strictly increase; a token not above one granted earlier (a counter lost in a failover,
-  a token drawn before the lock was won) lets a newer holder be fenced off by an older one.
+- out-of-order grants: per key, a token must be above every token whose acquire had
+  completed (ok) before its own acquire was invoked. Real-time order, as in Jepsen: two
+  acquires that overlap in time may take effect in either order, so a client paused
+  between being granted and hearing so (ok recorded after a newer grant's) is no
+  violation. A token not above one granted strictly before (a counter lost with a node
+  restarted empty) lets a newer holder be fenced off by an older one.
 - resource consistency: the resource never accepted a write whose token was below the
   highest it had already seen for the key. ``accepted`` absent means the resource did not
   check, so the write went through.
@@ -23,38 +26,63 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from checker.history import Event
+from checker.history import ACQUIRE, INVOKE, OK, Event
 from checker.resource import ResourceView, resource_view
 from checker.sections import Section, critical_sections
 
-_when = attrgetter("start", "acquire_index")
+_completed = attrgetter("start", "acquire_index")
 
 
-def _grant(section: Section) -> dict[str, Any]:
+def _grant(section: Section, invoked: int) -> dict[str, Any]:
     return {
         "process": section.process,
         "token": section.token,
         "fencing": section.fencing,
+        "invoked": invoked,
         "time": section.start,
         "index": section.acquire_index,
     }
 
 
-def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any]]:
-    """Grants of one key whose token is not above the highest granted before them; each
-    is compared with that highest grant, so one bad grant is reported once."""
-    granted.sort(key=_when)  # sections come in acquire order, near time order: linear
+def _invoke_times(history: Sequence[Event]) -> dict[int, int]:
+    """Acquire ok index -> when that acquire was invoked (its process's last acquire
+    invoke before it; the ok's own time if none was recorded)."""
+    last: dict[int | str, int] = {}
+    invoked: dict[int, int] = {}
+    for event in history:
+        if event.f != ACQUIRE:
+            continue
+        if event.type == INVOKE:
+            last[event.process] = event.time
+        elif event.type == OK:
+            invoked[event.index] = last.get(event.process, event.time)
+    return invoked
+
+
+def _out_of_order(
+    key: str | None, granted: list[Section], invoked: dict[int, int]
+) -> list[dict[str, Any]]:
+    """Grants of one key whose token is not above the highest token among the grants that
+    completed before their acquire was invoked; each is compared with that grant, so one
+    bad grant is reported once. A sweep: grants by invoke time against the completed ones
+    by ok time."""
+    begun = sorted(granted, key=lambda s: (invoked[s.acquire_index], s.acquire_index))
+    done = sorted(granted, key=_completed)
     witnesses: list[dict[str, Any]] = []
     top: Section | None = None
     highest = 0  # top's token; every section here has one
-    for section in granted:
-        fencing = section.fencing or 0
-        if top is None or fencing > highest:
-            top, highest = section, fencing
-        else:
+    finished = 0
+    for section in begun:
+        began = invoked[section.acquire_index]
+        while finished < len(done) and done[finished].start < began:
+            if top is None or (done[finished].fencing or 0) > highest:
+                top, highest = done[finished], done[finished].fencing or 0
+            finished += 1
+        if top is not None and (section.fencing or 0) <= highest:
             witnesses.append(
                 {"kind": "fencing-out-of-order", "key": key,
-                 "earlier": _grant(top), "later": _grant(section)}
+                 "earlier": _grant(top, invoked[top.acquire_index]),
+                 "later": _grant(section, began)}
             )  # fmt: skip
     return witnesses
 
@@ -85,7 +113,10 @@ def check_fencing(
     if view is None:
         view = resource_view(history)
     granted = _granted(sections)
-    out_of_order = [w for key in sorted(granted, key=str) for w in _out_of_order(key, granted[key])]
+    invoked = _invoke_times(history) if granted else {}
+    out_of_order = [
+        w for key in sorted(granted, key=str) for w in _out_of_order(key, granted[key], invoked)
+    ]
     return {
         "fenced": view.fenced or bool(granted),
         "stale_writes_rejected": view.stale_rejected,

@@ -600,8 +600,8 @@ def test_an_accepted_stale_write_makes_the_resource_inconsistent() -> None:
 
 
 def test_fencing_tokens_granted_out_of_order_are_reported() -> None:
-    # Granted 5 at 100, then 3 at 200 (recorded first) and 5 again at 300: by acquire
-    # time, 3 and the second 5 are each not above the 5 granted before them.
+    # Granted 5 at 100, then 3 at 200 (recorded first) and 5 again at 300: each of the
+    # later acquires began after the first had completed, and neither token is above 5.
     h = History()
     h.lease(2, "b", 200, 250, fencing=3).lease(1, "a", 100, 150, fencing=5)
     h.lease(3, "c", 300, 350, fencing=5).lease(4, "d", 400, 450, fencing=6)
@@ -611,10 +611,27 @@ def test_fencing_tokens_granted_out_of_order_are_reported() -> None:
     ]  # fmt: skip
     assert witnesses[0] == {
         "kind": "fencing-out-of-order", "key": "k0",
-        "earlier": {"process": 1, "token": "a", "fencing": 5, "time": 100, "index": 5},
-        "later": {"process": 2, "token": "b", "fencing": 3, "time": 200, "index": 1},
+        "earlier": {"process": 1, "token": "a", "fencing": 5, "invoked": 99, "time": 100,
+                    "index": 5},
+        "later": {"process": 2, "token": "b", "fencing": 3, "invoked": 199, "time": 200,
+                  "index": 1},
     }  # fmt: skip
     assert check(h).stats["fencing_out_of_order"] == 2
+
+
+def test_concurrent_acquires_may_hear_of_their_tokens_in_either_order() -> None:
+    # 1 is granted token 1, then paused before its ok is recorded (at 500); meanwhile 2
+    # is granted token 2 (ok at 200). The acquires overlap in time: no order is broken.
+    # 3 begins after both completed and gets 2 again: that one is out of order.
+    h = History()
+    h.add(1, "invoke", "acquire", 10, value={"ttl_ms": 100})
+    h.add(2, "invoke", "acquire", 100, value={"ttl_ms": 100})
+    h.add(2, "ok", "acquire", 200, "b", {"deadline": None, "grants": ["n1"], "fencing": 2})
+    h.add(1, "ok", "acquire", 500, "a", {"deadline": None, "grants": ["n1"], "fencing": 1})
+    h.lease(3, "c", 700, 800, fencing=2)
+    witnesses = check_fencing(h.events)["out_of_order"]
+    assert [(w["earlier"]["token"], w["later"]["token"]) for w in witnesses] == [("b", "c")]
+    assert witnesses[0]["later"]["invoked"] == 699
 
 
 def test_an_unfenced_history_is_not_fenced() -> None:

@@ -186,7 +186,7 @@ def test_fencing_rejects_the_paused_clients_stale_write(tmp_path: Path) -> None:
     assert code == 0, output  # expected: safety invalid, resource consistent
     assert results["verdict"] == "invalid"  # the leases' view: they overlapped
     fencing = results["fencing"]  # the resource's view: it took no stale write
-    assert fencing["resource_consistent"] is True and fencing["out_of_order"] == []
+    assert fencing["resource_consistent"] is True  # tokens may come out of order: unclaimed
     assert any(w["op"] == "exit" for w in fencing["stale_writes_rejected"])
     assert "fencing: resource consistent" in output
 
