@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from checker.history import read_history
+from checker.sections import critical_sections
 from tests.conftest import REPO, lockharness, run
 
 RUN_FLAGS = ("--duration", "3s", "--workers", "2", "--threads", "3")
@@ -163,16 +164,14 @@ def test_reentrant_nesting_is_one_section_per_owner(tmp_path: Path) -> None:
 def test_redlock_extend_holds_past_one_ttl_by_extending(tmp_path: Path) -> None:
     code, results, run_dir, output = run(tmp_path, "redlock-extend-long-hold", "--duration", "8s")
     assert code == 0, output
-    assert results["verdict"] == "valid"
-    stats = results["stats"]
-    assert stats["extend_ok"] > 0 and stats["sections_past_deadline"] == 0
+    assert results["verdict"] == "valid" and results["stats"]["extend_ok"] > 0
     history = read_history(run_dir / "history.jsonl")
-    acquired = {(e.process, e.token): e.time for e in history
-                if e.f == "acquire" and e.type == "ok"}  # fmt: skip
-    released = {(e.process, e.token): e.time for e in history
-                if e.f == "release" and e.type == "invoke"}  # fmt: skip
-    held = [released[lease] - acquired[lease] for lease in released if lease in acquired]
-    assert max(held) > 1_200_000_000  # some holder kept the 1 s lock well past one TTL
+    sections = [s for s in critical_sections(history) if s.closed]
+    # Some holder kept the 1 s lock well past one TTL...
+    assert max(s.end - s.start for s in sections) > 1_200_000_000
+    # ...and every section ended by the latest deadline an extension gave it, give or
+    # take a scheduling delay (it stops 5 ms early; a loaded machine can wake it late).
+    assert all(s.deadline is not None and s.end - s.deadline < 50_000_000 for s in sections)
     # Bounded: no lease was extended more than max_extensions (3) times.
     per_lease: dict[tuple[object, object], int] = {}
     for e in history:
