@@ -197,8 +197,8 @@ class ClientLoop:
 
     def hold(self, lease: Lease, hold_end: int) -> Lease:
         """The work: sleep to the hold's end. Not cut short by stop: finish the cycle.
-        With ``extend``, renew the lease whenever a third of its TTL has passed since it
-        was granted or last renewed (as Redisson's watchdog does) while the hold goes on
+        With ``extend``, renew the lease whenever a third of its TTL has passed since the
+        hold began or the last renewal (as Redisson's watchdog does) while the hold goes on
         past the current validity; once the client refuses, hold what is left of it."""
         renew_every = self.config.ttl_ms * 1_000_000 // 3
         renewed_at = self.clock()
