@@ -26,54 +26,38 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from checker.history import ACQUIRE, INVOKE, OK, Event
+from checker.history import Event
 from checker.resource import ResourceView, resource_view
 from checker.sections import Section, critical_sections
 
 _completed = attrgetter("start", "acquire_index")
+_began = attrgetter("invoked", "acquire_index")
 
 
-def _grant(section: Section, invoked: int) -> dict[str, Any]:
+def _grant(section: Section) -> dict[str, Any]:
     return {
         "process": section.process,
         "token": section.token,
         "fencing": section.fencing,
-        "invoked": invoked,
+        "invoked": section.invoked,
         "time": section.start,
         "index": section.acquire_index,
     }
 
 
-def _invoke_times(history: Sequence[Event]) -> dict[int, int]:
-    """Acquire ok index -> when that acquire was invoked (its process's last acquire
-    invoke before it; the ok's own time if none was recorded)."""
-    last: dict[int | str, int] = {}
-    invoked: dict[int, int] = {}
-    for event in history:
-        if event.f != ACQUIRE:
-            continue
-        if event.type == INVOKE:
-            last[event.process] = event.time
-        elif event.type == OK:
-            invoked[event.index] = last.get(event.process, event.time)
-    return invoked
-
-
-def _out_of_order(
-    key: str | None, granted: list[Section], invoked: dict[int, int]
-) -> list[dict[str, Any]]:
+def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any]]:
     """Grants of one key whose token is not above the highest token among the grants that
     completed before their acquire was invoked; each is compared with that grant, so one
     bad grant is reported once. A sweep: grants by invoke time against the completed ones
     by ok time."""
-    begun = sorted(granted, key=lambda s: (invoked[s.acquire_index], s.acquire_index))
+    begun = sorted(granted, key=_began)
     done = sorted(granted, key=_completed)
     witnesses: list[dict[str, Any]] = []
     top: Section | None = None
     highest = 0  # top's token; every section here has one
     finished = 0
     for section in begun:
-        began = invoked[section.acquire_index]
+        began = section.invoked
         while finished < len(done) and done[finished].start < began:
             if top is None or (done[finished].fencing or 0) > highest:
                 top, highest = done[finished], done[finished].fencing or 0
@@ -81,8 +65,7 @@ def _out_of_order(
         if top is not None and (section.fencing or 0) <= highest:
             witnesses.append(
                 {"kind": "fencing-out-of-order", "key": key,
-                 "earlier": _grant(top, invoked[top.acquire_index]),
-                 "later": _grant(section, began)}
+                 "earlier": _grant(top), "later": _grant(section)}
             )  # fmt: skip
     return witnesses
 
@@ -113,10 +96,7 @@ def check_fencing(
     if view is None:
         view = resource_view(history)
     granted = _granted(sections)
-    invoked = _invoke_times(history) if granted else {}
-    out_of_order = [
-        w for key in sorted(granted, key=str) for w in _out_of_order(key, granted[key], invoked)
-    ]
+    out_of_order = [w for key in sorted(granted, key=str) for w in _out_of_order(key, granted[key])]
     return {
         "fenced": view.fenced or bool(granted),
         "stale_writes_rejected": view.stale_rejected,

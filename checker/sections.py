@@ -33,6 +33,7 @@ class Section:
     acquire_index: int
     release_index: int | None
     closed: bool  # False when the section was never released
+    invoked: int  # when the acquire that opened it was invoked (its ok's time if unseen)
 
 
 _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
@@ -57,15 +58,16 @@ def _depth(value: dict[str, Any] | None) -> int:
 # An open section: its acquire ok, and the deadline, grants and fencing token its value
 # states. Read once, when the ok is seen: reading the value again at the release costs a
 # memory fetch per lease, which shows on a large history.
-_Opened = tuple[Event, int | None, tuple[str, ...], int | None]
+_Opened = tuple[Event, int | None, tuple[str, ...], int | None, int]
 
 
-def _opened(acquired: Event, value: dict[str, Any]) -> _Opened:
+def _opened(acquired: Event, value: dict[str, Any], invoked: int) -> _Opened:
     return (
         acquired,
         _int_or_none(value.get("deadline")),
         tuple(map(str, value.get("grants") or ())),
         _int_or_none(value.get("fencing")),
+        invoked,
     )
 
 
@@ -75,9 +77,10 @@ _new_section = object.__new__
 (
     _set_key, _set_process, _set_token, _set_start, _set_end, _set_deadline,
     _set_grants, _set_fencing, _set_acquire_index, _set_release_index, _set_closed,
+    _set_invoked,
 ) = (getattr(Section, name).__set__ for name in (
     "key", "process", "token", "start", "end", "deadline",
-    "grants", "fencing", "acquire_index", "release_index", "closed",
+    "grants", "fencing", "acquire_index", "release_index", "closed", "invoked",
 ))  # fmt: skip
 
 
@@ -86,7 +89,7 @@ def _section(
 ) -> Section:
     """The section opened by ``opened`` and ending at ``end``; ``deadline`` when an
     extension moved it."""
-    acquired, stated_deadline, grants, fencing = opened
+    acquired, stated_deadline, grants, fencing, invoked = opened
     section = _new_section(Section)
     _set_key(section, acquired.key)
     _set_process(section, acquired.process)
@@ -99,6 +102,7 @@ def _section(
     _set_acquire_index(section, acquired.index)
     _set_release_index(section, release_index)
     _set_closed(section, release_index is not None)
+    _set_invoked(section, invoked)
     return section
 
 
@@ -121,18 +125,22 @@ def critical_sections(history: Sequence[Event]) -> list[Section]:
     """
     held: dict[_Lease, _Opened] = {}  # open sections
     extended: dict[_Lease, int | None] = {}  # deadlines moved by an extend ok
+    invoked: dict[int | str, int] = {}  # each process's last acquire invoke
     sections: list[Section] = []
     for event in history:
         f = event.f
         if f == ACQUIRE:
-            if event.type == OK and event.process != NEMESIS:
+            if event.type == INVOKE:
+                invoked[event.process] = event.time
+            elif event.type == OK and event.process != NEMESIS:
                 lease = (event.process, event.key, event.token)
                 value = event.value or {}
                 if _depth(value) > 1:
                     if lease in held:
                         _renew(extended, lease, value)
                 elif lease not in held:  # a repeated ok keeps the first, earliest start
-                    held[lease] = _opened(event, value)
+                    began = invoked.get(event.process, event.time)
+                    held[lease] = _opened(event, value, began)
         elif f == RELEASE:
             # A nested release (depth >= 2) leaves the owner inside its section.
             if event.type == INVOKE and (event.value is None or depth(event) == 1):

@@ -50,8 +50,10 @@ def run(tmp_path: Path, scenario: str, *flags: str) -> tuple[int, dict, Path, st
     store = tmp_path / "store"
     done = lockharness("run", scenario, *flags, "--store", str(store), cwd=tmp_path)
     run_dir = (store / "latest").resolve()
-    results = json.loads((run_dir / "results.json").read_text())
-    return done.returncode, results, run_dir, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    results_path = run_dir / "results.json"
+    assert results_path.is_file(), f"no results.json (exit {done.returncode}):\n{output}"
+    return done.returncode, json.loads(results_path.read_text()), run_dir, output
 
 
 def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import redis
 
 from harness.cluster.aof import AofTracker, AofTruncation
-from harness.cluster.ports import free_port
+from harness.cluster.ports import free_port, free_port_except
 from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
 from workloads.connect import single_try_client
@@ -83,11 +83,12 @@ class LocalRedisNode(ServerProcess):
             *self.extra_args,
         ]  # fmt: skip
 
-    def reserve_port(self) -> int:
-        """Choose the port before the first start (when others must know it in advance);
-        it is pinned: a failed bind is then an error rather than a move."""
+    def reserve_port(self, taken: Collection[int] = ()) -> int:
+        """Choose the port before the first start (when others must know it in advance),
+        other than ``taken`` (chosen for others, not bound yet); it is pinned: a failed
+        bind is then an error rather than a move."""
         if self.port is None:
-            self.port = free_port()
+            self.port = free_port_except(taken)
             self._port_pinned = True
         return self.port
 

@@ -28,6 +28,7 @@ from typing import Any
 import redis
 
 from harness.cluster.local import ClusterConfig, LocalCluster
+from harness.cluster.ports import free_port_except
 from harness.cluster.process import ServerProcess
 from harness.cluster.sentinel import LocalSentinel
 from harness.errors import ClusterError
@@ -142,10 +143,17 @@ class ReplicatedCluster(LocalCluster):
             raise
 
     def _create_shared_proxies(self) -> None:
+        # The nodes' ports are chosen now and bound only when they start, so the kernel
+        # could give one of them to a proxy (CI saw a proxy take its own node's port):
+        # every port here is picked by us, none twice.
+        taken: set[int] = set()
         for node in self._nodes:
-            node.reserve_port()
+            taken.add(node.reserve_port(taken))
+        for node in self._nodes:
+            listen = free_port_except(taken)
+            taken.add(listen)
             info = self.toxiproxy.create_proxy(
-                self.shared_proxy_name(node.name), node.endpoint, node.name
+                self.shared_proxy_name(node.name), node.endpoint, node.name, listen
             )
             self._shared[node.name] = info.listen
         # Announced address (a shared proxy) -> node: fixed from here on, whatever fails over.

@@ -101,11 +101,16 @@ class ToxiproxyAPI:
             raw = server.version()
         return raw.decode() if isinstance(raw, bytes) else str(raw)
 
-    def create_proxy(self, name: str, upstream: Endpoint, node: str) -> ProxyInfo:
-        """A proxy listening on a free loopback port (Toxiproxy picks it for listen :0)."""
+    def create_proxy(
+        self, name: str, upstream: Endpoint, node: str, listen_port: int = 0
+    ) -> ProxyInfo:
+        """A proxy listening on ``listen_port``, or on a free loopback port (Toxiproxy
+        picks it for listen :0)."""
         with self._bound() as server:
             proxy = server.create(
-                upstream=f"{upstream.host}:{upstream.port}", name=name, listen="127.0.0.1:0"
+                upstream=f"{upstream.host}:{upstream.port}",
+                name=name,
+                listen=f"127.0.0.1:{listen_port}",
             )
         return _info(proxy, node)
 
