@@ -245,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    # Ctrl-C tears down whatever started us: a shell that runs us in the background
+    # without job control (nohup'd CI scripts) hands SIGINT down ignored, and Python then
+    # keeps it ignored. The run's own Ctrl-C handling must not depend on that.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     handlers = {
         "list": cmd_list, "run": cmd_run, "suite": cmd_suite,
         "check": cmd_check, "report": cmd_report, "cluster": cmd_cluster_up,
