@@ -768,24 +768,31 @@ def _topology_fits_client(s: Scenario) -> tuple[str, str] | None:
     return None
 
 
-def _nesting_needs_reentrant(s: Scenario) -> tuple[str, str] | None:
-    if s.workload.nesting == 0 or s.client.info().reentrant:
+def _needs_client_with(
+    s: Scenario, used: bool, key: str, shown: str, off: str, flag: str, kind: str
+) -> tuple[str, str] | None:
+    """A workload feature the client must support (ClientInfo ``flag``): error names them."""
+    if not used or getattr(s.client.info(), flag):
         return None
-    reentrant = ", ".join(name for name, info in CLIENTS.items() if info.reentrant)
-    return "workload.nesting", (
-        f"{s.workload.nesting} needs a reentrant client, not {s.client.name}; allowed: 0, "
-        f"or a client among: {reentrant}"
+    able = ", ".join(name for name, info in CLIENTS.items() if getattr(info, flag))
+    return key, (
+        f"{shown} needs {kind}, not {s.client.name}; allowed: {off}, "
+        f"or a client among: {able}"
+    )
+
+
+def _nesting_needs_reentrant(s: Scenario) -> tuple[str, str] | None:
+    nesting = s.workload.nesting
+    return _needs_client_with(
+        s, nesting != 0, "workload.nesting", str(nesting), "0", "reentrant", "a reentrant client"
     )
 
 
 def _extend_needs_extending(s: Scenario) -> tuple[str, str] | None:
-    if not s.workload.extend or s.client.info().extends:
-        return None
-    extending = ", ".join(name for name, info in CLIENTS.items() if info.extends)
-    return "workload.extend", (
-        f"true needs a client that can extend a lease, not {s.client.name}; allowed: false, "
-        f"or a client among: {extending}"
-    )
+    return _needs_client_with(
+        s, s.workload.extend, "workload.extend", "true", "false", "extends",
+        "a client that can extend a lease",
+    )  # fmt: skip
 
 
 def _ttl_fits_client(s: Scenario) -> tuple[str, str] | None:
