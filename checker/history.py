@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 EVENT_TYPES = frozenset({INVOKE, OK, FAIL, INFO})
@@ -164,8 +164,51 @@ def parse_lines(lines: Iterable[str], source: str) -> Iterator[Event]:
         yield Event.from_dict(raw, f"{source}:{number}")
 
 
-def read_history(path: Path) -> list[Event]:
-    """Read a history file; raises HistoryError naming the file (and line) when unusable."""
+MAX_LINE_CHARS = 1 << 20  # an event is a few hundred bytes; a longer line is no history
+_CHUNK_CHARS = 1 << 20
+
+
+class _Lines:
+    """A text file's lines, read in chunks so that no line can grow past MAX_LINE_CHARS
+    (``check /dev/zero`` must fail, not hang). A last line without its newline, the mark
+    of a writer killed mid-line, is not yielded but kept in ``tail`` for the caller."""
+
+    def __init__(self, file: IO[str], source: str) -> None:
+        self.file, self.source = file, source
+        self.count = 0  # lines yielded so far
+        self.tail = ""
+
+    def __iter__(self) -> Iterator[str]:
+        rest = ""
+        while chunk := self.file.read(_CHUNK_CHARS):
+            lines = (rest + chunk).split("\n")
+            rest = lines.pop()
+            if len(rest) > MAX_LINE_CHARS:
+                raise HistoryError(
+                    f"{self.source}:{self.count + len(lines) + 1}: a line longer than "
+                    f"{MAX_LINE_CHARS} characters; a history has one short JSON object a line"
+                )
+            self.count += len(lines)
+            yield from lines
+        self.tail = rest
+
+
+def _torn_tail(tail: str, where: str, notes: list[str] | None) -> list[Event]:
+    """The last line had no newline: kept if it is a whole event, else dropped with a note
+    (its writer was killed while writing it)."""
+    try:
+        return list(parse_lines([tail], where))
+    except HistoryError:
+        note = f"{where}: dropped a torn last line ({len(tail)} characters, no newline)"
+        if notes is not None:
+            notes.append(note)
+        return []
+
+
+def read_history(path: Path, notes: list[str] | None = None) -> list[Event]:
+    """Read a history file; raises HistoryError naming the file (and line) when unusable.
+
+    A torn last line is dropped, and said in ``notes``; any other bad line is an error."""
     # Every event is a new GC-tracked object, and the cyclic GC would rescan the growing
     # pile again and again (more than doubling read time), then once more in full after.
     # Events form no cycles (refcounting frees them), so: collect the garbage there is now,
@@ -175,8 +218,11 @@ def read_history(path: Path) -> list[Event]:
     gc.collect()
     gc.disable()
     try:
-        with path.open(encoding="utf-8") as lines:
+        with path.open(encoding="utf-8") as file:
+            lines = _Lines(file, str(path))
             history = list(parse_lines(lines, str(path)))
+            if lines.tail:
+                history += _torn_tail(lines.tail, f"{path}:{lines.count + 1}", notes)
     except FileNotFoundError:
         raise HistoryError(f"{path}: no such history file") from None
     except UnicodeDecodeError as e:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import signal
+import dataclasses
 import sys
 import time
 import traceback
@@ -15,6 +15,7 @@ from rich.table import Table
 
 from checker.history import HistoryError, read_history
 from checker.verdict import Verdict, check_history
+from harness import gc
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.console import print_summary
@@ -28,7 +29,8 @@ from harness.errors import (
     BadInput,
     LockharnessError,
 )
-from harness.interrupts import no_interrupts
+from harness.interrupts import install_stop_handlers, shielded
+from harness.recheck import apply_run_problems, run_history, stored_run_problems
 from harness.reports import rebuild_reports
 from harness.runlog import run_log
 from harness.runner import Binaries, run_scenario
@@ -112,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--html", type=Path, metavar="FILE", help="write an HTML index here")
     _binary_flags(suite)
 
+    collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
+    collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
+
     cluster = commands.add_parser("cluster", help="a cluster to poke by hand")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
     up = cluster_commands.add_parser("up", help="start a cluster; Ctrl-C tears it down")
@@ -151,7 +157,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         threads=args.threads,
         client=args.client,
     )
-    outcome = run_scenario(scenario, store=args.store, binaries=_binaries(args), console=console)
+    binaries = _binaries(args)
+    warn_leftovers(args.store)
+    outcome = run_scenario(scenario, store=args.store, binaries=binaries, console=console)
     print_summary(console, scenario.name, outcome.result, scenario.expectation, outcome.run_dir)
     return outcome.exit_code
 
@@ -162,8 +170,10 @@ def cmd_suite(args: argparse.Namespace, console: Console) -> int:
         duration_ns=args.duration, workers=args.workers, threads=args.threads,
     )  # fmt: skip
     cases = plan_suite(request)  # every bad argument is reported before anything starts
+    binaries = _binaries(args)
+    warn_leftovers(args.store)
     return run_suite(
-        cases, store=args.store, binaries=_binaries(args), console=console,
+        cases, store=args.store, binaries=binaries, console=console,
         junit=args.junit, html=args.html,
     )  # fmt: skip
 
@@ -172,6 +182,8 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     target: Path = args.target
     # --expect (safety) wins; else the run's own expectation; else valid.
     expectation, expected_processes, name = Expectation("valid"), None, target.name
+    problems: list[str] = []  # the run's own, as results.json keeps them
+    notes: list[str] = []  # what reading dropped or merged
     if target.is_dir():
         scenario_file = target / "scenario.yaml"
         if scenario_file.exists():
@@ -179,20 +191,58 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
             name, expectation = scenario.name, scenario.expectation
             w = scenario.workload
             expected_processes = range(w.workers * w.threads)
-        target = target / "history.jsonl"
+            problems = stored_run_problems(target)
+        history = run_history(target, notes)
     elif not target.exists():
         raise BadInput(f"{target}: no such run directory or history file")
-    try:
-        history = read_history(target)
-    except HistoryError as e:
-        raise BadInput(str(e)) from None
+    else:
+        try:
+            history = read_history(target, notes)
+        except HistoryError as e:
+            raise BadInput(str(e)) from None
     result = check_history(history, expected_processes=expected_processes)
+    result = apply_run_problems(result, problems)
+    result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
     if args.expect:
         expectation = Expectation(args.expect)
     print_summary(console, name, result, expectation)
     if expectation.met_by(result):
         return EXIT_AS_EXPECTED
     return EXIT_UNKNOWN if result.verdict is Verdict.UNKNOWN else EXIT_NOT_AS_EXPECTED
+
+
+def warn_leftovers(store: Path) -> None:
+    """Say so when earlier runs left processes running: they compete for CPU and ports."""
+    leftovers = gc.survey(store).leftovers
+    if not leftovers:
+        return
+    shown = "; ".join(leftover.describe() for leftover in leftovers[:5])
+    more = f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else ""
+    Console(stderr=True).print(
+        f"[yellow]lockharness: warning:[/] {len(leftovers)} "
+        f"{'process' if len(leftovers) == 1 else 'processes'} of earlier runs "
+        f"{'is' if len(leftovers) == 1 else 'are'} still running: {shown}{more}. "
+        f"`lockharness gc --store {store}` stops them.",
+        highlight=False,
+    )
+
+
+def cmd_gc(args: argparse.Namespace, console: Console) -> int:
+    store: Path = args.store
+    if not store.is_dir():
+        raise BadInput(f"--store {store}: no such directory (a store holds run directories)")
+    found = gc.collect(store, dry_run=args.dry_run)
+    verb = "would stop" if args.dry_run else "stopped"
+    for leftover in found.leftovers:
+        if leftover not in found.unstoppable:
+            console.print(f"{verb} {leftover.describe()}", highlight=False)
+    for leftover in found.unstoppable:
+        console.print(f"[red]could not stop[/] {leftover.describe()}", highlight=False)
+    for run_dir in found.live_runs:
+        console.print(f"left alone (its controller is running): {run_dir}", highlight=False)
+    if not found.leftovers:
+        console.print(f"nothing to stop in {store}", highlight=False)
+    return EXIT_INTERNAL if found.unstoppable else EXIT_AS_EXPECTED
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
@@ -219,7 +269,7 @@ def cmd_cluster_up(args: argparse.Namespace, console: Console) -> int:
         except KeyboardInterrupt:
             pass
         finally:
-            with no_interrupts():
+            with shielded():
                 cluster.stop()
     console.print("cluster stopped")
     return EXIT_AS_EXPECTED
@@ -237,21 +287,14 @@ def _endpoint_table(info: dict[str, Any]) -> Table:
     return table
 
 
-def _terminate_as_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # `kill` tears down exactly like Ctrl-C
-
-
 def main(argv: list[str] | None = None) -> int:
+    # SIGINT, SIGTERM, SIGHUP and SIGQUIT all tear down and exit 130 (harness.interrupts).
+    install_stop_handlers()
     args = build_parser().parse_args(argv)
     console = Console()
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    # Ctrl-C tears down whatever started us: a shell that runs us in the background
-    # without job control (nohup'd CI scripts) hands SIGINT down ignored, and Python then
-    # keeps it ignored. The run's own Ctrl-C handling must not depend on that.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     handlers = {
-        "list": cmd_list, "run": cmd_run, "suite": cmd_suite,
-        "check": cmd_check, "report": cmd_report, "cluster": cmd_cluster_up,
+        "list": cmd_list, "run": cmd_run, "suite": cmd_suite, "check": cmd_check,
+        "report": cmd_report, "cluster": cmd_cluster_up, "gc": cmd_gc,
     }  # fmt: skip
     try:
         return handlers[args.command](args, console)

@@ -1,17 +1,117 @@
-"""Ctrl-C handling shared by every command that owns processes."""
+"""Stop signals, shared by every command that owns processes.
+
+Ctrl-C (SIGINT), ``kill`` (SIGTERM), a closed terminal or dropped ssh session (SIGHUP) and
+SIGQUIT all mean one thing: stop, tear down, check what was recorded, exit 130. The first
+one raises KeyboardInterrupt where the controller is; any later one only says teardown
+is under way, so a second ``kill`` can never cut a teardown short.
+
+Two spans must not be cut at all: starting a child (a KeyboardInterrupt between fork and
+bookkeeping would lose track of it) and teardown. ``shielded()`` records a signal that
+arrives during them instead of raising; the caller decides what it means afterwards.
+
+Signal dispositions belong to the process, and Python runs handlers in the main thread
+only: this module's state is per process by nature, and shields elsewhere do nothing.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+@dataclass
+class Shield:
+    received: list[int] = field(default_factory=list)  # signals that came while it stood
+
+    @property
+    def names(self) -> str:
+        return ", ".join(signal.Signals(s).name for s in self.received)
+
+
+@dataclass
+class _State:
+    installed: bool = False
+    raised: bool = False  # the first stop signal has been turned into KeyboardInterrupt
+    shields: list[Shield] = field(default_factory=list)
+
+
+_state = _State()
+
+
+def _say(text: str) -> None:
+    # A closed terminal (SIGHUP) must not turn a signal into an error.
+    with contextlib.suppress(OSError, ValueError):
+        print(f"lockharness: {text}", file=sys.stderr, flush=True)
+
+
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    name = signal.Signals(signum).name
+    if _state.shields:
+        for shield in _state.shields:
+            shield.received.append(signum)
+        _say(f"{name}: finishing teardown first")
+        return
+    if _state.raised:
+        _say(f"{name}: already stopping; teardown goes on")
+        return
+    _state.raised = True
+    raise KeyboardInterrupt(name)
+
+
+def install_stop_handlers() -> None:
+    """Make every stop signal tear down like Ctrl-C (the CLI calls this first thing).
+
+    SIGINT is set explicitly too: a shell without job control (a nohup'd CI script) hands
+    it down ignored, and the run's own Ctrl-C handling must not depend on that."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _on_stop_signal)
+    _state.installed = True
+    _state.raised = False
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 @contextmanager
-def no_interrupts() -> Iterator[None]:
-    """Teardown (and what must follow it) finishes: a second Ctrl-C is ignored meanwhile."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def shielded() -> Iterator[Shield]:
+    """Stop signals that arrive inside are recorded in the shield, never raised there.
+
+    Without the CLI's handlers (the harness used as a library), the shield puts its own
+    in place for its span, so even a bare Ctrl-C cannot cut it."""
+    shield = Shield()
+    if not _on_main_thread():
+        yield shield
+        return
+    previous = None
+    if not _state.installed:
+        previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _on_stop_signal)
+    _state.shields.append(shield)
     try:
-        yield
+        yield shield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        _state.shields.remove(shield)
+        if previous is not None and not _state.shields:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Nothing inside is cut; a stop signal that came meanwhile is raised at the end."""
+    with shielded() as shield:
+        yield
+    # Under the CLI's handlers only the first stop signal is raised: after it, teardown.
+    if shield.received and not (_state.installed and _state.raised) and _on_main_thread():
+        _state.raised = True
+        raise KeyboardInterrupt(shield.names)

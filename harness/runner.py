@@ -1,7 +1,9 @@
 """One run: cluster up, workers go, history recorded, everything down, history checked.
 
-Teardown is in a finally block that ignores further Ctrl-C, so a run never leaves a
-process behind: not on success, not on an exception, not on Ctrl-C, not when a worker dies.
+Teardown is in a finally block that no stop signal can cut short, so a run never leaves a
+process behind: not on success, not on an exception, not on Ctrl-C or SIGTERM/HUP/QUIT,
+not when a worker dies; and should the controller itself die, its children die with it
+(harness.cluster.spawner).
 """
 
 from __future__ import annotations
@@ -20,33 +22,39 @@ from typing import Any
 
 from rich.console import Console
 
-from checker.history import INFO, NEMESIS, Event
+from checker.history import INFO, NEMESIS, Event, write_history
 from checker.verdict import CheckResult, Verdict, check_history
 from faults.base import FaultContext
 from faults.clock import ClockControl
 from faults.nemesis import Nemesis
+from harness.cluster.ledger import ProcessLedger
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
 from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
-from harness.interrupts import no_interrupts
+from harness.interrupts import shielded
 from harness.live import LiveHistory
 from harness.progress import ProgressLine
+from harness.recheck import HISTORY, RESULTS, apply_run_problems
 from harness.reports import write_reports
 from harness.runlog import run_log
 from harness.scenario import Scenario, to_yaml
-from harness.shards import merge_shards
+from harness.shards import NEMESIS_SHARD, merge_shards, shard_paths
 from harness.store import create_run_dir, update_latest
 from workloads.plugins import PLUGIN_PATH_ENV
 from workloads.recorder import Recorder
-from workloads.worker import WorkerConfig, client_clock_file, crash_point_file
+from workloads.worker import (
+    HISTORY_FAILED_EXIT_CODE,
+    WorkerConfig,
+    client_clock_file,
+    crash_point_file,
+)
 
 log = logging.getLogger("lockharness")
 
 _POLL_S = 0.1
 _WORKER_STOP_GRACE_S = 5.0  # on top of hold_max: a worker finishes its cycle first
 EXIT_INTERRUPTED = 130
-NEMESIS_SHARD = "history.nemesis.jsonl"
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class RunOutcome:
     result: CheckResult
     interrupted: bool = False
     worker_exits: dict[int, int | None] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # the execution's: valid -> unknown
 
     @property
     def as_expected(self) -> bool:
@@ -134,7 +143,7 @@ def _worker_env(scenario: Scenario) -> dict[str, str]:
 
 
 def _start_workers(
-    configs: list[WorkerConfig], run_dir: Path, env: dict[str, str]
+    configs: list[WorkerConfig], run_dir: Path, env: dict[str, str], ledger: ProcessLedger
 ) -> list[ManagedProcess]:
     workers = []
     for config in configs:
@@ -142,7 +151,7 @@ def _start_workers(
         config_path = run_dir / f"{name}.json"
         config_path.write_text(config.to_json())
         argv = [sys.executable, "-m", "workloads.worker", str(config_path)]
-        worker = ManagedProcess(name, argv, run_dir / f"{name}.log", env)
+        worker = ManagedProcess(name, argv, run_dir / f"{name}.log", env, ledger)
         worker.start()
         workers.append(worker)
     return workers
@@ -168,6 +177,9 @@ def _watch(
         progress.update(min(elapsed_s, total_s), total_s, live.ops, live.cycles)
         for i, worker in enumerate(workers, start=1):
             code = worker.exit_code()
+            if code == HISTORY_FAILED_EXIT_CODE:
+                raise WorkerDied(f"worker w{i} could not write its history at {elapsed_s:.2f}s "
+                                 f"(disk full?): {worker.log_tail(1)}")  # fmt: skip
             if code not in (None, 0) and i not in killed:
                 raise WorkerDied(f"worker w{i} exited with code {code} at {elapsed_s:.2f}s")
         if elapsed_s >= deadline_s:
@@ -255,12 +267,13 @@ def _execute(
     nemesis: Nemesis | None = None
     stop_watching: Callable[[], None] = _nothing
     client_clocks: dict[int, ClockControl] = {}
+    recorder: Recorder | None = None
     try:
         cluster.start()
         t0_ns = time.monotonic_ns()
         configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
         client_clocks = _client_clocks(scenario, configs, run_dir)  # before workers map them
-        workers = _start_workers(configs, run_dir, _worker_env(scenario))
+        workers = _start_workers(configs, run_dir, _worker_env(scenario), cluster.ledger)
         live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
         ctx = FaultContext(
             cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
@@ -285,15 +298,21 @@ def _execute(
             _watch(workers, live, progress, t0_ns, total_s, total_s + grace_s, killed)
         if any(worker.running() for worker in workers):
             raise WorkerDied(f"workers still running {grace_s:.1f}s after the end")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or a stop signal (harness.interrupts)
         execution.interrupted = True
-        execution.problems.append("interrupted (Ctrl-C): the history covers only part of the run")
+        signal_name = str(e) or "SIGINT"
+        execution.problems.append(
+            f"interrupted ({signal_name}): the history covers only part of the run"
+        )
         log.warning("interrupted")
     except WorkerDied as e:
         execution.problems.append(str(e))
         log.error("%s", e)
+    except OSError as e:  # e.g. a full disk: the run stops here, what it recorded is checked
+        execution.problems.append(f"the run stopped: {e}")
+        log.error("the run stopped: %s", e)
     finally:
-        with no_interrupts():
+        with shielded() as shield:  # no signal cuts a teardown short
             if nemesis is not None:  # aborted mid-run: heal first (a paused worker must go on)
                 execution.problems += nemesis.finish()
             stop_watching()
@@ -301,6 +320,12 @@ def _execute(
             for control in client_clocks.values():
                 control.close()
             cluster.stop()
+        if recorder is not None and recorder.failed is not None:
+            execution.problems.append(f"the nemesis's events were not all written: "
+                                      f"{recorder.failed}")  # fmt: skip
+        if shield.received:  # the history is whole: stop after this run, keep the verdict
+            execution.interrupted = True
+            log.warning("%s during teardown: finished it first", shield.names)
     return execution
 
 
@@ -316,38 +341,63 @@ def run_scenario(
         f"[bold]{scenario.name}[/] client {client} seed {scenario.seed} → {run_dir}",
         highlight=False,
     )
-    w = scenario.workload
     with run_log(run_dir):
         log.info("run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir)
         cluster = _cluster(scenario, binaries, run_dir)
         execution = _execute(scenario, cluster, run_dir, console)
-        shards = [run_dir / f"history.w{i}.jsonl" for i in range(1, w.workers + 1)]
-        history = merge_shards([*shards, run_dir / NEMESIS_SHARD], run_dir / "history.jsonl")
-        result = check_history(history, expected_processes=range(w.workers * w.threads))
-        if execution.problems and result.verdict is Verdict.VALID:
-            # An aborted or unhealed run cannot vouch for safety; a violation still stands.
-            result = dataclasses.replace(result, verdict=Verdict.UNKNOWN)
-        result = dataclasses.replace(result, reasons=[*execution.problems, *result.reasons])
-        outcome = RunOutcome(run_dir, scenario, result, execution.interrupted, execution.exits)
-        description = cluster.describe()
-        write_results(outcome, description)
-        outcome = _write_reports(outcome, history, description)
-        log.info("verdict %s (expected %s)", result.verdict, scenario.expectation)
+        with shielded() as shield:  # checking what was recorded is not cut short either
+            outcome = _conclude(scenario, run_dir, execution, cluster.describe())
+        if shield.received:  # the check is whole: stop after this run, keep the verdict
+            outcome = dataclasses.replace(outcome, interrupted=True)
+        log.info("verdict %s (expected %s)", outcome.result.verdict, scenario.expectation)
     return outcome
 
 
-def _write_reports(
-    outcome: RunOutcome, history: Sequence[Event], cluster: dict[str, Any]
+def _conclude(
+    scenario: Scenario, run_dir: Path, execution: _Execution, cluster: dict[str, Any]
 ) -> RunOutcome:
+    """Merge the shards, check, keep results.json and the reports. A file that cannot be
+    written (a full disk) costs that file and becomes a reason, never the verdict."""
+    w = scenario.workload
+    notes: list[str] = []  # torn last lines dropped from shards
+    history = merge_shards(shard_paths(run_dir), notes)
+    problems = list(execution.problems)
+    try:
+        write_history(run_dir / HISTORY, history)
+    except OSError as e:
+        (run_dir / HISTORY).unlink(missing_ok=True)  # never a truncated history to re-check
+        notes.append(f"{HISTORY} not written ({e.strerror or e}); `check` merges the shards")
+    result = check_history(history, expected_processes=range(w.workers * w.threads))
+    result = apply_run_problems(result, problems)
+    result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
+    outcome = RunOutcome(
+        run_dir, scenario, result, execution.interrupted, execution.exits, problems
+    )
+    return _save_results(_write_reports(outcome, history), cluster)
+
+
+def _with_reason(outcome: RunOutcome, reason: str) -> RunOutcome:
+    result = dataclasses.replace(outcome.result, reasons=[*outcome.result.reasons, reason])
+    return dataclasses.replace(outcome, result=result)
+
+
+def _save_results(outcome: RunOutcome, cluster: dict[str, Any]) -> RunOutcome:
+    try:
+        write_results(outcome, cluster)
+    except OSError as e:
+        log.error("results.json not written: %s", e)
+        (outcome.run_dir / RESULTS).unlink(missing_ok=True)  # half a file misleads a re-check
+        return _with_reason(outcome, f"{RESULTS} not written ({e.strerror or e})")
+    return outcome
+
+
+def _write_reports(outcome: RunOutcome, history: Sequence[Event]) -> RunOutcome:
     """Draw the reports; a failure costs the reports, never the run: it becomes a reason."""
     try:
         write_reports(outcome.run_dir, history, outcome.result, outcome.scenario)
     except Exception as e:
         log.exception("reports not written")
-        reasons = [*outcome.result.reasons, f"reports not written: {type(e).__name__}: {e}"]
-        result = dataclasses.replace(outcome.result, reasons=reasons)
-        outcome = dataclasses.replace(outcome, result=result)
-        write_results(outcome, cluster)
+        return _with_reason(outcome, f"reports not written: {type(e).__name__}: {e}")
     return outcome
 
 
@@ -364,8 +414,9 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "expect_tokens": scenario.expectation.tokens,
         "as_expected": outcome.as_expected,
         "interrupted": outcome.interrupted,
+        "run_problems": outcome.problems,  # `check RUN_DIR` applies them again
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},
         "cluster": cluster,
     }
-    (outcome.run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (outcome.run_dir / RESULTS).write_text(json.dumps(results, indent=2) + "\n")
 

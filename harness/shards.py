@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from checker.history import Event, parse_lines, write_history
+from checker.history import Event, parse_lines, read_history
 
 log = logging.getLogger("lockharness.run")
+
+NEMESIS_SHARD = "history.nemesis.jsonl"
+_SHARD = re.compile(r"history\.w(\d+)\.jsonl")
 
 
 class ShardTail:
@@ -34,26 +38,29 @@ class ShardTail:
         return list(parse_lines(text, str(self.path)))
 
 
-def read_shard(path: Path) -> list[Event]:
-    """A whole shard; a torn last line (a worker killed mid-write) is dropped, and logged."""
+def read_shard(path: Path, notes: list[str]) -> list[Event]:
+    """A whole shard (none yet: empty); a torn last line (a worker killed mid-write) is
+    dropped and said in ``notes``."""
     if not path.exists():
         return []
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    torn = lines.pop()  # "" when the file ends with a newline
-    if torn:
-        log.warning("%s: dropped a torn last line (%d bytes)", path, len(torn))
-    return list(parse_lines(lines, str(path)))
+    return read_history(path, notes)
 
 
-def merge_shards(shards: Sequence[Path], out: Path) -> list[Event]:
-    """Merge by time into one history with global indexes; writes ``out``.
+def shard_paths(run_dir: Path) -> list[Path]:
+    """The shards a run directory holds: the workers' in worker order, the nemesis's last."""
+    numbered = [(_SHARD.fullmatch(p.name), p) for p in run_dir.glob("history.w*.jsonl")]
+    workers = sorted((int(match[1]), path) for match, path in numbered if match)
+    return [path for _, path in workers] + list(run_dir.glob(NEMESIS_SHARD))
+
+
+def merge_shards(shards: Sequence[Path], notes: list[str]) -> list[Event]:
+    """Merge by time into one history with global indexes (write it with write_history).
 
     Ties keep shard order, then line order (the sort is stable).
     """
-    events = [event for path in shards for event in read_shard(path)]
+    events = [event for path in shards for event in read_shard(path, notes)]
+    for note in notes:
+        log.warning("%s", note)
     events.sort(key=lambda event: event.time)
-    merged = [dataclasses.replace(event, index=i) for i, event in enumerate(events)]
-    write_history(out, merged)
-    return merged
+    return [dataclasses.replace(event, index=i) for i, event in enumerate(events)]
 

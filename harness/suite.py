@@ -33,7 +33,7 @@ from harness.errors import (
     EXIT_UNKNOWN,
     BadInput,
 )
-from harness.interrupts import no_interrupts
+from harness.interrupts import shielded
 from harness.runner import EXIT_INTERRUPTED, Binaries, RunOutcome, run_scenario
 from harness.scenario import (
     Scenario,
@@ -446,7 +446,7 @@ def run_suite(
         interrupted = True
     finally:
         # Whatever ended the suite, the runs done are reported.
-        with no_interrupts():
+        with shielded():
             write_reports(results, junit=junit, html=html)
     print_suite_summary(console, results, interrupted)
     for flag, path in (("JUnit", junit), ("HTML index", html)):

@@ -184,7 +184,7 @@ def test_a_failing_report_costs_the_report_not_the_run(run_dir: Path, tmp_path: 
     history = read_history(run / "history.jsonl")
     scenario = load_scenario(str(run / "scenario.yaml"))
     outcome = RunOutcome(run, scenario, check_history(history))
-    outcome = runner._write_reports(outcome, history, cluster={})
+    outcome = runner._save_results(runner._write_reports(outcome, history), cluster={})
     reasons = json.loads((run / "results.json").read_text())["reasons"]
     assert reasons == outcome.result.reasons
     assert any(r.startswith("reports not written") and "timeline.html" in r for r in reasons)

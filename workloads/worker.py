@@ -15,6 +15,7 @@ and the client carries on. SIGTERM lets each client finish its cycle and stop.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -39,6 +40,7 @@ from workloads.resource import Resource
 # over (release invoked) by the deadline.
 EXIT_BUDGET_NS = 5_000_000
 CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with this
+HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard; it stopped
 
 
 def crash_point_file(run_dir: Path, worker: int) -> Path:
@@ -271,11 +273,16 @@ class ClientLoop:
             self.rec.record(self.process, OK if released else FAIL, RELEASE, lease.key, lease.token)
 
 
-def run_worker(config: WorkerConfig) -> None:
+def run_worker(config: WorkerConfig) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the controller handles Ctrl-C and tells us
-    recorder = Recorder(Path(config.history_path), lambda: time.monotonic_ns() - config.t0_ns)
+
+    def clock() -> int:
+        return time.monotonic_ns() - config.t0_ns
+
+    # Clients must not go on unrecorded: a shard that cannot be written stops the worker.
+    recorder = Recorder(Path(config.history_path), clock, on_failure=stop.set)
     loops = [
         ClientLoop(config, config.first_process + t, recorder, stop) for t in range(config.threads)
     ]
@@ -289,14 +296,18 @@ def run_worker(config: WorkerConfig) -> None:
         while thread.is_alive():  # join in slices so SIGTERM's handler gets to run
             thread.join(0.2)
     recorder.close()
+    if recorder.failed is not None:
+        with contextlib.suppress(OSError):  # the log may sit on the same full disk
+            print(f"history not written: {recorder.failed}", file=sys.stderr, flush=True)
+        return HISTORY_FAILED_EXIT_CODE
+    return 0
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m workloads.worker CONFIG.json", file=sys.stderr)
         return 2
-    run_worker(WorkerConfig.from_json(Path(argv[0]).read_text()))
-    return 0
+    return run_worker(WorkerConfig.from_json(Path(argv[0]).read_text()))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any
 import redis
 
 from faults.clock import ClockControl, shim_env, shim_library
+from harness.cluster.ledger import LEDGER_NAME, ProcessLedger
 from harness.cluster.process import ServerProcess, pid_alive
 from harness.cluster.redis_node import LocalRedisNode
 from harness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
@@ -38,6 +38,7 @@ class LocalCluster:
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         base = config.base_dir
+        self.ledger = ProcessLedger(base / LEDGER_NAME)  # every process, as it starts
         names = [f"n{i}" for i in range(1, config.nodes + 1)]
         self._clocks = _clock_controls(base, names) if config.clock_shim else {}
         library = shim_library() if config.clock_shim else None
@@ -46,6 +47,7 @@ class LocalCluster:
                 name, config.redis_server, base / "data" / name, base / f"redis-{name}.log",
                 config.persistence,
                 env=shim_env(library, self._clocks[name].path) if library else None,
+                ledger=self.ledger,
             )
             for name in names
         ]  # fmt: skip
@@ -53,9 +55,11 @@ class LocalCluster:
         # The resource sits outside the fault domain: no proxy, never faulted, no persistence.
         self._resource = LocalRedisNode(
             "resource", config.redis_server, base / "data" / "resource",
-            base / "redis-resource.log",
+            base / "redis-resource.log", ledger=self.ledger,
         )  # fmt: skip
-        self._toxiproxy = ToxiproxyServer(config.toxiproxy_server, base / "toxiproxy.log")
+        self._toxiproxy = ToxiproxyServer(
+            config.toxiproxy_server, base / "toxiproxy.log", self.ledger
+        )
         self._proxies: dict[tuple[int, str], Endpoint] = {}
 
     @property
@@ -159,6 +163,8 @@ class LocalCluster:
         leftovers = [pid for pid in self.pids() if pid_alive(pid)]
         if errors or leftovers:
             raise ClusterError(f"teardown incomplete: {errors or ''} still alive: {leftovers}")
+        if not self.ledger.running():  # workers too: the runner stops them first
+            self.ledger.stopped()
         log.info("cluster stopped")
 
     def _servers(self) -> list[ServerProcess]:
@@ -172,9 +178,9 @@ class LocalCluster:
         return {
             "backend": "local",
             "toxiproxy_api": f"127.0.0.1:{self._toxiproxy.port}",
-            "resource": self._resource.endpoint.to_dict(),
+            "resource": _address(self._resource),
             "nodes": [
-                {**node.endpoint.to_dict(), "pid": node.pid, "persistence": node.persistence}
+                {**_address(node), "pid": node.pid, "persistence": node.persistence}
                 for node in self._nodes
             ],
             "proxies": {
@@ -185,8 +191,7 @@ class LocalCluster:
         }
 
     def _write_description(self) -> None:
-        path = self.config.base_dir / "cluster.json"
-        path.write_text(json.dumps(self.describe(), indent=2) + "\n")
+        self.ledger.describe(self.describe())
 
     def __enter__(self) -> LocalCluster:
         self.start()
@@ -199,6 +204,13 @@ class LocalCluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _address(node: LocalRedisNode) -> dict[str, Any]:
+    """Where a node listens; port None when a start was cut short before it had one."""
+    if node.port is None:
+        return {"name": node.name, "host": "127.0.0.1", "port": None}
+    return node.endpoint.to_dict()
 
 
 def _clock_controls(base: Path, names: list[str]) -> dict[str, ClockControl]:

@@ -9,6 +9,10 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.cluster.ledger import ProcessLedger
+from harness.cluster.spawner import spawn
+from harness.interrupts import deferred
+
 log = logging.getLogger("lockharness.cluster")
 
 
@@ -16,7 +20,9 @@ class ManagedProcess:
     """A child process with its output in a log file.
 
     Children get their own session so a terminal's Ctrl-C reaches only the controller,
-    which then tears everything down in order (clients first, servers last).
+    which then tears everything down in order (clients first, servers last). They die
+    with the controller if it dies without a teardown (``harness.cluster.spawner``), and
+    each start is written to the run's ledger, where ``lockharness gc`` finds it.
     """
 
     def __init__(
@@ -25,11 +31,13 @@ class ManagedProcess:
         argv: Sequence[str],
         log_path: Path,
         env: Mapping[str, str] | None = None,
+        ledger: ProcessLedger | None = None,
     ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         self.env = dict(env) if env else {}  # added to the harness's own environment
+        self.ledger = ledger
         self._popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -38,8 +46,9 @@ class ManagedProcess:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as out:
-            self._popen = subprocess.Popen(
+        # A stop signal between the fork and the assignment would lose the child: deferred.
+        with deferred(), self.log_path.open("ab") as out:
+            self._popen = spawn(
                 self.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -47,6 +56,8 @@ class ManagedProcess:
                 start_new_session=True,
                 env={**os.environ, **self.env} if self.env else None,
             )
+            if self.ledger is not None:
+                self.ledger.started(self.name, self._popen.pid, self.argv)
         log.info("started %s pid %d: %s", self.name, self._popen.pid, " ".join(self.argv))
 
     def running(self) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 import redis
 
 from harness.cluster.aof import AofTracker, AofTruncation
+from harness.cluster.ledger import ProcessLedger
 from harness.cluster.ports import free_port, free_port_except
 from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
@@ -50,6 +51,7 @@ class LocalRedisNode(ServerProcess):
         persistence: str = "none",
         env: Mapping[str, str] | None = None,
         extra_args: Sequence[str] = (),
+        ledger: ProcessLedger | None = None,
     ) -> None:
         if persistence not in PERSISTENCE_ARGS:
             raise ValueError(f"unknown persistence mode {persistence!r}")
@@ -60,6 +62,7 @@ class LocalRedisNode(ServerProcess):
         self.persistence = persistence
         self.env = dict(env) if env else {}  # e.g. LD_PRELOAD of the clock shim
         self.extra_args = list(extra_args)  # e.g. replication: announce address, replicaof
+        self.ledger = ledger
         self.port: int | None = None
         self._port_pinned = False  # once it has served on a port, never move (proxies)
         self._process: ManagedProcess | None = None
@@ -98,7 +101,8 @@ class LocalRedisNode(ServerProcess):
         if self.port is None:
             self.port = free_port()
         self._process = ManagedProcess(
-            f"redis-server {self.name}", self._argv(self.port), self.log_path, self.env
+            f"redis-server {self.name}", self._argv(self.port), self.log_path, self.env,
+            self.ledger,
         )
         self._process.start()
 

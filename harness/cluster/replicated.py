@@ -164,7 +164,7 @@ class ReplicatedCluster(LocalCluster):
             LocalSentinel(
                 f"s{j}", self.config.redis_server, base / "data" / f"s{j}",
                 base / f"sentinel-s{j}.log", r.master_name, primary, r.quorum,
-                r.down_after_ms, r.failover_timeout_ms,
+                r.down_after_ms, r.failover_timeout_ms, self.ledger,
             )
             for j in range(1, r.sentinels + 1)
         ]  # fmt: skip

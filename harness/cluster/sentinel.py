@@ -7,6 +7,7 @@ from pathlib import Path
 
 import redis
 
+from harness.cluster.ledger import ProcessLedger
 from harness.cluster.ports import free_port
 from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
@@ -26,6 +27,7 @@ class LocalSentinel(ServerProcess):
         quorum: int,
         down_after_ms: int,
         failover_timeout_ms: int,
+        ledger: ProcessLedger | None = None,
     ) -> None:
         self.name = name
         self.binary = binary
@@ -36,6 +38,7 @@ class LocalSentinel(ServerProcess):
         self.quorum = quorum
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
+        self.ledger = ledger
         self.port = free_port()
         self._process: ManagedProcess | None = None
 
@@ -64,7 +67,9 @@ class LocalSentinel(ServerProcess):
         config = self.directory / "sentinel.conf"
         config.write_text(self._config())
         argv = [str(self.binary), str(config), "--sentinel"]
-        self._process = ManagedProcess(f"redis-sentinel {self.name}", argv, self.log_path)
+        self._process = ManagedProcess(
+            f"redis-sentinel {self.name}", argv, self.log_path, ledger=self.ledger
+        )
         self._process.start()
 
     def client(self, timeout_s: float = 1.0) -> redis.Redis:

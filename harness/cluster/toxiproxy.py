@@ -30,6 +30,7 @@ import toxiproxy.api
 from toxiproxy import Toxiproxy
 from toxiproxy.proxy import Proxy
 
+from harness.cluster.ledger import ProcessLedger
 from harness.cluster.ports import free_port
 from harness.cluster.process import ManagedProcess, ServerProcess
 from harness.errors import ClusterError
@@ -177,9 +178,10 @@ def _info(proxy: Proxy, node: str) -> ProxyInfo:
 class ToxiproxyServer(ServerProcess):
     """toxiproxy-server on a free loopback API port."""
 
-    def __init__(self, binary: Path, log_path: Path) -> None:
+    def __init__(self, binary: Path, log_path: Path, ledger: ProcessLedger | None = None) -> None:
         self.binary = binary
         self.log_path = log_path
+        self.ledger = ledger
         self.port: int | None = None
         self._process: ManagedProcess | None = None
 
@@ -192,7 +194,7 @@ class ToxiproxyServer(ServerProcess):
     def spawn(self) -> None:
         self.port = free_port()
         argv = [str(self.binary), "-host", "127.0.0.1", "-port", str(self.port)]
-        self._process = ManagedProcess("toxiproxy-server", argv, self.log_path)
+        self._process = ManagedProcess("toxiproxy-server", argv, self.log_path, ledger=self.ledger)
         self._process.start()
 
     def wait_ready(self, timeout_s: float = 10.0) -> None:

@@ -1,0 +1,77 @@
+"""What a stored run says about itself, so that `check RUN_DIR` agrees with `run`.
+
+A run whose execution had problems (interrupted, a worker died, a fault not healed, a disk
+full) cannot vouch for safety: a valid verdict becomes unknown, a violation still stands.
+The run applies that rule before it writes results.json, which keeps the problems; a
+re-check reads them back and applies the same rule. A run directory without results.json
+is a run that never finished (its controller was killed): the same rule, with that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from pathlib import Path
+
+from checker.history import Event, HistoryError, read_history, write_history
+from checker.verdict import CheckResult, Verdict
+from harness.errors import BadInput
+from harness.shards import merge_shards, shard_paths
+
+HISTORY, RESULTS = "history.jsonl", "results.json"
+UNFINISHED = (
+    "the run did not finish (no results.json: its controller was killed?); "
+    "the history covers only part of it"
+)
+
+
+def apply_run_problems(result: CheckResult, problems: list[str]) -> CheckResult:
+    """The run's problems first among the reasons; with any, valid becomes unknown."""
+    if not problems:
+        return result
+    verdict = Verdict.UNKNOWN if result.verdict is Verdict.VALID else result.verdict
+    return dataclasses.replace(result, verdict=verdict, reasons=[*problems, *result.reasons])
+
+
+def stored_run_problems(run_dir: Path) -> list[str]:
+    """The problems the run recorded in results.json, or that it never finished."""
+    path = run_dir / RESULTS
+    if not path.exists():
+        return [UNFINISHED]
+    try:
+        results = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise BadInput(f"{path}: not readable JSON ({e})") from None
+    if not isinstance(results, dict):
+        raise BadInput(f"{path}: not a JSON object")
+    problems = results.get("run_problems", [])
+    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+        raise BadInput(f"{path}: run_problems must be a list of strings")
+    if results.get("interrupted") is True and not problems:
+        problems = ["interrupted: the history covers only part of the run"]
+    return problems
+
+
+def run_history(run_dir: Path, notes: list[str]) -> list[Event]:
+    """history.jsonl, or, when the run died before writing it, its shards merged (and
+    written as history.jsonl when the directory allows). ``notes`` get what was dropped."""
+    path = run_dir / HISTORY
+    try:
+        if path.exists():
+            return read_history(path, notes)
+        shards = shard_paths(run_dir)
+        if not shards:
+            raise BadInput(f"{run_dir}: no {HISTORY} and no history shards (history.w*.jsonl)")
+        history = merge_shards(shards, notes)
+    except HistoryError as e:
+        raise BadInput(str(e)) from None
+    try:
+        write_history(path, history)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)  # what there was of it: it did not exist before
+        notes.append(f"merged the shards in memory; {path} not written: {e.strerror or e}")
+    else:
+        notes.append(f"merged {len(shards)} shards into {path} (the run had not)")
+    return history
