@@ -21,6 +21,7 @@ def _side(section: Section) -> dict[str, Any]:
         "end": section.end,
         "deadline": section.deadline,
         "overran_deadline_ns": overran,
+        "planned_end": section.planned_end,
         "grants": list(section.grants),
         "fencing": section.fencing,
         "acquire_index": section.acquire_index,

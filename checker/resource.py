@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.history import ENTER, EXIT, NEMESIS, OK, Event
+from checker.history import ENTER, EXIT, INFO, NEMESIS, OK, Event
 
 
 @dataclass
@@ -22,6 +22,7 @@ class ResourceView:
     stale_rejected: list[dict[str, Any]] = field(default_factory=list)  # accepted: false
     stale_accepted: list[dict[str, Any]] = field(default_factory=list)  # token < highest
     fenced: bool = False  # some write carried a fencing token
+    errors: list[Event] = field(default_factory=list)  # calls that failed (info): a gap
 
 
 def check_resource(history: Iterable[Event]) -> list[dict[str, Any]]:
@@ -54,7 +55,11 @@ def resource_view(history: Iterable[Event]) -> ResourceView:
     view = ResourceView()
     for event in history:
         f = event.f
-        if (f != ENTER and f != EXIT) or event.type != OK or event.process == NEMESIS:
+        if (f != ENTER and f != EXIT) or event.process == NEMESIS:
+            continue
+        if event.type != OK:
+            if event.type == INFO:  # the resource did not answer: its view has a gap
+                view.errors.append(event)
             continue
         value = event.value
         if not value:

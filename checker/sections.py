@@ -34,6 +34,7 @@ class Section:
     release_index: int | None
     closed: bool  # False when the section was never released
     invoked: int  # when the acquire that opened it was invoked (its ok's time if unseen)
+    planned_end: int | None = None  # when its worker meant to invoke the release, if said
 
 
 _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
@@ -77,15 +78,19 @@ _new_section = object.__new__
 (
     _set_key, _set_process, _set_token, _set_start, _set_end, _set_deadline,
     _set_grants, _set_fencing, _set_acquire_index, _set_release_index, _set_closed,
-    _set_invoked,
+    _set_invoked, _set_planned_end,
 ) = (getattr(Section, name).__set__ for name in (
     "key", "process", "token", "start", "end", "deadline",
-    "grants", "fencing", "acquire_index", "release_index", "closed", "invoked",
+    "grants", "fencing", "acquire_index", "release_index", "closed", "invoked", "planned_end",
 ))  # fmt: skip
 
 
 def _section(
-    opened: _Opened, end: int, release_index: int | None, deadline: Any = _UNSET
+    opened: _Opened,
+    end: int,
+    release_index: int | None,
+    deadline: Any = _UNSET,
+    planned_end: int | None = None,
 ) -> Section:
     """The section opened by ``opened`` and ending at ``end``; ``deadline`` when an
     extension moved it."""
@@ -103,6 +108,7 @@ def _section(
     _set_release_index(section, release_index)
     _set_closed(section, release_index is not None)
     _set_invoked(section, invoked)
+    _set_planned_end(section, planned_end)
     return section
 
 
@@ -148,7 +154,8 @@ def critical_sections(history: Sequence[Event]) -> list[Section]:
                 opened = held.pop(lease, None)
                 if opened is not None:
                     deadline = extended.pop(lease, _UNSET)
-                    sections.append(_section(opened, event.time, event.index, deadline))
+                    planned = _int_or_none(event.value.get("planned_end")) if event.value else None
+                    sections.append(_section(opened, event.time, event.index, deadline, planned))
         elif f == EXTEND and event.type == OK and event.value and "deadline" in event.value:
             # An extension moves the deadline, so an overrun is measured against the new one.
             lease = (event.process, event.key, event.token)

@@ -27,13 +27,14 @@ from enum import StrEnum
 from typing import Any
 
 from checker.attempts import acquire_attempts
+from checker.attribution import attribute
 from checker.failover import attach_failovers
 from checker.fencing import check_fencing
 from checker.history import ACQUIRE, NEMESIS, OK, Event
 from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
 from checker.resource import resource_view
-from checker.sections import critical_sections
+from checker.sections import Section, critical_sections
 from checker.stats import compute_stats, section_stats
 
 
@@ -124,13 +125,16 @@ def _check(
     sections = critical_sections(history)
     mutex = attach_failovers(check_mutual_exclusion(sections), history)
     view = resource_view(history)  # one pass: occupancy, and fencing as the resource saw it
-    resource = view.occupancy
+    # Overlaps that only a late harness caused are excused: they make a run unknown.
+    attribution = attribute(mutex, view.occupancy, sections, history)
+    mutex, resource = attribution.mutex, attribution.resource
     fencing = check_fencing(history, sections, view)
     attempts = acquire_attempts(history)  # shared: stats and liveness both pair them
     stats = compute_stats(history, attempts)
     stats.update(section_stats(sections))
     liveness = check_liveness(history, sections, attempts=attempts)
     stats.update(_evidence_counts(liveness, fencing))
+    stats.update(_lateness_stats(sections, attribution.excused, view.errors))
     liveness["intervals"] = liveness["intervals"][:cap]
     for name in _FENCING_LISTS:
         fencing[name] = fencing[name][:cap]
@@ -146,9 +150,47 @@ def _check(
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
         return CheckResult(Verdict.INVALID, witnesses, reasons, stats, liveness, fencing)
     reasons = _unknown_reasons(history, expected_processes)
+    reasons += _harness_reasons(attribution.excused, view.errors)
     if reasons:
         return CheckResult(Verdict.UNKNOWN, [], reasons, stats, liveness, fencing)
     return CheckResult(Verdict.VALID, [], [], stats, liveness, fencing)
+
+
+_LATE_NS = 1_000_000  # a section that ends later than this after its planned end is late
+
+
+def _lateness_stats(
+    sections: Sequence[Section], excused: list[str], resource_errors: list[Event]
+) -> dict[str, int]:
+    """How late the harness was: against when each worker meant to invoke its release."""
+    late = [s.end - s.planned_end for s in sections if s.closed and s.planned_end is not None]
+    return {
+        "max_lateness_ns": max([0, *late]),
+        "late_sections": sum(1 for lateness in late if lateness > _LATE_NS),
+        "harness_late_overlaps": len(excused),
+        "resource_errors": len(resource_errors),
+    }
+
+
+def _harness_reasons(excused: list[str], resource_errors: list[Event]) -> list[str]:
+    """Why a run without a violation still cannot vouch for safety: the harness itself."""
+    reasons = []
+    if excused:
+        overlaps = _plural(len(excused), "overlap", "overlaps")
+        reasons.append(
+            f"harness late: {overlaps} came only from sections that ended after their deadline "
+            f"although their workers meant to leave before it and no fault paused them "
+            f"(overloaded machine or a slow resource; not the lock's doing); first: {excused[0]}"
+        )
+    if resource_errors:
+        first = resource_errors[0]
+        error = (first.value or {}).get("error", "no answer")
+        calls = _plural(len(resource_errors), "call", "calls")
+        reasons.append(
+            f"the resource failed: {calls} to it errored (first at {first.time / 1e9:.2f} s: "
+            f"{error}); its view of who was inside is incomplete"
+        )
+    return reasons
 
 
 _FENCING_LISTS = ("stale_writes_rejected", "out_of_order", "stale_writes_accepted")

@@ -66,6 +66,8 @@ class FaultContext:
     crash_point: Callable[[int], Path] | None = None
     # Worker N's own wall-clock control (client-clock faults); none unless planned.
     client_clocks: dict[int, ClockControl] = field(default_factory=dict)
+    # Logical processes per worker: worker N runs (N-1)*T .. N*T-1. None: not known.
+    threads_per_worker: int | None = None
 
     def client_clock(self, worker: int) -> ClockControl:
         if worker not in self.client_clocks:

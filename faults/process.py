@@ -123,7 +123,13 @@ class ClientPause(_WorkerFault):
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         self._signal(signal.SIGSTOP)
-        return {"paused": targets}
+        details: dict[str, Any] = {"paused": targets}
+        threads = self.ctx.threads_per_worker
+        if threads is not None:  # whom it froze, so the checker can tell its effects apart
+            details["processes"] = {
+                f"w{n}": list(range((n - 1) * threads, n * threads)) for n, _ in self._workers()
+            }
+        return details
 
     def stop(self) -> dict[str, Any]:
         self._signal(signal.SIGCONT)

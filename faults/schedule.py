@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 from faults.spec import FaultPlan, FaultSpec
 
+# Scenario loading enforces both (harness/scenario.py), so that a plan never builds a
+# schedule that eats memory: `every: 1ns` over 10 s would be 10^10 slots.
+MIN_EVERY_NS = 10_000_000  # 10 ms: the nemesis cannot start and stop faults faster anyway
+MAX_OCCURRENCES = 10_000  # per run, slots and timeline entries together
+
 
 @dataclass(frozen=True, order=True)
 class Occurrence:
@@ -19,6 +24,13 @@ class Occurrence:
     fault: str  # a FaultSpec name
     targets: str | tuple[str, ...]
     duration_ns: int
+
+
+def slot_count(spec: FaultSpec, run_ns: int, in_timeline: bool) -> int:
+    """How many slots ``_times`` gives, without making them."""
+    if spec.every_ns is None:
+        return 0 if in_timeline or spec.start_after_ns >= run_ns else 1
+    return len(range(spec.start_after_ns, run_ns, spec.every_ns))
 
 
 def _times(spec: FaultSpec, run_ns: int, in_timeline: bool) -> list[int]:

@@ -53,6 +53,25 @@ TOXIC_TYPES = (
     "latency", "timeout", "reset_peer", "bandwidth", "slicer", "slow_close", "limit_data",
 )  # fmt: skip
 
+# The attributes Toxiproxy reads for each toxic type, with their units: all integers (a
+# string or a fraction gets HTTP 400 mid-run), and other names it ignores. Each unit's
+# bound keeps Toxiproxy's own arithmetic (ms or us times a Duration) far from overflow.
+TOXIC_ATTRIBUTES: dict[str, dict[str, str]] = {
+    "latency": {"latency": "ms", "jitter": "ms"},
+    "timeout": {"timeout": "ms"},
+    "reset_peer": {"timeout": "ms"},
+    "bandwidth": {"rate": "KB/s"},
+    "slicer": {"average_size": "bytes", "size_variation": "bytes", "delay": "us"},
+    "slow_close": {"delay": "ms"},
+    "limit_data": {"bytes": "bytes"},
+}
+TOXIC_UNIT_MAX: dict[str, int] = {
+    "ms": 86_400_000,  # a day
+    "us": 86_400_000_000,  # a day
+    "bytes": 2**31 - 1,
+    "KB/s": 2**31 - 1,
+}
+
 _LINKS = (
     "choice:workers|shared", "workers",
     "workers: clients' links; shared: the targets' replication and sentinel links",

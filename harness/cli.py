@@ -34,9 +34,15 @@ from harness.recheck import apply_run_problems, run_history, stored_run_problems
 from harness.reports import rebuild_reports
 from harness.runlog import run_log
 from harness.runner import Binaries, run_scenario
-from harness.scenario import Expectation, builtin_scenarios, load_scenario, with_overrides
-from harness.store import create_run_dir
-from harness.suite import SuiteRequest, plan_suite, run_suite
+from harness.scenario import (
+    MAX_SEED,
+    Expectation,
+    builtin_scenarios,
+    load_scenario,
+    with_overrides,
+)
+from harness.store import check_store, create_run_dir
+from harness.suite import MAX_SEEDS, SuiteRequest, check_report_paths, plan_suite, run_suite
 from workloads.registry import CLIENTS
 
 
@@ -55,16 +61,23 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 64")
+def _whole(text: str, lo: int, hi: int) -> int:
+    # ASCII digits only: str.isdigit() also takes "٣" and "²", and int() of 5000 digits is slow.
+    if not (text.isascii() and text.isdigit() and len(text) <= 19) or not lo <= int(text) <= hi:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {lo} to {hi}")
     return int(text)
+
+
+def _count(text: str) -> int:
+    return _whole(text, 1, 64)
 
 
 def _seed(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 0")
-    return int(text)
+    return _whole(text, 0, MAX_SEED)
+
+
+def _runs(text: str) -> int:
+    return _whole(text, 1, MAX_SEEDS)
 
 
 def _binary_flags(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         "targets", nargs="*", metavar="NAMES|DIR|all", help="built-in names, scenario files, "
         "directories of *.yaml files, or all (the default: every built-in)",
     )  # fmt: skip
-    suite.add_argument("--seeds", type=_seed, default=1, help="runs per scenario and client")
+    suite.add_argument("--seeds", type=_runs, default=1, help="runs per scenario and client")
     suite.add_argument("--seed", type=_seed, help="first seed (then S+1, …); default: own/random")
     suite.add_argument("--clients", help="a,b,c: run every scenario with each of these clients")
     suite.add_argument("--duration", type=_duration, help="how long each run goes, e.g. 5s")
@@ -158,6 +171,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         client=args.client,
     )
     binaries = _binaries(args)
+    check_store(args.store)
     warn_leftovers(args.store)
     outcome = run_scenario(scenario, store=args.store, binaries=binaries, console=console)
     print_summary(console, scenario.name, outcome.result, scenario.expectation, outcome.run_dir)
@@ -171,6 +185,8 @@ def cmd_suite(args: argparse.Namespace, console: Console) -> int:
     )  # fmt: skip
     cases = plan_suite(request)  # every bad argument is reported before anything starts
     binaries = _binaries(args)
+    check_report_paths(junit=args.junit, html=args.html)
+    check_store(args.store)
     warn_leftovers(args.store)
     return run_suite(
         cases, store=args.store, binaries=binaries, console=console,
@@ -253,6 +269,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_cluster_up(args: argparse.Namespace, console: Console) -> int:
     binaries = _binaries(args)
+    check_store(args.store)
     base = create_run_dir(args.store, "cluster")
     config = ClusterConfig(
         binaries.redis_server, binaries.toxiproxy_server, base, args.nodes, args.workers

@@ -20,8 +20,11 @@ UNITS: dict[str, int] = {
 }
 
 # A unit is required: a bare "10" in a scenario is ambiguous between ms and s.
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)")
-_SIGNED = re.compile(r"([+-]?)(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)")
+# ASCII digits only ("٣s" is not a duration), and not so many that reading them is costly:
+# 20 digits on each side of the point are more than any duration in int64 nanoseconds.
+_NUMBER = r"([0-9]{1,20}(?:\.[0-9]{1,20})?)"
+_DURATION = re.compile(_NUMBER + r"[ \t]*(ns|us|ms|s|m|h)")
+_SIGNED = re.compile(r"([+-]?)" + _NUMBER + r"[ \t]*(ns|us|ms|s|m|h)")
 _HOW = "write a number and a unit (ns, us, ms, s, m, h), e.g. 250ms or 5s"
 _HOW_SIGNED = (
     "write an optional + or -, a number and a unit (ns, us, ms, s, m, h), e.g. +5s or -250ms"

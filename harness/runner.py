@@ -279,7 +279,7 @@ def _execute(
             cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
             restart_delay_ns=scenario.cluster.restart_delay_ns,
             crash_point=lambda worker: crash_point_file(run_dir, worker),
-            client_clocks=client_clocks,
+            client_clocks=client_clocks, threads_per_worker=w.threads,
         )  # fmt: skip
 
         def clock() -> int:  # the history's time base

@@ -28,12 +28,15 @@ from typing import Any
 import yaml
 
 from checker.verdict import CheckResult
+from faults.schedule import MAX_OCCURRENCES, MIN_EVERY_NS, slot_count
 from faults.spec import (
     FAULT_KINDS,
     NODE_TARGETS,
     OPTIONS,
     PARTITION_MODES,
     REPLICATED_TARGETS,
+    TOXIC_ATTRIBUTES,
+    TOXIC_UNIT_MAX,
     WORKER_TARGETS,
     FaultPlan,
     FaultSpec,
@@ -46,6 +49,7 @@ from harness.durations import (
     parse_signed_duration,
 )
 from harness.errors import BadInput
+from harness.store import NAME_PATTERN, NAME_RULE
 from workloads.client_info import OPTION_KINDS, ClientInfo
 from workloads.plugins import PluginError, is_plugin_path, load_plugin
 from workloads.registry import CLIENTS, client_info
@@ -59,6 +63,18 @@ TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
 
 _MS = 1_000_000
 _S = 1_000 * _MS
+_H = 3_600 * _S
+
+# Limits on what a scenario may ask for, so that bad input costs an error, not the machine.
+MAX_FILE_BYTES = 1 << 20  # a scenario file
+MAX_YAML_DEPTH = 64  # nested lists and mappings; PyYAML's composer recurses on each level
+MAX_YAML_NODES = 10_000  # values, lists and mappings, with aliases expanded
+MAX_YAML_TEXT = 1 << 20  # characters of all values, with aliases expanded
+MAX_SEED = 2**63 - 1  # what every consumer of a seed (random.Random, Go, Java) can hold
+MAX_RUN_NS = 168 * _H  # a week: the harness waits for the run in one timed wait
+MAX_CLOCK_SHIFT_NS = 87_600 * _H  # 10 years either way; the shim keeps int64 ns
+MAX_CLOCK_RATE = 1_000.0  # the shim's drift (elapsed x (rate - 1)) stays in int64 ns
+MAX_TOXIC_NS = 24 * _H  # latency and jitter go to Toxiproxy as int64 ms
 
 
 @dataclass(frozen=True)
@@ -264,7 +280,8 @@ class _Float(_Kind):
         if self.lo is None:
             return "a number"
         if self.above:
-            return f"a number above {self.lo:g}"
+            upto = "" if self.hi is None else f" and up to {self.hi:g}"
+            return f"a number above {self.lo:g}{upto}"
         if self.hi is None:
             return f"a number >= {self.lo:g}"
         return f"a number from {self.lo:g} to {self.hi:g}"
@@ -392,17 +409,26 @@ class _Duration(_Kind):
 
     positive: bool = False
     whole_ms: bool = False  # the TTL goes to Redis as PX, which takes milliseconds
+    least: int = 0  # ns
+    most: int | None = None  # ns
 
     @property
     def allowed(self) -> str:
-        above = " above 0" if self.positive else ""
+        bounds = [f" of at least {format_duration(self.least)}" if self.least
+                  else " above 0" if self.positive else ""]  # fmt: skip
+        if self.most is not None:
+            bounds.append(f" up to {format_duration(self.most)}")
         grain = " in whole milliseconds" if self.whole_ms else ""
-        return f"a duration{above}{grain}, e.g. 250ms or 5s"
+        return f"a duration{' and'.join(b for b in bounds if b)}{grain}, e.g. 250ms or 5s"
 
     def read(self, value: object) -> int:
         ns = parse_duration(value)  # its ValueError already says how to write one
         if self.positive and ns == 0:
             raise self._reject(value, "is zero")
+        if ns < self.least:
+            raise self._reject(value, "is too short")
+        if self.most is not None and ns > self.most:
+            raise self._reject(value, "is too long")
         if self.whole_ms and ns % _MS:
             raise self._reject(value, "is not a whole number of milliseconds")
         return ns
@@ -415,10 +441,18 @@ class _Duration(_Kind):
 class _SignedDuration(_Kind):
     """Written "+5s", "-250ms" or "5s"; held as signed int ns."""
 
-    allowed = "a duration with an optional + or - sign, e.g. +5s or -250ms"
+    most: int | None = None  # ns, either way
+
+    @property
+    def allowed(self) -> str:
+        upto = "" if self.most is None else f", at most {format_duration(self.most)} either way"
+        return f"a duration with an optional + or - sign, e.g. +5s or -250ms{upto}"
 
     def read(self, value: object) -> int:
-        return parse_signed_duration(value)  # its ValueError already says how to write one
+        ns = parse_signed_duration(value)  # its ValueError already says how to write one
+        if self.most is not None and abs(ns) > self.most:
+            raise self._reject(value, "is too far")
+        return ns
 
     def write(self, value: Any) -> object:
         return format_signed_duration(value)
@@ -426,13 +460,20 @@ class _SignedDuration(_Kind):
 
 @dataclass(frozen=True)
 class _Nanos(_Kind):
-    """An int ns from a flag the CLI already parsed; must be above 0."""
+    """An int ns from a flag the CLI already parsed; must be above 0 (and up to ``most``)."""
 
-    allowed = "a duration above 0"
+    most: int | None = None
+
+    @property
+    def allowed(self) -> str:
+        upto = "" if self.most is None else f" and up to {format_duration(self.most)}"
+        return f"a duration above 0{upto}"
 
     def read(self, value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self._reject(value, "is not a positive number of nanoseconds")
+        if self.most is not None and value > self.most:
+            raise ValueError(f"{format_duration(value)} is too long; allowed: {self.allowed}")
         return value
 
 
@@ -583,7 +624,8 @@ class _Mapping(_Kind):
 
 
 _COUNT = _Int(1, 64)
-_SEED = _Int(0)
+_SEED = _Int(0, MAX_SEED)
+_RUN_DURATION = _Duration(positive=True, most=MAX_RUN_NS)
 _CLIENT_NAME = _Choice(tuple(CLIENTS))
 _OPTION_KINDS: dict[str, _Kind] = {
     "duration": _Duration(positive=True),
@@ -819,9 +861,28 @@ def _node_in_cluster(s: Scenario) -> tuple[str, str] | None:
     )
 
 
+def _schedule_fits(s: Scenario) -> tuple[str, str] | None:
+    """The nemesis plans every occurrence before the run: bound how many there are."""
+    in_timeline = {e.fault for e in s.faults.timeline}
+    total = len(s.faults.timeline)
+    for i, f in enumerate(s.faults.faults):
+        slots = slot_count(f, s.duration_ns, f.name in in_timeline)
+        total += slots
+        if total <= MAX_OCCURRENCES:
+            continue
+        every = "" if f.every_ns is None else f"every {format_duration(f.every_ns)} "
+        return f"faults[{i}].every", (
+            f"{every}over duration {format_duration(s.duration_ns)} makes {slots} "
+            f"occurrences ({total} with the faults and timeline before it); allowed: at most "
+            f"{MAX_OCCURRENCES} occurrences in a run (a longer every, or a shorter duration)"
+        )
+    return None
+
+
 # ---- faults -------------------------------------------------------------------------------
 
 _NAME = _Text(r"[A-Za-z0-9._-]+", "letters, digits, '.', '_' and '-'")
+_RUN_NAME = _Text(NAME_PATTERN, NAME_RULE)  # a scenario's: a directory of the store
 _FAULT_KIND = _Choice(FAULT_KINDS)
 _PROBABILITY = _Float(0.0, 1.0)
 # Kinds whose targets are workers, not nodes.
@@ -934,7 +995,7 @@ _FAULT_OPTION_KINDS: dict[str, Callable[[str, _Room], _Kind]] = {
     "bool": lambda _, room: _Bool(),
     "float": lambda _, room: _Float(),
     "duration": lambda _, room: _Duration(),
-    "signed-duration": lambda _, room: _SignedDuration(),
+    "signed-duration": lambda _, room: _SignedDuration(MAX_CLOCK_SHIFT_NS),  # clock shifts
     "choice": lambda arg, room: _Choice(tuple(arg.split("|"))),
     "workers": lambda _, room: _Names(("all",), "w", room.workers, "workload.workers"),
     "mapping": lambda _, room: _Attributes(),
@@ -943,8 +1004,11 @@ _FAULT_OPTION_KINDS: dict[str, Callable[[str, _Room], _Kind]] = {
 # Options that take less than their value kind allows: (fault kind, option) -> kind.
 _NARROWER: dict[tuple[str, str], _Kind] = {
     ("toxic", "toxicity"): _Float(0.0, 1.0),
-    ("clock-rate", "rate"): _Float(0.0, above=True),
+    ("clock-rate", "rate"): _Float(0.0, MAX_CLOCK_RATE, above=True),
     ("clock-strobe", "period"): _Duration(positive=True),  # 0 would flip without pause
+    # Toxiproxy takes whole milliseconds: 1500us would quietly become 1ms.
+    ("latency", "latency"): _Duration(whole_ms=True, most=MAX_TOXIC_NS),
+    ("latency", "jitter"): _Duration(whole_ms=True, most=MAX_TOXIC_NS),
 }
 
 
@@ -999,7 +1063,25 @@ def _replication_needs_replicas(f: FaultSpec, room: _Room) -> tuple[str, str] | 
     return None
 
 
-_FAULT_CHECKS = (_power_loss_needs_aof, _ring_needs_two_nodes, _replication_needs_replicas)
+def _toxic_attributes_fit(f: FaultSpec, room: _Room) -> tuple[str, str] | None:
+    """Toxiproxy refuses a toxic whose attributes are not integers (HTTP 400, mid-run)."""
+    if f.kind != "toxic":
+        return None
+    known, given = TOXIC_ATTRIBUTES[f.options["type"]], f.options["attributes"]
+    for name, unit in known.items():
+        value, most = given.get(name, 0), TOXIC_UNIT_MAX[unit]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+            return f"options.attributes.{name}", (
+                f"{_show(value)} is not allowed for a {f.options['type']} toxic; "
+                f"allowed: an integer from 0 to {most} ({unit})"
+            )
+    return None
+
+
+_FAULT_CHECKS = (
+    _power_loss_needs_aof, _ring_needs_two_nodes, _replication_needs_replicas,
+    _toxic_attributes_fit,
+)  # fmt: skip
 
 
 def _fault_section(kind: str, room: _Room, path: str) -> _Section:
@@ -1008,7 +1090,7 @@ def _fault_section(kind: str, room: _Room, path: str) -> _Section:
         _Key("kind", _FAULT_KIND),
         _Key("name", _NAME),
         _Key("targets", _targets(kind, room)),
-        _ns("every", _Optional(_Duration(positive=True))),
+        _ns("every", _Optional(_Duration(least=MIN_EVERY_NS))),
         _ns("duration", _Duration(positive=True)),
         _ns("start_after", _Duration()),
         _Key("probability", _PROBABILITY),
@@ -1207,10 +1289,10 @@ _WORKLOAD = _Section("workload.", WorkloadSpec, (
 ), checks=(_at_most("hold_min", "hold_max"), _at_most("retry_delay_min", "retry_delay_max")))
 
 _SCENARIO = _Section("", Scenario, (
-    _Key("name", _NAME),
+    _Key("name", _RUN_NAME),
     _Key("description", _Text()),
     _Key("expect", _Expect(), "expect_default"),
-    _ns("duration", _Duration(positive=True)),
+    _ns("duration", _RUN_DURATION),
     _Key("seed", _Optional(_SEED)),
     _Key("cluster", _CLUSTER),
     _Key("client", _Client()),
@@ -1220,7 +1302,7 @@ _SCENARIO = _Section("", Scenario, (
     _Key("expect_clients", _ExpectClients()),
 ), checks=(
     _node_in_cluster, _topology_fits_client, _nesting_needs_reentrant, _extend_needs_extending,
-    _ttl_fits_client,
+    _ttl_fits_client, _schedule_fits,
 ))
 
 
@@ -1256,9 +1338,16 @@ def load_scenario(ref: str | os.PathLike[str]) -> Scenario:
         names = ", ".join(sorted(builtins))
         raise BadInput(f"{ref}: no such built-in scenario or file; built-in: {names}")
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)  # no more: /proc files and FIFOs show no size
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise BadInput(f"{ref}: cannot read: {e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise BadInput(
+            f"{ref}: the file is larger than {MAX_FILE_BYTES >> 20} MiB; allowed: a scenario "
+            f"file of at most {MAX_FILE_BYTES} bytes"
+        )
     return _parse(text, ref, path.stem, path.parent)
 
 
@@ -1266,9 +1355,163 @@ def builtin_scenarios() -> list[Scenario]:
     return sorted((load_scenario(name) for name in _builtins()), key=lambda s: s.name)
 
 
+# ---- bounded YAML ---------------------------------------------------------------------------
+
+
+class _TooMuch(Exception):
+    """YAML that breaks a limit of this module, or is malformed in a way PyYAML allows;
+    the message starts at the line (or the key path), the loader adds the file."""
+
+
+class _Loader(yaml.SafeLoader):
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # A value Python cannot make (2001-02-30, an int of 5000 digits) is a ValueError:
+        # say which, and where.
+        try:
+            return super().construct_object(node, deep)
+        except ValueError as e:
+            shown = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+            kind = node.tag.rpartition(":")[2]
+            raise _TooMuch(f"{_at(node)}: {shown!r} is not a valid {kind}: {e}") from None
+
+
+def _at(node: yaml.Node | yaml.Event) -> str:
+    mark = node.start_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _read_yaml(text: str) -> Any:
+    """``yaml.safe_load``, bounded: depth is checked on the event stream before PyYAML's
+    recursive composer runs, then the node graph (aliases shared) before it is expanded."""
+    _check_depth(text)
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_nodes(root)
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+def _check_depth(text: str) -> None:
+    """Depth, and the nodes written out: PyYAML's composer takes ~1 KB of memory a node."""
+    depth = nodes = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent):
+            nodes += 1
+            if nodes > MAX_YAML_NODES:
+                raise _TooMuch(f"{_at(event)}: more than {MAX_YAML_NODES} values, lists and "
+                               f"mappings; allowed: at most {MAX_YAML_NODES}")  # fmt: skip
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise _TooMuch(
+                    f"{_at(event)}: lists and mappings nested more than {MAX_YAML_DEPTH} "
+                    f"deep; allowed: at most {MAX_YAML_DEPTH} levels"
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+@dataclass(frozen=True)
+class _Size:
+    """A node with every alias under it expanded: its nodes, depth and characters."""
+
+    nodes: int
+    depth: int
+    text: int
+
+
+def _children(node: yaml.Node) -> list[tuple[str, yaml.Node]]:
+    """(key path step, child) for each child: ``[0]`` in a list, ``.key`` in a mapping."""
+    if isinstance(node, yaml.SequenceNode):
+        return [(f"[{i}]", child) for i, child in enumerate(node.value)]
+    if isinstance(node, yaml.MappingNode):
+        pairs = [(f".{key.value}" if isinstance(key, yaml.ScalarNode) else ".?", key, value)
+                 for key, value in node.value]  # fmt: skip
+        return [item for step, key, value in pairs for item in ((step, key), (step, value))]
+    return []
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Duplicate keys, and limits on the graph as if its aliases were expanded: each node
+    is sized once (memoized, so this is linear in the file), without recursion."""
+    sizes: dict[int, _Size] = {}
+    expanding: set[int] = set()  # started, not finished: the ancestors of the node on top
+    stack: list[tuple[yaml.Node, str, bool]] = [(root, "", False)]
+    while stack:
+        node, path, finished = stack.pop()
+        if finished:
+            expanding.discard(id(node))
+            sizes[id(node)] = _size(node, path, sizes)
+            continue
+        if id(node) in sizes:  # an alias of a node already sized
+            continue
+        if id(node) in expanding:
+            raise _TooMuch(f"{_at(node)}: {path.lstrip('.') or 'top level'}: an alias refers "
+                           "to a list or mapping that holds it; allowed: aliases of earlier, "
+                           "finished values")  # fmt: skip
+        if isinstance(node, yaml.MappingNode):
+            _check_keys(node, path)
+        expanding.add(id(node))
+        stack.append((node, path, True))
+        # Reversed: the first child is sized first, so a limit names the first path to it.
+        stack.extend((child, path + step, False) for step, child in reversed(_children(node)))
+
+
+def _size(node: yaml.Node, path: str, sizes: dict[int, _Size]) -> _Size:
+    parts = [sizes[id(child)] for _, child in _children(node)]
+    text = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+    size = _Size(
+        1 + sum(p.nodes for p in parts),
+        1 + max((p.depth for p in parts), default=0),
+        text + sum(p.text for p in parts),
+    )
+    where = f"{_at(node)}: {path.lstrip('.') or 'top level'}"
+    expanded = "with aliases expanded"
+    if size.nodes > MAX_YAML_NODES:
+        raise _TooMuch(f"{where}: more than {MAX_YAML_NODES} values, lists and mappings "
+                       f"{expanded}; allowed: at most {MAX_YAML_NODES}")  # fmt: skip
+    if size.depth > MAX_YAML_DEPTH + 1:  # scalars sit one below the deepest collection
+        raise _TooMuch(f"{where}: nested more than {MAX_YAML_DEPTH} deep {expanded}; "
+                       f"allowed: at most {MAX_YAML_DEPTH} levels")  # fmt: skip
+    if size.text > MAX_YAML_TEXT:
+        raise _TooMuch(f"{where}: more than {MAX_YAML_TEXT} characters {expanded}; "
+                       f"allowed: at most {MAX_YAML_TEXT}")  # fmt: skip
+    return size
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _check_keys(node: yaml.MappingNode, path: str) -> None:
+    """A key given twice: PyYAML keeps the last silently, hiding the first."""
+    constructor = yaml.constructor.SafeConstructor()  # to compare keys as values: 1 == 0x1
+    first: dict[object, yaml.Node] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
+            continue  # `<<` merges may be overridden; a non-scalar key fails later
+        try:
+            value: object = constructor.construct_object(key)
+            hash(value)
+        except (ValueError, TypeError, yaml.YAMLError):
+            value = (key.tag, key.value)
+        if value in first:
+            where = f"{path.lstrip('.')}.{key.value}".lstrip(".")
+            raise _TooMuch(
+                f"{_at(key)}: {where}: duplicate key (first at line "
+                f"{first[value].start_mark.line + 1}); allowed: each key once in a mapping"
+            )
+        first[value] = key
+
+
 def _parse(text: str, source: str, stem: str, directory: Path | None = None) -> Scenario:
     try:
-        data = yaml.safe_load(text)
+        data = _read_yaml(text)
+    except _TooMuch as e:
+        raise BadInput(f"{source}: {e}") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -1351,7 +1594,7 @@ def with_overrides(
         )
     changed = replace(
         s,
-        duration_ns=_keep(s.duration_ns, duration_ns, "--duration", _Nanos()),
+        duration_ns=_keep(s.duration_ns, duration_ns, "--duration", _Nanos(MAX_RUN_NS)),
         seed=_keep(s.seed, seed, "--seed", _SEED),
         client=(
             s.client if client is None

@@ -3,12 +3,49 @@
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 import time
 from pathlib import Path
+
+from harness.errors import BadInput
+
+# A scenario's name becomes a directory of the store: one plain path component, never
+# `.`/`..` (the store itself, or outside it) nor `latest` (the store's link to the last run).
+NAME_PATTERN = r"(?!(?i:latest)\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+NAME_RULE = (
+    "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, "
+    "and not 'latest'"
+)
+
+
+def check_name(name: str) -> None:
+    """BadInput unless ``name`` may name a directory of the store."""
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise BadInput(f"name: {name!r} cannot name a run directory; allowed: {NAME_RULE}")
+
+
+def check_store(store: Path, flag: str = "--store") -> None:
+    """BadInput unless ``store`` is (or can be made) a directory we can write in: said
+    before anything starts, rather than when the first run directory is made."""
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=store)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        why = e.strerror or str(e)
+        if isinstance(e, FileExistsError | NotADirectoryError):
+            why = "it, or a directory above it, is not a directory"
+        raise BadInput(
+            f"{flag} {store}: cannot write run directories there: {why}; "
+            "allowed: a directory that can be created and written"
+        ) from None
 
 
 def create_run_dir(store: Path, scenario: str) -> Path:
     """A new, empty run directory; a second run in the same second gets a -2 suffix."""
+    check_name(scenario)  # the last guard: the name is a path component under the store
     stamp = time.strftime("%Y%m%dT%H%M%S")
     parent = store / scenario
     parent.mkdir(parents=True, exist_ok=True)

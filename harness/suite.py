@@ -10,6 +10,7 @@ the rest, and the JUnit and HTML reports are still written for the runs done.
 from __future__ import annotations
 
 import io
+import os
 import random
 import statistics
 import time
@@ -48,6 +49,7 @@ from workloads.registry import CLIENTS
 
 ALL = "all"
 SCENARIO_SUFFIXES = (".yaml", ".yml")
+MAX_SEEDS = 1_000  # runs per scenario and client; a typo of 10^9 should not plan for hours
 
 
 # ---- the plan ---------------------------------------------------------------------------
@@ -93,8 +95,11 @@ class Case:
 
 def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[Case]:
     """Every case the request names, in order; BadInput for anything unusable."""
-    if request.seeds < 1:
-        raise BadInput(f"--seeds: {request.seeds} is not allowed; allowed: a whole number >= 1")
+    if not 1 <= request.seeds <= MAX_SEEDS:
+        raise BadInput(
+            f"--seeds: {request.seeds} is not allowed; allowed: a whole number from 1 to "
+            f"{MAX_SEEDS}"
+        )
     clients = parse_clients(request.clients)
     rng = rng or random.Random(random.SystemRandom().randrange(2**63))
     cases: list[Case] = []
@@ -456,10 +461,24 @@ def run_suite(
 
 
 def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
-    """A report path must be writable as a file; said before any run starts."""
+    """A report path must be writable as a file; said before any run starts, not after an
+    hour of runs. Nothing is created: the directory must exist and take a new file."""
     for flag, path in (("--junit", junit), ("--html", html)):
-        if path is not None and path.is_dir():
-            raise BadInput(f"{flag}: {path} is a directory; allowed: a file path")
+        if path is None:
+            continue
+        directory = path.parent
+        if path.is_dir():
+            why = "it is a directory"
+        elif path.exists() and not os.access(path, os.W_OK):
+            why = "the file is not writable"
+        elif not directory.is_dir():
+            why = f"{directory} is not a directory"
+        elif not os.access(directory, os.W_OK | os.X_OK):
+            why = f"{directory} is not writable"
+        else:
+            continue
+        raise BadInput(f"{flag} {path}: cannot write the report: {why}; "
+                       "allowed: a file in an existing, writable directory")  # fmt: skip
 
 
 def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Path | None) -> None:

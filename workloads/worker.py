@@ -135,7 +135,7 @@ class ClientLoop:
                 key = self.rng.choice(self.config.keys)
                 lease = self.acquire(key)
                 if lease is not None:
-                    self.release(self.critical_section(lease))
+                    self.release(*self.critical_section(lease))
         finally:
             self.client.close()
             self.resource.close()
@@ -166,12 +166,16 @@ class ClientLoop:
             self.stop.wait(delay / 1e9)
         return None
 
-    def critical_section(self, lease: Lease) -> Lease:
-        """Enter, hold, exit; the lease as it stands at the end (extensions move it)."""
+    def critical_section(self, lease: Lease) -> tuple[Lease, int]:
+        """Enter, hold, exit; the lease as it stands at the end (extensions move it), and
+        when the worker means to invoke its release (``planned_end``): by then at the latest,
+        if the harness is on time. Recorded with the release, it lets the checker tell a
+        late harness (CPU starvation, a hung resource) from a lock that let two in."""
         hold_end = self.clock() + int(self.rng.uniform(self.config.hold_min_ns,
                                                        self.config.hold_max_ns))  # fmt: skip
         if self.usable_until(lease, hold_end) <= self.clock():
-            return lease  # the lease is too short to use safely: release it untouched
+            # The lease is too short to use safely: release it untouched, right away.
+            return lease, self.clock() + EXIT_BUDGET_NS
         key, token = lease.key, lease.token
         self.rec.record(self.process, INVOKE, ENTER, key, token)
         try:
@@ -188,8 +192,9 @@ class ClientLoop:
         if self.config.nesting and self.rng.random() < self.config.nesting:
             self.nested(lease, self.usable_until(lease, hold_end))
         lease = self.hold(lease, hold_end)
+        planned_end = self.usable_until(lease, hold_end) + EXIT_BUDGET_NS
         self.exit(lease)
-        return lease
+        return lease, planned_end
 
     def usable_until(self, lease: Lease, hold_end: int) -> int:
         """When the work must stop: the hold's end, or before the deadline if honoured."""
@@ -262,9 +267,13 @@ class ClientLoop:
             time.sleep(remaining / 1e9)
         self.release(inner)
 
-    def release(self, lease: Lease) -> None:
-        depth = {"depth": lease.depth} if lease.depth != 1 else None
-        self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, depth)
+    def release(self, lease: Lease, planned_end: int | None = None) -> None:
+        value: dict[str, Any] | None = None
+        if lease.depth != 1:
+            value = {"depth": lease.depth}
+        elif planned_end is not None:
+            value = {"planned_end": planned_end}
+        self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
         try:
             released = self.client.release(lease)
         except Exception as e:

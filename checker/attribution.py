@@ -1,0 +1,151 @@
+"""Whose doing an overlap is: the lock's, or a late harness's.
+
+Two owners inside one key at once is a violation by definition, but the lock promises
+exclusion only for the lease it granted. When B's acquire began only after A's lease had
+run out, the lock kept its word, and the overlap exists because A stayed inside past its
+deadline. That is still a violation when A was meant to be or forced to be there:
+
+- a client pause (GC pause) froze A's worker during A's section: the mission's hazard;
+- A's worker did not mean to leave within the lease (no ``planned_end`` recorded, or one
+  past the deadline: a workload that ignores validity, or an older history);
+- a call into the lock client (an extend, a nested acquire or release) was under way as
+  A's deadline passed: the client itself kept the worker from leaving.
+
+Otherwise A's worker meant to invoke its release by its deadline and woke or returned too
+late: CPU starvation, or a hung call to the resource. That is the harness's fault, not the
+lock's: such an overlap is excused, and the run is unknown with the figures, never invalid.
+
+Everything here runs only when there are witnesses (rare): one extra pass over the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.history import ACQUIRE, EXTEND, INFO, INVOKE, NEMESIS, RELEASE, Event
+from checker.sections import Section
+
+CLIENT_PAUSE = "client-pause"
+_CLIENT_CALLS = frozenset({ACQUIRE, EXTEND, RELEASE})
+_EVERYONE = "*"  # a pause that did not say whom it froze: assume everyone
+
+
+@dataclass
+class _Facts:
+    """What the history says about pauses and about calls in flight, for some processes."""
+
+    pauses: dict[int | str, list[tuple[int, float]]] = field(default_factory=dict)
+    calls: dict[int | str, list[tuple[int, float]]] = field(default_factory=dict)
+
+    def paused(self, process: int | str, start: int, end: int) -> bool:
+        spans = self.pauses.get(process, []) + self.pauses.get(_EVERYONE, [])
+        return any(begin < end and start < until for begin, until in spans)
+
+    def call_across(self, process: int | str, start: int, deadline: int) -> bool:
+        """A client call of ``process`` invoked in [start, deadline) and not done by then."""
+        return any(start <= begin < deadline < done for begin, done in self.calls.get(process, []))
+
+
+def _pause_processes(value: dict[str, Any], worker: str) -> list[int | str]:
+    processes = value.get("processes")
+    named = processes.get(worker) if isinstance(processes, dict) else None
+    if isinstance(named, list) and all(type(p) is int for p in named):
+        return list(named)
+    return [_EVERYONE]
+
+
+def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
+    facts = _Facts()
+    paused_since: dict[str, int] = {}  # worker -> when its pause was decided
+    froze: dict[str, list[int | str]] = {}
+    open_calls: dict[int | str, int] = {}
+    end = float("inf")
+    for event in history:
+        if event.process == NEMESIS:
+            value = event.value or {}
+            if value.get("kind") != CLIENT_PAUSE:
+                continue
+            targets = [t for t in value.get("targets") or () if isinstance(t, str)]
+            for worker in targets:
+                if value.get("phase") == "start" and event.type == INVOKE:
+                    paused_since.setdefault(worker, event.time)
+                elif value.get("phase") == "start":  # in effect: it says whom it froze
+                    froze[worker] = _pause_processes(value, worker)
+                elif value.get("phase") == "stop" and event.type == INFO and worker in paused_since:
+                    _add_pause(facts, froze.get(worker, [_EVERYONE]),
+                               paused_since.pop(worker), event.time)  # fmt: skip
+        elif event.process in processes and event.f in _CLIENT_CALLS:
+            if event.type == INVOKE:
+                open_calls[event.process] = event.time
+            elif event.process in open_calls:
+                began = open_calls.pop(event.process)
+                facts.calls.setdefault(event.process, []).append((began, event.time))
+    for worker, since in paused_since.items():  # never resumed within the history
+        _add_pause(facts, froze.get(worker, [_EVERYONE]), since, end)
+    for process, began in open_calls.items():  # never completed
+        facts.calls.setdefault(process, []).append((began, end))
+    return facts
+
+
+def _add_pause(facts: _Facts, processes: list[int | str], begin: int, until: float) -> None:
+    for process in processes:
+        facts.pauses.setdefault(process, []).append((begin, until))
+
+
+def _excuse(first: Section, second: Section, facts: _Facts) -> str | None:
+    """Why the harness, not the lock, made ``first`` and ``second`` overlap; None when the
+    overlap is the lock's (or the workload's) doing."""
+    deadline, planned = first.deadline, first.planned_end
+    if deadline is None or second.invoked < deadline:
+        return None  # B asked while A's lease stood (or A had none): the lock let B in
+    if planned is None or planned > deadline:
+        return None  # A's worker never meant to leave within its lease
+    if facts.paused(first.process, first.start, first.end):
+        return None  # a GC pause kept A inside: the hazard the lock cannot see
+    if facts.call_across(first.process, first.start, deadline):
+        return None  # the lock client's own call kept A inside past its deadline
+    return (
+        f"p{first.process} on {first.key} ended {(first.end - deadline) / 1e6:.1f} ms past its "
+        f"deadline, {(first.end - planned) / 1e6:.1f} ms after its worker meant to leave"
+    )
+
+
+@dataclass
+class Attribution:
+    mutex: list[dict[str, Any]]  # the violations that stand
+    resource: list[dict[str, Any]]
+    excused: list[str]  # one line per excused witness: the harness was late
+
+
+def attribute(
+    mutex: list[dict[str, Any]],
+    resource: list[dict[str, Any]],
+    sections: Sequence[Section],
+    history: Sequence[Event],
+) -> Attribution:
+    """Split the witnesses into violations and overlaps a late harness caused."""
+    if not mutex and not resource:
+        return Attribution(mutex, resource, [])
+    by_index = {s.acquire_index: s for s in sections}
+    by_token = {s.token: s for s in sections if s.token is not None}
+    pairs: list[tuple[list[Section], Section | None]] = []
+    for witness in mutex:
+        first, second = by_index.get(witness["first"]["acquire_index"]), by_index.get(
+            witness["second"]["acquire_index"])  # fmt: skip
+        pairs.append(([first] if first else [], second))
+    for witness in resource:
+        others = [by_token[t] for t in witness.get("others") or () if t in by_token]
+        pairs.append((others, by_token.get(witness["token"])))
+    processes = {s.process for firsts, _ in pairs for s in firsts}
+    facts = _facts(history, processes)
+    kept: list[list[dict[str, Any]]] = [[], []]
+    excused: list[str] = []
+    for i, (witness, (firsts, second)) in enumerate(zip([*mutex, *resource], pairs, strict=True)):
+        reasons = [_excuse(first, second, facts) for first in firsts] if second else [None]
+        if reasons and all(reason is not None for reason in reasons):
+            excused.append("; ".join(r for r in reasons if r))
+        else:
+            kept[0 if i < len(mutex) else 1].append(witness)
+    return Attribution(kept[0], kept[1], excused)
