@@ -6,12 +6,11 @@ it is done once, in one pass, and handed to both.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from checker.history import ACQUIRE, FAIL, INFO, INVOKE, NEMESIS, OK, Event
+from checker.history import FAIL, INFO, INVOKE, OK, Event
 
 
 class KeyAttempts:
@@ -46,43 +45,11 @@ class Attempts:
     by_key: dict[str | None, KeyAttempts] = field(default_factory=dict)
 
 
-def acquire_attempts(history: Sequence[Event]) -> Attempts:
-    """Client acquire attempts. A completion (ok, fail or info) pairs with its process's
-    outstanding invoke, whose key it counts under; a process has one attempt at a time,
-    so a second invoke before any completion abandons the first (completed then, with no
-    latency). Nemesis events are ignored."""
-    found = Attempts()
-    counts, latencies, ok_latencies = found.counts, found.latencies, found.ok_latencies
-    by_key = found.by_key
-    pending: dict[int | str, tuple[KeyAttempts, int]] = {}  # process -> (its key's, invoked)
-    for event in history:
-        if event.f != ACQUIRE or event.process == NEMESIS:
-            continue
-        kind = event.type
-        counts[kind] += 1
-        if kind == INVOKE:
-            abandoned = pending.get(event.process)
-            if abandoned is not None:
-                abandoned[0].dones.append(event.time)
-            attempts = by_key.get(event.key)
-            if attempts is None:
-                attempts = by_key[event.key] = KeyAttempts()
-            pending[event.process] = (attempts, event.time)
-            attempts.invokes.append(event.time)
-            ttl = event.value.get("ttl_ms") if event.value else None
-            if type(ttl) is int and (attempts.ttl_ms is None or ttl > attempts.ttl_ms):
-                attempts.ttl_ms = ttl
-            continue
-        paired = pending.pop(event.process, None)
-        if paired is not None:
-            attempts, invoked = paired
-            attempts.dones.append(event.time)
-            latencies.append(event.time - invoked)
-            if kind == OK:
-                ok_latencies.append(event.time - invoked)
-    for attempts, _ in pending.values():
-        attempts.dones.append(math.inf)
-    for attempts in by_key.values():
-        attempts.invokes.sort()  # a merged history is in time order already: linear
-        attempts.dones.sort()
-    return found
+def acquire_attempts(history: Iterable[Event]) -> Attempts:
+    """Client acquire attempts (checker.digest pairs them in its one pass). A completion
+    (ok, fail or info) pairs with its process's outstanding invoke, whose key it counts
+    under; a process has one attempt at a time, so a second invoke before any completion
+    abandons the first (completed then, with no latency). Nemesis events are ignored."""
+    from checker.digest import digest  # the digest pairs attempts: imported when used
+
+    return digest(history).attempts

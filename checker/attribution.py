@@ -123,7 +123,7 @@ def attribute(
     mutex: list[dict[str, Any]],
     resource: list[dict[str, Any]],
     sections: Sequence[Section],
-    history: Sequence[Event],
+    history: Iterable[Event],
 ) -> Attribution:
     """Split the witnesses into violations and overlaps a late harness caused."""
     if not mutex and not resource:

@@ -11,34 +11,51 @@ granted by the new master at t3.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from checker.history import INFO, NEMESIS, Event
+from checker.values import BadValue
 
 
-def failovers(history: Sequence[Event]) -> list[dict[str, Any]]:
+def failover(event: Event) -> dict[str, Any] | None:
+    """The failover a nemesis ``info`` event records, if it records one."""
+    value = event.value or {}
+    if "to" not in value:
+        return None
+    if event.f == "failover" or (value.get("kind") == "promote" and "error" not in value):
+        by = value.get("by", "nemesis promote")
+        began = value.get("began") or value.get("decided_at") or event.time
+        if type(began) is not int:
+            raise BadValue(event, "began" if "began" in value else "decided_at", "an integer")
+        return {"began": began, "time": event.time, "from": value.get("from"),
+                "to": value["to"], "by": by, "index": event.index}  # fmt: skip
+    return None
+
+
+def failovers(history: Iterable[Event]) -> list[dict[str, Any]]:
     found = []
     for event in history:
         if event.process != NEMESIS or event.type != INFO:
             continue  # first, and cheap: almost every event is a client's
-        value = event.value or {}
-        if "to" not in value:
-            continue
-        if event.f == "failover" or (value.get("kind") == "promote" and "error" not in value):
-            by = value.get("by", "nemesis promote")
-            began = value.get("began") or value.get("decided_at") or event.time
-            found.append({"began": began, "time": event.time, "from": value.get("from"),
-                          "to": value["to"], "by": by, "index": event.index})  # fmt: skip
+        record = failover(event)
+        if record is not None:
+            found.append(record)
     return found
 
 
 def attach_failovers(
-    witnesses: list[dict[str, Any]], history: Sequence[Event]
+    witnesses: list[dict[str, Any]], history: Iterable[Event]
 ) -> list[dict[str, Any]]:
     """Overlap witnesses gain `failovers`: those whose window meets the time between the
     first lease's start and the second's. Other witnesses are returned unchanged."""
     known = failovers(history)
+    return with_failovers(witnesses, known)
+
+
+def with_failovers(
+    witnesses: list[dict[str, Any]], known: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     if not known:
         return witnesses
     out = []

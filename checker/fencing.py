@@ -22,13 +22,13 @@ lease's token and open no section, so they are no new grant.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
 from checker.history import Event
-from checker.resource import ResourceView, resource_view
-from checker.sections import Section, critical_sections
+from checker.resource import ResourceView
+from checker.sections import Section
 
 _completed = attrgetter("start", "acquire_index")
 _began = attrgetter("invoked", "acquire_index")
@@ -81,7 +81,7 @@ def _granted(sections: Iterable[Section]) -> dict[str | None, list[Section]]:
 
 
 def check_fencing(
-    history: Sequence[Event],
+    history: Iterable[Event] = (),
     sections: Iterable[Section] | None = None,
     view: ResourceView | None = None,
 ) -> dict[str, Any]:
@@ -91,10 +91,11 @@ def check_fencing(
     ``sections`` and ``view`` are ``critical_sections(history)`` and
     ``resource_view(history)`` when the caller has them already.
     """
-    if sections is None:
-        sections = critical_sections(history)
-    if view is None:
-        view = resource_view(history)
+    if sections is None or view is None:
+        from checker.digest import digest  # imported when used: the digest needs us not
+
+        found = digest(history)
+        sections, view = found.sections, found.resource
     granted = _granted(sections)
     out_of_order = [w for key in sorted(granted, key=str) for w in _out_of_order(key, granted[key])]
     return {

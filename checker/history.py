@@ -2,16 +2,27 @@
 
 One JSON object per line with the fields of DESIGN.md. ``time`` is ns since run start
 on CLOCK_MONOTONIC (comparable across worker processes); ``wall`` is unix ns, for humans.
+
+Reading is strict and streams. Each line is decoded straight into an ``Event`` by msgspec,
+which checks every field's type (``process`` 1 and "1" are not the same owner: the second
+is refused). A history file must be in time order, with indexes increasing: the harness
+writes it so, and the checker reads it in one pass. A file out of order (shards joined by
+hand, lines edited) is refused with the line, never checked in line order. Events of one
+time keep their file order; no check depends on the order of two events of different
+processes at one time (see checker.sections for the rule at equal times).
 """
 
 from __future__ import annotations
 
 import gc
-import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import heapq
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 EVENT_TYPES = frozenset({INVOKE, OK, FAIL, INFO})
@@ -21,225 +32,278 @@ NEMESIS = "nemesis"
 # Client operations; a nemesis event's f names its fault instead.
 ACQUIRE, RELEASE, EXTEND, ENTER, EXIT = "acquire", "release", "extend", "enter", "exit"
 
-_FIELDS = ("index", "process", "type", "f", "key", "token", "time", "wall", "value")
-_FIELD_SET = frozenset(_FIELDS)
-_PROCESS_TYPES = (int, str)
-_VALUE_TYPES = (dict, type(None))
-# The C scanner behind json.loads, called directly: it skips loads' per-call overhead.
-_scan_once = json.JSONDecoder().scan_once
+# What each field may hold, for the messages; msgspec enforces it.
+ALLOWED: dict[str, str] = {
+    "index": "an integer from 0, increasing line by line",
+    "process": 'an integer (a client) or "nemesis"',
+    "type": "invoke, ok, fail or info",
+    "f": "a string: the operation (acquire, release, ...) or the fault's name",
+    "time": "an integer: ns since the run started, in time order line by line",
+    "wall": "an integer: unix ns",
+    "key": "a string or null",
+    "token": "a string or null",
+    "value": "a JSON object or null",
+}
+_INT64 = msgspec.Meta(ge=-(2**63), le=2**63 - 1)
 
 
 class HistoryError(ValueError):
     """A history file that cannot be read; the message names the file and the line."""
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    index: int
-    process: int | str  # logical client id, or "nemesis"
-    type: str  # invoke | ok | fail | info
+class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    """One history event. ``gc=False``: events hold no cycles, and a million of them
+    tracked by the cyclic GC would be rescanned again and again while a history is read."""
+
+    index: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+    process: int | Literal["nemesis"]  # logical client id, or "nemesis"
+    type: Literal["invoke", "ok", "fail", "info"]
     f: str
-    time: int  # ns since run start, monotonic
-    wall: int  # unix ns
+    time: Annotated[int, _INT64]  # ns since run start, monotonic
+    wall: Annotated[int, _INT64] = 0  # unix ns
     key: str | None = None
     token: str | None = None
     value: dict[str, Any] | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {name: getattr(self, name) for name in _FIELDS}, separators=(",", ":")
-        )
-
-    @classmethod
-    def from_dict(cls, raw: Any, where: str) -> Event:
-        """Build an event from a decoded JSON object; ``where`` names file:line for errors."""
-        fast = _fast_event(raw) if cls is Event else None
-        if fast is not None:
-            return fast
-        if not isinstance(raw, dict):
-            raise HistoryError(f"{where}: an event must be a JSON object, got {type(raw).__name__}")
-        missing = [name for name in ("index", "process", "type", "f", "time") if name not in raw]
-        if missing:
-            raise HistoryError(f"{where}: event lacks {', '.join(missing)}")
-        unknown = set(raw) - set(_FIELDS)
-        if unknown:
-            raise HistoryError(
-                f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
-                f"allowed: {', '.join(_FIELDS)}"
-            )
-        if raw["type"] not in EVENT_TYPES:
-            raise HistoryError(
-                f"{where}: type {raw['type']!r} is not one of {', '.join(sorted(EVENT_TYPES))}"
-            )
-        for name in ("index", "time"):
-            if not isinstance(raw[name], int) or isinstance(raw[name], bool):
-                raise HistoryError(f"{where}: {name} must be an integer, got {raw[name]!r}")
-        if not isinstance(raw["process"], int | str) or isinstance(raw["process"], bool):
-            raise HistoryError(f"{where}: process must be an integer or 'nemesis'")
-        value = raw.get("value")
-        if value is not None and not isinstance(value, dict):
-            raise HistoryError(f"{where}: value must be an object or null")
-        return cls(
-            index=raw["index"],
-            process=raw["process"],
-            type=raw["type"],
-            f=raw["f"],
-            time=raw["time"],
-            wall=raw.get("wall", 0),
-            key=raw.get("key"),
-            token=raw.get("token"),
-            value=value,
-        )
+        return _ENCODER.encode(self).decode()
 
 
-# Slot descriptors: setting through them builds a frozen Event without nine
-# object.__setattr__ calls by name, which dominates reading a large history.
-_new_event = object.__new__
-_set_index, _set_process, _set_type, _set_f, _set_time, _set_wall = (
-    getattr(Event, name).__set__ for name in ("index", "process", "type", "f", "time", "wall")
-)
-_set_key, _set_token, _set_value = (getattr(Event, n).__set__ for n in ("key", "token", "value"))
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(Event)
+_time = attrgetter("time")
+_index = attrgetter("index")
+
+# An event is a few hundred bytes; a longer line is no history. Read in chunks of this
+# size, a line is refused once it runs past one whole chunk without ending (no line can
+# grow without bound: `check /dev/zero` fails at once), and certainly at twice the size.
+MAX_LINE_BYTES = 1 << 20
+_CHUNK_BYTES = MAX_LINE_BYTES
+_AT = re.compile(r" - at `\$\.?([^`\[]*)")
+_FIELD = re.compile(r"field `([^`]*)`")
 
 
-def _fast_event(raw: Any) -> Event | None:
-    """The Event for ``raw`` when it certainly passes from_dict's checks, else None so the
-    checked path gives the error message. Exact types: JSON's bool is not an int here."""
-    if type(raw) is not dict:
+def _explain(error: Exception) -> str:
+    """A msgspec error as this module says it: the field, and what it may hold."""
+    message = str(error)
+    if isinstance(error, RecursionError):
+        return "JSON nested too deep"
+    if isinstance(error, UnicodeDecodeError):
+        return f"not UTF-8 text ({error.reason})"
+    if not isinstance(error, msgspec.ValidationError):  # a DecodeError: no JSON at all
+        return f"not valid JSON ({message.removeprefix('JSON is malformed: ')})"
+    if message.startswith("Object missing required field"):
+        return f"event lacks {_FIELD.search(message)[1]}"  # type: ignore[index]
+    if message.startswith("Object contains unknown field"):
+        name = _FIELD.search(message)[1]  # type: ignore[index]
+        return f"unknown field {name}; allowed: {', '.join(ALLOWED)}"
+    at = _AT.search(message)
+    field = at[1] if at else ""
+    if not field:
+        return f"an event must be a JSON object ({message})"
+    what = message[: at.start()] if at else message
+    what = what[:1].lower() + what[1:]
+    name = field.split(".")[0]
+    return f"{name}: {what.rstrip('.')}; allowed: {ALLOWED.get(name, 'see DESIGN.md')}"
+
+
+def _decode_line(line: bytes, where: str) -> Event | None:
+    """One line, strictly: None when blank, else its Event or HistoryError."""
+    if not line.strip():
         return None
     try:
-        if len(raw) == len(_FIELDS):
-            # The writers' shape: all nine fields present, so none can be unknown.
-            wall, key, token, value = raw["wall"], raw["key"], raw["token"], raw["value"]
-        elif raw.keys() <= _FIELD_SET:
-            wall, key, token = raw.get("wall", 0), raw.get("key"), raw.get("token")
-            value = raw.get("value")
-        else:
-            return None
-        index, time, process = raw["index"], raw["time"], raw["process"]
-        kind, f = raw["type"], raw["f"]
-    except KeyError:
-        return None
-    if (
-        type(index) is not int
-        or type(time) is not int
-        or type(process) not in _PROCESS_TYPES
-        or kind not in EVENT_TYPES
-        or type(value) not in _VALUE_TYPES
-    ):
-        return None
-    event = _new_event(Event)
-    _set_index(event, index)
-    _set_process(event, process)
-    _set_type(event, kind)
-    _set_f(event, f)
-    _set_time(event, time)
-    _set_wall(event, wall)
-    _set_key(event, key)
-    _set_token(event, token)
-    _set_value(event, value)
-    return event
+        return _DECODER.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as e:
+        raise HistoryError(f"{where}: {_explain(e)}") from None
 
 
-def parse_lines(lines: Iterable[str], source: str) -> Iterator[Event]:
-    """Decode JSON Lines; blank lines are skipped, anything else malformed raises HistoryError."""
+def parse_lines(lines: Iterable[str | bytes], source: str) -> Iterator[Event]:
+    """Decode JSON Lines one by one (blank lines skipped); for a few lines at a time, as a
+    live shard is followed. No order check: ``stream_history`` does that for files."""
     for number, line in enumerate(lines, start=1):
-        # Fast path for a well-formed line; any doubt falls through to the checked path.
-        try:
-            raw, end = _scan_once(line, 0)
-        except (StopIteration, ValueError):
-            pass
-        else:
-            # Only JSON whitespace may follow, as in json.loads (str.isspace is wider).
-            tail_ok = end == len(line) or not line[end:].strip(" \t\n\r")
-            event = _fast_event(raw) if tail_ok else None
+        event = _decode_line(line.encode() if isinstance(line, str) else line, f"{source}:{number}")
+        if event is not None:
+            yield event
+
+
+class _Order:
+    """Time never goes back and indexes increase, across the chunks of one file."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.time = -(2**63)
+        self.index = -1
+
+    def check(self, events: list[Event], body: bytes, first_line: int) -> None:
+        times = list(map(_time, events))
+        indexes = list(map(_index, events))
+        if (
+            times[0] >= self.time
+            and indexes[0] > self.index
+            and times == sorted(times)  # C-speed checks; the slow path finds the line
+            and indexes == sorted(indexes)
+            and len(set(indexes)) == len(indexes)
+        ):
+            self.time, self.index = times[-1], indexes[-1]
+            return
+        for number, line in enumerate(body.split(b"\n"), start=first_line):
+            event = _decode_line(line, f"{self.source}:{number}")
             if event is not None:
-                yield event
+                self.one(event, number)
+        raise AssertionError("an order violation the line scan did not find")  # pragma: no cover
+
+    def one(self, event: Event, number: int) -> None:
+        where = f"{self.source}:{number}"
+        if event.time < self.time:
+            raise HistoryError(
+                f"{where}: time {event.time} is before the line above's {self.time}; "
+                "allowed: a history in time order, as the harness writes it (sort shards "
+                "joined by hand by time, or check the run directory, which merges them)"
+            )
+        if event.index <= self.index:
+            raise HistoryError(
+                f"{where}: index {event.index} does not follow {self.index} (a duplicate or "
+                "out of order); allowed: indexes that increase line by line"
+            )
+        self.time, self.index = event.time, event.index
+
+
+def stream_history(path: Path, notes: list[str] | None = None) -> Iterator[Event]:
+    """The events of a history file, in one pass over it, checked line by line; raises
+    HistoryError naming the file and line. A torn last line (no newline: its writer was
+    killed mid-line) is dropped and said in ``notes``."""
+    for batch in stream_batches(path, notes):
+        yield from batch
+
+
+def stream_batches(path: Path, notes: list[str] | None = None) -> Iterator[list[Event]]:
+    """``stream_history`` a chunk of lines at a time: a loop over lists is cheaper than
+    resuming a generator per event, which shows at ten million events."""
+    source = str(path)
+    order = _Order(source)
+    line = 1  # the number of the first line of ``body``
+    rest = b""
+    try:
+        file = path.open("rb")
+    except FileNotFoundError:
+        raise HistoryError(f"{path}: no such history file") from None
+    except OSError as e:
+        raise HistoryError(f"{path}: cannot read: {e.strerror or e}") from None
+    with file:
+        while chunk := file.read(_CHUNK_BYTES):
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1
+            body, rest = data[:cut], data[cut:]
+            lines = body.count(b"\n")
+            if len(rest) > MAX_LINE_BYTES:
+                raise HistoryError(f"{path}:{line + lines}: a line longer than "
+                                   f"{MAX_LINE_BYTES} bytes; a history has one short JSON "
+                                   "object a line")  # fmt: skip
+            if not body:
                 continue
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise HistoryError(f"{source}:{number}: not valid JSON ({e.msg})") from None
-        yield Event.from_dict(raw, f"{source}:{number}")
+            events = _decode_chunk(body, lines, source, line)
+            if events:
+                order.check(events, body, line)
+                yield events
+            line += lines
+    if rest.strip():
+        yield _torn_tail(rest, f"{path}:{line}", order, line, notes)
 
 
-MAX_LINE_CHARS = 1 << 20  # an event is a few hundred bytes; a longer line is no history
-_CHUNK_CHARS = 1 << 20
+def _decode_chunk(body: bytes, lines: int, source: str, first_line: int) -> list[Event]:
+    """Whole lines at C speed; on any doubt (an error, or not one event a line), line by
+    line, so that the error names its line."""
+    try:
+        events = _DECODER.decode_lines(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
+        events = None
+    if events is not None and len(events) == lines:
+        return events
+    found = []
+    for number, line in enumerate(body.split(b"\n")[:-1], start=first_line):
+        event = _decode_line(line, f"{source}:{number}")
+        if event is not None:
+            found.append(event)
+    return found
 
 
-class _Lines:
-    """A text file's lines, read in chunks so that no line can grow past MAX_LINE_CHARS
-    (``check /dev/zero`` must fail, not hang). A last line without its newline, the mark
-    of a writer killed mid-line, is not yielded but kept in ``tail`` for the caller."""
-
-    def __init__(self, file: IO[str], source: str) -> None:
-        self.file, self.source = file, source
-        self.count = 0  # lines yielded so far
-        self.tail = ""
-
-    def __iter__(self) -> Iterator[str]:
-        rest = ""
-        while chunk := self.file.read(_CHUNK_CHARS):
-            lines = (rest + chunk).split("\n")
-            rest = lines.pop()
-            if len(rest) > MAX_LINE_CHARS:
-                raise HistoryError(
-                    f"{self.source}:{self.count + len(lines) + 1}: a line longer than "
-                    f"{MAX_LINE_CHARS} characters; a history has one short JSON object a line"
-                )
-            self.count += len(lines)
-            yield from lines
-        self.tail = rest
-
-
-def _torn_tail(tail: str, where: str, notes: list[str] | None) -> list[Event]:
+def _torn_tail(
+    tail: bytes, where: str, order: _Order, number: int, notes: list[str] | None
+) -> list[Event]:
     """The last line had no newline: kept if it is a whole event, else dropped with a note
     (its writer was killed while writing it)."""
     try:
-        return list(parse_lines([tail], where))
+        event = _decode_line(tail, where)
     except HistoryError:
-        note = f"{where}: dropped a torn last line ({len(tail)} characters, no newline)"
-        if notes is not None:
+        note = f"{where}: dropped a torn last line ({len(tail)} bytes, no newline)"
+        if notes is not None and note not in notes:
             notes.append(note)
         return []
+    if event is None:
+        return []
+    order.one(event, number)
+    return [event]
+
+
+class HistoryFile:
+    """A history file as a sequence of passes: each iteration streams it anew, so a check
+    holds one event at a time, never the file."""
+
+    def __init__(self, path: Path, notes: list[str] | None = None) -> None:
+        self.path, self.notes = path, notes
+
+    def __iter__(self) -> Iterator[Event]:
+        return stream_history(self.path, self.notes)
+
+    def batches(self) -> Iterator[list[Event]]:
+        return stream_batches(self.path, self.notes)
+
+
+def line_of(path: Path, index: int) -> int | None:
+    """The line of ``path`` that holds the event with ``index`` (to point at a bad value
+    the checker found after reading); None when no line does."""
+    needle = b'"index":%d,' % index
+    try:
+        with path.open("rb") as file:
+            for number, line in enumerate(file, start=1):
+                if needle in line.replace(b" ", b""):
+                    with_index = _decode_line(line, "")
+                    if with_index is not None and with_index.index == index:
+                        return number
+    except (OSError, HistoryError):
+        return None
+    return None
 
 
 def read_history(path: Path, notes: list[str] | None = None) -> list[Event]:
-    """Read a history file; raises HistoryError naming the file (and line) when unusable.
-
-    A torn last line is dropped, and said in ``notes``; any other bad line is an error."""
-    # Every event is a new GC-tracked object, and the cyclic GC would rescan the growing
-    # pile again and again (more than doubling read time), then once more in full after.
-    # Events form no cycles (refcounting frees them), so: collect the garbage there is now,
-    # while it is cheap; read with the GC paused; then freeze what exists, which takes the
-    # events out of every later scan. Only garbage made during the read could stay behind.
+    """A whole history file in memory (for small ones: reports, shards); see stream_history."""
     was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
+    gc.disable()  # value dicts are the only tracked objects; none forms a cycle
     try:
-        with path.open(encoding="utf-8") as file:
-            lines = _Lines(file, str(path))
-            history = list(parse_lines(lines, str(path)))
-            if lines.tail:
-                history += _torn_tail(lines.tail, f"{path}:{lines.count + 1}", notes)
-    except FileNotFoundError:
-        raise HistoryError(f"{path}: no such history file") from None
-    except UnicodeDecodeError as e:
-        raise HistoryError(f"{path}: not UTF-8 text ({e.reason})") from None
+        return list(stream_history(path, notes))
     finally:
-        gc.freeze()
         if was_enabled:
             gc.enable()
-    return history
+
+
+def merge_histories(histories: Sequence[Iterable[Event]]) -> Iterator[Event]:
+    """Histories each in time order, merged by time in one streaming pass, re-indexed.
+    Ties keep the order of ``histories``, then each one's own order."""
+    for index, event in enumerate(heapq.merge(*histories, key=_time)):
+        yield msgspec.structs.replace(event, index=index)
 
 
 def write_history(path: Path, events: Iterable[Event]) -> int:
     """Write events as JSON Lines; returns how many were written."""
     count = 0
-    with path.open("w", encoding="utf-8") as out:
+    buffer = bytearray()
+    with path.open("wb") as out:
         for event in events:
-            out.write(event.to_json())
-            out.write("\n")
+            _ENCODER.encode_into(event, buffer, -1)
+            buffer += b"\n"
             count += 1
+            if len(buffer) > _CHUNK_BYTES:
+                out.write(buffer)
+                buffer.clear()
+        out.write(buffer)
     return count

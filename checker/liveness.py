@@ -27,15 +27,14 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from checker.attempts import Attempts, KeyAttempts, acquire_attempts
+from checker.attempts import Attempts, KeyAttempts
 from checker.history import Event
-from checker.sections import Section, critical_sections
+from checker.sections import Section
 
 MS = 1_000_000
 BOUND_TTLS = 3  # default bound, in TTLs of the key
 STUCK, OK, UNKNOWN = "stuck", "ok", "unknown"
 
-_time = attrgetter("time")
 _start = attrgetter("start")
 
 
@@ -90,29 +89,32 @@ def _stuck(
 
 
 def check_liveness(
-    history: Sequence[Event],
+    history: Iterable[Event] = (),
     sections: Sequence[Section] | None = None,
     bound_ns: int | None = None,
     attempts: Attempts | None = None,
+    end: int | None = None,
 ) -> dict[str, Any]:
     """``{"verdict": "stuck"|"ok"|"unknown", "bound_ns", "intervals"}``.
 
-    ``sections`` and ``attempts`` are ``critical_sections(history)`` and
-    ``acquire_attempts(history)`` when the caller has them already. ``bound_ns`` replaces
+    ``sections``, ``attempts`` and ``end`` (the history's last time) come from the
+    caller's digest of ``history`` (checker.digest) when it has one. ``bound_ns`` replaces
     the per-key default of 3 x TTL. Unknown: nobody ever tried, or (without a stuck key)
     some key's attempts named no TTL to derive its bound from.
     ``intervals`` holds the stuck stretches, by start; ``open`` marks one that had not
     ended when the history did.
     """
-    by_attempts = (acquire_attempts(history) if attempts is None else attempts).by_key
+    if sections is None or attempts is None or end is None:
+        from checker.digest import digest  # imported when used: the digest needs us not
+
+        found = digest(history)
+        sections, attempts, end = found.sections, found.attempts, found.last_time or 0
+    by_attempts = attempts.by_key
     if not by_attempts:
         return {"verdict": UNKNOWN, "bound_ns": bound_ns, "intervals": []}
     by_key: defaultdict[str | None, list[Section]] = defaultdict(list)
-    for section in critical_sections(history) if sections is None else sections:
+    for section in sections:
         by_key[section.key].append(section)
-    # The history's end matters only while an attempt is still outstanding at it.
-    waiting = any(a.dones[-1] == math.inf for a in by_attempts.values())
-    end = max(map(_time, history)) if waiting else 0
     intervals: list[dict[str, Any]] = []
     bounds: list[int] = []
     unbounded = False

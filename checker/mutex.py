@@ -30,10 +30,15 @@ def _side(section: Section) -> dict[str, Any]:
     }
 
 
+def held_until(section: Section) -> int:
+    """The end of the instants a section holds: [start, end), or [start, start + 1) for
+    one released in the nanosecond it was granted (see checker.sections)."""
+    return section.end if section.end > section.start else section.start + 1
+
+
 def _witness(key: str | None, first: Section, second: Section) -> dict[str, Any]:
-    # second starts no earlier than first; a zero-length second section strictly
-    # inside first still counts (both believed they held then) with overlap_ns 0.
-    overlap = min(first.end, second.end) - second.start
+    # second starts no earlier than first: the nanoseconds both held.
+    overlap = min(held_until(first), held_until(second)) - second.start
     return {
         "kind": "overlap",
         "key": key,
@@ -51,24 +56,30 @@ def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]
     witnesses: list[dict[str, Any]] = []
     best: Section | None = None
     rival: Section | None = None
+    best_until = rival_until = 0
     for section in sections:
-        other = best if best is not None and best.process != section.process else rival
-        if other is not None and section.start < other.end:
+        until = held_until(section)
+        if best is not None and best.process != section.process:
+            other, other_until = best, best_until
+        else:
+            other, other_until = rival, rival_until
+        if other is not None and section.start < other_until:
             witnesses.append(_witness(key, other, section))
         if best is None or section.process == best.process:
-            if best is None or section.end > best.end:
-                best = section
-        elif section.end > best.end:
-            best, rival = section, best
-        elif rival is None or section.end > rival.end:
-            rival = section
+            if best is None or until > best_until:
+                best, best_until = section, until
+        elif until > best_until:
+            best, rival, best_until, rival_until = section, best, until, best_until
+        elif rival is None or until > rival_until:
+            rival, rival_until = section, until
     return witnesses
 
 
 def check_mutual_exclusion(sections: Iterable[Section]) -> list[dict[str, Any]]:
     """Witnesses of overlapping critical sections of different owners (owner = process).
 
-    Touching sections (one ends exactly when the next starts) do not overlap; 1 ns does.
+    Two sections overlap when a nanosecond lies in both (checker.sections): touching ones
+    (one's release invoked when the next is granted) do not; two granted at one time do.
     Each violating section yields one witness, against the earlier section of another
     owner that reaches furthest into it.
     """

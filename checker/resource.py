@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.history import ENTER, EXIT, INFO, NEMESIS, OK, Event
+from checker.history import ENTER, Event
+from checker.values import BadValue, int_field, names_field
 
 
 @dataclass
@@ -30,11 +31,17 @@ def check_resource(history: Iterable[Event]) -> list[dict[str, Any]]:
     return resource_view(history).occupancy
 
 
-def _int(raw: Any) -> int | None:
-    return raw if type(raw) is int else None  # exact: a JSON bool is not a count or token
+def resource_view(history: Iterable[Event]) -> ResourceView:
+    """Occupancy witnesses (``enter`` oks) and the fencing outcome of every ``enter`` and
+    ``exit`` ok; checker.digest reads them in its one pass."""
+    from checker.digest import digest  # the digest fills the view: imported when used
+
+    return digest(history).resource
 
 
-def _write(kind: str, event: Event, fencing: int | None, highest: int | None) -> dict[str, Any]:
+def write_record(
+    kind: str, event: Event, fencing: int | None, highest: int | None
+) -> dict[str, Any]:
     return {
         "kind": kind,
         "op": event.f,
@@ -48,42 +55,25 @@ def _write(kind: str, event: Event, fencing: int | None, highest: int | None) ->
     }
 
 
-def resource_view(history: Iterable[Event]) -> ResourceView:
-    """Occupancy witnesses (``enter`` oks) and the fencing outcome of every ``enter`` and
-    ``exit`` ok. One pass, so each write's value is read once: on a large history that
-    read is the cost."""
-    view = ResourceView()
-    for event in history:
-        f = event.f
-        if (f != ENTER and f != EXIT) or event.process == NEMESIS:
-            continue
-        if event.type != OK:
-            if event.type == INFO:  # the resource did not answer: its view has a gap
-                view.errors.append(event)
-            continue
-        value = event.value
-        if not value:
-            continue  # an exit without a fencing token: nothing to check
-        occupancy = _int(value.get("occupancy")) if f == ENTER else None
+def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None:
+    """What the resource said at an enter or exit: who else was inside, and whether it
+    took the write's fencing token."""
+    if event.f == ENTER:
+        occupancy = int_field(event, value, "occupancy")
         if occupancy is not None and occupancy > 1:
             view.occupancy.append(
-                {
-                    "kind": "resource",
-                    "key": event.key,
-                    "process": event.process,
-                    "token": event.token,
-                    "time": event.time,
-                    "index": event.index,
-                    "occupancy": occupancy,
-                    "others": list(value.get("others") or []),
-                }
-            )
-        fencing, highest = _int(value.get("fencing")), _int(value.get("highest"))
-        if fencing is not None:
-            view.fenced = True
-        # ``accepted`` absent: the resource does not check tokens, so the write went in.
-        if value.get("accepted") is False:
-            view.stale_rejected.append(_write("stale-write-rejected", event, fencing, highest))
-        elif fencing is not None and highest is not None and fencing < highest:
-            view.stale_accepted.append(_write("stale-write-accepted", event, fencing, highest))
-    return view
+                {"kind": "resource", "key": event.key, "process": event.process,
+                 "token": event.token, "time": event.time, "index": event.index,
+                 "occupancy": occupancy, "others": list(names_field(event, value, "others"))}
+            )  # fmt: skip
+    fencing, highest = int_field(event, value, "fencing"), int_field(event, value, "highest")
+    if fencing is not None:
+        view.fenced = True
+    accepted = value.get("accepted")
+    if accepted is not None and type(accepted) is not bool:
+        raise BadValue(event, "accepted", "true, false or null")
+    # ``accepted`` absent: the resource does not check tokens, so the write went in.
+    if accepted is False:
+        view.stale_rejected.append(write_record("stale-write-rejected", event, fencing, highest))
+    elif fencing is not None and highest is not None and fencing < highest:
+        view.stale_accepted.append(write_record("stale-write-accepted", event, fencing, highest))

@@ -26,16 +26,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from checker.attempts import acquire_attempts
 from checker.attribution import attribute
-from checker.failover import attach_failovers
+from checker.digest import Digest, digest
+from checker.failover import with_failovers
 from checker.fencing import check_fencing
-from checker.history import ACQUIRE, NEMESIS, OK, Event
+from checker.history import OK, Event
 from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
-from checker.resource import resource_view
-from checker.sections import Section, critical_sections
-from checker.stats import compute_stats, section_stats
+from checker.sections import Section
+from checker.stats import digest_stats, section_stats
 
 
 class Verdict(StrEnum):
@@ -63,6 +62,32 @@ class CheckResult:
             "fencing": self.fencing,
         }
 
+    @classmethod
+    def from_dict(cls, raw: Any) -> CheckResult:
+        """The result ``to_dict`` wrote (other keys, such as results.json's, are ignored);
+        ValueError naming the first field of the wrong shape."""
+        if not isinstance(raw, dict):
+            raise ValueError("a result must be a JSON object")
+        try:
+            verdict = Verdict(raw.get("verdict"))
+        except ValueError:
+            raise ValueError("verdict: allowed: valid, invalid or unknown") from None
+        shapes: dict[str, tuple[type, type | None]] = {
+            "witnesses": (list, dict), "reasons": (list, str), "stats": (dict, None),
+            "liveness": (dict, None), "fencing": (dict, None),
+        }  # fmt: skip
+        fields: dict[str, Any] = {}
+        for name, (kind, item) in shapes.items():
+            value = raw.get(name, kind())
+            if not isinstance(value, kind) or (
+                item is not None and not all(isinstance(i, item) for i in value)
+            ):
+                listed = "objects" if item is dict else "strings"
+                what = f"a list of {listed}" if item else "an object"
+                raise ValueError(f"{name}: allowed: {what}")
+            fields[name] = value
+        return cls(verdict, **fields)
+
 
 def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
@@ -79,15 +104,12 @@ def _violation_reasons(mutex: list[dict[str, Any]], resource: list[dict[str, Any
     return reasons
 
 
-def _unknown_reasons(
-    history: Sequence[Event], expected_processes: Collection[int] | None
-) -> list[str]:
+def _unknown_reasons(found: Digest, expected_processes: Collection[int] | None) -> list[str]:
     reasons = []
-    if not any(e.f == ACQUIRE and e.type == OK and e.process != NEMESIS for e in history):
+    if not found.attempts.counts[OK]:
         reasons.append("no acquire ever succeeded")
     if expected_processes is not None:
-        seen = {e.process for e in history}
-        missing = sorted(p for p in expected_processes if p not in seen)
+        missing = sorted(p for p in expected_processes if p not in found.processes)
         if missing:
             names = ", ".join(str(p) for p in missing)
             reasons.append(f"processes {names} recorded no events: a worker's events are missing")
@@ -95,12 +117,14 @@ def _unknown_reasons(
 
 
 def check_history(
-    history: Sequence[Event],
+    history: Iterable[Event],
     expected_processes: Collection[int] | None = None,
     max_witnesses: int = 50,
 ) -> CheckResult:
     """Run every checker over ``history`` and combine them into one verdict.
 
+    ``history`` is read in one pass (checker.digest), and once more only when there are
+    witnesses to attribute: a list, or a ``HistoryFile`` that streams its file anew.
     At most ``max_witnesses`` witnesses of each kind (overlap, resource) are kept, and as
     many of each list in ``fencing`` and of the liveness intervals (all are counted in
     stats). A violation makes the run invalid whatever else is wrong with it; otherwise a
@@ -120,19 +144,19 @@ def check_history(
 
 
 def _check(
-    history: Sequence[Event], expected_processes: Collection[int] | None, cap: int
+    history: Iterable[Event], expected_processes: Collection[int] | None, cap: int
 ) -> CheckResult:
-    sections = critical_sections(history)
-    mutex = attach_failovers(check_mutual_exclusion(sections), history)
-    view = resource_view(history)  # one pass: occupancy, and fencing as the resource saw it
+    found = digest(history)  # the one pass; the rest works on what it kept
+    sections, view = found.sections, found.resource
+    mutex = with_failovers(check_mutual_exclusion(sections), found.failovers)
     # Overlaps that only a late harness caused are excused: they make a run unknown.
     attribution = attribute(mutex, view.occupancy, sections, history)
     mutex, resource = attribution.mutex, attribution.resource
-    fencing = check_fencing(history, sections, view)
-    attempts = acquire_attempts(history)  # shared: stats and liveness both pair them
-    stats = compute_stats(history, attempts)
+    fencing = check_fencing(sections=sections, view=view)
+    stats = digest_stats(found)
     stats.update(section_stats(sections))
-    liveness = check_liveness(history, sections, attempts=attempts)
+    end = found.last_time or 0
+    liveness = check_liveness(sections=sections, attempts=found.attempts, end=end)
     stats.update(_evidence_counts(liveness, fencing))
     stats.update(_lateness_stats(sections, attribution.excused, view.errors))
     liveness["intervals"] = liveness["intervals"][:cap]
@@ -149,7 +173,7 @@ def _check(
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
         return CheckResult(Verdict.INVALID, witnesses, reasons, stats, liveness, fencing)
-    reasons = _unknown_reasons(history, expected_processes)
+    reasons = _unknown_reasons(found, expected_processes)
     reasons += _harness_reasons(attribution.excused, view.errors)
     if reasons:
         return CheckResult(Verdict.UNKNOWN, [], reasons, stats, liveness, fencing)

@@ -103,12 +103,14 @@ def read_state(buf: mmap.mmap | memoryview | bytearray) -> ClockState:
     """A consistent (offset, rate, anchor) from a control mapping: the seqlock reader."""
     for _ in range(_MAX_READ_TRIES):
         (before,) = SEQ.unpack_from(buf, SEQ_AT)
-        if before & 1:
-            continue
-        state = ClockState(*STATE.unpack_from(buf, STATE_AT))
-        (after,) = SEQ.unpack_from(buf, SEQ_AT)
-        if after == before:
-            return state
+        if not before & 1:
+            state = ClockState(*STATE.unpack_from(buf, STATE_AT))
+            (after,) = SEQ.unpack_from(buf, SEQ_AT)
+            if after == before:
+                return state
+        # Mid-update: let the writer finish. A writer in this process holds the GIL's
+        # turn we would otherwise spend spinning (seen under load: every try used up).
+        time.sleep(0)
     raise RuntimeError("clock control file: the writer never finished an update")
 
 

@@ -7,13 +7,15 @@ import dataclasses
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.table import Table
 
-from checker.history import HistoryError, read_history
+from checker.history import Event, HistoryError, HistoryFile, line_of
+from checker.values import BadValue
 from checker.verdict import Verdict, check_history
 from harness import gc
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
@@ -200,6 +202,7 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
     expectation, expected_processes, name = Expectation("valid"), None, target.name
     problems: list[str] = []  # the run's own, as results.json keeps them
     notes: list[str] = []  # what reading dropped or merged
+    history: Iterable[Event]
     if target.is_dir():
         scenario_file = target / "scenario.yaml"
         if scenario_file.exists():
@@ -208,15 +211,18 @@ def cmd_check(args: argparse.Namespace, console: Console) -> int:
             w = scenario.workload
             expected_processes = range(w.workers * w.threads)
             problems = stored_run_problems(target)
-        history = run_history(target, notes)
+        history, source = run_history(target, notes)
     elif not target.exists():
         raise BadInput(f"{target}: no such run directory or history file")
     else:
-        try:
-            history = read_history(target, notes)
-        except HistoryError as e:
-            raise BadInput(str(e)) from None
-    result = check_history(history, expected_processes=expected_processes)
+        history, source = HistoryFile(target, notes), target
+    try:  # the history streams through the check: a bad line shows up here
+        result = check_history(history, expected_processes=expected_processes)
+    except BadValue as e:
+        line = line_of(source, e.index) if source is not None else None
+        raise BadInput(f"{source}:{line}: {e}" if line else str(e)) from None
+    except HistoryError as e:
+        raise BadInput(str(e)) from None
     result = apply_run_problems(result, problems)
     result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
     if args.expect:

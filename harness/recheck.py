@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
-from checker.history import Event, HistoryError, read_history, write_history
+from checker.history import Event, HistoryError, HistoryFile, merge_histories, write_history
 from checker.verdict import CheckResult, Verdict
 from harness.errors import BadInput
 from harness.shards import merge_shards, shard_paths
@@ -53,25 +54,29 @@ def stored_run_problems(run_dir: Path) -> list[str]:
     return problems
 
 
-def run_history(run_dir: Path, notes: list[str]) -> list[Event]:
+def run_history(run_dir: Path, notes: list[str]) -> tuple[Iterable[Event], Path | None]:
     """history.jsonl, or, when the run died before writing it, its shards merged (and
-    written as history.jsonl when the directory allows). ``notes`` get what was dropped."""
+    written as history.jsonl when the directory allows); and the file it streams from,
+    None when the merge could only be held in memory. ``notes`` get what was dropped."""
     path = run_dir / HISTORY
+    if path.exists():
+        return HistoryFile(path, notes), path
+    shards = shard_paths(run_dir)
+    if not shards:
+        raise BadInput(f"{run_dir}: no {HISTORY} and no history shards (history.w*.jsonl)")
+    merged = merge_histories([HistoryFile(shard, notes) for shard in shards])
     try:
-        if path.exists():
-            return read_history(path, notes)
-        shards = shard_paths(run_dir)
-        if not shards:
-            raise BadInput(f"{run_dir}: no {HISTORY} and no history shards (history.w*.jsonl)")
-        history = merge_shards(shards, notes)
+        try:
+            write_history(path, merged)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)  # what there was of it: it did not exist before
+            history = merge_shards(shards, notes)
+            notes.append(f"merged the shards in memory; {path} not written: {e.strerror or e}")
+            return history, None
     except HistoryError as e:
-        raise BadInput(str(e)) from None
-    try:
-        write_history(path, history)
-    except OSError as e:
         with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)  # what there was of it: it did not exist before
-        notes.append(f"merged the shards in memory; {path} not written: {e.strerror or e}")
-    else:
-        notes.append(f"merged {len(shards)} shards into {path} (the run had not)")
-    return history
+            path.unlink(missing_ok=True)
+        raise BadInput(str(e)) from None
+    notes.append(f"merged {len(shards)} shards into {path} (the run had not)")
+    return HistoryFile(path, notes), path

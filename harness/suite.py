@@ -462,23 +462,26 @@ def run_suite(
 
 def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
     """A report path must be writable as a file; said before any run starts, not after an
-    hour of runs. Nothing is created: the directory must exist and take a new file."""
+    hour of runs. Nothing is created here: missing directories are made when writing, so
+    the nearest one that exists must take new entries."""
     for flag, path in (("--junit", junit), ("--html", html)):
         if path is None:
             continue
-        directory = path.parent
+        existing = path.parent.absolute()
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
         if path.is_dir():
             why = "it is a directory"
         elif path.exists() and not os.access(path, os.W_OK):
             why = "the file is not writable"
-        elif not directory.is_dir():
-            why = f"{directory} is not a directory"
-        elif not os.access(directory, os.W_OK | os.X_OK):
-            why = f"{directory} is not writable"
+        elif not existing.is_dir():
+            why = f"{existing} is not a directory"
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            why = f"{existing} is not writable"
         else:
             continue
-        raise BadInput(f"{flag} {path}: cannot write the report: {why}; "
-                       "allowed: a file in an existing, writable directory")  # fmt: skip
+        raise BadInput(f"{flag} {path}: cannot write the report: {why}; allowed: a file "
+                       "path in a directory that exists or can be made")  # fmt: skip
 
 
 def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Path | None) -> None:

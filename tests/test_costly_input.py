@@ -179,8 +179,9 @@ def test_an_unusable_store_is_refused_before_anything_starts(tmp_path: Path, kin
 def test_an_unwritable_report_path_is_refused_before_the_runs(tmp_path: Path, flag: str) -> None:
     locked = tmp_path / "locked"
     locked.mkdir()
+    (tmp_path / "a-file").write_text("")
     for path, why in (
-        (tmp_path / "missing" / "r.xml", "is not a directory"),
+        (tmp_path / "a-file" / "r.xml", "is not a directory"),
         (tmp_path, "it is a directory"),
         *([(locked / "r.xml", "is not writable")] if os.geteuid() != 0 else []),
     ):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from checker.history import Event
 from harness.scenario import load_scenario, to_yaml
@@ -20,6 +21,11 @@ def _lines(events: list[Event]) -> str:
     return "".join(event.to_json() + "\n" for event in events)
 
 
+def _in_order(events: list[Event]) -> list[Event]:
+    ordered = sorted(events, key=lambda e: e.time)
+    return [replace(e, index=i) for i, e in enumerate(ordered)]
+
+
 def _run_dir(tmp_path: Path, *, overlap: bool) -> Path:
     """A run directory as a killed controller leaves it: scenario.yaml and shards, the
     first shard ending in a torn line; no history.jsonl, no results.json."""
@@ -29,6 +35,7 @@ def _run_dir(tmp_path: Path, *, overlap: bool) -> Path:
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario))
     w = scenario.workload
     second_start = 50 * MS if overlap else 120 * MS
+    shards: dict[int, list[Event]] = {}
     for process in range(w.workers * w.threads):
         h = History()
         if process == 0:
@@ -37,9 +44,9 @@ def _run_dir(tmp_path: Path, *, overlap: bool) -> Path:
             h.lease(1, "b", start=second_start, end=200 * MS, deadline=1000 * MS)
         else:
             h.add(process, "invoke", "acquire", 5 * MS).add(process, "fail", "acquire", 6 * MS)
-        worker = process // w.threads + 1
-        with (run_dir / f"history.w{worker}.jsonl").open("a") as shard:
-            shard.write(_lines(h.events))
+        shards.setdefault(process // w.threads + 1, []).extend(h.events)
+    for worker, events in shards.items():  # a worker's shard: in time order, as it writes
+        (run_dir / f"history.w{worker}.jsonl").write_text(_lines(_in_order(events)))
     with (run_dir / "history.w1.jsonl").open("a") as shard:
         shard.write('{"index": 9, "process": 0, "type": "inv')  # killed mid-line
     return run_dir

@@ -197,7 +197,7 @@ def test_ctrl_c_tears_down_and_still_writes_the_reports(tmp_path: Path) -> None:
         (["{empty}"], ["empty", "no scenario files", "allowed"]),
         (["{broken}"], ["broken.yaml", "YAML syntax error"]),
         (["single-baseline", "--clients", "single,nope"], ["--clients: 'nope'", "redlock"]),
-        (["single-baseline", "--seeds", "0"], ["--seeds: 0", "allowed: a whole number >= 1"]),
+        (["single-baseline", "--seeds", "0"], ["--seeds: '0'", "from 1 to 1000"]),
     ],
     ids=["unknown-name", "empty-dir", "bad-yaml-in-dir", "unknown-client", "zero-seeds"],
 )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checker.history import Event, HistoryError, read_history
-from checker.verdict import CheckResult, Verdict, check_history
+from checker.verdict import CheckResult, check_history
 from harness.errors import BadInput, LockharnessError
 from harness.reports.timeline import write_timeline
 from harness.scenario import Scenario, load_scenario
@@ -69,24 +69,11 @@ def _stored_result(path: Path) -> CheckResult | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BadInput(f"{path}: unreadable ({e}); delete it to re-check the history") from None
     try:
-        result = CheckResult(
-            Verdict(raw["verdict"]), raw.get("witnesses") or [],
-            raw.get("reasons") or [], raw.get("stats") or {},
-        )  # fmt: skip
-    except (KeyError, TypeError, ValueError, AttributeError):
+        return CheckResult.from_dict(raw)
+    except ValueError as e:
         raise BadInput(
-            f"{path}: not a results file (needs verdict valid|invalid|unknown, witnesses, "
-            "reasons, stats); delete it to re-check the history"
+            f"{path}: not a results file ({e}); delete it to re-check the history"
         ) from None
-    shapes_ok = (
-        isinstance(result.witnesses, list)
-        and all(isinstance(w, dict) for w in result.witnesses)
-        and isinstance(result.reasons, list)
-        and isinstance(result.stats, dict)
-    )
-    if not shapes_ok:
-        raise BadInput(f"{path}: witnesses, reasons or stats have the wrong type")
-    return result
 
 
 def rebuild_reports(run_dir: Path) -> list[Path]:

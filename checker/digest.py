@@ -1,0 +1,205 @@
+"""One pass over a history: everything the checkers need, and nothing of the events.
+
+A history can hold ten million events; the checkers need a tenth of that: the critical
+sections, the acquire attempts' times, the resource's answers, failovers and counts. This
+pass reads each event once and keeps those, so a history streamed from a file is checked
+in memory bounded by its lock cycles, not its events. The rules are the modules' own:
+``checker.sections`` (what a section is), ``checker.attempts`` (how attempts pair),
+``checker.resource`` (what the resource said), ``checker.failover``, ``checker.stats``.
+
+It is one loop, not one pass per module, because on a large history the loop is the cost:
+each event is dispatched once on ``f``. Values the checkers read are type-checked here, as
+they are read: a wrong type is a ``BadValue`` naming the event, the field and what it may
+hold (a grant list given as a number must not quietly become "no grants").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.attempts import Attempts, KeyAttempts
+from checker.failover import failover
+from checker.history import (
+    ACQUIRE,
+    ENTER,
+    EXIT,
+    EXTEND,
+    FAIL,
+    INFO,
+    INVOKE,
+    NEMESIS,
+    OK,
+    RELEASE,
+    Event,
+    HistoryFile,
+)
+from checker.resource import ResourceView, take_answer
+from checker.sections import Section, new_section
+from checker.values import depth_of as _depth
+from checker.values import int_field as _int
+from checker.values import names_field as _names
+
+_Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
+# An open section: its acquire ok, the deadline, grants and token it states, and when
+# the acquire was invoked.
+_Opened = tuple[Event, int | None, tuple[str, ...], int | None, int]
+_UNSET = object()  # no extension moved the deadline
+_TYPES = (INVOKE, OK, FAIL, INFO)
+
+
+@dataclass
+class Digest:
+    sections: list[Section] = field(default_factory=list)  # by acquire index
+    attempts: Attempts = field(default_factory=Attempts)
+    resource: ResourceView = field(default_factory=ResourceView)
+    failovers: list[dict[str, Any]] = field(default_factory=list)
+    events: int = 0
+    first_time: int | None = None
+    last_time: int | None = None
+    processes: set[int | str] = field(default_factory=set)  # every process with an event
+    cycles: int = 0  # release oks of a held lease (outermost)
+    extends: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_TYPES, 0))
+    nemesis_events: int = 0
+
+
+def digest(history: Iterable[Event]) -> Digest:
+    d = Digest()
+    # sections
+    held: dict[_Lease, _Opened] = {}
+    extended: dict[_Lease, int | None] = {}
+    invoked: dict[int | str, int] = {}  # each process's last acquire invoke
+    last: dict[int | str, int] = {}  # each client process's last event time
+    # attempts
+    attempts = d.attempts
+    counts, latencies, ok_latencies, by_key = (
+        attempts.counts, attempts.latencies, attempts.ok_latencies, attempts.by_key)  # fmt: skip
+    pending: dict[int | str, tuple[KeyAttempts, int]] = {}
+    # cycles
+    holding: set[tuple[int | str, str | None]] = set()
+    nested_release: set[int | str] = set()
+    view = d.resource
+    extends = d.extends
+    events = nemesis = 0
+    lo, hi = math.inf, -math.inf
+    # A HistoryFile hands over lists of events: cheaper to loop over than a generator.
+    batches = history.batches() if isinstance(history, HistoryFile) else (history,)
+    for batch in batches:
+        for event in batch:
+            events += 1
+            t = event.time
+            if t < lo:
+                lo = t
+            if t > hi:
+                hi = t
+            process = event.process
+            if process == NEMESIS:
+                nemesis += 1
+                if event.type == INFO and event.value and "to" in event.value:
+                    found = failover(event)
+                    if found is not None:
+                        d.failovers.append(found)
+                continue
+            last[process] = t
+            f, kind, value = event.f, event.type, event.value
+            if f == ACQUIRE:
+                counts[kind] += 1
+                if kind == INVOKE:
+                    invoked[process] = t
+                    abandoned = pending.get(process)
+                    if abandoned is not None:
+                        abandoned[0].dones.append(t)
+                    key_attempts = by_key.get(event.key)
+                    if key_attempts is None:
+                        key_attempts = by_key[event.key] = KeyAttempts()
+                    pending[process] = (key_attempts, t)
+                    key_attempts.invokes.append(t)
+                    ttl = value.get("ttl_ms") if value else None
+                    if ttl is not None:
+                        if type(ttl) is not int:
+                            _int(event, value, "ttl_ms")  # raises, naming the field
+                        if key_attempts.ttl_ms is None or ttl > key_attempts.ttl_ms:
+                            key_attempts.ttl_ms = ttl
+                    continue
+                paired = pending.pop(process, None)
+                if paired is not None:
+                    paired[0].dones.append(t)
+                    latencies.append(t - paired[1])
+                    if kind == OK:
+                        ok_latencies.append(t - paired[1])
+                if kind != OK:
+                    continue
+                holding.add((process, event.token))
+                lease = (process, event.key, event.token)
+                stated = value or {}
+                deadline = _int(event, stated, "deadline")
+                if lease in held:
+                    # A nested acquire (same owner, same lease) lies inside the section; one
+                    # stating a deadline renewed the lease, as an extension does.
+                    if deadline is not None and _depth(event, value) > 1:
+                        extended[lease] = deadline
+                    continue
+                # The outermost ok opens the section, and so does a nested one (depth >= 2)
+                # with no outer hold seen: the client believes it holds, so it can overlap.
+                _depth(event, value)
+                grants, fencing = _names(event, stated, "grants"), _int(event, stated, "fencing")
+                held[lease] = (event, deadline, grants, fencing, invoked.get(process, t))
+            elif f == RELEASE:
+                if kind == INVOKE:
+                    if value and _depth(event, value) > 1:
+                        nested_release.add(process)  # an inner release leaves the owner inside
+                        continue
+                    nested_release.discard(process)
+                    lease = (process, event.key, event.token)
+                    planned = _int(event, value, "planned_end") if value else None
+                    opened = held.pop(lease, None)
+                    if opened is not None:
+                        moved = extended.pop(lease, _UNSET)
+                        d.sections.append(_close(opened, t, event.index, moved, planned))
+                elif process in nested_release:
+                    nested_release.discard(process)  # an inner release ends no cycle
+                elif kind == OK:
+                    # Discard, so a duplicated release ok is not counted as a second cycle.
+                    owned = (process, event.token)
+                    if owned in holding:
+                        holding.discard(owned)
+                        d.cycles += 1
+            elif f in (ENTER, EXIT):
+                if kind == OK:
+                    if value:
+                        take_answer(view, event, value)
+                elif kind == INFO:
+                    view.errors.append(event)  # the resource did not answer: its view has a gap
+            elif f == EXTEND:
+                extends[kind] += 1
+                if kind == OK and value and "deadline" in value:
+                    # An extension moves the deadline, so an overrun is measured against it.
+                    moved_to = _int(event, value, "deadline")
+                    lease = (process, event.key, event.token)
+                    if lease in held:
+                        extended[lease] = moved_to
+    for key_attempts, _ in pending.values():
+        key_attempts.dones.append(math.inf)
+    for key_attempts in by_key.values():
+        key_attempts.invokes.sort()  # a history in time order is sorted already: linear
+        key_attempts.dones.sort()
+    for lease, opened in held.items():  # never released: open to the process's last event
+        d.sections.append(_close(opened, last[lease[0]], None, extended.get(lease, _UNSET)))
+    d.sections.sort(key=lambda s: s.acquire_index)
+    d.events, d.nemesis_events = events, nemesis
+    d.processes = set(last) | ({NEMESIS} if nemesis else set())
+    if events:
+        d.first_time, d.last_time = int(lo), int(hi)
+    return d
+
+
+def _close(
+    opened: _Opened, end: int, release_index: int | None, moved: Any, planned: int | None = None
+) -> Section:
+    acquired, deadline, grants, fencing, invoked = opened
+    return new_section(
+        acquired, end, release_index, deadline if moved is _UNSET else moved, grants, fencing,
+        invoked, planned,
+    )  # fmt: skip

@@ -1,0 +1,55 @@
+"""Value fields the checkers read, type-checked as they are read.
+
+A value is free-form JSON, but a field a checker reads has a type: a grant list given as
+a number must not quietly become "no grants", nor a deadline given as a string "none".
+A wrong type is a ``BadValue`` naming the event, the field and what it may hold; the
+command line turns the event's index into its file and line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.history import Event, HistoryError
+
+
+class BadValue(HistoryError):
+    """A value field of the wrong type; ``index`` is the event's, for locating its line."""
+
+    def __init__(self, event: Event, name: str, allowed: str) -> None:
+        shown = repr((event.value or {}).get(name))
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        super().__init__(
+            f"event {event.index} ({event.f} {event.type}): value.{name} is {shown}; "
+            f"allowed: {allowed}"
+        )
+        self.index = event.index
+
+
+_INT = "an integer or null"
+
+
+def int_field(event: Event, value: dict[str, Any], name: str) -> int | None:
+    raw = value.get(name)
+    if raw is None or type(raw) is int:  # exact: a JSON bool is not a deadline
+        return raw
+    raise BadValue(event, name, _INT)
+
+
+def names_field(event: Event, value: dict[str, Any], name: str) -> tuple[str, ...]:
+    raw = value.get(name)
+    if raw is None:
+        return ()
+    if type(raw) is list and all(type(item) is str for item in raw):
+        return tuple(raw)
+    raise BadValue(event, name, "a list of strings (node or token names) or null")
+
+
+def depth_of(event: Event, value: dict[str, Any] | None) -> int:
+    """The reentrancy depth an acquire ok or release invoke names; absent means 1."""
+    raw = value.get("depth") if value else None
+    if raw is None:
+        return 1
+    if type(raw) is int and raw >= 1:
+        return raw
+    raise BadValue(event, "depth", "an integer from 1 (the outermost hold), or null")

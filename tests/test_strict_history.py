@@ -1,0 +1,292 @@
+"""A checker you can trust: strict reading, one rule for ties and nesting, and agreement
+with a brute-force reference on random histories.
+
+Each defect an independent tester found has its own small history here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from msgspec.structs import replace
+
+from checker.history import Event, HistoryFile, read_history
+from checker.values import BadValue
+from checker.verdict import CheckResult, Verdict, check_history
+from tests.conftest import lockharness
+from tests.test_checker import History
+
+MS = 1_000_000
+
+
+class Raw(str):
+    """JSON text put into a line as it is (Python would refuse to make some values)."""
+
+
+def line(**fields: Any) -> str:
+    event = {"index": 0, "process": 1, "type": "ok", "f": "acquire", "key": "k0",
+             "token": "t", "time": 5, "wall": 0, "value": None}  # fmt: skip
+    event.update(fields)
+    raw = {name: v for name, v in event.items() if isinstance(v, Raw)}
+    text = json.dumps({name: (f"@{name}@" if name in raw else v) for name, v in event.items()})
+    for name, v in raw.items():
+        text = text.replace(f'"@{name}@"', v)
+    return text
+
+
+def write(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(text + "\n" for text in lines))
+    return path
+
+
+def rejected(tmp_path: Path, *lines: str) -> str:
+    path = write(tmp_path, *lines)
+    done = lockharness("check", str(path), cwd=tmp_path)
+    assert done.returncode == 254, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr.replace("\n", "")
+
+
+# ---- order ------------------------------------------------------------------------------
+
+
+def test_lines_out_of_time_order_are_refused_not_checked_in_line_order(tmp_path: Path) -> None:
+    # Sorted, these two leases overlap by 100 ns; in line order they would not.
+    h = History().lease(1, "a", start=1_000, end=2_000).lease(2, "b", start=1_900, end=3_000)
+    events = sorted(h.events, key=lambda e: e.time)
+    events[2], events[4] = events[4], events[2]  # then indexes in line order: only time is off
+    lines = [replace(e, index=i).to_json() for i, e in enumerate(events)]
+    message = rejected(tmp_path, *lines)
+    assert "h.jsonl:4: time" in message and "in time order" in message
+
+
+def test_a_duplicate_index_is_refused(tmp_path: Path) -> None:
+    message = rejected(tmp_path, line(index=0, type="invoke", value=None),
+                       line(index=0, time=6))  # fmt: skip
+    assert "h.jsonl:2: index 0 does not follow 0" in message
+
+
+def test_shards_merge_by_time_whatever_their_order(tmp_path: Path) -> None:
+    """A run directory's shards are each in time order; the merge interleaves them."""
+    from harness.shards import merge_shards
+
+    a = History().lease(1, "a", start=10, end=50)
+    b = History().lease(2, "b", start=40, end=90)  # overlaps a by 10 ns
+    for name, h in (("history.w1.jsonl", a), ("history.w2.jsonl", b)):
+        (tmp_path / name).write_text("".join(e.to_json() + "\n" for e in h.events))
+    merged = merge_shards([tmp_path / "history.w2.jsonl", tmp_path / "history.w1.jsonl"], [])
+    assert [e.index for e in merged] == list(range(len(merged)))
+    assert [e.time for e in merged] == sorted(e.time for e in merged)
+    assert check_history(merged).verdict is Verdict.INVALID
+
+
+# ---- types: every field ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "mentions"),
+    [
+        ({"index": -1}, ["index:"]),
+        ({"index": "0"}, ["index: expected `int`"]),
+        ({"process": "1"}, ["process:", '"nemesis"']),
+        ({"process": [1]}, ["process:"]),
+        ({"type": ["ok"]}, ["type:"]),
+        ({"type": "done"}, ["type:", "invoke, ok, fail or info"]),
+        ({"f": 3}, ["f: expected `str`"]),
+        ({"f": ["acquire"]}, ["f: expected `str`"]),
+        ({"time": "5"}, ["time: expected `int`"]),
+        ({"time": Raw("9" * 5000)}, ["time:"]),
+        ({"wall": 1.5}, ["wall: expected `int`"]),
+        ({"key": 0}, ["key: expected `str | null`"]),
+        ({"key": ["k0"]}, ["key:"]),
+        ({"token": {"t": 1}}, ["token:"]),
+        ({"value": [1]}, ["value:"]),
+        ({"value": Raw('{"x": ' + "9" * 5000 + "}")}, ["value"]),
+        ({"value": Raw('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")}, ["nested too deep"]),
+        ({"extra": 1}, ["unknown field extra"]),
+    ],
+    ids=lambda v: json.dumps(v)[:40] if isinstance(v, dict) else "",
+)
+def test_every_field_of_the_wrong_type_is_bad_input(
+    tmp_path: Path, fields: dict[str, Any], mentions: list[str]
+) -> None:
+    message = rejected(tmp_path, line(index=0, type="invoke", value=None),
+                       line(**{"index": 1, **fields}))  # fmt: skip
+    assert "h.jsonl:2:" in message, message
+    for m in mentions:
+        assert m in message, (m, message)
+
+
+@pytest.mark.parametrize(
+    ("f", "type_", "value", "name"),
+    [
+        ("acquire", "ok", {"grants": 3}, "grants"),
+        ("acquire", "ok", {"grants": [1, 2]}, "grants"),
+        ("acquire", "ok", {"deadline": "soon"}, "deadline"),
+        ("acquire", "ok", {"fencing": True}, "fencing"),
+        ("acquire", "ok", {"depth": 0}, "depth"),
+        ("acquire", "invoke", {"ttl_ms": "1s"}, "ttl_ms"),
+        ("release", "invoke", {"planned_end": 1.5}, "planned_end"),
+        ("enter", "ok", {"occupancy": "2"}, "occupancy"),
+        ("enter", "ok", {"occupancy": 2, "others": "a"}, "others"),
+        ("exit", "ok", {"accepted": "no"}, "accepted"),
+        ("extend", "ok", {"deadline": [1]}, "deadline"),
+    ],
+)
+def test_value_fields_the_checker_reads_are_typed(
+    tmp_path: Path, f: str, type_: str, value: dict[str, Any], name: str
+) -> None:
+    first = line(index=0, type="invoke", value=None)
+    message = rejected(tmp_path, first, line(index=1, f=f, type=type_, value=value))
+    assert f"h.jsonl:2: event 1 ({f} {type_}): value.{name} is" in message, message
+    assert "allowed:" in message
+    with pytest.raises(BadValue):  # the same through the library
+        check_history(read_history(write(tmp_path, first, line(index=1, f=f, type=type_,
+                                                                value=value))))  # fmt: skip
+
+
+def test_a_torn_last_line_is_dropped_with_a_note_and_a_good_one_kept(tmp_path: Path) -> None:
+    h = History().lease(1, "a", start=10, end=50)
+    text = "".join(e.to_json() + "\n" for e in h.events)
+    path = tmp_path / "h.jsonl"
+    path.write_text(text + '{"index": 9, "proc')
+    notes: list[str] = []
+    assert len(list(HistoryFile(path, notes))) == len(h.events)
+    assert notes and "torn last line" in notes[0]
+    path.write_text(text.rstrip("\n"))  # a whole last event without its newline: kept
+    assert len(read_history(path)) == len(h.events)
+
+
+# ---- one rule for instants --------------------------------------------------------------------
+
+
+def verdict(h: History) -> Verdict:
+    return check_history(sorted(h.events, key=lambda e: e.time)).verdict
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        ((10, 50), (20, 30), Verdict.INVALID),  # strictly inside
+        ((10, 50), (50, 60), Verdict.VALID),  # granted the ns the other's release was invoked
+        ((10, 50), (10, 60), Verdict.INVALID),  # granted in the same ns
+        ((10, 10), (10, 60), Verdict.INVALID),  # zero-length, granted with another's grant
+        ((10, 50), (30, 30), Verdict.INVALID),  # zero-length, strictly inside another's
+        ((10, 50), (50, 50), Verdict.VALID),  # zero-length at the other's release instant
+        ((10, 10), (10, 10), Verdict.INVALID),  # both zero-length, same ns
+        ((10, 10), (11, 11), Verdict.VALID),  # zero-length, one ns apart
+        ((10, 11), (11, 12), Verdict.VALID),  # 1 ns each, touching
+    ],
+)
+def test_ties_follow_one_rule(
+    first: tuple[int, int], second: tuple[int, int], expected: Verdict
+) -> None:
+    """A section holds [grant, release invoke), or its one nanosecond when both are equal;
+    two owners violate exclusion when some nanosecond is in both. The order of equal-time
+    events of different processes does not matter: both orders give the same verdict."""
+    h = History().lease(1, "a", start=first[0], end=first[1])
+    h.lease(2, "b", start=second[0], end=second[1])
+    assert verdict(h) is expected
+    flipped = History().lease(2, "b", start=second[0], end=second[1])
+    flipped.lease(1, "a", start=first[0], end=first[1])
+    assert verdict(flipped) is expected
+
+
+def test_a_nested_acquire_with_no_outer_hold_opens_a_section() -> None:
+    """A reentrant client that believes it holds at depth 2 (its depth-1 ok was lost) is
+    inside: an overlap with it is a violation, not missed."""
+    h = History().lease(1, "a", start=10, end=100)
+    h.add(2, "invoke", "acquire", 20, value={"ttl_ms": 100})
+    h.add(2, "ok", "acquire", 30, "b", {"depth": 2})
+    h.add(2, "invoke", "release", 40, "b", {"depth": 2})
+    h.add(2, "ok", "release", 41, "b")
+    result = check_history(sorted(h.events, key=lambda e: e.time))
+    assert result.verdict is Verdict.INVALID
+    (witness,) = result.witnesses
+    assert witness["second"]["process"] == 2 and not witness["second"]["closed"]
+
+
+# ---- results round trip -----------------------------------------------------------------------
+
+
+def test_results_round_trip_through_json() -> None:
+    h = History().lease(1, "a", start=10, end=50, fencing=1).lease(2, "b", start=40, end=90,
+                                                                    fencing=2)  # fmt: skip
+    result = check_history(h.events)
+    assert result.liveness and result.fencing
+    again = CheckResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again == result
+    with pytest.raises(ValueError, match="reasons: allowed: a list of strings"):
+        CheckResult.from_dict({**result.to_dict(), "reasons": [1]})
+    with pytest.raises(ValueError, match="verdict"):
+        CheckResult.from_dict({**result.to_dict(), "verdict": "fine"})
+
+
+# ---- agreement with a brute-force reference -----------------------------------------------------
+
+
+def reference_overlap(events: list[Event]) -> bool:
+    """The definition, by brute force: sections per owner and lease, then every pair."""
+    sections: list[tuple[Any, Any, int, int]] = []  # (process, key, start, end)
+    open_: dict[tuple[Any, Any, Any], int] = {}
+    last: dict[Any, int] = {}
+    for e in events:
+        last[e.process] = e.time
+        lease = (e.process, e.key, e.token)
+        depth = (e.value or {}).get("depth", 1)
+        if e.f == "acquire" and e.type == "ok" and lease not in open_:
+            open_[lease] = e.time
+        elif e.f == "release" and e.type == "invoke" and depth == 1 and lease in open_:
+            sections.append((e.process, e.key, open_.pop(lease), e.time))
+    sections += [(p, k, start, last[p]) for (p, k, _), start in open_.items()]
+    held = [(p, k, set(range(s, max(e, s + 1)))) for p, k, s, e in sections]
+    return any(
+        p1 != p2 and k1 == k2 and n1 & n2
+        for i, (p1, k1, n1) in enumerate(held)
+        for p2, k2, n2 in held[i + 1 :]
+    )
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Event]:
+    """A few processes and keys, times in a small range (many ties), every outcome."""
+    rows = []
+    for process in range(draw(st.integers(1, 4))):
+        t = 0
+        for n in range(draw(st.integers(0, 4))):
+            key = draw(st.sampled_from(["k0", "k1"]))
+            token = f"p{process}-{n}"
+            t += draw(st.integers(0, 3))
+            rows.append((t, process, "invoke", "acquire", key, None, {"ttl_ms": 100}))
+            t += draw(st.integers(0, 3))
+            outcome = draw(st.sampled_from(["ok", "ok", "ok", "fail", "info"]))
+            depth = draw(st.sampled_from([1, 1, 1, 2]))
+            value = {"depth": depth} if outcome == "ok" and depth > 1 else None
+            rows.append((t, process, outcome, "acquire", key, token if outcome == "ok" else None,
+                         value))  # fmt: skip
+            if outcome != "ok" or draw(st.integers(0, 5)) == 0:
+                continue  # never released: held to the process's last event
+            t += draw(st.integers(0, 3))
+            rows.append((t, process, "invoke", "release", key, token,
+                         {"depth": depth} if depth > 1 else None))  # fmt: skip
+            t += draw(st.integers(0, 2))
+            rows.append((t, process, "ok", "release", key, token, None))
+    rows.sort(key=lambda r: r[0])  # stable: each process's own order kept at equal times
+    return [Event(i, p, kind, f, t, t, key, token, value)
+            for i, (t, p, kind, f, key, token, value) in enumerate(rows)]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories())
+def test_the_checker_agrees_with_the_brute_force_reference(events: list[Event]) -> None:
+    result = check_history(events)
+    expected = reference_overlap(events)
+    assert (result.verdict is Verdict.INVALID) == expected, (result.witnesses, events)
+    if not expected:
+        ok = any(e.f == "acquire" and e.type == "ok" for e in events)
+        assert result.verdict is (Verdict.VALID if ok else Verdict.UNKNOWN)
