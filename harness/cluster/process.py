@@ -144,7 +144,11 @@ class ServerProcess:
 
 
 def pid_alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie (zombies hold no ports or files)."""
+    """True if ``pid`` exists and is not a zombie (zombies hold no ports or files).
+
+    A thread-group leader shows as a zombie as soon as it has exited, while its other
+    threads (redis's background threads) may still be exiting and holding its sockets:
+    that counts as alive until its last thread is gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -155,4 +159,9 @@ def pid_alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    if stat.rsplit(")", 1)[1].split()[0] != "Z":
+        return True
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
