@@ -134,16 +134,15 @@ def digest(history: Iterable[Event]) -> Digest:
                 holding.add((process, event.token))
                 lease = (process, event.key, event.token)
                 stated = value or {}
-                deadline = _int(event, stated, "deadline")
+                deadline, depth = _int(event, stated, "deadline"), _depth(event, value)
                 if lease in held:
                     # A nested acquire (same owner, same lease) lies inside the section; one
                     # stating a deadline renewed the lease, as an extension does.
-                    if deadline is not None and _depth(event, value) > 1:
+                    if deadline is not None and depth > 1:
                         extended[lease] = deadline
                     continue
                 # The outermost ok opens the section, and so does a nested one (depth >= 2)
                 # with no outer hold seen: the client believes it holds, so it can overlap.
-                _depth(event, value)
                 grants, fencing = _names(event, stated, "grants"), _int(event, stated, "fencing")
                 held[lease] = (event, deadline, grants, fencing, invoked.get(process, t))
             elif f == RELEASE:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
+from checker.digest import digest
 from checker.history import Event
 from checker.resource import ResourceView
 from checker.sections import Section
@@ -92,8 +93,6 @@ def check_fencing(
     ``resource_view(history)`` when the caller has them already.
     """
     if sections is None or view is None:
-        from checker.digest import digest  # imported when used: the digest needs us not
-
         found = digest(history)
         sections, view = found.sections, found.resource
     granted = _granted(sections)

@@ -68,6 +68,13 @@ class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     def to_json(self) -> str:
         return _ENCODER.encode(self).decode()
 
+    def to_line(self) -> bytes:
+        """The event as one JSON Lines line, newline included: what writers append."""
+        buffer = bytearray()
+        _ENCODER.encode_into(self, buffer)
+        buffer += b"\n"
+        return bytes(buffer)
+
 
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Event)

@@ -28,6 +28,7 @@ from operator import attrgetter
 from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
+from checker.digest import digest
 from checker.history import Event
 from checker.sections import Section
 
@@ -105,8 +106,6 @@ def check_liveness(
     ended when the history did.
     """
     if sections is None or attempts is None or end is None:
-        from checker.digest import digest  # imported when used: the digest needs us not
-
         found = digest(history)
         sections, attempts, end = found.sections, found.attempts, found.last_time or 0
     by_attempts = attempts.by_key

@@ -1438,6 +1438,7 @@ def _children(node: yaml.Node) -> list[tuple[str, yaml.Node]]:
 def _check_nodes(root: yaml.Node) -> None:
     """Duplicate keys, and limits on the graph as if its aliases were expanded: each node
     is sized once (memoized, so this is linear in the file), without recursion."""
+    keys = yaml.constructor.SafeConstructor()  # to compare keys as values: 1 == 0x1
     sizes: dict[int, _Size] = {}
     expanding: set[int] = set()  # started, not finished: the ancestors of the node on top
     stack: list[tuple[yaml.Node, str, bool]] = [(root, "", False)]
@@ -1454,7 +1455,7 @@ def _check_nodes(root: yaml.Node) -> None:
                            "to a list or mapping that holds it; allowed: aliases of earlier, "
                            "finished values")  # fmt: skip
         if isinstance(node, yaml.MappingNode):
-            _check_keys(node, path)
+            _check_keys(node, path, keys)
         expanding.add(id(node))
         stack.append((node, path, True))
         # Reversed: the first child is sized first, so a limit names the first path to it.
@@ -1486,9 +1487,10 @@ def _size(node: yaml.Node, path: str, sizes: dict[int, _Size]) -> _Size:
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-def _check_keys(node: yaml.MappingNode, path: str) -> None:
+def _check_keys(
+    node: yaml.MappingNode, path: str, constructor: yaml.constructor.SafeConstructor
+) -> None:
     """A key given twice: PyYAML keeps the last silently, hiding the first."""
-    constructor = yaml.constructor.SafeConstructor()  # to compare keys as values: 1 == 0x1
     first: dict[object, yaml.Node] = {}
     for key, _ in node.value:
         if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:

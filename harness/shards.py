@@ -33,8 +33,7 @@ class ShardTail:
         self._offset += len(data)
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
-        text = [line.decode() for line in lines]
-        return list(parse_lines(text, str(self.path)))
+        return list(parse_lines(lines, str(self.path)))  # bytes: decoded once, by msgspec
 
 
 def read_shard(path: Path, notes: list[str]) -> list[Event]:

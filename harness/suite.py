@@ -433,8 +433,8 @@ def run_suite(
     junit: Path | None = None,
     html: Path | None = None,
 ) -> int:
-    """Run every case, print the summary, write the reports; the suite's exit code."""
-    check_report_paths(junit=junit, html=html)
+    """Run every case, print the summary, write the reports; the suite's exit code.
+    The caller has checked the report paths (``check_report_paths``) before anything."""
     results = [CaseResult(case) for case in cases]
     interrupted = False
     console.print(_plan_line(cases, store), highlight=False)

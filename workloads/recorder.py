@@ -51,7 +51,7 @@ class Recorder:
             if self.failed is not None:
                 return now
             event = Event(self._seq, process, type_, f, now, time.time_ns(), key, token, value)
-            line = (event.to_json() + "\n").encode()
+            line = event.to_line()
             try:
                 written = os.write(self._fd, line)
             except OSError as e:
