@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
@@ -48,6 +50,8 @@ _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
 _Opened = tuple[Event, int | None, tuple[str, ...], int | None, int]
 _UNSET = object()  # no extension moved the deadline
 _TYPES = (INVOKE, OK, FAIL, INFO)
+_time = attrgetter("time")
+_acquire_index = attrgetter("acquire_index")
 
 
 @dataclass
@@ -65,35 +69,45 @@ class Digest:
     nemesis_events: int = 0
 
 
+def _batches(history: Iterable[Event]) -> Iterable[list[Event]]:
+    """Lists of events: a loop over lists is cheaper than resuming a generator per event."""
+    if isinstance(history, HistoryFile):
+        return history.batches()
+    if isinstance(history, list):
+        return (history,)
+    iterator = iter(history)
+    return iter(lambda: list(islice(iterator, 65_536)), [])
+
+
 def digest(history: Iterable[Event]) -> Digest:
+    # The loop below is the whole cost of checking a large history, so it is written for
+    # speed: locals, no calls on the common path, each event dispatched once on ``f``.
     d = Digest()
     # sections
     held: dict[_Lease, _Opened] = {}
     extended: dict[_Lease, int | None] = {}
     invoked: dict[int | str, int] = {}  # each process's last acquire invoke
     last: dict[int | str, int] = {}  # each client process's last event time
-    # attempts
+    # attempts: each process's outstanding one, by the key it counts under
     attempts = d.attempts
-    counts, latencies, ok_latencies, by_key = (
-        attempts.counts, attempts.latencies, attempts.ok_latencies, attempts.by_key)  # fmt: skip
-    pending: dict[int | str, tuple[KeyAttempts, int]] = {}
+    latencies, ok_latencies, by_key = attempts.latencies, attempts.ok_latencies, attempts.by_key
+    pending: dict[int | str, KeyAttempts] = {}
+    n_invoke = n_ok = n_fail = n_info = 0
     # cycles
     holding: set[tuple[int | str, str | None]] = set()
     nested_release: set[int | str] = set()
     view = d.resource
     extends = d.extends
+    sections = d.sections
     events = nemesis = 0
     lo, hi = math.inf, -math.inf
-    # A HistoryFile hands over lists of events: cheaper to loop over than a generator.
-    batches = history.batches() if isinstance(history, HistoryFile) else (history,)
-    for batch in batches:
+    for batch in _batches(history):
+        if not batch:
+            continue
+        events += len(batch)
+        times = list(map(_time, batch))
+        lo, hi = min(lo, min(times)), max(hi, max(times))
         for event in batch:
-            events += 1
-            t = event.time
-            if t < lo:
-                lo = t
-            if t > hi:
-                hi = t
             process = event.process
             if process == NEMESIS:
                 nemesis += 1
@@ -102,19 +116,20 @@ def digest(history: Iterable[Event]) -> Digest:
                     if found is not None:
                         d.failovers.append(found)
                 continue
+            t = event.time
             last[process] = t
             f, kind, value = event.f, event.type, event.value
             if f == ACQUIRE:
-                counts[kind] += 1
                 if kind == INVOKE:
+                    n_invoke += 1
                     invoked[process] = t
                     abandoned = pending.get(process)
                     if abandoned is not None:
-                        abandoned[0].dones.append(t)
+                        abandoned.dones.append(t)
                     key_attempts = by_key.get(event.key)
                     if key_attempts is None:
                         key_attempts = by_key[event.key] = KeyAttempts()
-                    pending[process] = (key_attempts, t)
+                    pending[process] = key_attempts
                     key_attempts.invokes.append(t)
                     ttl = value.get("ttl_ms") if value else None
                     if ttl is not None:
@@ -125,16 +140,30 @@ def digest(history: Iterable[Event]) -> Digest:
                     continue
                 paired = pending.pop(process, None)
                 if paired is not None:
-                    paired[0].dones.append(t)
-                    latencies.append(t - paired[1])
-                    if kind == OK:
-                        ok_latencies.append(t - paired[1])
+                    paired.dones.append(t)
+                    latency = t - invoked[process]
+                    latencies.append(latency)
                 if kind != OK:
+                    if kind == FAIL:
+                        n_fail += 1
+                    else:
+                        n_info += 1
                     continue
-                holding.add((process, event.token))
-                lease = (process, event.key, event.token)
-                stated = value or {}
-                deadline, depth = _int(event, stated, "deadline"), _depth(event, value)
+                n_ok += 1
+                if paired is not None:
+                    ok_latencies.append(latency)
+                token = event.token
+                holding.add((process, token))
+                lease = (process, event.key, token)
+                if value:
+                    deadline = value.get("deadline")
+                    if deadline is not None and type(deadline) is not int:
+                        _int(event, value, "deadline")  # raises
+                    depth = value.get("depth", 1)
+                    if type(depth) is not int or depth < 1:
+                        depth = _depth(event, value)  # raises, or None: 1
+                else:
+                    deadline, depth = None, 1
                 if lease in held:
                     # A nested acquire (same owner, same lease) lies inside the section; one
                     # stating a deadline renewed the lease, as an extension does.
@@ -143,20 +172,33 @@ def digest(history: Iterable[Event]) -> Digest:
                     continue
                 # The outermost ok opens the section, and so does a nested one (depth >= 2)
                 # with no outer hold seen: the client believes it holds, so it can overlap.
-                grants, fencing = _names(event, stated, "grants"), _int(event, stated, "fencing")
+                if value:
+                    grants = _names(event, value, "grants")
+                    fencing = _int(event, value, "fencing")
+                else:
+                    grants, fencing = (), None
                 held[lease] = (event, deadline, grants, fencing, invoked.get(process, t))
+            elif f in (ENTER, EXIT):
+                if kind == OK:
+                    if value:
+                        take_answer(view, event, value)
+                elif kind == INFO:
+                    view.errors.append(event)  # the resource did not answer: its view has a gap
             elif f == RELEASE:
                 if kind == INVOKE:
-                    if value and _depth(event, value) > 1:
-                        nested_release.add(process)  # an inner release leaves the owner inside
-                        continue
+                    if value:
+                        if _depth(event, value) > 1:
+                            nested_release.add(process)  # an inner release leaves it inside
+                            continue
+                        planned = _int(event, value, "planned_end")
+                    else:
+                        planned = None
                     nested_release.discard(process)
                     lease = (process, event.key, event.token)
-                    planned = _int(event, value, "planned_end") if value else None
                     opened = held.pop(lease, None)
                     if opened is not None:
                         moved = extended.pop(lease, _UNSET)
-                        d.sections.append(_close(opened, t, event.index, moved, planned))
+                        sections.append(_close(opened, t, event.index, moved, planned))
                 elif process in nested_release:
                     nested_release.discard(process)  # an inner release ends no cycle
                 elif kind == OK:
@@ -165,12 +207,6 @@ def digest(history: Iterable[Event]) -> Digest:
                     if owned in holding:
                         holding.discard(owned)
                         d.cycles += 1
-            elif f in (ENTER, EXIT):
-                if kind == OK:
-                    if value:
-                        take_answer(view, event, value)
-                elif kind == INFO:
-                    view.errors.append(event)  # the resource did not answer: its view has a gap
             elif f == EXTEND:
                 extends[kind] += 1
                 if kind == OK and value and "deadline" in value:
@@ -179,14 +215,16 @@ def digest(history: Iterable[Event]) -> Digest:
                     lease = (process, event.key, event.token)
                     if lease in held:
                         extended[lease] = moved_to
-    for key_attempts, _ in pending.values():
+    counts = attempts.counts
+    counts[INVOKE], counts[OK], counts[FAIL], counts[INFO] = n_invoke, n_ok, n_fail, n_info
+    for key_attempts in pending.values():
         key_attempts.dones.append(math.inf)
     for key_attempts in by_key.values():
         key_attempts.invokes.sort()  # a history in time order is sorted already: linear
         key_attempts.dones.sort()
     for lease, opened in held.items():  # never released: open to the process's last event
-        d.sections.append(_close(opened, last[lease[0]], None, extended.get(lease, _UNSET)))
-    d.sections.sort(key=lambda s: s.acquire_index)
+        sections.append(_close(opened, last[lease[0]], None, extended.get(lease, _UNSET)))
+    sections.sort(key=_acquire_index)
     d.events, d.nemesis_events = events, nemesis
     d.processes = set(last) | ({NEMESIS} if nemesis else set())
     if events:

@@ -81,11 +81,14 @@ _DECODER = msgspec.json.Decoder(Event)
 _time = attrgetter("time")
 _index = attrgetter("index")
 
-# An event is a few hundred bytes; a longer line is no history. Read in chunks of this
-# size, a line is refused once it runs past one whole chunk without ending (no line can
-# grow without bound: `check /dev/zero` fails at once), and certainly at twice the size.
+# An event is a few hundred bytes; a longer line is no history. The file is read a MiB at
+# a time (a line is refused once it runs past one whole read without ending, so `check
+# /dev/zero` fails at once) and decoded a few KiB at a time: the events of one small batch
+# are made, checked and freed while they are still in the CPU's cache, which measured
+# about a quarter faster over a million events than decoding a whole MiB at once.
 MAX_LINE_BYTES = 1 << 20
-_CHUNK_BYTES = MAX_LINE_BYTES
+_READ_BYTES = MAX_LINE_BYTES
+_BATCH_BYTES = 1 << 14
 _AT = re.compile(r" - at `\$\.?([^`\[]*)")
 _FIELD = re.compile(r"field `([^`]*)`")
 
@@ -184,35 +187,39 @@ def stream_history(path: Path, notes: list[str] | None = None) -> Iterator[Event
 
 
 def stream_batches(path: Path, notes: list[str] | None = None) -> Iterator[list[Event]]:
-    """``stream_history`` a chunk of lines at a time: a loop over lists is cheaper than
+    """``stream_history`` a few KiB of lines at a time: a loop over lists is cheaper than
     resuming a generator per event, which shows at ten million events."""
     source = str(path)
     order = _Order(source)
-    line = 1  # the number of the first line of ``body``
+    line = 1  # the number of the first line of the next batch
     rest = b""
     try:
-        file = path.open("rb")
+        file = path.open("rb", buffering=0)
     except FileNotFoundError:
         raise HistoryError(f"{path}: no such history file") from None
     except OSError as e:
         raise HistoryError(f"{path}: cannot read: {e.strerror or e}") from None
     with file:
-        while chunk := file.read(_CHUNK_BYTES):
-            data = rest + chunk
+        while chunk := file.read(_READ_BYTES):
+            data = rest + chunk if rest else chunk
             cut = data.rfind(b"\n") + 1
-            body, rest = data[:cut], data[cut:]
-            lines = body.count(b"\n")
-            if len(rest) > MAX_LINE_BYTES:
-                raise HistoryError(f"{path}:{line + lines}: a line longer than "
-                                   f"{MAX_LINE_BYTES} bytes; a history has one short JSON "
+            if len(data) - cut > MAX_LINE_BYTES:
+                long_line = line + data.count(b"\n", 0, cut)
+                raise HistoryError(f"{path}:{long_line}: a line longer "
+                                   f"than {MAX_LINE_BYTES} bytes; a history has one short JSON "
                                    "object a line")  # fmt: skip
-            if not body:
-                continue
-            events = _decode_chunk(body, lines, source, line)
-            if events:
-                order.check(events, body, line)
-                yield events
-            line += lines
+            rest = data[cut:]
+            start = 0
+            while start < cut:
+                end = data.find(b"\n", min(start + _BATCH_BYTES, cut) - 1) + 1
+                body = data[start:end]
+                lines = body.count(b"\n")
+                events = _decode_chunk(body, lines, source, line)
+                if events:
+                    order.check(events, body, line)
+                    yield events
+                line += lines
+                start = end
     if rest.strip():
         yield _torn_tail(rest, f"{path}:{line}", order, line, notes)
 
@@ -309,7 +316,7 @@ def write_history(path: Path, events: Iterable[Event]) -> int:
             _ENCODER.encode_into(event, buffer, -1)
             buffer += b"\n"
             count += 1
-            if len(buffer) > _CHUNK_BYTES:
+            if len(buffer) > _READ_BYTES:
                 out.write(buffer)
                 buffer.clear()
         out.write(buffer)

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from checker.verdict import CheckResult, Verdict
-from harness.scenario import Expectation
+from harness.expectation import Expectation
 
 _STYLE = {Verdict.VALID: "bold green", Verdict.INVALID: "bold red", Verdict.UNKNOWN: "bold yellow"}
 

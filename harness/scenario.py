@@ -27,7 +27,6 @@ from typing import Any
 
 import yaml
 
-from checker.verdict import CheckResult
 from faults.schedule import MAX_OCCURRENCES, MIN_EVERY_NS, slot_count
 from faults.spec import (
     FAULT_KINDS,
@@ -49,16 +48,20 @@ from harness.durations import (
     parse_signed_duration,
 )
 from harness.errors import BadInput
+from harness.expectation import (
+    EXPECTATIONS,
+    LIVENESS_EXPECTATIONS,
+    RESOURCE_EXPECTATIONS,
+    TOKEN_EXPECTATIONS,
+    Expectation,
+)
+from harness.limits import MAX_SEED
 from harness.store import NAME_PATTERN, NAME_RULE
 from workloads.client_info import OPTION_KINDS, ClientInfo
 from workloads.plugins import PluginError, is_plugin_path, load_plugin
 from workloads.registry import CLIENTS, client_info
 
 PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
-EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
-LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
-RESOURCE_EXPECTATIONS: tuple[str, ...] = ("consistent", "inconsistent")
-TOKEN_EXPECTATIONS: tuple[str, ...] = ("ordered", "out-of-order")
 TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
 
 _MS = 1_000_000
@@ -70,7 +73,6 @@ MAX_FILE_BYTES = 1 << 20  # a scenario file
 MAX_YAML_DEPTH = 64  # nested lists and mappings; PyYAML's composer recurses on each level
 MAX_YAML_NODES = 10_000  # values, lists and mappings, with aliases expanded
 MAX_YAML_TEXT = 1 << 20  # characters of all values, with aliases expanded
-MAX_SEED = 2**63 - 1  # what every consumer of a seed (random.Random, Go, Java) can hold
 MAX_RUN_NS = 168 * _H  # a week: the harness waits for the run in one timed wait
 MAX_CLOCK_SHIFT_NS = 87_600 * _H  # 10 years either way; the shim keeps int64 ns
 MAX_CLOCK_RATE = 1_000.0  # the shim's drift (elapsed x (rate - 1)) stays in int64 ns
@@ -121,56 +123,6 @@ class WorkloadSpec:
     honor_validity: bool = True
     nesting: float = 0.0  # chance that a section re-acquires its own lock (reentrant clients)
     extend: bool = False  # sections extend their lease while the hold goes on (extending clients)
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """What a run should come out as: safety (valid, invalid) and, optionally, liveness
-    (ok, stuck), the fenced resource (consistent, inconsistent) and the fencing tokens
-    (ordered, out-of-order), which the checker reports apart from safety."""
-
-    safety: str
-    liveness: str | None = None
-    resource: str | None = None
-    tokens: str | None = None
-
-    def met_by(self, result: CheckResult) -> bool:
-        """True if a run's safety verdict (and the other views, where expected) are as
-        expected."""
-        liveness = (result.liveness or {}).get("verdict")
-        return (
-            result.verdict.value == self.safety
-            and self.liveness in (None, liveness)
-            and self.resource in (None, resource_outcome(result))
-            and self.tokens in (None, tokens_outcome(result))
-        )
-
-    def __str__(self) -> str:
-        parts = (
-            self.safety,
-            self.liveness,
-            self.resource and f"resource {self.resource}",
-            self.tokens and f"tokens {self.tokens}",
-        )
-        return ", ".join(p for p in parts if p)
-
-
-def resource_outcome(result: CheckResult) -> str | None:
-    """consistent / inconsistent for a fenced run (did the resource ever take a write
-    below the highest token it had seen?), None when no write carried a fencing token."""
-    fencing = result.fencing or {}
-    if not fencing.get("fenced"):
-        return None
-    return "consistent" if fencing.get("resource_consistent") else "inconsistent"
-
-
-def tokens_outcome(result: CheckResult) -> str | None:
-    """ordered / out-of-order for a fenced run (was any token granted not above one granted
-    before it?), None when no lease carried a fencing token."""
-    fencing = result.fencing or {}
-    if not fencing.get("fenced"):
-        return None
-    return "out-of-order" if result.stats.get("fencing_out_of_order") else "ordered"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,14 +34,14 @@ from harness.errors import (
     EXIT_UNKNOWN,
     BadInput,
 )
+from harness.expectation import resource_outcome, tokens_outcome
 from harness.interrupts import shielded
+from harness.limits import MAX_SEEDS
 from harness.runner import EXIT_INTERRUPTED, Binaries, RunOutcome, run_scenario
 from harness.scenario import (
     Scenario,
     builtin_scenarios,
     load_scenario,
-    resource_outcome,
-    tokens_outcome,
     with_overrides,
 )
 from workloads.plugins import is_plugin_path
@@ -49,7 +49,6 @@ from workloads.registry import CLIENTS
 
 ALL = "all"
 SCENARIO_SUFFIXES = (".yaml", ".yml")
-MAX_SEEDS = 1_000  # runs per scenario and client; a typo of 10^9 should not plan for hours
 
 
 # ---- the plan ---------------------------------------------------------------------------

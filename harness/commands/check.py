@@ -1,0 +1,60 @@
+"""`lockharness check`: a stored run directory or a history file, checked again.
+
+Imports only the checker and what reading a run directory needs: on a large history the
+reading and checking are the whole cost, and the interpreter's start is part of it."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.console import Console
+
+from checker.history import Event, HistoryError, HistoryFile, line_of
+from checker.values import BadValue
+from checker.verdict import Verdict, check_history
+from harness.console import print_summary
+from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
+from harness.expectation import Expectation
+from harness.recheck import apply_run_problems, run_history, stored_run_problems
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    target: Path = args.target
+    # --expect (safety) wins; else the run's own expectation; else valid.
+    expectation, expected_processes, name = Expectation("valid"), None, target.name
+    problems: list[str] = []  # the run's own, as results.json keeps them
+    notes: list[str] = []  # what reading dropped or merged
+    history: Iterable[Event]
+    if target.is_dir():
+        scenario_file = target / "scenario.yaml"
+        if scenario_file.exists():
+            from harness.scenario import load_scenario  # only for a run directory
+
+            scenario = load_scenario(str(scenario_file))
+            name, expectation = scenario.name, scenario.expectation
+            w = scenario.workload
+            expected_processes = range(w.workers * w.threads)
+            problems = stored_run_problems(target)
+        history, source = run_history(target, notes)
+    elif not target.exists():
+        raise BadInput(f"{target}: no such run directory or history file")
+    else:
+        history, source = HistoryFile(target, notes), target
+    try:  # the history streams through the check: a bad line shows up here
+        result = check_history(history, expected_processes=expected_processes)
+    except BadValue as e:
+        line = line_of(source, e.index) if source is not None else None
+        raise BadInput(f"{source}:{line}: {e}" if line else str(e)) from None
+    except HistoryError as e:
+        raise BadInput(str(e)) from None
+    result = apply_run_problems(result, problems)
+    result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
+    if args.expect:
+        expectation = Expectation(args.expect)
+    print_summary(console, name, result, expectation)
+    if expectation.met_by(result):
+        return EXIT_AS_EXPECTED
+    return EXIT_UNKNOWN if result.verdict is Verdict.UNKNOWN else EXIT_NOT_AS_EXPECTED

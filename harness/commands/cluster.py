@@ -1,0 +1,55 @@
+"""`lockharness cluster up`: a cluster to poke by hand, until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.cluster.local import ClusterConfig, LocalCluster
+from harness.commands.common import find_binaries
+from harness.errors import EXIT_AS_EXPECTED
+from harness.interrupts import shielded
+from harness.runlog import run_log
+from harness.store import check_store, create_run_dir
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    binaries = find_binaries(args)
+    check_store(args.store)
+    base = create_run_dir(args.store, "cluster")
+    config = ClusterConfig(
+        binaries.redis_server, binaries.toxiproxy_server, base, args.nodes, args.workers
+    )
+    cluster = LocalCluster(config)
+    with run_log(base):
+        try:
+            cluster.start()
+            console.print(_endpoint_table(cluster.describe()))
+            console.print(f"cluster ready; logs and cluster.json in {base}; Ctrl-C tears it down")
+            sys.stdout.flush()
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            with shielded():
+                cluster.stop()
+    console.print("cluster stopped")
+    return EXIT_AS_EXPECTED
+
+
+def _endpoint_table(info: dict[str, Any]) -> Table:
+    table = Table("what", "address", "pid")
+    for node in info["nodes"]:
+        address = f"{node['host']}:{node['port']}"
+        table.add_row(f"node {node['name']} (direct)", address, str(node["pid"]))
+    table.add_row("resource", f"127.0.0.1:{info['resource']['port']}", "")
+    table.add_row("toxiproxy API", info["toxiproxy_api"], "")
+    for name, proxy in info["proxies"].items():
+        table.add_row(f"proxy {name}", f"{proxy['host']}:{proxy['port']}", "")
+    return table

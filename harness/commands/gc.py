@@ -1,0 +1,29 @@
+"""`lockharness gc`: stop what killed runs left running."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from harness import gc
+from harness.errors import EXIT_AS_EXPECTED, EXIT_INTERNAL, BadInput
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    store: Path = args.store
+    if not store.is_dir():
+        raise BadInput(f"--store {store}: no such directory (a store holds run directories)")
+    found = gc.collect(store, dry_run=args.dry_run)
+    verb = "would stop" if args.dry_run else "stopped"
+    for leftover in found.leftovers:
+        if leftover not in found.unstoppable:
+            console.print(f"{verb} {leftover.describe()}", highlight=False)
+    for leftover in found.unstoppable:
+        console.print(f"[red]could not stop[/] {leftover.describe()}", highlight=False)
+    for run_dir in found.live_runs:
+        console.print(f"left alone (its controller is running): {run_dir}", highlight=False)
+    if not found.leftovers:
+        console.print(f"nothing to stop in {store}", highlight=False)
+    return EXIT_INTERNAL if found.unstoppable else EXIT_AS_EXPECTED

@@ -1,0 +1,30 @@
+"""`lockharness run`: one scenario, checked."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from harness.commands.common import find_binaries, warn_leftovers
+from harness.console import print_summary
+from harness.runner import run_scenario
+from harness.scenario import load_scenario, with_overrides
+from harness.store import check_store
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    scenario = with_overrides(
+        load_scenario(args.scenario),
+        duration_ns=args.duration,
+        seed=args.seed,
+        workers=args.workers,
+        threads=args.threads,
+        client=args.client,
+    )
+    binaries = find_binaries(args)
+    check_store(args.store)
+    warn_leftovers(args.store)
+    outcome = run_scenario(scenario, store=args.store, binaries=binaries, console=console)
+    print_summary(console, scenario.name, outcome.result, scenario.expectation, outcome.run_dir)
+    return outcome.exit_code
