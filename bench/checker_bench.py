@@ -112,7 +112,7 @@ _NAIVE = (
 )
 _MSGSPEC = (
     "import sys, msgspec\n"
-    "from checker.history import Event\n"
+    "from core.history import Event\n"
     "decode = msgspec.json.Decoder(Event).decode_lines\n"
     "with open(sys.argv[1], 'rb') as f:\n"
     "    rest = b''\n"

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checker.history import INFO, read_history
+from core.history import INFO, read_history
+from core.live import LiveHistory
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
 from faults.schedule import Occurrence
@@ -26,7 +27,6 @@ from faults.spec import OPTIONS, FaultPlan, FaultSpec
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
-from harness.live import LiveHistory
 from workloads.recorder import Recorder
 
 TARGET_MS = 50.0

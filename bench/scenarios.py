@@ -19,8 +19,8 @@ from typing import Any
 
 from rich.console import Console
 
-from checker.history import INFO, NEMESIS, read_history
 from checker.verdict import first_violation_ns
+from core.history import INFO, NEMESIS, read_history
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 from harness.runner import Binaries, RunOutcome, run_scenario
 from harness.scenario import builtin_scenarios, with_overrides

@@ -7,10 +7,9 @@ it is done once, in one pass, and handed to both.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from checker.history import FAIL, INFO, INVOKE, OK, Event
+from core.history import FAIL, INFO, INVOKE, OK
 
 
 class KeyAttempts:
@@ -43,13 +42,3 @@ class Attempts:
     latencies: list[int] = field(default_factory=list)  # completion - invoke, ns
     ok_latencies: list[int] = field(default_factory=list)
     by_key: dict[str | None, KeyAttempts] = field(default_factory=dict)
-
-
-def acquire_attempts(history: Iterable[Event]) -> Attempts:
-    """Client acquire attempts (checker.digest pairs them in its one pass). A completion
-    (ok, fail or info) pairs with its process's outstanding invoke, whose key it counts
-    under; a process has one attempt at a time, so a second invoke before any completion
-    abandons the first (completed then, with no latency). Nemesis events are ignored."""
-    from checker.digest import digest  # the digest pairs attempts: imported when used
-
-    return digest(history).attempts

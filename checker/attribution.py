@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.history import ACQUIRE, EXTEND, INFO, INVOKE, NEMESIS, RELEASE, Event
 from checker.sections import Section
+from core.history import ACQUIRE, EXTEND, INFO, INVOKE, NEMESIS, RELEASE, Event
 
 CLIENT_PAUSE = "client-pause"
 _CLIENT_CALLS = frozenset({ACQUIRE, EXTEND, RELEASE})

@@ -24,7 +24,12 @@ from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
 from checker.failover import failover
-from checker.history import (
+from checker.resource import ResourceView, take_answer
+from checker.sections import Section, new_section
+from checker.values import depth_of as _depth
+from checker.values import int_field as _int
+from checker.values import names_field as _names
+from core.history import (
     ACQUIRE,
     ENTER,
     EXIT,
@@ -38,11 +43,6 @@ from checker.history import (
     Event,
     HistoryFile,
 )
-from checker.resource import ResourceView, take_answer
-from checker.sections import Section, new_section
-from checker.values import depth_of as _depth
-from checker.values import int_field as _int
-from checker.values import names_field as _names
 
 _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
 # An open section: its acquire ok, the deadline, grants and token it states, and when
@@ -240,3 +240,31 @@ def _close(
         acquired, end, release_index, deadline if moved is _UNSET else moved, grants, fencing,
         invoked, planned,
     )  # fmt: skip
+
+
+# Single views, for callers that want one (each makes the whole pass).
+
+
+def critical_sections(history: Iterable[Event]) -> list[Section]:
+    """All critical sections of the history, ordered by acquire index (checker.digest
+    finds them, in the one pass it makes for every checker)."""
+    return digest(history).sections
+
+
+def acquire_attempts(history: Iterable[Event]) -> Attempts:
+    """Client acquire attempts (checker.digest pairs them in its one pass). A completion
+    (ok, fail or info) pairs with its process's outstanding invoke, whose key it counts
+    under; a process has one attempt at a time, so a second invoke before any completion
+    abandons the first (completed then, with no latency). Nemesis events are ignored."""
+    return digest(history).attempts
+
+
+def check_resource(history: Iterable[Event]) -> list[dict[str, Any]]:
+    """One witness per ``enter`` ``ok`` at which the resource saw more than one occupant."""
+    return resource_view(history).occupancy
+
+
+def resource_view(history: Iterable[Event]) -> ResourceView:
+    """Occupancy witnesses (``enter`` oks) and the fencing outcome of every ``enter`` and
+    ``exit`` ok; checker.digest reads them in its one pass."""
+    return digest(history).resource

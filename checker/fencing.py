@@ -27,9 +27,9 @@ from operator import attrgetter
 from typing import Any
 
 from checker.digest import digest
-from checker.history import Event
 from checker.resource import ResourceView
 from checker.sections import Section
+from core.history import Event
 
 _completed = attrgetter("start", "acquire_index")
 _began = attrgetter("invoked", "acquire_index")

@@ -29,8 +29,8 @@ from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
 from checker.digest import digest
-from checker.history import Event
 from checker.sections import Section
+from core.history import Event
 
 MS = 1_000_000
 BOUND_TTLS = 3  # default bound, in TTLs of the key

@@ -9,12 +9,11 @@ below the highest it had seen for the key), ``fencing`` (the write's token) and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.history import ENTER, Event
 from checker.values import BadValue, int_field, names_field
+from core.history import ENTER, Event
 
 
 @dataclass
@@ -24,19 +23,6 @@ class ResourceView:
     stale_accepted: list[dict[str, Any]] = field(default_factory=list)  # token < highest
     fenced: bool = False  # some write carried a fencing token
     errors: list[Event] = field(default_factory=list)  # calls that failed (info): a gap
-
-
-def check_resource(history: Iterable[Event]) -> list[dict[str, Any]]:
-    """One witness per ``enter`` ``ok`` at which the resource saw more than one occupant."""
-    return resource_view(history).occupancy
-
-
-def resource_view(history: Iterable[Event]) -> ResourceView:
-    """Occupancy witnesses (``enter`` oks) and the fencing outcome of every ``enter`` and
-    ``exit`` ok; checker.digest reads them in its one pass."""
-    from checker.digest import digest  # the digest fills the view: imported when used
-
-    return digest(history).resource
 
 
 def write_record(

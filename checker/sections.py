@@ -22,11 +22,9 @@ A reentrant lease keeps its token at every depth.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import msgspec
 
-from checker.history import Event
+from core.history import Event
 
 
 class Section(msgspec.Struct, frozen=True, gc=False):
@@ -63,11 +61,3 @@ def new_section(
         acquired.key, acquired.process, acquired.token, acquired.time, end, deadline, grants,
         fencing, acquired.index, release_index, release_index is not None, invoked, planned_end,
     )  # fmt: skip
-
-
-def critical_sections(history: Iterable[Event]) -> list[Section]:
-    """All critical sections of the history, ordered by acquire index (checker.digest
-    finds them, in the one pass it makes for every checker)."""
-    from checker.digest import digest  # the digest builds sections: imported when used
-
-    return digest(history).sections

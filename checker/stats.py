@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from checker.history import FAIL, INFO, INVOKE, OK, Event
+from checker.digest import Digest, digest
 from checker.sections import Section
-
-if TYPE_CHECKING:
-    from checker.digest import Digest
+from core.history import FAIL, INFO, INVOKE, OK, Event
 
 
 def percentile(values: Sequence[int | float], p: float) -> int | float | None:
@@ -33,8 +31,6 @@ def _latency_ms(latencies_ns: list[int]) -> tuple[float | None, float | None]:
 
 
 def compute_stats(history: Iterable[Event]) -> dict[str, Any]:
-    from checker.digest import digest  # the digest counts: imported when used
-
     return digest_stats(digest(history))
 
 

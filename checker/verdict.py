@@ -30,11 +30,11 @@ from checker.attribution import attribute
 from checker.digest import Digest, digest
 from checker.failover import with_failovers
 from checker.fencing import check_fencing
-from checker.history import OK, Event
 from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
 from checker.sections import Section
 from checker.stats import digest_stats, section_stats
+from core.history import OK, Event
 
 
 class Verdict(StrEnum):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from faults.clock import ClockControl
+from core.clock import ClockControl
 from faults.spec import FaultSpec
 from faults.targets import Holders, pick_nodes
 from harness.cluster.base import Cluster

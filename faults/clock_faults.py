@@ -1,4 +1,4 @@
-"""Clock faults on nodes, through each node's clock-shim control file (faults/clock.py).
+"""Clock faults on nodes, through each node's clock-shim control file (core/clock.py).
 
 Only the nodes' wall clocks move; the history's time base (CLOCK_MONOTONIC in the
 harness and workers) is never touched.

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from checker.history import INFO, INVOKE, NEMESIS
+from core.errors import ClusterError
+from core.history import INFO, INVOKE, NEMESIS
 from faults.base import Fault, FaultContext
 from faults.clock_faults import ClientClock, ClockBump, ClockRate, ClockStrobe
 from faults.network import Latency, Partition, Toxic
@@ -25,7 +26,6 @@ from faults.process import ClientKill, ClientPause, CrashPoint, Kill, Pause
 from faults.replication import Promote
 from faults.schedule import Occurrence, build_schedule
 from faults.spec import FaultPlan, FaultSpec
-from harness.errors import ClusterError
 from workloads.recorder import Recorder
 
 log = logging.getLogger("lockharness.nemesis")

@@ -6,11 +6,11 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness.live import HeldLease
+from core.live import HeldLease
 
 
 class Holders(Protocol):
-    """Live knowledge of the running history (harness.live.LiveHistory)."""
+    """Live knowledge of the running history (core.live.LiveHistory)."""
 
     def newest_lease(self) -> HeldLease | None: ...
     def holder_workers(self) -> list[int]: ...

@@ -15,9 +15,9 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from harness.durations import parse_duration
-from harness.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
-from harness.interrupts import install_stop_handlers
+from core.durations import parse_duration
+from core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
+from core.interrupts import install_stop_handlers
 from harness.limits import MAX_SEED, MAX_SEEDS
 
 _COMMANDS = {
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # SIGINT, SIGTERM, SIGHUP and SIGQUIT all tear down and exit 130 (harness.interrupts).
+    # SIGINT, SIGTERM, SIGHUP and SIGQUIT all tear down and exit 130 (core.interrupts).
     install_stop_handlers()
     args = build_parser().parse_args(argv)
     console = Console()

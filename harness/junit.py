@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.console import describe_stats, describe_witness
-from harness.suite import CaseResult, Status
+from harness.suite_results import CaseResult, Status
 
 _MAX_WITNESSES = 10  # in a failure's body; results.json has them all
 

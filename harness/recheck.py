@@ -15,10 +15,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from checker.history import Event, HistoryError, HistoryFile, merge_histories, write_history
 from checker.verdict import CheckResult, Verdict
-from harness.errors import BadInput
-from harness.shards import merge_shards, shard_paths
+from core.errors import BadInput
+from core.history import Event, HistoryError, HistoryFile, merge_histories, write_history
+from core.shards import merge_shards, shard_paths
 
 HISTORY, RESULTS = "history.jsonl", "results.json"
 UNFINISHED = (

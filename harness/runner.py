@@ -22,24 +22,24 @@ from typing import Any
 
 from rich.console import Console
 
-from checker.history import INFO, NEMESIS, Event, write_history
 from checker.verdict import CheckResult, Verdict, check_history
+from core.clock import ClockControl
+from core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from core.history import INFO, NEMESIS, Event, write_history
+from core.interrupts import shielded
+from core.live import LiveHistory
+from core.shards import NEMESIS_SHARD, merge_shards, shard_paths
 from faults.base import FaultContext
-from faults.clock import ClockControl
 from faults.nemesis import Nemesis
 from harness.cluster.ledger import ProcessLedger
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
 from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
-from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
-from harness.interrupts import shielded
-from harness.live import LiveHistory
 from harness.progress import ProgressLine
 from harness.recheck import HISTORY, RESULTS, apply_run_problems
 from harness.reports import write_reports
 from harness.runlog import run_log
 from harness.scenario import Scenario, to_yaml
-from harness.shards import NEMESIS_SHARD, merge_shards, shard_paths
 from harness.store import create_run_dir, update_latest
 from workloads.plugins import PLUGIN_PATH_ENV
 from workloads.recorder import Recorder
@@ -298,7 +298,7 @@ def _execute(
             _watch(workers, live, progress, t0_ns, total_s, total_s + grace_s, killed)
         if any(worker.running() for worker in workers):
             raise WorkerDied(f"workers still running {grace_s:.1f}s after the end")
-    except KeyboardInterrupt as e:  # Ctrl-C, or a stop signal (harness.interrupts)
+    except KeyboardInterrupt as e:  # Ctrl-C, or a stop signal (core.interrupts)
         execution.interrupted = True
         signal_name = str(e) or "SIGINT"
         execution.problems.append(

@@ -27,6 +27,13 @@ from typing import Any
 
 import yaml
 
+from core.durations import (
+    format_duration,
+    format_signed_duration,
+    parse_duration,
+    parse_signed_duration,
+)
+from core.errors import BadInput
 from faults.schedule import MAX_OCCURRENCES, MIN_EVERY_NS, slot_count
 from faults.spec import (
     FAULT_KINDS,
@@ -41,13 +48,6 @@ from faults.spec import (
     FaultSpec,
     TimelineEntry,
 )
-from harness.durations import (
-    format_duration,
-    format_signed_duration,
-    parse_duration,
-    parse_signed_duration,
-)
-from harness.errors import BadInput
 from harness.expectation import (
     EXPECTATIONS,
     LIVENESS_EXPECTATIONS,

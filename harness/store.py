@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.errors import BadInput
+from core.errors import BadInput
 
 # A scenario's name becomes a directory of the store: one plain path component, never
 # `.`/`..` (the store itself, or outside it) nor `latest` (the store's link to the last run).

@@ -12,12 +12,10 @@ from __future__ import annotations
 import io
 import os
 import random
-import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -26,23 +24,27 @@ from rich.live import Live
 from rich.table import Column, Table
 from rich.text import Text
 
-from checker.verdict import Verdict, first_violation_ns
-from harness.console import describe_witness
-from harness.errors import (
-    EXIT_AS_EXPECTED,
-    EXIT_NOT_AS_EXPECTED,
-    EXIT_UNKNOWN,
+from core.errors import (
     BadInput,
 )
-from harness.expectation import resource_outcome, tokens_outcome
-from harness.interrupts import shielded
+from core.interrupts import shielded
+from harness.junit import write_junit
 from harness.limits import MAX_SEEDS
-from harness.runner import EXIT_INTERRUPTED, Binaries, RunOutcome, run_scenario
+from harness.runner import Binaries, run_scenario
 from harness.scenario import (
     Scenario,
     builtin_scenarios,
     load_scenario,
     with_overrides,
+)
+from harness.suite_index import write_index
+from harness.suite_results import (
+    Case,
+    CaseResult,
+    Status,
+    identity,
+    suite_exit_code,
+    summarize,
 )
 from workloads.plugins import is_plugin_path
 from workloads.registry import CLIENTS
@@ -65,31 +67,6 @@ class SuiteRequest:
     duration_ns: int | None = None
     workers: int | None = None
     threads: int | None = None
-
-
-@dataclass(frozen=True)
-class Case:
-    """One run of the suite: a scenario resolved for one client and one seed."""
-
-    number: int  # 1-based position in the suite
-    scenario: Scenario  # overrides, client and seed applied
-
-    @property
-    def name(self) -> str:
-        return self.scenario.name
-
-    @property
-    def client(self) -> str:
-        return self.scenario.client.name
-
-    @property
-    def seed(self) -> int:
-        assert self.scenario.seed is not None  # every case is planned with its seed
-        return self.scenario.seed
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} · {self.client} · seed {self.seed}"
 
 
 def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[Case]:
@@ -139,13 +116,8 @@ def expand_targets(targets: Sequence[str]) -> list[Scenario]:
     found: dict[str, Scenario] = {}
     for target in targets or [ALL]:
         for scenario in _scenarios_for(target):
-            found.setdefault(_identity(scenario), scenario)
+            found.setdefault(identity(scenario), scenario)
     return list(found.values())
-
-
-def _identity(scenario: Scenario) -> str:
-    """Where a scenario came from: `all` and a built-in's name given together run it once."""
-    return str(Path(scenario.source).resolve()) if scenario.source else scenario.name
 
 
 def _scenarios_for(target: str) -> list[Scenario]:
@@ -180,135 +152,6 @@ def _seeds_for(scenario: Scenario, request: SuiteRequest, rng: random.Random) ->
         return [first + i for i in range(request.seeds)]
     # Drawn now, so that they are known (and recorded) before any run starts.
     return [rng.randrange(2**31) for _ in range(request.seeds)]
-
-
-# ---- results ----------------------------------------------------------------------------
-
-
-class Status(StrEnum):
-    AS_EXPECTED = "as expected"
-    NOT_AS_EXPECTED = "NOT as expected"
-    UNKNOWN = "unknown"
-    INTERRUPTED = "interrupted"
-    NOT_RUN = "not run"
-
-
-@dataclass
-class CaseResult:
-    case: Case
-    outcome: RunOutcome | None = None  # None: the suite stopped before this case ran
-    elapsed_s: float = 0.0
-    started_at: float = 0.0  # unix time
-
-    @property
-    def status(self) -> Status:
-        o = self.outcome
-        if o is None:
-            return Status.NOT_RUN
-        if o.interrupted:
-            return Status.INTERRUPTED
-        if o.as_expected:
-            return Status.AS_EXPECTED
-        if o.result.verdict is Verdict.UNKNOWN:
-            return Status.UNKNOWN
-        return Status.NOT_AS_EXPECTED
-
-    @property
-    def first_violation_s(self) -> float | None:
-        if self.outcome is None:
-            return None
-        first = first_violation_ns(self.outcome.result.witnesses)
-        return None if first is None else first / 1e9
-
-    @property
-    def cycles_per_s(self) -> float | None:
-        if self.outcome is None:
-            return None
-        return self.outcome.result.stats.get("cycles_per_s") or 0.0
-
-    def explain(self) -> str:
-        """Why it is not as expected, in one line: the first witness, else the reasons."""
-        o = self.outcome
-        if o is None:
-            return "not run: the suite stopped before this run"
-        result, expect = o.result, self.case.scenario.expectation
-        outcome = [result.verdict.value]
-        if expect.liveness is not None:
-            outcome.append(f"liveness {(result.liveness or {}).get('verdict')}")
-        if expect.resource is not None:
-            outcome.append(f"resource {resource_outcome(result) or 'not fenced'}")
-        if expect.tokens is not None:
-            outcome.append(f"tokens {tokens_outcome(result) or 'not fenced'}")
-        head = f"verdict {', '.join(outcome)}, expected {expect}"
-        if o.interrupted:
-            return f"interrupted (Ctrl-C) during this run; {head}"
-        if result.witnesses:
-            return f"{head}: {describe_witness(result.witnesses[0])}"
-        if result.reasons:
-            return f"{head}: {'; '.join(result.reasons)}"
-        cycles = result.stats.get("cycles", 0)
-        return f"{head}: no violation in {cycles} lock cycles"
-
-
-@dataclass
-class GroupSummary:
-    """One row of the summary: a scenario with one client, over its seeds."""
-
-    scenario: str
-    client: str
-    expect: str
-    results: list[CaseResult] = field(default_factory=list)
-
-    @property
-    def ran(self) -> list[CaseResult]:
-        return [r for r in self.results if r.outcome is not None]
-
-    @property
-    def verdicts(self) -> str:
-        counts = Counter(r.outcome.result.verdict.value for r in self.ran if r.outcome)
-        if len(counts) <= 1:
-            return next(iter(counts), "-")
-        return ", ".join(f"{n} {v}" for v, n in counts.items())
-
-    @property
-    def matched(self) -> int:
-        return sum(r.status is Status.AS_EXPECTED for r in self.results)
-
-    @property
-    def first_violation_s(self) -> float | None:
-        found = [t for r in self.ran if (t := r.first_violation_s) is not None]
-        return statistics.median(found) if found else None
-
-    @property
-    def violations_found(self) -> int:
-        return sum(r.first_violation_s is not None for r in self.ran)
-
-    @property
-    def cycles_per_s(self) -> float | None:
-        rates = [r.cycles_per_s or 0.0 for r in self.ran]
-        return statistics.median(rates) if rates else None
-
-
-def summarize(results: Sequence[CaseResult]) -> list[GroupSummary]:
-    groups: dict[tuple[str, str, str], GroupSummary] = {}
-    for r in results:
-        s = r.case.scenario
-        key = (_identity(s), s.name, s.client.name)
-        group = groups.setdefault(key, GroupSummary(s.name, s.client.name, str(s.expectation)))
-        group.results.append(r)
-    return list(groups.values())
-
-
-def suite_exit_code(results: Sequence[CaseResult], interrupted: bool) -> int:
-    """0 iff every verdict matched; 1 if any did not; 2 if any was unknown and none mismatched."""
-    statuses = {r.status for r in results}
-    if interrupted or Status.INTERRUPTED in statuses:
-        return EXIT_INTERRUPTED
-    if Status.NOT_AS_EXPECTED in statuses:
-        return EXIT_NOT_AS_EXPECTED
-    if Status.UNKNOWN in statuses:
-        return EXIT_UNKNOWN
-    return EXIT_AS_EXPECTED
 
 
 # ---- progress ---------------------------------------------------------------------------
@@ -485,9 +328,6 @@ def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
 
 def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Path | None) -> None:
     # Imported here: both writers read this module's CaseResult and summaries.
-    from harness.junit import write_junit
-    from harness.suite_index import write_index
-
     if junit is not None:
         write_junit(results, junit)
     if html is not None:
@@ -495,7 +335,7 @@ def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Pa
 
 
 def _plan_line(cases: Sequence[Case], store: Path) -> str:
-    scenarios = len({_identity(c.scenario) for c in cases})
+    scenarios = len({identity(c.scenario) for c in cases})
     clients = len({c.client for c in cases})
     return f"suite: {len(cases)} runs of {scenarios} scenario(s) with {clients} client(s) → {store}"
 

@@ -9,15 +9,14 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
+from checker.digest import check_resource, critical_sections, resource_view
 from checker.failover import attach_failovers
 from checker.fencing import check_fencing
-from checker.history import Event, HistoryError, read_history
 from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
-from checker.resource import check_resource, resource_view
-from checker.sections import critical_sections
 from checker.stats import compute_stats, percentile
 from checker.verdict import CheckResult, Verdict, check_history
+from core.history import Event, HistoryError, read_history
 
 MS = 1_000_000
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from faults.clock import ClockControl, ClockReader, read_state, shim_env, shim_library
+from core.clock import ClockControl, ClockReader, read_state, shim_env, shim_library
+from core.errors import BadInput
 from harness.binaries import REDIS_SERVER, find_binary
-from harness.errors import BadInput
 
 SECOND = 1_000_000_000
 

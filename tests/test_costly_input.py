@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import EXIT_BAD_INPUT, BadInput
+from core.errors import EXIT_BAD_INPUT, BadInput
 from harness.scenario import load_scenario
 from tests.conftest import lockharness
 

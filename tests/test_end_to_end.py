@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checker.history import read_history
-from checker.sections import critical_sections
+from checker.digest import critical_sections
+from core.history import read_history
 from tests.conftest import REPO, lockharness, run
 
 RUN_FLAGS = ("--duration", "3s", "--workers", "2", "--threads", "3")

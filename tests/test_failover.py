@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from checker.history import read_history
+from core.history import read_history
 from harness.cluster.local import ClusterConfig
 from harness.cluster.process import pid_alive
 from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from checker.history import parse_lines
+from core.connect import single_try_client
+from core.history import parse_lines
+from core.live import LiveHistory
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
 from faults.schedule import Occurrence, build_schedule
@@ -21,8 +23,6 @@ from faults.spec import OPTIONS, FaultPlan, FaultSpec, TimelineEntry
 from faults.targets import pick_nodes
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
-from harness.live import LiveHistory
-from workloads.connect import single_try_client
 from workloads.recorder import Recorder
 from workloads.redlock import Redlock
 

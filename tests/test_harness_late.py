@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from checker.history import Event
 from checker.verdict import Verdict, check_history
+from core.history import Event
 from tests.conftest import REPO
 from tests.test_checker import History
 from tests.test_orphans import assert_nothing_left

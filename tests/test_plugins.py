@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checker.history import read_history
+from core.history import read_history
 from harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
 from tests.conftest import REPO, lockharness, run
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from checker.history import Event
+from core.history import Event
 from harness.scenario import load_scenario, to_yaml
 from tests.conftest import lockharness, run
 from tests.test_checker import History

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from checker.history import read_history
 from checker.verdict import check_history
+from core.history import read_history
 from harness import runner
 from harness.reports import REPORTS
 from harness.runner import RunOutcome

@@ -7,6 +7,13 @@ from pathlib import Path
 import pytest
 
 from checker.verdict import CheckResult, Verdict
+from core.durations import (
+    format_duration,
+    format_signed_duration,
+    parse_duration,
+    parse_signed_duration,
+)
+from core.errors import EXIT_BAD_INPUT, BadInput
 from faults.spec import (
     FAULT_KINDS,
     NODE_TARGETS,
@@ -17,13 +24,6 @@ from faults.spec import (
     FaultSpec,
     TimelineEntry,
 )
-from harness.durations import (
-    format_duration,
-    format_signed_duration,
-    parse_duration,
-    parse_signed_duration,
-)
-from harness.errors import EXIT_BAD_INPUT, BadInput
 from harness.scenario import (
     PERSISTENCE_MODES,
     ClientSpec,

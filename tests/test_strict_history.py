@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from checker.history import Event, HistoryFile, read_history
 from checker.values import BadValue
 from checker.verdict import CheckResult, Verdict, check_history
+from core.history import Event, HistoryFile, read_history
 from tests.conftest import lockharness
 from tests.test_checker import History
 
@@ -73,7 +73,7 @@ def test_a_duplicate_index_is_refused(tmp_path: Path) -> None:
 
 def test_shards_merge_by_time_whatever_their_order(tmp_path: Path) -> None:
     """A run directory's shards are each in time order; the merge interleaves them."""
-    from harness.shards import merge_shards
+    from core.shards import merge_shards
 
     a = History().lease(1, "a", start=10, end=50)
     b = History().lease(2, "b", start=40, end=90)  # overlaps a by 10 ns

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import redis
 from redis.connection import Connection
 
-from workloads.endpoints import Endpoint
+from core.endpoints import Endpoint
 
 # What a node that is down, cut off or too slow looks like from here.
 NODE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)

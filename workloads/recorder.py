@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from checker.history import Event
+from core.history import Event
 
 
 def _nothing() -> None:

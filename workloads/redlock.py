@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
+from core.discovery import Discovery
+from core.endpoints import Endpoint
 from workloads.fanout import FanOut
 from workloads.protocol import Clock, Lease
 from workloads.scripts import COMPARE_AND_DELETE

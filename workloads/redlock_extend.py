@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
+from core.discovery import Discovery
+from core.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.redlock import Redlock
 from workloads.scripts import COMPARE_AND_PEXPIRE

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 
 from redis.exceptions import RedisError
 
-from workloads.connect import single_try_client
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
+from core.connect import single_try_client
+from core.discovery import Discovery
+from core.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.redlock import ReleaseUnknown
 from workloads.scripts import COMPARE_AND_DELETE

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from workloads.connect import OneNodeClient
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
+from core.discovery import Discovery
+from core.endpoints import Endpoint
+from workloads.one_node import OneNodeClient
 from workloads.protocol import Clock, Lease
 from workloads.scripts import REENTRANT_ACQUIRE, REENTRANT_RELEASE
 from workloads.validity import validity_deadline

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import redis
 
-from workloads.endpoints import Endpoint
+from core.endpoints import Endpoint
 
 # The fencing check, shared by both writes. KEYS[2]: highest-token key; ARGV[2]: the
 # write's fencing token ("" for none). Leaves `accepted` (1/0) and `highest` (the highest

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 
 from redis.exceptions import WatchError
 
-from workloads.connect import OneNodeClient
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
+from core.discovery import Discovery
+from core.endpoints import Endpoint
+from workloads.one_node import OneNodeClient
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from workloads.connect import OneNodeClient
+from workloads.one_node import OneNodeClient
 from workloads.protocol import Lease
 
 

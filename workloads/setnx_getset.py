@@ -27,9 +27,9 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from workloads.connect import OneNodeClient
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
+from core.discovery import Discovery
+from core.endpoints import Endpoint
+from workloads.one_node import OneNodeClient
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from workloads.discovery import Discovery, master_finder
-from workloads.endpoints import Endpoint
+from core.discovery import Discovery, master_finder
+from core.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 from workloads.scripts import COMPARE_AND_DELETE
 from workloads.validity import validity_deadline

@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from checker.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
-from faults.clock import ClockReader
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
+from core.clock import ClockReader
+from core.discovery import Discovery
+from core.endpoints import Endpoint
+from core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from workloads.protocol import Lease, LockClient
 from workloads.recorder import Recorder
 from workloads.registry import client_info

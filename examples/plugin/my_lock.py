@@ -25,7 +25,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workloads.endpoints import Endpoint  # a node: name ("n1"), host, port
+from core.endpoints import Endpoint  # a node: name ("n1"), host, port
 from workloads.protocol import Lease  # what acquire hands back
 
 # Delete the key only if it still holds our token, in one step on the server. A GET then

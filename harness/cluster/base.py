@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from faults.clock import ClockControl
+from core.clock import ClockControl
+from core.endpoints import Endpoint
 from harness.cluster.aof import AofTruncation
 from harness.cluster.toxiproxy import ToxiproxyAPI
-from workloads.endpoints import Endpoint
 
 
 class NodeHandle(Protocol):

@@ -11,14 +11,14 @@ from typing import Any
 
 import redis
 
-from faults.clock import ClockControl, shim_env, shim_library
+from core.clock import ClockControl, shim_env, shim_library
+from core.connect import single_try_client
+from core.endpoints import Endpoint
+from core.errors import ClusterError
 from harness.cluster.ledger import LEDGER_NAME, ProcessLedger
 from harness.cluster.process import ServerProcess, pid_alive
 from harness.cluster.redis_node import LocalRedisNode
 from harness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
-from harness.errors import ClusterError
-from workloads.connect import single_try_client
-from workloads.endpoints import Endpoint
 
 log = logging.getLogger("lockharness.cluster")
 

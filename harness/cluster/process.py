@@ -9,9 +9,9 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from core.interrupts import deferred
 from harness.cluster.ledger import ProcessLedger
 from harness.cluster.spawner import spawn
-from harness.interrupts import deferred
 
 log = logging.getLogger("lockharness.cluster")
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import redis
 
+from core.connect import single_try_client
+from core.endpoints import Endpoint
+from core.errors import ClusterError
 from harness.cluster.aof import AofTracker, AofTruncation
 from harness.cluster.ledger import ProcessLedger
 from harness.cluster.ports import free_port, free_port_except
 from harness.cluster.process import ManagedProcess, ServerProcess
-from harness.errors import ClusterError
-from workloads.connect import single_try_client
-from workloads.endpoints import Endpoint
 
 # What each persistence mode means on the command line (DESIGN.md "Losing un-fsynced writes").
 # Both AOF modes: load a torn tail after a power-loss truncation instead of refusing to

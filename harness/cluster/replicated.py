@@ -27,14 +27,14 @@ from typing import Any
 
 import redis
 
+from core.connect import single_try_client
+from core.discovery import POINTER_KEY, Discovery
+from core.endpoints import Endpoint
+from core.errors import ClusterError
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.ports import free_port_except
 from harness.cluster.process import ServerProcess
 from harness.cluster.sentinel import LocalSentinel
-from harness.errors import ClusterError
-from workloads.connect import single_try_client
-from workloads.discovery import POINTER_KEY, Discovery
-from workloads.endpoints import Endpoint
 
 log = logging.getLogger("lockharness.cluster")
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import redis
 
+from core.connect import single_try_client
+from core.endpoints import Endpoint
+from core.errors import ClusterError
 from harness.cluster.ledger import ProcessLedger
 from harness.cluster.ports import free_port
 from harness.cluster.process import ManagedProcess, ServerProcess
-from harness.errors import ClusterError
-from workloads.connect import single_try_client
-from workloads.endpoints import Endpoint
 
 
 class LocalSentinel(ServerProcess):

@@ -30,11 +30,11 @@ import toxiproxy.api
 from toxiproxy import Toxiproxy
 from toxiproxy.proxy import Proxy
 
+from core.endpoints import Endpoint
+from core.errors import ClusterError
 from harness.cluster.ledger import ProcessLedger
 from harness.cluster.ports import free_port
 from harness.cluster.process import ManagedProcess, ServerProcess
-from harness.errors import ClusterError
-from workloads.endpoints import Endpoint
 
 _PARALLEL_REQUESTS = 8
 

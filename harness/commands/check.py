@@ -12,11 +12,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from checker.history import Event, HistoryError, HistoryFile, line_of
 from checker.values import BadValue
 from checker.verdict import Verdict, check_history
+from core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
+from core.history import Event, HistoryError, HistoryFile, line_of
 from harness.console import print_summary
-from harness.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
 from harness.expectation import Expectation
 from harness.recheck import apply_run_problems, run_history, stored_run_problems
 

@@ -10,10 +10,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from core.errors import EXIT_AS_EXPECTED
+from core.interrupts import shielded
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.commands.common import find_binaries
-from harness.errors import EXIT_AS_EXPECTED
-from harness.interrupts import shielded
 from harness.runlog import run_log
 from harness.store import check_store, create_run_dir
 

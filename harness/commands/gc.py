@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from core.errors import EXIT_AS_EXPECTED, EXIT_INTERNAL, BadInput
 from harness import gc
-from harness.errors import EXIT_AS_EXPECTED, EXIT_INTERNAL, BadInput
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

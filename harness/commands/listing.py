@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import EXIT_AS_EXPECTED
+from core.errors import EXIT_AS_EXPECTED
 from harness.scenario import builtin_scenarios
 from workloads.registry import CLIENTS
 

@@ -6,7 +6,7 @@ import argparse
 
 from rich.console import Console
 
-from harness.errors import EXIT_AS_EXPECTED
+from core.errors import EXIT_AS_EXPECTED
 from harness.reports import rebuild_reports
 
 

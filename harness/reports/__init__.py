@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from checker.history import Event, HistoryError, read_history
 from checker.verdict import CheckResult, check_history
-from harness.errors import BadInput, LockharnessError
+from core.errors import BadInput, LockharnessError
+from core.history import Event, HistoryError, read_history
 from harness.reports.timeline import write_timeline
 from harness.scenario import Scenario, load_scenario
 

@@ -21,7 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from checker.history import ACQUIRE, FAIL, INFO, NEMESIS, OK, RELEASE, Event
+from core.history import ACQUIRE, FAIL, INFO, NEMESIS, OK, RELEASE, Event
 from harness.reports.timeline import FaultPeriod, Op, client_ops, fault_colour, fault_periods
 
 # Jepsen's outcome colours, darkened a little: points must stand out on white.

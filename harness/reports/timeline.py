@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checker.history import INFO, INVOKE, NEMESIS, Event
-from checker.sections import Section, critical_sections
+from checker.digest import critical_sections
+from checker.sections import Section
 from checker.verdict import CheckResult
+from core.history import INFO, INVOKE, NEMESIS, Event
 from harness.console import describe_stats, describe_witness
 from harness.scenario import Scenario
 

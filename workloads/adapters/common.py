@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workloads.discovery import Discovery, MasterFinder, master_finder
-from workloads.endpoints import Endpoint
+from core.discovery import Discovery, MasterFinder, master_finder
+from core.endpoints import Endpoint
 from workloads.fanout import FanOut
 
 # Raised as ImportError when a library of the optional `clients` extra is not installed.

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.discovery import Discovery
+from core.endpoints import Endpoint
 from workloads.adapters.common import NOT_INSTALLED, single_node
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 
 try:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 
+from core.discovery import Discovery
+from core.endpoints import Endpoint
 from workloads.adapters.common import single_node
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.connect import single_try_client
+from core.discovery import Discovery
+from core.endpoints import Endpoint
 from workloads.adapters.common import MULTI_TIMEOUT_NS, NOT_INSTALLED, GrantObserver, timeout_s
-from workloads.connect import single_try_client
-from workloads.discovery import Discovery
-from workloads.endpoints import Endpoint
 from workloads.protocol import Clock, Lease
 
 try:

@@ -18,8 +18,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-from workloads.connect import single_try_client
-from workloads.endpoints import Endpoint
+from core.connect import single_try_client
+from core.endpoints import Endpoint
 
 POINTER_KEY = "lockharness:master"
 
@@ -152,7 +152,7 @@ class PointerMaster:
 
 
 def _connection_kwargs(timeout_s: float) -> dict[str, Any]:
-    # One attempt per command, no handshake round trips (see workloads/connect.py).
+    # One attempt per command, no handshake round trips (see core/connect.py).
     return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s,
             "retry": Retry(NoBackoff(), 0), "protocol": 2, "driver_info": None}  # fmt: skip
 

@@ -1,6 +1,6 @@
 """Clock faults: skew a redis-server's wall clock through our own LD_PRELOAD shim.
 
-`shim_library()` compiles faults/clock_shim.c once per source version; `ClockControl` owns the
+`shim_library()` compiles core/clock_shim.c once per source version; `ClockControl` owns the
 memory-mapped control file the shim reads; `shim_env()` is what to add to the server's
 environment. One control file per server process: the skew is per process, not per host.
 """
@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.errors import BadInput
+from core.errors import BadInput
 
 SHIM_SOURCE = "clock_shim.c"
 CONTROL_ENV = "LOCKHARNESS_CLOCK_CONTROL"

@@ -9,18 +9,11 @@ a full delay.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workloads.endpoints import Endpoint
-
-if TYPE_CHECKING:
-    from workloads.discovery import Discovery
-    from workloads.protocol import Clock
+from core.endpoints import Endpoint
 
 DEFAULT_TIMEOUT_NS = 200_000_000
 
@@ -36,23 +29,3 @@ def single_try_client(endpoint: Endpoint, timeout_s: float, **options: object) -
         driver_info=None,
         **options,  # type: ignore[arg-type]
     )
-
-
-class OneNodeClient:
-    """What the single-node classic clients share: option ``node`` (1-based, default 1)
-    and ``timeout`` (ns), one single-try connection, and the history's clock."""
-
-    def __init__(
-        self,
-        nodes: Sequence[Endpoint],
-        clock: Clock,
-        options: dict[str, object],
-        discovery: Discovery | None = None,  # one static node: nothing to discover
-    ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        self.node = nodes[int(options.get("node", 1)) - 1]  # type: ignore[call-overload]
-        self.redis = single_try_client(self.node, timeout_s)
-        self.clock = clock
-
-    def close(self) -> None:
-        self.redis.close()

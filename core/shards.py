@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from checker.history import Event, merge_histories, parse_lines, read_history
+from core.history import Event, merge_histories, parse_lines, read_history
 
 log = logging.getLogger("lockharness.run")
 
