@@ -101,12 +101,16 @@ def digest(history: Iterable[Event]) -> Digest:
     sections = d.sections
     events = nemesis = 0
     lo, hi = math.inf, -math.inf
+    ordered = isinstance(history, HistoryFile)  # its reader refuses a file out of order
     for batch in _batches(history):
         if not batch:
             continue
         events += len(batch)
-        times = list(map(_time, batch))
-        lo, hi = min(lo, min(times)), max(hi, max(times))
+        if ordered:
+            lo, hi = min(lo, batch[0].time), batch[-1].time
+        else:
+            times = list(map(_time, batch))
+            lo, hi = min(lo, min(times)), max(hi, max(times))
         for event in batch:
             process = event.process
             if process == NEMESIS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from checker.sections import Section
@@ -48,11 +49,14 @@ def _witness(key: str | None, first: Section, second: Section) -> dict[str, Any]
     }
 
 
+_sweep_order = attrgetter("start", "end", "acquire_index")
+
+
 def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]:
     """Sweep by start. Besides the section with the greatest end so far (``best``), keep the
     greatest end among owners other than best's (``rival``), so that a section owned by
     best's owner is still compared with every other owner: exact, and still linear."""
-    sections.sort(key=lambda s: (s.start, s.end, s.acquire_index))
+    sections.sort(key=_sweep_order)
     witnesses: list[dict[str, Any]] = []
     best: Section | None = None
     rival: Section | None = None

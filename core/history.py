@@ -17,7 +17,8 @@ from __future__ import annotations
 import gc
 import heapq
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -79,6 +80,7 @@ class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Event)
 _time = attrgetter("time")
+_JSON_SPACE = b" \t\r\n"  # what JSON calls whitespace: a line of only these is blank
 _index = attrgetter("index")
 
 # An event is a few hundred bytes; a longer line is no history. The file is read a MiB at
@@ -119,7 +121,7 @@ def _explain(error: Exception) -> str:
 
 def _decode_line(line: bytes, where: str) -> Event | None:
     """One line, strictly: None when blank, else its Event or HistoryError."""
-    if not line.strip():
+    if not line.strip(_JSON_SPACE):
         return None
     try:
         return _DECODER.decode(line)
@@ -144,7 +146,7 @@ class _Order:
         self.time = -(2**63)
         self.index = -1
 
-    def check(self, events: list[Event], body: bytes, first_line: int) -> None:
+    def check(self, events: list[Event], body: bytes, first_line: Callable[[], int]) -> None:
         times = list(map(_time, events))
         indexes = list(map(_index, events))
         if (
@@ -156,7 +158,7 @@ class _Order:
         ):
             self.time, self.index = times[-1], indexes[-1]
             return
-        for number, line in enumerate(body.split(b"\n"), start=first_line):
+        for number, line in enumerate(body.split(b"\n"), start=first_line()):
             event = _decode_line(line, f"{self.source}:{number}")
             if event is not None:
                 self.one(event, number)
@@ -188,10 +190,11 @@ def stream_history(path: Path, notes: list[str] | None = None) -> Iterator[Event
 
 def stream_batches(path: Path, notes: list[str] | None = None) -> Iterator[list[Event]]:
     """``stream_history`` a few KiB of lines at a time: a loop over lists is cheaper than
-    resuming a generator per event, which shows at ten million events."""
+    resuming a generator per event, which shows at ten million events. Line numbers are
+    counted only when a message needs one."""
     source = str(path)
     order = _Order(source)
-    line = 1  # the number of the first line of the next batch
+    base = 0  # the file offset of ``data``
     rest = b""
     try:
         file = path.open("rb", buffering=0)
@@ -204,41 +207,49 @@ def stream_batches(path: Path, notes: list[str] | None = None) -> Iterator[list[
             data = rest + chunk if rest else chunk
             cut = data.rfind(b"\n") + 1
             if len(data) - cut > MAX_LINE_BYTES:
-                long_line = line + data.count(b"\n", 0, cut)
-                raise HistoryError(f"{path}:{long_line}: a line longer "
-                                   f"than {MAX_LINE_BYTES} bytes; a history has one short JSON "
-                                   "object a line")  # fmt: skip
+                where = f"{path}:{_line_at(path, base + cut)}"
+                raise HistoryError(f"{where}: a line longer than {MAX_LINE_BYTES} bytes; a "
+                                   "history has one short JSON object a line")  # fmt: skip
             rest = data[cut:]
             start = 0
             while start < cut:
                 end = data.find(b"\n", min(start + _BATCH_BYTES, cut) - 1) + 1
                 body = data[start:end]
-                lines = body.count(b"\n")
-                events = _decode_chunk(body, lines, source, line)
+                first_line = partial(_line_at, path, base + start)
+                events = _decode_chunk(body, source, first_line)
                 if events:
-                    order.check(events, body, line)
+                    order.check(events, body, first_line)
                     yield events
-                line += lines
                 start = end
+            base += cut
     if rest.strip():
+        line = _line_at(path, base)
         yield _torn_tail(rest, f"{path}:{line}", order, line, notes)
 
 
-def _decode_chunk(body: bytes, lines: int, source: str, first_line: int) -> list[Event]:
-    """Whole lines at C speed; on any doubt (an error, or not one event a line), line by
-    line, so that the error names its line."""
+def _line_at(path: Path, offset: int) -> int:
+    """The number of the line that starts at byte ``offset`` of ``path`` (for messages)."""
+    lines = 1
+    with path.open("rb") as file:
+        while offset > 0 and (chunk := file.read(min(offset, _READ_BYTES))):
+            lines += chunk.count(b"\n")
+            offset -= len(chunk)
+    return lines
+
+
+def _decode_chunk(body: bytes, source: str, first_line: Callable[[], int]) -> list[Event]:
+    """Whole lines at C speed (blank ones skipped); on an error, line by line, so that the
+    error names its line."""
     try:
-        events = _DECODER.decode_lines(body)
+        return _DECODER.decode_lines(body)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
-        events = None
-    if events is not None and len(events) == lines:
-        return events
+        pass
     found = []
-    for number, line in enumerate(body.split(b"\n")[:-1], start=first_line):
+    for number, line in enumerate(body.split(b"\n")[:-1], start=first_line()):
         event = _decode_line(line, f"{source}:{number}")
         if event is not None:
             found.append(event)
-    return found
+    return found  # every line decoded alone (the batch's error was in how it split)
 
 
 def _torn_tail(
