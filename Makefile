@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium demo matrix test test-all bench bench-quick lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium demo matrix test test-unit test-server test-all bench bench-quick lint clean
 
 setup: python-env redis-server toxiproxy chromium
 
@@ -73,8 +73,15 @@ matrix: setup
 	$(BIN)/python -m harness suite $(MATRIX_SCENARIOS) --clients $(THIRD_PARTY_CLIENTS) \
 	  --junit store/matrix-junit.xml --html store/matrix-index.html
 
-test: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+# Fast unit tests first (no server), then the server tests; pytest's exit 5 (no test
+# selected) fails the target, as any non-zero exit does.
+test: test-unit test-server
+
+test-unit: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'unit and not slow'
+
+test-server: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'server and not slow'
 
 test-all: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ''
@@ -87,6 +94,8 @@ bench-quick: setup
 
 lint: python-env
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .tools store

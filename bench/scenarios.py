@@ -76,8 +76,9 @@ def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
 
 
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
-    rows = [("scenario", "expect", "as expected", "detected", "first violation (median)",
-             "cycles/s (median)")]  # fmt: skip
+    head = ("scenario", "expect", "as expected", "detected", "first violation (median)",
+            "cycles/s (median)")  # fmt: skip
+    rows: list[tuple[str, ...]] = [head]
     for name, s in report["scenarios"].items():
         runs, n = s["runs"], len(s["runs"])
         matched = sum(r["as_expected"] for r in runs)
@@ -91,7 +92,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
 
 
 def delay_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
-    rows = [("fault kind", "starts", "decided -> in effect (median)", "max")]
+    rows: list[tuple[str, ...]] = [("fault kind", "starts", "decided -> in effect (median)", "max")]
     for kind, delays in sorted(report["delays_ms"].items()):
         rows.append((kind, str(len(delays)), f"{statistics.median(delays):.1f} ms",
                      f"{max(delays):.1f} ms"))  # fmt: skip

@@ -135,8 +135,7 @@ def digest(history: Iterable[Event]) -> Digest:
                         key_attempts = by_key[event.key] = KeyAttempts()
                     pending[process] = key_attempts
                     key_attempts.invokes.append(t)
-                    ttl = value.get("ttl_ms") if value else None
-                    if ttl is not None:
+                    if value and (ttl := value.get("ttl_ms")) is not None:
                         if type(ttl) is not int:
                             _int(event, value, "ttl_ms")  # raises, naming the field
                         if key_attempts.ttl_ms is None or ttl > key_attempts.ttl_ms:
@@ -226,8 +225,9 @@ def digest(history: Iterable[Event]) -> Digest:
     for key_attempts in by_key.values():
         key_attempts.invokes.sort()  # a history in time order is sorted already: linear
         key_attempts.dones.sort()
-    for lease, opened in held.items():  # never released: open to the process's last event
-        sections.append(_close(opened, last[lease[0]], None, extended.get(lease, _UNSET)))
+    for open_lease, opened in held.items():  # never released: open to its last event
+        moved = extended.get(open_lease, _UNSET)
+        sections.append(_close(opened, last[open_lease[0]], None, moved))
     sections.sort(key=_acquire_index)
     d.events, d.nemesis_events = events, nemesis
     d.processes = set(last) | ({NEMESIS} if nemesis else set())

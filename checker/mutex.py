@@ -61,6 +61,7 @@ def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]
     best: Section | None = None
     rival: Section | None = None
     best_until = rival_until = 0
+    other: Section | None
     for section in sections:
         until = held_until(section)
         if best is not None and best.process != section.process:

@@ -40,7 +40,8 @@ def digest_stats(d: Digest) -> dict[str, Any]:
     A cycle is a release ok of a held lease's outermost hold (a duplicated ok counts once).
     """
     counts = d.attempts.counts
-    span_s = (d.last_time - d.first_time) / 1e9 if d.first_time is not None else 0.0
+    known = d.first_time is not None and d.last_time is not None
+    span_s = (d.last_time - d.first_time) / 1e9 if known else 0.0  # type: ignore[operator]
     p50, p99 = _latency_ms(d.attempts.latencies)
     ok_p50, ok_p99 = _latency_ms(d.attempts.ok_latencies)
     return {

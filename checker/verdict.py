@@ -69,7 +69,7 @@ class CheckResult:
         if not isinstance(raw, dict):
             raise ValueError("a result must be a JSON object")
         try:
-            verdict = Verdict(raw.get("verdict"))
+            verdict = Verdict(str(raw.get("verdict")))
         except ValueError:
             raise ValueError("verdict: allowed: valid, invalid or unknown") from None
         shapes: dict[str, tuple[type, type | None]] = {
@@ -80,7 +80,7 @@ class CheckResult:
         for name, (kind, item) in shapes.items():
             value = raw.get(name, kind())
             if not isinstance(value, kind) or (
-                item is not None and not all(isinstance(i, item) for i in value)
+                isinstance(value, list) and not all(isinstance(i, item or object) for i in value)
             ):
                 listed = "objects" if item is dict else "strings"
                 what = f"a list of {listed}" if item else "an object"

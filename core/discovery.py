@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,14 +42,14 @@ class Discovery:
         }
 
     @classmethod
-    def from_dict(cls, raw: dict[str, object]) -> Discovery:
+    def from_dict(cls, raw: Mapping[str, Any]) -> Discovery:
         pointer = raw.get("pointer")
         return cls(
             master_name=str(raw["master_name"]),
-            sentinels=[Endpoint.from_dict(s) for s in raw.get("sentinels", [])],  # type: ignore[union-attr]
-            aliases=dict(raw.get("aliases", {})),  # type: ignore[call-overload]
-            pointer=Endpoint.from_dict(pointer) if pointer else None,  # type: ignore[arg-type]
-            ports={int(p): str(n) for p, n in dict(raw.get("ports", {})).items()},  # type: ignore[call-overload]
+            sentinels=[Endpoint.from_dict(s) for s in raw.get("sentinels", [])],
+            aliases=dict(raw.get("aliases", {})),
+            pointer=Endpoint.from_dict(pointer) if pointer else None,
+            ports={int(p): str(n) for p, n in dict(raw.get("ports", {})).items()},
         )
 
 

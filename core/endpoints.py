@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,5 +17,5 @@ class Endpoint:
         return {"name": self.name, "host": self.host, "port": self.port}
 
     @classmethod
-    def from_dict(cls, raw: dict[str, object]) -> Endpoint:
-        return cls(name=str(raw["name"]), host=str(raw["host"]), port=int(raw["port"]))  # type: ignore[arg-type]
+    def from_dict(cls, raw: Mapping[str, Any]) -> Endpoint:
+        return cls(name=str(raw["name"]), host=str(raw["host"]), port=int(raw["port"]))

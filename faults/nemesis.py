@@ -15,6 +15,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from core.errors import ClusterError
@@ -45,7 +46,7 @@ def _error(e: BaseException) -> str:
 class _Action:
     at_ns: int
     seq: int
-    run: Callable[[], None]
+    run: Callable[[], object]
 
 
 class Nemesis:
@@ -72,10 +73,10 @@ class Nemesis:
 
     def start(self) -> None:
         for occurrence in self.schedule:
-            self._push(occurrence.at_ns, lambda o=occurrence: self.begin(o))
+            self._push(occurrence.at_ns, partial(self.begin, occurrence))
         self._thread.start()
 
-    def _push(self, at_ns: int, run: Callable[[], None]) -> None:
+    def _push(self, at_ns: int, run: Callable[[], object]) -> None:
         self._seq += 1
         heapq.heappush(self._actions, _Action(at_ns, self._seq, run))
 
@@ -158,13 +159,30 @@ class Nemesis:
         cluster = self.ctx.cluster
         self._record(INVOKE, "heal", {"phase": "heal"})
         problems: list[str] = []
-        steps: list[tuple[str, Callable[[], None]]] = [
-            ("resume workers", lambda: [w.signal(signal.SIGCONT) for w in self.ctx.workers]),
+        def resume_workers() -> None:
+            for worker in self.ctx.workers:
+                worker.signal(signal.SIGCONT)
+
+        def resume_nodes() -> None:
+            for node in cluster.nodes:
+                node.resume()
+
+        def restart_nodes() -> None:
+            for node in cluster.nodes:
+                if not node.running():
+                    node.restart()
+
+        def reset_client_clocks() -> None:
+            for control in self.ctx.client_clocks.values():
+                control.reset()
+
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("resume workers", resume_workers),
             ("reset toxiproxy", self._reset_network),
-            ("resume nodes", lambda: [n.resume() for n in cluster.nodes]),
-            ("restart nodes", lambda: [n.restart() for n in cluster.nodes if not n.running()]),
+            ("resume nodes", resume_nodes),
+            ("restart nodes", restart_nodes),
             ("reset clocks", cluster.reset_clocks),
-            ("reset client clocks", lambda: [c.reset() for c in self.ctx.client_clocks.values()]),
+            ("reset client clocks", reset_client_clocks),
             ("check health", cluster.wait_healthy),
         ]
         for what, step in steps:

@@ -115,9 +115,10 @@ def _testsuite(name: str, results: Sequence[CaseResult]) -> ET.Element:
     started = [r.started_at for r in results if r.started_at]
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(min(started or [time.time()])))
     suite = ET.Element(
-        "testsuite", name=_text(name), timestamp=stamp, hostname=socket.gethostname(),
-        **_counts(results),
-    )  # fmt: skip
+        "testsuite",
+        {"name": _text(name), "timestamp": stamp, "hostname": socket.gethostname()}
+        | _counts(results),
+    )
     for result in results:
         suite.append(_testcase(result))
     return suite
@@ -127,7 +128,7 @@ def junit_tree(results: Sequence[CaseResult]) -> ET.ElementTree:
     by_scenario: dict[str, list[CaseResult]] = {}
     for result in results:
         by_scenario.setdefault(result.case.name, []).append(result)
-    root = ET.Element("testsuites", name="lockharness suite", **_counts(results))
+    root = ET.Element("testsuites", {"name": "lockharness suite"} | _counts(results))
     for name, group in by_scenario.items():
         root.append(_testsuite(name, group))
     tree = ET.ElementTree(root)

@@ -19,6 +19,14 @@ from harness.cluster.local import ClusterConfig, LocalCluster
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test is a server test (real redis-server, Toxiproxy or a whole run) unless its
+    module says it is a unit test: a new module lands in the slower, safer group."""
+    for item in items:
+        if item.get_closest_marker("unit") is None:
+            item.add_marker(pytest.mark.server)
+
+
 @pytest.fixture(scope="session")
 def binaries() -> tuple[Path, Path]:
     # A missing binary fails the suite (BadInput says how to install it); never a skip.

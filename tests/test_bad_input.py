@@ -8,6 +8,8 @@ import pytest
 
 from tests.conftest import lockharness
 
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
 
 def assert_rejected(tmp_path: Path, *args: str, mentions: list[str]) -> None:
     store = tmp_path / "store"

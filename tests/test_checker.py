@@ -18,6 +18,8 @@ from checker.stats import compute_stats, percentile
 from checker.verdict import CheckResult, Verdict, check_history
 from core.history import Event, HistoryError, read_history
 
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
 MS = 1_000_000
 
 

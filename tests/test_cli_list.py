@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.scenario import builtin_scenarios
 from tests.conftest import lockharness
 from workloads.registry import CLIENTS
+
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
 
 def test_list_shows_every_scenario_with_its_whole_expectation(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from core.errors import EXIT_BAD_INPUT, BadInput
 from harness.scenario import load_scenario
 from tests.conftest import lockharness
 
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
 HEAD = "description: d\nexpect: valid\nduration: 2s\n"
 GOOD = HEAD + "client: single\n"
 

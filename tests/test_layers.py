@@ -9,6 +9,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "harness", "workloads", "faults", "checker", "compose")
 

@@ -36,6 +36,8 @@ from harness.scenario import (
 )
 from workloads.registry import CLIENTS
 
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
 BUILTINS = {"single-baseline", "redlock-baseline", "unsafe-release-demo"}
 
 GOOD = """\

@@ -20,6 +20,8 @@ from core.history import Event, HistoryFile, read_history
 from tests.conftest import lockharness
 from tests.test_checker import History
 
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
 MS = 1_000_000
 
 

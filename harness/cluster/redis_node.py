@@ -140,7 +140,8 @@ class LocalRedisNode(ServerProcess):
             raise ClusterError(f"node {self.name} was never started")
         self.start(timeout_s)
 
-    def kill(self, power_loss: bool = False) -> AofTruncation | None:
+    # A node's kill may also cut its AOF, as a power loss does, and says what it cut.
+    def kill(self, power_loss: bool = False) -> AofTruncation | None:  # type: ignore[override]
         """SIGKILL, reaped on return.
 
         A plain SIGKILL loses nothing Redis already write()-ed: those bytes sit in the page

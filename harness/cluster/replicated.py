@@ -83,7 +83,8 @@ class ReplicatedCluster(LocalCluster):
         if not self._sentinels:
             pointer = single_try_client(self.resource, 1.0, decode_responses=True)
             try:
-                return pointer.get(POINTER_KEY)
+                master = pointer.get(POINTER_KEY)
+                return None if master is None else str(master)
             finally:
                 pointer.close()
         answers = [self._ask_master(s) for s in self._sentinels]
@@ -191,7 +192,7 @@ class ReplicatedCluster(LocalCluster):
         """A master everyone agrees on, every replica online behind it, and every sentinel
         knowing every replica and every other sentinel (so a failover can be voted)."""
         deadline = time.monotonic() + timeout_s
-        problem = "not checked yet"
+        problem: str | None = "not checked yet"
         while time.monotonic() < deadline:
             problem = self._convergence_problem()
             if problem is None:

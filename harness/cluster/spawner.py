@@ -60,7 +60,7 @@ def _die_with(parent: int) -> Callable[[], None]:
     return arm
 
 
-_Request = tuple[list[str], dict[str, Any], "Future[subprocess.Popen[bytes]]"]
+_Request = tuple[list[str], dict[str, Any], "Future[subprocess.Popen[Any]]"]
 
 
 class _Spawner:
@@ -81,7 +81,7 @@ class _Spawner:
                 result.set_exception(e)
 
     def popen(self, argv: list[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
-        result: Future[subprocess.Popen[bytes]] = Future()
+        result: Future[subprocess.Popen[Any]] = Future()
         self._requests.put((argv, {**options, "preexec_fn": _die_with(self.pid)}, result))
         return result.result()
 
