@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from core.history import ACQUIRE, FAIL, INFO, NEMESIS, OK, RELEASE, Event
-from harness.reports.timeline import FaultPeriod, Op, client_ops, fault_colour, fault_periods
+from harness.reports.analysis import FaultPeriod, Op, client_ops, fault_periods
+from harness.reports.colours import fault_colour
 
 # Jepsen's outcome colours, darkened a little: points must stand out on white.
 _OUTCOME_COLOURS = {OK: "#2b7bd6", FAIL: "#e0559a", INFO: "#f08c00"}

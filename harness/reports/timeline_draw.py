@@ -1,0 +1,189 @@
+"""One window of the timeline as HTML: its model placed on a ``Canvas``, one absolutely
+positioned element per tick, fault band, lease, op and witness. Every value is filled in by
+``markup.fill``, so whatever came from the history is escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from string import Template
+
+from harness.reports.markup import Html, fill, join
+from harness.reports.timeline_layout import (
+    AXIS_W,
+    COL_W,
+    LEASE_INSET,
+    LEASE_W,
+    MIN_FAULT_H,
+    MIN_WITNESS_H,
+    OP_INSET,
+    TICK_NUDGE,
+    Canvas,
+)
+from harness.reports.timeline_model import (
+    Column,
+    FaultBand,
+    LeaseFrame,
+    OpBox,
+    Tick,
+    WindowView,
+    WitnessMark,
+)
+
+_TICK = Template(
+    '<div class="grid" style="top:${y}px;width:${width}px"></div>'
+    '<div class="tick" style="top:${label_y}px">$label</div>'
+)
+_BAND = Template(
+    '<div class="$cls" style="$box;left:${left}px;width:${width}px;background:$colour" '
+    'title="$title"></div>'
+)
+_LABEL = Template(
+    '<div class="flabel" style="$box;left:${left}px;border-color:$colour" title="$title">'
+    '<span style="background:$colour">$label</span></div>'
+)
+_LEASE = Template(
+    '<div class="$cls"$anchor data-token="$token" style="$box;left:${left}px" title="$title"></div>'
+)
+_ANCHOR = Template(' id="lease-$index"')
+_DEADLINE = Template(
+    '<div class="deadline" style="top:${y}px;left:${left}px" '
+    'title="validity deadline of $token: $time"></div>'
+)
+_OP = Template('<div class="op $outcome" style="$box;left:${left}px" title="$title"></div>')
+_MARK = Template(
+    '<a class="violation $kind" id="witness-$n" href="#witness-$n-entry" data-witness="$n" '
+    'data-kind="$kind" data-key="$key" data-tokens="$tokens"$data '
+    'style="$box;left:${left}px;width:${width}px" title="W$n: $description">'
+    "$boxes$bridge<span>W$n</span></a>"
+)
+_OVERLAP_DATA = Template(
+    ' data-first-token="$first" data-second-token="$second"'
+    ' data-first-lease="lease-$first_lease" data-second-lease="lease-$second_lease"'
+)
+_TOKEN_DATA = Template(' data-token="$token"')
+_MARK_BOX = Template('<i style="left:${left}px"></i>')
+_BRIDGE = Template('<b style="width:${width}px"></b>')
+_HEADING = Template('<div class="colhead" style="left:${left}px">p$process$worker</div>')
+_WORKER = Template("<small>w$worker</small>")
+_HEADINGS = Template(
+    '<div class="heads" style="width:${width}px"><div class="colhead axis">time</div>'
+    '$cells<div class="colhead faults" style="left:${right}px">faults</div></div>'
+)
+_WINDOW = Template(
+    '<section class="window"><h3>$caption</h3>$headings'
+    '<div class="tl" style="width:${width}px;height:${height}px">$parts</div></section>'
+)
+
+
+def seconds(ns: float) -> str:
+    return f"{ns / 1e9:.3f} s"
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.1f} ms"
+
+
+def short(token: str | None) -> str:
+    return "-" if not token else token[:8] + "…"
+
+
+def _ticks(canvas: Canvas, ticks: Sequence[Tick]) -> list[Html]:
+    return [fill(_TICK, y=f"{canvas.y(t.time):.1f}", width=canvas.columns_right,
+                 label_y=f"{canvas.y(t.time) - TICK_NUDGE:.1f}", label=t.label)
+            for t in ticks]  # fmt: skip
+
+
+def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
+    p = band.period
+    until = seconds(p.end) if p.ended else "the end (never stopped)"
+    title = f"{band.label}: {seconds(p.start)} → {until}"
+    box = canvas.span(p.start, p.end, min_h=MIN_FAULT_H)
+    out = [fill(_BAND, cls="fault", box=box, left=AXIS_W, width=canvas.columns_right - AXIS_W,
+                colour=band.colour, title=title)]  # fmt: skip
+    out += [fill(_BAND, cls="fault hit", box=box, left=canvas.x(c), width=COL_W,
+                 colour=band.colour, title=title)
+            for c in band.hit_columns]  # fmt: skip
+    out.append(fill(_LABEL, box=box, left=canvas.label_x(band.lane), colour=band.colour,
+                    title=title, label=band.label))  # fmt: skip
+    return out
+
+
+def _lease(canvas: Canvas, frame: LeaseFrame) -> list[Html]:
+    s = frame.section
+    overran = ""
+    if s.deadline is not None and s.end > s.deadline:
+        overran = f", {_ms(s.end - s.deadline)} past its validity deadline"
+    title = (
+        f"p{s.process} holds {s.key} (token {short(s.token)}, granted by "
+        f"{','.join(s.grants) or '?'}): {seconds(s.start)} → {seconds(s.end)}"
+        f"{'' if s.closed else ' (never released)'}{overran}"
+    )
+    if frame.witnesses:
+        title += "; in witness " + " ".join(f"W{n}" for n in frame.witnesses)
+    left = canvas.x(frame.column) + LEASE_INSET
+    anchor = fill(_ANCHOR, index=s.acquire_index) if frame.anchor else Html()
+    cls = "lease bad" if frame.witnesses else "lease"
+    out = [fill(_LEASE, cls=cls, anchor=anchor, token=s.token, box=canvas.span(s.start, s.end),
+                left=left, title=title)]  # fmt: skip
+    if frame.deadline_shown and s.deadline is not None:
+        # Where a lease should have ended: the overrun below it is the hazard.
+        out.append(fill(_DEADLINE, y=f"{canvas.y(s.deadline):.1f}", left=left,
+                        token=short(s.token), time=seconds(s.deadline)))  # fmt: skip
+    return out
+
+
+def _op(canvas: Canvas, box: OpBox) -> Html:
+    op = box.op
+    # Terse: with thousands of ops, every byte of a title counts in the page's size.
+    took = f"+{_ms(op.end - op.start)}" if op.completed else "never completed"
+    title = f"p{op.process} {op.f} {op.outcome} {seconds(op.start)} {took}"
+    if op.token:
+        title += f" {short(op.token)}"
+    return fill(_OP, outcome=op.outcome, box=canvas.span(op.start, op.end),
+                left=canvas.x(box.column) + OP_INSET, title=title)  # fmt: skip
+
+
+def _mark(canvas: Canvas, mark: WitnessMark) -> Html:
+    """A red box on each convicted lease's column over the convicted stretch of time, joined
+    by a dashed bridge, with the tokens as data for whoever reads the page's DOM."""
+    first, last = mark.columns[0], mark.columns[-1]
+    across = canvas.x(last) - canvas.x(first)
+    if mark.leases:
+        data = fill(_OVERLAP_DATA, first=mark.tokens[0], second=mark.tokens[1],
+                    first_lease=mark.leases[0], second_lease=mark.leases[1])  # fmt: skip
+    else:
+        data = fill(_TOKEN_DATA, token=mark.tokens[0])
+    boxes = join([fill(_MARK_BOX, left=canvas.x(c) - canvas.x(first)) for c in mark.columns])
+    bridge = fill(_BRIDGE, width=across) if last > first else Html()
+    return fill(
+        _MARK, kind=mark.kind, n=mark.number, key=mark.key, tokens=" ".join(mark.tokens),
+        data=data, box=canvas.span(mark.start, mark.end, min_h=MIN_WITNESS_H),
+        left=canvas.x(first) + LEASE_INSET, width=across + LEASE_W,
+        description=mark.description, boxes=boxes, bridge=bridge,
+    )  # fmt: skip
+
+
+def _headings(canvas: Canvas, columns: Sequence[Column]) -> Html:
+    cells = [fill(_HEADING, left=canvas.x(i), process=c.process,
+                  worker=Html() if c.worker is None else fill(_WORKER, worker=c.worker))
+             for i, c in enumerate(columns)]  # fmt: skip
+    return fill(_HEADINGS, width=canvas.width, cells=join(cells), right=canvas.columns_right)
+
+
+def draw_window(view: WindowView, columns: Sequence[Column]) -> Html:
+    """The window's caption, column headings and drawing, in the order they stack: later
+    elements are drawn over earlier ones where their z-index ties."""
+    w = view.window
+    canvas = Canvas(w, view.px_per_ns, len(columns), view.lanes)
+    parts = _ticks(canvas, view.ticks)
+    for band in view.faults:
+        parts += _fault(canvas, band)
+    for frame in view.leases:
+        parts += _lease(canvas, frame)
+    parts += [_op(canvas, box) for box in view.ops]
+    parts += [_mark(canvas, mark) for mark in view.witnesses]
+    caption = f"{seconds(w.start)} → {seconds(w.end)}: {len(view.ops)} operations"
+    if w.truncated:
+        caption += " (cut short to stay within the page's budget)"
+    return fill(_WINDOW, caption=caption, headings=_headings(canvas, columns),
+                width=canvas.width, height=f"{canvas.height:.0f}", parts=join(parts))  # fmt: skip

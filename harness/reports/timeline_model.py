@@ -1,0 +1,306 @@
+"""What the timeline page shows, as plain data: columns, operations, lease frames, fault
+bands, witness marks and axis ticks per window of time, and the facts in the page's header.
+
+A pure function of the history, the check result and the scenario: no HTML here (the text
+in it is raw and is escaped where it is drawn) and no pixels but the scale of each window,
+which the tick spacing depends on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checker.digest import critical_sections
+from checker.sections import Section
+from checker.verdict import CheckResult
+from core.history import Event
+from harness.console import describe_stats, describe_witness
+from harness.reports.analysis import (
+    MAX_OPS,
+    FaultPeriod,
+    Op,
+    Window,
+    choose_windows,
+    client_ops,
+    fault_periods,
+    overlapping,
+    witness_parties,
+    witness_span,
+)
+from harness.reports.colours import fault_colour
+from harness.reports.timeline_layout import scale, tick_step
+from harness.scenario import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    process: int | str  # the logical client
+    worker: int | None  # N of the worker wN that runs it, when the scenario says
+
+
+@dataclass(frozen=True, slots=True)
+class OpBox:
+    column: int
+    op: Op
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseFrame:
+    """A critical section, behind its operations."""
+
+    column: int
+    section: Section
+    witnesses: tuple[int, ...]  # the numbers of the witnesses that convict it
+    anchor: bool  # carries the lease's id: only its first drawing, so ids stay unique
+    deadline_shown: bool  # its validity deadline falls inside it and the window
+
+
+@dataclass(frozen=True, slots=True)
+class FaultBand:
+    period: FaultPeriod
+    label: str  # the fault's name and its targets
+    lane: int  # labels of overlapping faults sit side by side
+    colour: str
+    hit_columns: tuple[int, ...]  # clients of a targeted worker: frozen, so shaded darker
+
+
+@dataclass(frozen=True, slots=True)
+class WitnessMark:
+    """A witness drawn on the leases it convicts, over the stretch of time it convicts."""
+
+    number: int
+    kind: str
+    key: Any  # as the witness has it: text from the history, or missing
+    start: int
+    end: int
+    columns: tuple[int, ...]  # sorted; the convicted leases' columns that are drawn
+    tokens: tuple[str, ...]  # of the convicted leases, the offender first
+    leases: tuple[Any, ...]  # an overlap's two acquire indexes, as the witness has them
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    time: int
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class WindowView:
+    window: Window
+    px_per_ns: float
+    lanes: int
+    ticks: tuple[Tick, ...]
+    faults: tuple[FaultBand, ...]
+    leases: tuple[LeaseFrame, ...]
+    ops: tuple[OpBox, ...]
+    witnesses: tuple[WitnessMark, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRef:
+    process: Any  # as the witness names it
+    token: str
+    acquire_index: int | None  # None when no lease in the history has that token
+
+
+@dataclass(frozen=True, slots=True)
+class WitnessEntry:
+    number: int
+    parties: tuple[LeaseRef, ...]
+    drawn: bool  # False when no window drawn holds it
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Windowing:
+    """Said on the page when it shows only part of the history."""
+
+    total_ops: int
+    shown_ops: int
+    windows: int
+    around_violations: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    name: str
+    verdict: str
+    expectation: str
+    as_expected: bool
+    facts: tuple[tuple[str, str], ...]
+    reasons: tuple[str, ...]
+    witnesses: tuple[WitnessEntry, ...]
+    fault_legend: tuple[tuple[str, str], ...]  # (kind, colour) of each kind shown
+    columns: tuple[Column, ...]
+    windows: tuple[WindowView, ...]
+    windowing: Windowing | None
+
+
+def _process_order(process: int | str) -> tuple[int, int, str]:
+    return (0, process, "") if isinstance(process, int) else (1, 0, str(process))
+
+
+def _worker(process: int | str, threads: int | None) -> int | None:
+    return process // threads + 1 if isinstance(process, int) and threads else None
+
+
+def _span(ns: int) -> str:
+    """A duration as a person writes it: 1 s, 2.5 s, 300 ms, 0.5 ms."""
+    return f"{ns / 1e9:g} s" if ns >= 1_000_000_000 else f"{ns / 1e6:g} ms"
+
+
+def _facts(scenario: Scenario, result: CheckResult) -> tuple[tuple[str, str], ...]:
+    w = scenario.workload
+    return (
+        ("client", scenario.client.name),
+        ("seed", "not recorded" if scenario.seed is None else str(scenario.seed)),
+        ("duration", _span(scenario.duration_ns)),
+        ("workload", f"{w.workers} workers, {w.threads} threads each, {w.keys} key(s), "
+                     f"TTL {_span(w.ttl_ns)}, hold {_span(w.hold_min_ns)} to "
+                     f"{_span(w.hold_max_ns)}"),
+        ("stats", describe_stats(result.stats)),
+    )  # fmt: skip
+
+
+def fault_lanes(periods: Sequence[FaultPeriod]) -> list[int]:
+    """A label lane per fault period so that labels of overlapping periods sit side by side."""
+    ends: list[int] = []
+    lanes = []
+    for period in periods:
+        lane = next((i for i, end in enumerate(ends) if end < period.start), len(ends))
+        if lane == len(ends):
+            ends.append(period.end)
+        else:
+            ends[lane] = period.end
+        lanes.append(lane)
+    return lanes
+
+
+def _ticks(window: Window, px_per_ns: float) -> tuple[Tick, ...]:
+    step = tick_step(px_per_ns)
+    decimals = max(0, min(6, 9 - len(str(step)) + 1))  # as many as the step needs
+    first = (window.start // step + 1) * step
+    return tuple(Tick(t, f"{t / 1e9:.{decimals}f} s") for t in range(first, window.end + 1, step))
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """The whole history, analysed once; each window takes its part."""
+
+    ops: Sequence[Op]
+    sections: Sequence[Section]
+    periods: Sequence[FaultPeriod]
+    witnesses: Sequence[dict[str, Any]]
+    columns: dict[int | str, int]  # column number per process
+    threads: int | None
+    token_section: dict[str, Section]
+    convicting: dict[int, tuple[int, ...]]  # witness numbers per lease, by acquire index
+
+
+def _band(run: _Run, period: FaultPeriod, lane: int) -> FaultBand:
+    label = period.name + (f" [{', '.join(period.targets)}]" if period.targets else "")
+    # A paused worker (w1, w2, ...) freezes exactly its own clients.
+    workers = {int(t[1:]) for t in period.targets if t[:1] == "w" and t[1:].isdigit()}
+    hit = tuple(column for process, column in run.columns.items()
+                if workers and _worker(process, run.threads) in workers)  # fmt: skip
+    return FaultBand(period, label, lane, fault_colour(period.kind), hit)
+
+
+def _mark(run: _Run, number: int, witness: dict[str, Any], window: Window) -> WitnessMark | None:
+    span = witness_span(witness)
+    if span is None or span[1] < window.start or span[0] > window.end:
+        return None
+    parties = witness_parties(witness, run.token_section)
+    columns = sorted({run.columns[p] for p, _ in parties if p in run.columns})
+    if not columns:
+        return None
+    leases: tuple[Any, ...] = ()
+    if witness.get("kind") == "overlap":
+        first, second = witness.get("first") or {}, witness.get("second") or {}
+        leases = (first.get("acquire_index"), second.get("acquire_index"))
+    return WitnessMark(number, str(witness.get("kind")), witness.get("key"), span[0], span[1],
+                       tuple(columns), tuple(t for _, t in parties), leases,
+                       describe_witness(witness))  # fmt: skip
+
+
+def _window(run: _Run, window: Window, anchored: set[int], marked: set[int]) -> WindowView:
+    """One window; ``anchored`` and ``marked`` (leases and witnesses drawn by the windows
+    before it) grow, so each gets its id once, in the first window that has it."""
+    ops = overlapping(run.ops, window)
+    periods = overlapping(run.periods, window)
+    lanes = fault_lanes(periods)
+    px_per_ns = scale(window, ops)
+    leases = []
+    for s in overlapping(run.sections, window):
+        anchor = s.acquire_index not in anchored
+        anchored.add(s.acquire_index)
+        shown = s.deadline is not None and window.start <= s.deadline <= s.end
+        convicting = run.convicting.get(s.acquire_index, ())
+        leases.append(LeaseFrame(run.columns[s.process], s, convicting, anchor, shown))
+    marks = []
+    for number, witness in enumerate(run.witnesses, start=1):
+        mark = None if number in marked else _mark(run, number, witness, window)
+        if mark is not None:
+            marked.add(number)
+            marks.append(mark)
+    return WindowView(
+        window, px_per_ns, max(lanes, default=0) + 1, _ticks(window, px_per_ns),
+        tuple(_band(run, p, lane) for p, lane in zip(periods, lanes, strict=True)),
+        tuple(leases), tuple(OpBox(run.columns[op.process], op) for op in ops), tuple(marks),
+    )  # fmt: skip
+
+
+def _entry(run: _Run, number: int, witness: dict[str, Any], drawn: bool) -> WitnessEntry:
+    refs = []
+    for process, token in witness_parties(witness, run.token_section):
+        section = run.token_section.get(token)
+        refs.append(LeaseRef(process, token, None if section is None else section.acquire_index))
+    return WitnessEntry(number, tuple(refs), drawn, describe_witness(witness))
+
+
+def _convicting(
+    witnesses: Sequence[dict[str, Any]], token_section: dict[str, Section]
+) -> dict[int, tuple[int, ...]]:
+    by_section: dict[int, tuple[int, ...]] = {}
+    for number, witness in enumerate(witnesses, start=1):
+        for _, token in witness_parties(witness, token_section):
+            section = token_section.get(token)
+            if section is not None:
+                index = section.acquire_index
+                by_section[index] = (*by_section.get(index, ()), number)
+    return by_section
+
+
+def build_page(
+    history: Sequence[Event], result: CheckResult, scenario: Scenario, max_ops: int = MAX_OPS
+) -> Page:
+    """Everything the page shows."""
+    ops = client_ops(history)
+    sections = critical_sections(history)
+    periods = fault_periods(history)
+    witnesses = result.witnesses
+    processes = sorted({op.process for op in ops} | {s.process for s in sections},
+                       key=_process_order)  # fmt: skip
+    token_section = {str(s.token): s for s in sections if s.token}
+    threads = scenario.workload.threads
+    run = _Run(ops, sections, periods, witnesses, {p: i for i, p in enumerate(processes)},
+               threads, token_section, _convicting(witnesses, token_section))  # fmt: skip
+    windows, windowed = choose_windows(ops, witnesses, max_ops)
+    anchored: set[int] = set()
+    marked: set[int] = set()
+    views = tuple(_window(run, w, anchored, marked) for w in windows)
+    entries = tuple(_entry(run, number, witness, number in marked)
+                    for number, witness in enumerate(witnesses, start=1))  # fmt: skip
+    windowing = None
+    if windowed:
+        shown = sum(len(view.ops) for view in views)
+        windowing = Windowing(len(ops), shown, len(views), bool(witnesses))
+    return Page(
+        scenario.name, result.verdict.value, str(scenario.expectation),
+        scenario.expectation.met_by(result), _facts(scenario, result), tuple(result.reasons),
+        entries, tuple((k, fault_colour(k)) for k in sorted({p.kind for p in periods})),
+        tuple(Column(p, _worker(p, threads)) for p in processes), views, windowing,
+    )  # fmt: skip
