@@ -85,8 +85,8 @@ def import_plugin(module_name: str, spec: importlib.machinery.ModuleSpec) -> typ
     loaded = sys.modules.get(top)
     there = getattr(loaded, "__file__", None)
     if loaded is not None and there and _same_file(spec, there):
-        by_name = module_name.partition(".")[0]  # no private name to translate
-        return _run(module_name, lambda: importlib.import_module(module_name), by_name)
+        # Its own name, no private one: the top name "translates" to itself in messages.
+        return _run(module_name, lambda: importlib.import_module(module_name), top)
     private = private_name(spec)
     package = sys.modules.get(private) or _run(module_name, lambda: _load(private, spec), private)
     if not rest:
@@ -115,7 +115,7 @@ def _load(private: str, found: importlib.machinery.ModuleSpec) -> types.ModuleTy
         if spec.loader is not None:
             spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[private]
+        sys.modules.pop(private, None)  # a failed load leaves nothing behind, as import does
         raise
     return module
 
