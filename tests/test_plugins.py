@@ -3,6 +3,7 @@ the scenario is read, so every mistake is bad input (exit 254) before anything s
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ import yaml
 from core.history import read_history
 from harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
 from tests.conftest import REPO, lockharness, run
+from workloads.plugin_import import PRIVATE_PREFIX
+from workloads.plugins import PluginError, load_plugin
 
 EXAMPLE = REPO / "examples" / "plugin" / "my-lock.yaml"
 
@@ -160,6 +163,64 @@ def test_a_plugin_package_runs_in_the_workers_from_where_it_was_found(tmp_path: 
     assert yaml.safe_load(record.read_text()) == {"record": str(record), "tries": [1, 2]}
 
 
+# A plug-in importing a sibling module of its own directory by name: at load time, and
+# again in each worker when it is built.
+NAMED_LIKE_THE_HARNESS = """\
+import os
+
+import plug_helper
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from workloads.protocol import Lease
+
+
+class Lock:
+    \"\"\"SET NX PX, compare-and-delete, in a module named like a harness package.\"\"\"
+
+    OPTIONS = {"timeout": ("duration", "socket timeout")}
+
+    def __init__(self, nodes, clock, options, discovery=None):
+        import plug_helper as again  # the same sibling, imported again in the worker
+
+        self.script = again.RELEASE
+        self.node, self.clock = nodes[0], clock
+        timeout = options.get("timeout", 200_000_000) / 1e9
+        self.redis = redis.Redis(host=self.node.host, port=self.node.port,
+                                 socket_timeout=timeout, retry=Retry(NoBackoff(), 0))
+
+    def acquire(self, key, ttl_ms):
+        token, started = os.urandom(8).hex(), self.clock()
+        if not self.redis.set(key, token, nx=True, px=ttl_ms):
+            return None
+        return Lease(key, token, started + ttl_ms * 1_000_000 - 2_000_000, (self.node.name,))
+
+    def release(self, lease):
+        return bool(self.redis.eval(plug_helper.RELEASE, 1, lease.key, lease.token))
+
+    def close(self):
+        self.redis.close()
+"""
+
+
+@pytest.mark.parametrize("module", ["faults", "checker"])
+def test_a_plugin_named_like_a_harness_package_loads_and_runs(tmp_path: Path, module: str) -> None:
+    # The harness's own faults and checker packages are imported by the run; the plug-in's
+    # file is loaded under a private name, so neither shadows the other.
+    path = scenario_with(
+        tmp_path, f"{{class: '{module}:Lock', options: {{timeout: 100ms}}}}",
+        {f"{module}.py": NAMED_LIKE_THE_HARNESS, "plug_helper.py": HELPER},
+    )  # fmt: skip
+    code, results, run_dir, output = run(tmp_path, str(path))
+    assert code == 0, output
+    assert results["client"] == f"{module}:Lock"
+    assert results["verdict"] == "valid" and results["as_expected"] is True
+    assert results["stats"]["cycles"] > 10 and results["stats"]["info"] == 0
+    resolved = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    assert resolved["client"]["class"] == f"{module}:Lock"
+
+
 # ---- bad plug-ins: exit 254, the file and client.class named, nothing started -----------------
 
 
@@ -220,6 +281,18 @@ BAD_PLUGINS = {
     "needs_masters not a bool": (
         "plug:Lock", {"plug.py": declaring("needs_masters = 'yes'")},
         ["plug:Lock.needs_masters is 'yes'", "True or False"],
+    ),
+    "named like a harness package, no such attribute": (
+        "faults:Nope", {"faults.py": GOOD_CLASS},
+        ["module 'faults'", "faults.py) has no attribute 'Nope'", "classes there: Lock"],
+    ),
+    "named like a harness package, no release": (
+        "checker:Lock", {"checker.py": lock_module(**{"def release": "def let_go"})},
+        ["checker:Lock has no method 'release'", "release(lease) -> bool"],
+    ),
+    "named like a harness package, import raises": (
+        "checker:Lock", {"checker.py": "raise RuntimeError('no config')\n"},
+        ["importing module 'checker' raised RuntimeError: no config", "checker.py:1"],
     ),
     "clashes with a loaded module": (
         "yaml:Lock", {"yaml.py": GOOD_CLASS},
@@ -301,6 +374,35 @@ def test_client_flag_takes_a_plugin_with_the_same_checks(tmp_path: Path) -> None
 
 
 # ---- in process: how a plug-in is resolved and written back ---------------------------------
+
+
+def test_a_plugin_is_registered_only_under_its_private_name(tmp_path: Path) -> None:
+    (tmp_path / "faults.py").write_text(GOOD_CLASS)
+    (tmp_path / "relpkg").mkdir()
+    (tmp_path / "relpkg" / "__init__.py").write_text("")
+    (tmp_path / "relpkg" / "sib.py").write_text("TAG = 'sibling'\n")
+    (tmp_path / "relpkg" / "lock.py").write_text("from . import sib\n\n" + GOOD_CLASS)
+    harness_faults = sys.modules.get("faults")
+    info = load_plugin("faults:Lock", [str(tmp_path)]).info
+    cls = info.factory()
+    assert cls.__module__.startswith(PRIVATE_PREFIX) and info.name == "faults:Lock"
+    assert sys.modules.get("faults") is harness_faults  # neither replaced nor added
+    assert str(tmp_path) not in sys.path  # the loader only inspects: its directory is gone
+    assert load_plugin("faults:Lock", [str(tmp_path)]).info.factory() is cls  # loaded once
+    # A package: its relative imports reach its own siblings, through the private name.
+    lock = load_plugin("relpkg.lock:Lock", [str(tmp_path)]).info.factory()
+    assert sys.modules[lock.__module__].sib.TAG == "sibling"
+    assert "relpkg" not in sys.modules
+
+
+def test_a_plugin_declares_its_ttl_step(tmp_path: Path) -> None:
+    (tmp_path / "stepped.py").write_text(declaring("ttl_step_ms = 1000"))
+    (tmp_path / "badstep.py").write_text(declaring("ttl_step_ms = 0"))
+    assert load_plugin("stepped:Lock", [str(tmp_path)]).info.ttl_step_ms == 1000
+    with pytest.raises(PluginError, match=r"badstep:Lock.ttl_step_ms is 0; expected: a whole"):
+        load_plugin("badstep:Lock", [str(tmp_path)])
+
+
 
 
 def test_a_resolved_plugin_scenario_reads_back_equal_from_elsewhere(tmp_path: Path) -> None:

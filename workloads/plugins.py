@@ -2,32 +2,32 @@
 
 A plug-in is imported and inspected before anything starts, so that every mistake is
 bad input naming the class, not a worker dying mid-run. What it declares (OPTIONS,
-needs_masters, reentrant) becomes a ClientInfo like a built-in client's, so the
-scenario's cross-checks treat both alike.
+needs_masters, reentrant, ...: workloads/declaration.py) becomes a ClientInfo the same way
+a built-in client's declaration does, so the scenario's cross-checks treat both alike.
 
 Where its module comes from: the directories given (a scenario's ``client.path``, then
-the scenario's directory and the current directory), then the normal sys.path. The
-directory it was found in is handed on, so a worker (a separate process, started from
-the run's own cwd) imports the very same file: the runner puts the directories in
-LOCKHARNESS_PLUGIN_PATH, which ``load_plugin`` reads in the worker.
+the scenario's directory and the current directory), then the normal sys.path. It is
+loaded from its file under a private module name (workloads/plugin_import.py), so any
+name works, even one of the harness's own packages. The directory it was found in is
+handed on, so a worker (a separate process, started from the run's own cwd) loads the
+very same file: the runner puts the directories in LOCKHARNESS_PLUGIN_PATH, which
+``load_plugin`` reads in the worker.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
 import inspect
 import os
 import re
 import sys
-import traceback
 import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
-from workloads.client_info import ClientInfo, option_kind_ok
+from workloads.client_info import ClientInfo
+from workloads.declaration import DeclarationError, declared_info
+from workloads.plugin_import import ImportFailed, NotFound, find_top, import_plugin
 
 # How the runner hands a worker its plug-in's directories (os.pathsep-separated).
 PLUGIN_PATH_ENV = "LOCKHARNESS_PLUGIN_PATH"
@@ -92,42 +92,43 @@ def load_plugin(
     ]:
         unique.setdefault(directory, (directory, why))
     places = list(unique.values())
-    found = _where(module_name.partition(".")[0], places)
+    top = module_name.partition(".")[0]
+    try:
+        found, spec = find_top(top, places)
+    except ImportFailed as e:
+        raise PluginError(str(e)) from None
+    if spec is None:
+        raise _not_found(module_name, f"No module named '{top}'", places)
     dirs = tuple(dict.fromkeys([*path, *inherited, *([found] if found else [])]))
-    # In a worker the plug-in's code runs, and may import more of its own later: its
-    # directories stay on sys.path. The harness only inspects the class, so there they
-    # go again, lest a user's file shadow a module the harness imports later.
+    # In a worker the plug-in's code runs, and may import more of its own later (its
+    # siblings, by name): its directories stay on sys.path. The harness only inspects the
+    # class, so there they go again, lest a user's file shadow a module imported later.
     with _on_path(dirs, keep=bool(inherited)):
-        module = _import(module_name, places)
+        try:
+            module = import_plugin(module_name, spec)
+        except NotFound as e:
+            raise _not_found(e.name, e.reason, places) from None
+        except ImportFailed as e:
+            raise PluginError(str(e)) from None
     cls = _attribute(module, module_name, attr, class_path)
     _check_class(cls, class_path)
-    return Plugin(_info(cls, class_path), dirs)
+    factory_path = f"{module.__name__}:{attr}"  # the private name, in a worker too
+    try:
+        info = declared_info(cls, class_path, factory_path, class_path, f"plug-in {class_path}")
+    except DeclarationError as e:
+        raise PluginError(str(e)) from None
+    return Plugin(info, dirs)
 
 
-def _where(top: str, places: Sequence[tuple[str, str]]) -> str | None:
-    """The first directory holding module or package ``top``, if any of ``places`` does;
-    a name already imported from elsewhere would silently win, so that is an error."""
-    importlib.invalidate_caches()  # a module written since the last look must be seen
-    for directory, _ in places:
-        spec = importlib.machinery.PathFinder.find_spec(top, [directory])
-        if spec is None:
-            continue
-        loaded = sys.modules.get(top)
-        here = spec.origin or next(iter(spec.submodule_search_locations or []), None)
-        there = getattr(loaded, "__file__", None)
-        if loaded is not None and there and here and not _same_module(here, there):
-            raise PluginError(
-                f"module '{top}' is in {directory}, but a module of that name is already "
-                f"loaded from {there} (the harness's own, or another plug-in's); "
-                "expected: a module name no other loaded module has"
-            )
-        return directory
-    return None
-
-
-def _same_module(here: str, there: str) -> bool:
-    a, b = Path(here).resolve(), Path(there).resolve()
-    return a == b or a == b.parent  # a package: its directory vs its __init__.py
+def _not_found(module_name: str, reason: str, places: Sequence[tuple[str, str]]) -> PluginError:
+    looked = ", ".join(f"{d} ({why})" for d, why in places)
+    looked = f"{looked}, then sys.path" if looked else "sys.path"
+    top = module_name.partition(".")[0]
+    return PluginError(
+        f"module '{module_name}' not found (ModuleNotFoundError: {reason}); looked in "
+        f"{looked}; expected: {top}.py or a package {top}/ in one of those "
+        "directories, or an installed module"
+    )
 
 
 @contextmanager
@@ -140,41 +141,6 @@ def _on_path(dirs: Sequence[str], *, keep: bool) -> Iterator[None]:
         if not keep:
             for d in added:
                 sys.path.remove(d)
-
-
-def _import(module_name: str, places: Sequence[tuple[str, str]]) -> types.ModuleType:
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name is not None and (module_name + ".").startswith(e.name + "."):
-            # The module itself (or its package) is missing, not something it imports.
-            looked = ", ".join(f"{d} ({why})" for d, why in places)
-            looked = f"{looked}, then sys.path" if looked else "sys.path"
-            top = module_name.partition(".")[0]
-            raise PluginError(
-                f"module '{module_name}' not found ({type(e).__name__}: {e}); looked in "
-                f"{looked}; expected: {top}.py or a package {top}/ in one of those "
-                "directories, or an installed module"
-            ) from None
-        raise _raised(module_name, e) from None
-    except (Exception, SystemExit) as e:  # user code: anything, even sys.exit()
-        raise _raised(module_name, e) from None
-
-
-def _raised(module_name: str, e: BaseException) -> PluginError:
-    """Importing ran the module and it raised: show what and where."""
-    machinery = str(Path(importlib.__file__).parent)
-    frames = [
-        f for f in traceback.extract_tb(e.__traceback__)
-        if not f.filename.startswith(("<", machinery))
-    ]  # fmt: skip
-    # A SyntaxError names its file and line itself; its traceback has no frame there.
-    shown = frames and not isinstance(e, SyntaxError)
-    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if shown else ""
-    return PluginError(
-        f"importing module '{module_name}' raised {type(e).__name__}: {e}{where}; "
-        "expected: a module that imports without an error"
-    )
 
 
 def _attribute(module: types.ModuleType, module_name: str, attr: str, class_path: str) -> object:
@@ -245,50 +211,3 @@ def _a(value: object) -> str:
     """What a value is, for messages: "an int", "a function"."""
     kind = type(value).__name__
     return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
-
-
-def _info(cls: type, class_path: str) -> ClientInfo:
-    """What the class declares, as the registry knows a built-in client."""
-    flags = {}
-    for flag in ("needs_masters", "reentrant"):
-        value = getattr(cls, flag, False)
-        if not isinstance(value, bool):
-            raise PluginError(
-                f"{class_path}.{flag} is {value!r}; expected: True or False (default False)"
-            )
-        flags[flag] = value
-    declared = hasattr(cls, "OPTIONS")  # else: options passed through as written
-    options = _options(getattr(cls, "OPTIONS", None), class_path) if declared else {}
-    doc = (cls.__doc__ or "").strip().splitlines()
-    return ClientInfo(
-        name=class_path,
-        description=doc[0] if doc else f"plug-in {class_path}",
-        factory_path=class_path,
-        options=options,
-        needs_masters=flags["needs_masters"],
-        reentrant=flags["reentrant"],
-        extends=callable(getattr(cls, "extend", None)),  # workload.extend may use it
-        free_options=not declared,
-    )
-
-
-def _options(raw: object, class_path: str) -> dict[str, tuple[str, str]]:
-    expected = (
-        "OPTIONS = {name: (kind, help)} with kind one of duration, int, float, bool, str, "
-        "or choice:a|b|c, and help a string"
-    )
-    if not isinstance(raw, dict):
-        raise PluginError(f"{class_path}.OPTIONS is {_a(raw)}; expected: {expected}")
-    options: dict[str, tuple[str, str]] = {}
-    for name, spec in raw.items():
-        ok = (
-            isinstance(name, str) and name.isidentifier()
-            and isinstance(spec, tuple | list) and len(spec) == 2
-            and option_kind_ok(spec[0]) and isinstance(spec[1], str)
-        )  # fmt: skip
-        if not ok:
-            raise PluginError(
-                f"{class_path}.OPTIONS[{name!r}] is {spec!r}; expected: {expected}"
-            )
-        options[name] = (spec[0], spec[1])
-    return options

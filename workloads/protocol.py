@@ -1,10 +1,16 @@
-"""The lock-client protocol every algorithm (and user plug-in) implements."""
+"""The lock-client protocol every algorithm (and user plug-in) implements, and the
+optional abilities a client may add to it, each a protocol of its own.
+
+An ability is found by isinstance against its protocol (as Jepsen's db.clj has optional
+Kill, Pause and Primary protocols), never by probing for an attribute name: the name and
+what it must be are written down once, here.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
@@ -40,11 +46,43 @@ class LockClient(Protocol):
     def close(self) -> None: ...
 
 
-class ExtendingLockClient(LockClient, Protocol):
+@runtime_checkable
+class Extending(Protocol):
+    """A holder may push its lease's expiry out (workload.extend needs it)."""
+
     def extend(self, lease: Lease, ttl_ms: int) -> Lease | None:
         """Push the lease's expiry out; the extended Lease, or None if it could not be
         extended (the old lease keeps only the validity it had)."""
         ...
+
+
+class ExtendingLockClient(LockClient, Extending, Protocol):
+    """A lock client with the Extending ability."""
+
+
+@runtime_checkable
+class CrashPoint(Protocol):
+    """A client with a point inside acquire where a crash does the most harm (between two
+    commands that should have been one): it calls ``crash_between`` there, if set, and
+    the worker sets it to die when the nemesis armed the crash point."""
+
+    crash_between: Callable[[], None] | None
+
+
+@runtime_checkable
+class TrustsClientClock(Protocol):
+    """A client whose safety rests on its own wall clock (Unix ms): the worker replaces
+    ``wall_ms`` with the skewable clock of the nemesis's client-clock fault."""
+
+    wall_ms: Callable[[], int]
+
+
+class Reentrant(Protocol):
+    """The same owner may acquire again while it holds (each nested Lease says its depth).
+    No method shows it, so such a class says ``reentrant = True``; not runtime-checkable,
+    since ``reentrant = False`` has the attribute too (workloads/declaration.py reads it)."""
+
+    reentrant: ClassVar[Literal[True]]
 
 
 class ClientFactory(Protocol):

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
+from workloads.client_info import TIMEOUT_OPTION
 from workloads.fanout import FanOut
 from workloads.protocol import Clock, Lease
 from workloads.scripts import COMPARE_AND_DELETE
@@ -32,6 +33,12 @@ class ReleaseUnknown(Exception):
 
 
 class Redlock:
+    """Redlock: SET NX PX on N nodes concurrently, majority + validity, release on all"""
+
+    NAME = "redlock"
+    OPTIONS = {"timeout": TIMEOUT_OPTION}
+    needs_masters = True
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

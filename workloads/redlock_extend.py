@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
+from workloads.client_info import TIMEOUT_OPTION
 from workloads.protocol import Clock, Lease
 from workloads.redlock import Redlock
 from workloads.scripts import COMPARE_AND_PEXPIRE
@@ -32,6 +33,14 @@ DEFAULT_MAX_EXTENSIONS = 3
 
 
 class ExtendingRedlock(Redlock):
+    """Redlock plus extend: compare-and-pexpire on a majority within validity, bounded"""
+
+    NAME = "redlock-extend"
+    OPTIONS = {
+        "timeout": TIMEOUT_OPTION,
+        "max_extensions": ("int", "how many times one lease may be extended (default 3)"),
+    }
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

@@ -30,6 +30,10 @@ def fence_key(key: str) -> str:
 
 
 class FencedRedlock(Redlock):
+    """Redlock plus a fencing token: max of INCR fence:key over a majority of holders"""
+
+    NAME = "redlock-fenced"  # OPTIONS and needs_masters: Redlock's
+
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         lease = super().acquire(key, ttl_ms)
         if lease is None:

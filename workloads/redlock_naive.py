@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from core.connect import single_try_client
 from core.discovery import Discovery
 from core.endpoints import Endpoint
+from workloads.client_info import TIMEOUT_OPTION
 from workloads.protocol import Clock, Lease
 from workloads.redlock import ReleaseUnknown
 from workloads.scripts import COMPARE_AND_DELETE
@@ -34,6 +35,12 @@ NODE_ERRORS = (RedisError, OSError)  # down, too slow, or an error reply: a no
 
 
 class NaiveRedlock:
+    """Redlock without the validity check, nodes asked one after another"""
+
+    NAME = "redlock-naive"
+    OPTIONS = {"timeout": TIMEOUT_OPTION}
+    needs_masters = True
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

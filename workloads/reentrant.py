@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
+from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
 from workloads.one_node import OneNodeClient
 from workloads.protocol import Clock, Lease
 from workloads.scripts import REENTRANT_ACQUIRE, REENTRANT_RELEASE
@@ -26,6 +27,12 @@ from workloads.validity import validity_deadline
 
 
 class ReentrantLock(OneNodeClient):
+    """reentrant lock on one node: value owner:count, Lua acquire/release, TTL refreshed"""
+
+    NAME = "reentrant"
+    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+    reentrant = True  # the Reentrant protocol: nothing in the methods shows it
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

@@ -1,107 +1,79 @@
-"""The lock clients a scenario can name, with the options each accepts."""
+"""The lock clients a scenario can name: each built-in client's class, by name.
+
+Each class declares itself (description, options, abilities) exactly as a user's plug-in
+does (workloads/declaration.py); here it is only listed. It is listed by "module:Class"
+rather than imported: a worker imports only the client it runs, and an adapter's module
+needs its optional third-party library (`pip install .[clients]`). Only the name is
+written here too, because a scenario is checked against the names before any class is
+read; the class's own NAME must say the same (checked when it is read).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
-from workloads.adapters.catalog import ADAPTER_CLIENTS
-from workloads.client_info import DISCOVERY_OPTION as _DISCOVERY
-from workloads.client_info import NODE_OPTION as _NODE
-from workloads.client_info import TIMEOUT_OPTION as _TIMEOUT
+from workloads.adapters.catalog import ADAPTERS
 from workloads.client_info import ClientInfo
+from workloads.declaration import declared_info, declared_name
 from workloads.plugins import is_plugin_path, load_plugin
 
-CLIENTS: dict[str, ClientInfo] = {
-    info.name: info
-    for info in (
-        ClientInfo(
-            "single",
-            "SET key token NX PX ttl on one node; release by Lua compare-and-delete",
-            "workloads.single:SingleInstanceLock",
-            {
-                "timeout": _TIMEOUT,
-                "node": ("int", "which node (1-based) holds the lock (discovery: static)"),
-                "discovery": _DISCOVERY,
-                "wait_replicas": ("int", "WAIT for this many replicas after acquiring (0: no)"),
-                "wait_timeout": ("duration", "how long WAIT may take (default 100ms)"),
-            },
-        ),
-        ClientInfo(
-            "redlock",
-            "Redlock: SET NX PX on N nodes concurrently, majority + validity, release on all",
-            "workloads.redlock:Redlock",
-            {"timeout": _TIMEOUT},
-            needs_masters=True,
-        ),
-        ClientInfo(
-            "unsafe-del",
-            "BROKEN on purpose: SET NX PX, release by plain DEL without a token check",
-            "workloads.unsafe_del:UnsafeDelLock",
-            {"timeout": _TIMEOUT, "node": _NODE},
-        ),
-        ClientInfo(
-            "setnx-del",
-            "SETNX key token, release by DEL; no expiry: a crashed holder blocks forever",
-            "workloads.setnx_del:SetnxDelLock",
-            {"timeout": _TIMEOUT, "node": _NODE},
-        ),
-        ClientInfo(
-            "setnx-expire",
-            "SETNX then EXPIRE as a second command (crash hook between); release GET+DEL",
-            "workloads.setnx_expire:SetnxExpireLock",
-            {"timeout": _TIMEOUT, "node": _NODE},
-        ),
-        ClientInfo(
-            "setnx-getset",
-            "SETNX key expiry (client clock), take stale locks over by GETSET; trusts clocks",
-            "workloads.setnx_getset:SetnxGetsetLock",
-            {"timeout": _TIMEOUT, "node": _NODE},
-        ),
-        ClientInfo(
-            "set-nx-watch",
-            "SET NX EX; release by WATCH/GET/MULTI/DEL/EXEC, retried on a concurrent write",
-            "workloads.set_nx_watch:SetNxWatchLock",
-            {
-                "timeout": _TIMEOUT,
-                "node": _NODE,
-                "release_retries": ("int", "retries after a WatchError on release (default 3)"),
-            },
-        ),
-        ClientInfo(
-            "redlock-naive",
-            "Redlock without the validity check, nodes asked one after another",
-            "workloads.redlock_naive:NaiveRedlock",
-            {"timeout": _TIMEOUT},
-            needs_masters=True,
-        ),
-        ClientInfo(
-            "reentrant",
-            "reentrant lock on one node: value owner:count, Lua acquire/release, TTL refreshed",
-            "workloads.reentrant:ReentrantLock",
-            {"timeout": _TIMEOUT, "node": _NODE},
-            reentrant=True,
-        ),
-        ClientInfo(
-            "redlock-extend",
-            "Redlock plus extend: compare-and-pexpire on a majority within validity, bounded",
-            "workloads.redlock_extend:ExtendingRedlock",
-            {
-                "timeout": _TIMEOUT,
-                "max_extensions": ("int", "how many times one lease may be extended (default 3)"),
-            },
-            needs_masters=True,
-            extends=True,
-        ),
-        ClientInfo(
-            "redlock-fenced",
-            "Redlock plus a fencing token: max of INCR fence:key over a majority of holders",
-            "workloads.redlock_fenced:FencedRedlock",
-            {"timeout": _TIMEOUT},
-            needs_masters=True,
-        ),
-        *ADAPTER_CLIENTS,  # real third-party libraries behind the same protocol
-    )
+BUILT_INS: dict[str, str] = {
+    "single": "workloads.single:SingleInstanceLock",
+    "redlock": "workloads.redlock:Redlock",
+    "unsafe-del": "workloads.unsafe_del:UnsafeDelLock",
+    "setnx-del": "workloads.setnx_del:SetnxDelLock",
+    "setnx-expire": "workloads.setnx_expire:SetnxExpireLock",
+    "setnx-getset": "workloads.setnx_getset:SetnxGetsetLock",
+    "set-nx-watch": "workloads.set_nx_watch:SetNxWatchLock",
+    "redlock-naive": "workloads.redlock_naive:NaiveRedlock",
+    "reentrant": "workloads.reentrant:ReentrantLock",
+    "redlock-extend": "workloads.redlock_extend:ExtendingRedlock",
+    "redlock-fenced": "workloads.redlock_fenced:FencedRedlock",
+    **ADAPTERS,  # real third-party libraries behind the same protocol
 }
+
+
+def read_built_in(name: str, factory_path: str) -> ClientInfo:
+    """What the class at ``factory_path`` declares, as the client ``name``. An adapter
+    whose library is not installed still shows, as what to install: a run of it fails
+    in its workers as it did before, and everything else goes on without it."""
+    try:
+        cls = ClientInfo(name, "", factory_path).factory()
+    except ImportError as missing:
+        if name not in ADAPTERS:
+            raise
+        return ClientInfo(name, str(missing), factory_path)  # the optional `clients` extra
+    assert isinstance(cls, type), f"{factory_path} is not a class"
+    declared = declared_name(cls, factory_path)
+    if declared != name:
+        raise ValueError(f"{factory_path} declares NAME {declared!r}; the registry says {name!r}")
+    return declared_info(cls, name, factory_path, factory_path, None)
+
+
+class _BuiltIns(Mapping[str, ClientInfo]):
+    """The built-in clients by name, each class read when its entry is first looked at."""
+
+    def __init__(self, paths: Mapping[str, str]) -> None:
+        self._paths = dict(paths)
+        self._read: dict[str, ClientInfo] = {}
+
+    def __getitem__(self, name: str) -> ClientInfo:
+        info = self._read.get(name)
+        if info is None:
+            info = self._read[name] = read_built_in(name, self._paths[name])
+        return info
+
+    def __contains__(self, name: object) -> bool:  # a name check imports nothing
+        return name in self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+CLIENTS: Mapping[str, ClientInfo] = _BuiltIns(BUILT_INS)
 
 
 def client_info(name: str, path: Sequence[str] = ()) -> ClientInfo:

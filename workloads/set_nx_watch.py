@@ -24,6 +24,7 @@ from redis.exceptions import WatchError
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
+from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
 from workloads.one_node import OneNodeClient
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
@@ -36,6 +37,15 @@ class ReleaseContended(Exception):
 
 
 class SetNxWatchLock(OneNodeClient):
+    """SET NX EX; release by WATCH/GET/MULTI/DEL/EXEC, retried on a concurrent write"""
+
+    NAME = "set-nx-watch"
+    OPTIONS = {
+        "timeout": TIMEOUT_OPTION,
+        "node": NODE_OPTION,
+        "release_retries": ("int", "retries after a WatchError on release (default 3)"),
+    }
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

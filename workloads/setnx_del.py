@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import os
 
+from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
 from workloads.one_node import OneNodeClient
 from workloads.protocol import Lease
 
 
 class SetnxDelLock(OneNodeClient):
+    """SETNX key token, release by DEL; no expiry: a crashed holder blocks forever"""
+
+    NAME = "setnx-del"
+    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:  # ttl_ms: ignored, no expiry
         token = os.urandom(20).hex()
         if not self.redis.setnx(key, token):

@@ -21,12 +21,18 @@ from collections.abc import Callable, Sequence
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
+from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
 from workloads.one_node import OneNodeClient
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
 
 
 class SetnxExpireLock(OneNodeClient):
+    """SETNX then EXPIRE as a second command (crash hook between); release GET+DEL"""
+
+    NAME = "setnx-expire"
+    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

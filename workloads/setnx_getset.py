@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
+from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
 from workloads.one_node import OneNodeClient
 from workloads.protocol import Clock, Lease
 from workloads.validity import validity_deadline
@@ -45,6 +46,11 @@ def expiry_of(value: bytes | str) -> int:
 
 
 class SetnxGetsetLock(OneNodeClient):
+    """SETNX key expiry (client clock), take stale locks over by GETSET; trusts clocks"""
+
+    NAME = "setnx-getset"
+    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

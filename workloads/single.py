@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from core.discovery import Discovery, master_finder
 from core.endpoints import Endpoint
+from workloads.client_info import DISCOVERY_OPTION, TIMEOUT_OPTION
 from workloads.protocol import Clock, Lease
 from workloads.scripts import COMPARE_AND_DELETE
 from workloads.validity import validity_deadline
@@ -25,6 +26,17 @@ DEFAULT_WAIT_NS = 100_000_000
 
 
 class SingleInstanceLock:
+    """SET key token NX PX ttl on one node; release by Lua compare-and-delete"""
+
+    NAME = "single"
+    OPTIONS = {
+        "timeout": TIMEOUT_OPTION,
+        "node": ("int", "which node (1-based) holds the lock (discovery: static)"),
+        "discovery": DISCOVERY_OPTION,
+        "wait_replicas": ("int", "WAIT for this many replicas after acquiring (0: no)"),
+        "wait_timeout": ("duration", "how long WAIT may take (default 100ms)"),
+    }
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

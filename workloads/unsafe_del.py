@@ -8,10 +8,16 @@ else's. It exists to prove the checker says invalid; never use it for real.
 
 from __future__ import annotations
 
+from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
 from workloads.protocol import Lease
 from workloads.single import SingleInstanceLock
 
 
 class UnsafeDelLock(SingleInstanceLock):
+    """BROKEN on purpose: SET NX PX, release by plain DEL without a token check"""
+
+    NAME = "unsafe-del"
+    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}  # of single's, a static node only
+
     def release(self, lease: Lease) -> bool:
         return bool(self.nodes.for_release(lease.grants[0]).delete(lease.key))

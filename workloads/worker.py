@@ -31,7 +31,7 @@ from core.clock import ClockReader
 from core.discovery import Discovery
 from core.endpoints import Endpoint
 from core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
-from workloads.protocol import Lease, LockClient
+from workloads.protocol import CrashPoint, Extending, Lease, LockClient, TrustsClientClock
 from workloads.recorder import Recorder
 from workloads.registry import client_info
 from workloads.resource import Resource
@@ -110,11 +110,11 @@ class ClientLoop:
         self.client: LockClient = factory(
             config.nodes, self.clock, config.client_options, discovery=discovery
         )
-        if hasattr(self.client, "crash_between"):  # a client with a crash point (setnx-expire)
+        if isinstance(self.client, CrashPoint):  # e.g. setnx-expire, between its two commands
             self.client.crash_between = self._crash_if_armed
         run_dir = Path(config.history_path).parent  # the worker's files live beside its shard
         clock_file = client_clock_file(run_dir, config.worker)
-        if hasattr(self.client, "wall_ms") and clock_file.exists():  # it trusts its clock
+        if isinstance(self.client, TrustsClientClock) and clock_file.exists():
             reader = ClockReader(clock_file)
             self.client.wall_ms = lambda: reader.now_ns() // 1_000_000
         self._armed = crash_point_file(run_dir, config.worker)
@@ -226,10 +226,12 @@ class ClientLoop:
         return lease
 
     def extend(self, lease: Lease) -> Lease | None:
+        # The scenario allows workload.extend only for an Extending client (ClientInfo.extends).
+        assert isinstance(self.client, Extending), "extend asked of a client that cannot"
         ttl_ms = self.config.ttl_ms
         self.rec.record(self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms})
         try:
-            extended = self.client.extend(lease, ttl_ms)  # type: ignore[attr-defined]
+            extended = self.client.extend(lease, ttl_ms)
         except Exception as e:
             self.rec.record(self.process, INFO, EXTEND, lease.key, lease.token, _error(e))
             return None

@@ -7,10 +7,18 @@ from collections.abc import Sequence
 
 from core.discovery import Discovery, MasterFinder, master_finder
 from core.endpoints import Endpoint
+from workloads.client_info import DISCOVERY_OPTION, NODE_OPTION, TIMEOUT_OPTION
 from workloads.fanout import FanOut
 
 # Raised as ImportError when a library of the optional `clients` extra is not installed.
 NOT_INSTALLED = "{} is not installed: pip install '.[clients]' (or make setup)"
+
+# The options of an adapter on one instance, chosen as `single` chooses it (single_node).
+SINGLE_NODE_OPTIONS = {
+    "timeout": TIMEOUT_OPTION,
+    "node": NODE_OPTION,
+    "discovery": DISCOVERY_OPTION,
+}
 
 SINGLE_TIMEOUT_NS = 200_000_000  # as `single`
 MULTI_TIMEOUT_NS = 50_000_000  # as `redlock`: a per-node timeout well below the TTL

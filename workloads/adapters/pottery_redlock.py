@@ -24,6 +24,7 @@ from core.connect import single_try_client
 from core.discovery import Discovery
 from core.endpoints import Endpoint
 from workloads.adapters.common import MULTI_TIMEOUT_NS, NOT_INSTALLED, GrantObserver, timeout_s
+from workloads.client_info import TIMEOUT_OPTION
 from workloads.protocol import Clock, Lease
 
 try:
@@ -33,6 +34,18 @@ except ImportError as missing:  # the optional `clients` extra
 
 
 class PotteryRedlock:
+    """pottery 3.0.1's Redlock over N nodes, non-blocking; no deadline; grants observed"""
+
+    NAME = "pottery-redlock"
+    OPTIONS = {
+        "timeout": TIMEOUT_OPTION,
+        "raise_on_redis_errors": (
+            "bool",
+            "raise when a majority of nodes errored (library default: false)",
+        ),
+    }
+    needs_masters = True
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

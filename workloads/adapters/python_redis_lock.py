@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
-from workloads.adapters.common import NOT_INSTALLED, single_node
+from workloads.adapters.common import NOT_INSTALLED, SINGLE_NODE_OPTIONS, single_node
 from workloads.protocol import Clock, Lease
 
 try:
@@ -33,6 +33,14 @@ except ImportError as missing:  # the optional `clients` extra
 
 
 class PythonRedisLock:
+    """python-redis-lock 4.0.1 on one node (SET NX EX, whole seconds); no deadline"""
+
+    NAME = "python-redis-lock"
+    OPTIONS = {
+        **SINGLE_NODE_OPTIONS,
+        "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default false)"),
+    }
+    ttl_step_ms = 1000  # the library's expire is in whole seconds
     auto_renewal_default = False
 
     def __init__(
@@ -68,7 +76,15 @@ class PythonRedisLock:
 
 
 class RenewingPythonRedisLock(PythonRedisLock):
-    """The same, auto_renewal on unless the options say otherwise: a name of its own, so
-    a suite's client matrix can run the library both ways."""
+    """python-redis-lock 4.0.1 with auto_renewal: a thread re-EXPIREs the key while held
 
+    The same, auto_renewal on unless the options say otherwise: a name of its own, so a
+    suite's client matrix can run the library both ways.
+    """
+
+    NAME = "python-redis-lock-renewal"
+    OPTIONS = {
+        **SINGLE_NODE_OPTIONS,
+        "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default true)"),
+    }
     auto_renewal_default = True

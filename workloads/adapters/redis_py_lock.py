@@ -19,11 +19,16 @@ from redis.lock import Lock
 
 from core.discovery import Discovery
 from core.endpoints import Endpoint
-from workloads.adapters.common import single_node
+from workloads.adapters.common import SINGLE_NODE_OPTIONS, single_node
 from workloads.protocol import Clock, Lease
 
 
 class RedisPyLock:
+    """redis-py 8.1's redis.lock.Lock on one node (SET NX PX, Lua release); no deadline"""
+
+    NAME = "redis-py-lock"
+    OPTIONS = SINGLE_NODE_OPTIONS
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],

@@ -25,6 +25,7 @@ from core.connect import single_try_client
 from core.discovery import Discovery
 from core.endpoints import Endpoint
 from workloads.adapters.common import MULTI_TIMEOUT_NS, NOT_INSTALLED, GrantObserver, timeout_s
+from workloads.client_info import TIMEOUT_OPTION
 from workloads.protocol import Clock, Lease
 
 try:
@@ -36,6 +37,18 @@ DEFAULT_RETRY_DELAY_NS = 200_000_000  # the library's own default
 
 
 class RedlockPy:
+    """redlock-py 1.0.8 over N nodes in turn, one round; wall-clock validity; grants observed"""
+
+    NAME = "redlock-py"
+    OPTIONS = {
+        "timeout": TIMEOUT_OPTION,
+        "retry_delay": (
+            "duration",
+            "the library's sleep after a refused round (default its 200ms)",
+        ),
+    }
+    needs_masters = True
+
     def __init__(
         self,
         nodes: Sequence[Endpoint],
