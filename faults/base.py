@@ -1,4 +1,10 @@
-"""What every fault kind implements, and what it may touch.
+"""What every fault kind implements and declares, and what it may touch.
+
+A kind declares itself on its class, in one place (as a Toxiproxy toxic does in its file):
+its name, its Options (a msgspec Struct: types, defaults, ranges, descriptions), what it
+targets, its rules against the scenario, and how reports draw and document it.
+faults.registry collects the classes; the scenario schema, the nemesis's table, the docs
+table and the timeline's colours are all built from these declarations.
 
 One occurrence of a fault is one instance: `start(targets)` puts it in effect, `stop()`
 takes it out. Both return details for the history. A fault never raises past the nemesis:
@@ -17,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from core.clock import ClockControl
-from faults.spec import FaultSpec
+from faults.spec import FaultOptions, FaultSpec, Room
 from faults.targets import Holders, pick_nodes
 from harness.cluster.base import Cluster
 from harness.cluster.process import ManagedProcess
@@ -86,8 +92,20 @@ class FaultContext:
         return self.cluster.worker_count
 
 
+# A rule of one fault against the scenario: (fault, room) -> (key, reason) when broken; the
+# key is relative to the fault ("options.mode"), the reason ends with what is allowed.
+Rule = Callable[[FaultSpec, Room], tuple[str, str] | None]
+
+
 class Fault(ABC):
     kind: ClassVar[str]
+    Options: ClassVar[type[FaultOptions]] = FaultOptions
+    target_kind: ClassVar[str] = "nodes"  # or "workers" (w1, w2, ...)
+    replicated_only: ClassVar[bool] = False  # needs cluster.topology: replicated
+    rules: ClassVar[tuple[Rule, ...]] = ()
+    summary: ClassVar[str]  # what it does, for the docs table (Markdown)
+    colour: ClassVar[str] = "#666699"  # its band in the timeline
+    legend: ClassVar[str]  # the band's legend
 
     def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
         self.spec = spec
@@ -96,8 +114,9 @@ class Fault(ABC):
         self.targets: list[str] = []
 
     @property
-    def options(self) -> dict[str, Any]:
-        return self.spec.options
+    def options(self) -> Any:  # the kind's Options (Any: each subclass knows its own)
+        options = self.spec.options
+        return options if isinstance(options, self.Options) else self.Options()
 
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         """Targets for this occurrence (nodes by default); empty means skip it."""
