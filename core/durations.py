@@ -129,7 +129,8 @@ class Duration(int):
     @classmethod
     def json_schema(cls) -> dict[str, object]:
         pattern = (_SIGNED if cls.signed else _DURATION).pattern
-        return {"type": "string", "pattern": rf"^\s*{pattern}\s*$", "description": cls.allowed()}
+        return {"type": "string", "pattern": rf"^\s*{pattern}\s*$", "description": cls.allowed(),
+                "x-signed": cls.signed}  # fmt: skip
 
 
 def duration_type(

@@ -103,6 +103,7 @@ class Fault(ABC):
     target_kind: ClassVar[str] = "nodes"  # or "workers" (w1, w2, ...)
     replicated_only: ClassVar[bool] = False  # needs cluster.topology: replicated
     rules: ClassVar[tuple[Rule, ...]] = ()
+    aliases: ClassVar[dict[str, str]] = {}  # another YAML name for a common key
     summary: ClassVar[str]  # what it does, for the docs table (Markdown)
     colour: ClassVar[str] = "#666699"  # its band in the timeline
     legend: ClassVar[str]  # the band's legend

@@ -31,7 +31,7 @@ class ClockBumpOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_f
 
 class ClockStrobeOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
     delta: Annotated[Shift, Meta(description="the shift it flips to and back")]
-    period: Annotated[Period, Meta(description="how often it flips")] = Period(100_000_000)
+    period: Annotated[Period, Meta(description="how often it flips")] = 100_000_000
 
 
 class ClockRateOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -80,7 +80,7 @@ def _shared_link_needs_replicas(f: FaultSpec, room: Room) -> tuple[str, str] | N
 
 
 class LatencyOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    latency: Annotated[ToxicDuration, Meta(description="added delay")] = ToxicDuration(100_000_000)
+    latency: Annotated[ToxicDuration, Meta(description="added delay")] = 100_000_000
     jitter: Annotated[ToxicDuration, Meta(description="± random variation of the delay")] = 0
     stream: Stream = "downstream"
     workers: Workers = "all"

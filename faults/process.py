@@ -39,6 +39,7 @@ class Kill(Fault):
     kind = "kill"
     Options = KillOptions
     rules = (_power_loss_needs_aof,)
+    aliases = {"down_for": "duration"}  # a kill's duration is how long the node is down
     summary = (
         "SIGKILL the nodes; restart them after `duration` (or `restart_delay`, if longer). "
         "What a restarted node remembers depends on `persistence`: `none` comes back empty; "

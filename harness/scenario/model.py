@@ -165,13 +165,13 @@ class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class _FaultDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
                 tag_field="kind"):  # fmt: skip
-    name: FaultName
+    name: FaultName | None = None  # default: the kind
     targets: NodeTargets = "one"
     every_ns: Every | None = msgspec.field(name="every", default=None)
     duration_ns: Length = msgspec.field(name="duration", default=1 * _S)
     start_after_ns: Delay = msgspec.field(name="start_after", default=0)
     probability: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
-    options: FaultOptions = FaultOptions()
+    options: FaultOptions | None = None  # None: every option's default
 
 
 # One Struct per kind, tagged by `kind`: its targets and its own Options.
@@ -179,7 +179,8 @@ FAULT_DOCS: dict[str, type[_FaultDoc]] = {
     kind: msgspec.defstruct(
         f"{cls.__name__}Fault",
         [("targets", WorkerTargets if cls.target_kind == "workers" else NodeTargets, "one"),
-         ("options", cls.Options)],
+         ("options", cls.Options | None, None),
+         *((alias, Length | None, None) for alias in cls.aliases)],
         bases=(_FaultDoc,), tag=kind, frozen=True, kw_only=True, forbid_unknown_fields=True,
     )
     for kind, cls in KINDS.items()

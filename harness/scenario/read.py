@@ -190,10 +190,12 @@ def _fault(value: object) -> object:
     value = {"name": value.get("kind"), **value}
     if value.get("options") is None:  # absent or null: every option's default
         value["options"] = {}
-    if value.get("kind") == "kill" and "down_for" in value:
-        if "duration" in value:
-            raise Invalid("", "down_for: give down_for or duration, not both")
-        value["duration"] = value.pop("down_for")
+    cls = KINDS.get(value["kind"]) if isinstance(value.get("kind"), str) else None
+    for alias, key in (cls.aliases if cls else {}).items():
+        if alias in value and key in value:
+            raise Invalid(alias, f"{alias}: give {alias} or {key}, not both")
+        if alias in value:
+            value[key] = value.pop(alias)
     return value
 
 
@@ -206,7 +208,7 @@ def _prepared(data: dict[str, Any]) -> dict[str, Any]:
             try:
                 prepared.append(_fault(item))
             except Invalid as e:
-                raise Invalid(f"faults[{i}].down_for", f"faults[{i}].{e}") from None
+                raise Invalid(f"faults[{i}].{e.path}", f"faults[{i}].{e}") from None
         out["faults"] = prepared
     if isinstance(timeline, list):
         names = [f.get("name", f.get("kind")) for f in faults or [] if isinstance(f, dict)]

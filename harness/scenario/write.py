@@ -9,7 +9,8 @@ from typing import Any, get_args
 import msgspec
 import yaml
 
-from core.durations import Duration, format_duration
+from core.durations import Duration, format_duration, format_signed_duration
+from faults.registry import KINDS
 from harness.expectation import Expectation
 from harness.scenario.model import FAULT_DOCS, ClientSpec, RunLength, Scenario, ScenarioDoc
 
@@ -63,7 +64,10 @@ def to_plain(s: Scenario) -> dict[str, Any]:
         )
         for f in s.faults.faults
     ]
-    faults = [{"kind": f.kind, **_value(doc)} for f, doc in zip(s.faults.faults, docs, strict=True)]
+    faults = [
+        {"kind": f.kind, **{k: v for k, v in _value(doc).items() if k not in KINDS[f.kind].aliases}}
+        for f, doc in zip(s.faults.faults, docs, strict=True)
+    ]
     return {
         "name": s.name, "description": s.description, "expect": _expect(s.expect_default),
         "duration": RunLength.encode(s.duration_ns), "seed": s.seed,
@@ -99,9 +103,23 @@ def _schema_hook(tp: type) -> dict[str, Any]:
     raise NotImplementedError
 
 
+def _durations(node: Any) -> Any:
+    """Duration defaults as written in YAML ("100ms", not 100000000); drops the marker."""
+    if isinstance(node, list):
+        return [_durations(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    kinds = [n for n in [node, *node.get("anyOf", [])] if isinstance(n, dict) and "x-signed" in n]
+    out = {k: _durations(v) for k, v in node.items() if k != "x-signed"}
+    if kinds and isinstance(node.get("default"), int):
+        signed, ns = kinds[0]["x-signed"], node["default"]
+        out["default"] = format_signed_duration(ns) if signed else format_duration(ns)
+    return out
+
+
 def json_schema() -> str:
     """The scenario file's JSON Schema, draft-07 (what editors' YAML servers read)."""
-    schema = msgspec.json.schema(ScenarioDoc, schema_hook=_schema_hook)
+    schema = _durations(msgspec.json.schema(ScenarioDoc, schema_hook=_schema_hook))
     text = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False)
     text = text.replace('"$defs"', '"definitions"').replace('"#/$defs/', '"#/definitions/')
     draft7 = {"$schema": "http://json-schema.org/draft-07/schema#",
