@@ -1,7 +1,7 @@
 """What a scenario says about faults: the kinds, their targets and their schedules.
 
     faults:
-      - kind: kill              # one of FAULT_KINDS
+      - kind: kill              # one of faults.registry.FAULT_KINDS
         name: kill-holder       # optional (default: the kind); the timeline refers to it
         targets: holders        # one | minority | majority | all | holders | holder | [n1, n3]
                                 # (client-pause, client-kill: one | all | holders | [w1, w2])
