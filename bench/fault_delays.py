@@ -22,8 +22,9 @@ from core.history import INFO, read_history
 from core.live import LiveHistory
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
+from faults.registry import options_type
 from faults.schedule import Occurrence
-from faults.spec import OPTIONS, FaultPlan, FaultSpec
+from faults.spec import FaultPlan, FaultSpec
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
@@ -49,8 +50,7 @@ MEASURED: dict[str, tuple[str, dict[str, Any], str | tuple[str, ...]]] = {
 
 def _spec(label: str) -> FaultSpec:
     kind, options, _ = MEASURED[label]
-    defaults = {key: default for key, (_, default, _) in OPTIONS[kind].items()}
-    return FaultSpec(kind=kind, name=label, options={**defaults, **options})
+    return FaultSpec(kind=kind, name=label, options=options_type(kind)(**options))
 
 
 def run(repeats: int = 20) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import redis
 from rich.console import Console
 
@@ -59,7 +60,7 @@ _TIMEOUTS_S = {"single": SINGLE_TIMEOUT_NS / 1e9, "redlock": REDLOCK_TIMEOUT_NS 
 def bench_scenario(client: str, seconds: float) -> Scenario:
     """The built-in baseline with no contention, no holds, 1 ms retries, fixed seed."""
     base = load_scenario(f"{client}-baseline")
-    workload = dataclasses.replace(
+    workload = msgspec.structs.replace(
         base.workload,
         keys=WORKERS * THREADS,
         hold_min_ns=0,

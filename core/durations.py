@@ -32,7 +32,9 @@ _HOW_SIGNED = (
 
 
 def _show(value: object) -> str:
-    """The value as it was written in YAML (true, not True)."""
+    """The value as it was written in YAML (true, not True; a list, not its items)."""
+    if isinstance(value, dict | list):
+        return "a mapping" if isinstance(value, dict) else "a list"
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
     return repr(value)
@@ -80,3 +82,67 @@ def format_signed_duration(ns: int) -> str:
     if ns == 0:
         return "0s"
     return ("+" if ns > 0 else "-") + format_duration(abs(ns))
+
+
+class Duration(int):
+    """Nanoseconds that a scenario writes as "250ms": a type for msgspec (decoded through
+    ``decode``, described by ``allowed``). Subclasses made by ``duration_type`` bound it."""
+
+    signed: bool = False
+    positive: bool = False
+    whole_ms: bool = False  # the value goes on as milliseconds (Redis PX, Toxiproxy)
+    least: int = 0
+    most: int | None = None
+
+    @classmethod
+    def allowed(cls) -> str:
+        if cls.signed:
+            upto = "" if cls.most is None else f", at most {format_duration(cls.most)} either way"
+            return f"a duration with an optional + or - sign, e.g. +5s or -250ms{upto}"
+        bounds = [f" of at least {format_duration(cls.least)}" if cls.least
+                  else " above 0" if cls.positive else ""]  # fmt: skip
+        if cls.most is not None:
+            bounds.append(f" up to {format_duration(cls.most)}")
+        grain = " in whole milliseconds" if cls.whole_ms else ""
+        return f"a duration{' and'.join(b for b in bounds if b)}{grain}, e.g. 250ms or 5s"
+
+    @classmethod
+    def decode(cls, value: object) -> Duration:
+        """ValueError saying what is wrong and what is allowed."""
+        ns = parse_signed_duration(value) if cls.signed else parse_duration(value)
+        problem = (
+            "is too far" if cls.signed and cls.most is not None and abs(ns) > cls.most
+            else "is zero" if cls.positive and ns == 0
+            else "is too short" if not cls.signed and ns < cls.least
+            else "is too long" if not cls.signed and cls.most is not None and ns > cls.most
+            else "is not a whole number of milliseconds" if cls.whole_ms and ns % UNITS["ms"]
+            else ""
+        )  # fmt: skip
+        if problem:
+            raise ValueError(f"{_show(value)} {problem}; allowed: {cls.allowed()}")
+        return cls(ns)
+
+    @classmethod
+    def encode(cls, ns: int) -> str:
+        return format_signed_duration(ns) if cls.signed else format_duration(ns)
+
+    @classmethod
+    def json_schema(cls) -> dict[str, object]:
+        pattern = (_SIGNED if cls.signed else _DURATION).pattern
+        return {"type": "string", "pattern": rf"^\s*{pattern}\s*$", "description": cls.allowed(),
+                "x-signed": cls.signed}  # fmt: skip
+
+
+def duration_type(
+    name: str,
+    *,
+    signed: bool = False,
+    positive: bool = False,
+    whole_ms: bool = False,
+    least: int = 0,
+    most: int | None = None,
+) -> type[Duration]:
+    """A Duration with these bounds (each bound is a type, so msgspec can tell them apart)."""
+    bounds = {"signed": signed, "positive": positive, "whole_ms": whole_ms, "least": least,
+              "most": most}  # fmt: skip
+    return type(name, (Duration,), bounds)

@@ -1,4 +1,10 @@
-"""What every fault kind implements, and what it may touch.
+"""What every fault kind implements and declares, and what it may touch.
+
+A kind declares itself on its class, in one place (as a Toxiproxy toxic does in its file):
+its name, its Options (a msgspec Struct: types, defaults, ranges, descriptions), what it
+targets, its rules against the scenario, and how reports draw and document it.
+faults.registry collects the classes; the scenario schema, the nemesis's table, the docs
+table and the timeline's colours are all built from these declarations.
 
 One occurrence of a fault is one instance: `start(targets)` puts it in effect, `stop()`
 takes it out. Both return details for the history. A fault never raises past the nemesis:
@@ -17,9 +23,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from core.clock import ClockControl
-from faults.spec import FaultSpec
+from core.errors import ClusterError
+from faults.spec import FaultOptions, FaultSpec, Room
 from faults.targets import Holders, pick_nodes
-from harness.cluster.base import Cluster
+from harness.cluster.base import Cluster, Replicated
 from harness.cluster.process import ManagedProcess
 
 
@@ -69,6 +76,13 @@ class FaultContext:
     # Logical processes per worker: worker N runs (N-1)*T .. N*T-1. None: not known.
     threads_per_worker: int | None = None
 
+    def replicated(self, what: str) -> Replicated:
+        """The cluster as a replicated topology, which ``what`` needs (the scenario is
+        checked for it at load, so this fails only on a misuse of the nemesis)."""
+        if not isinstance(self.cluster, Replicated):
+            raise ClusterError(f"{what} needs the replicated topology (topology: replicated)")
+        return self.cluster
+
     def client_clock(self, worker: int) -> ClockControl:
         if worker not in self.client_clocks:
             raise ValueError(f"worker w{worker} has no clock control (no client-clock fault)")
@@ -86,8 +100,21 @@ class FaultContext:
         return self.cluster.worker_count
 
 
+# A rule of one fault against the scenario: (fault, room) -> (key, reason) when broken; the
+# key is relative to the fault ("options.mode"), the reason ends with what is allowed.
+Rule = Callable[[FaultSpec, Room], tuple[str, str] | None]
+
+
 class Fault(ABC):
     kind: ClassVar[str]
+    Options: ClassVar[type[FaultOptions]] = FaultOptions
+    target_kind: ClassVar[str] = "nodes"  # or "workers" (w1, w2, ...)
+    replicated_only: ClassVar[bool] = False  # needs cluster.topology: replicated
+    rules: ClassVar[tuple[Rule, ...]] = ()
+    aliases: ClassVar[dict[str, str]] = {}  # another YAML name for a common key
+    summary: ClassVar[str]  # what it does, for the docs table (Markdown)
+    colour: ClassVar[str] = "#666699"  # its band in the timeline
+    legend: ClassVar[str]  # the band's legend
 
     def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
         self.spec = spec
@@ -96,12 +123,15 @@ class Fault(ABC):
         self.targets: list[str] = []
 
     @property
-    def options(self) -> dict[str, Any]:
-        return self.spec.options
+    def options(self) -> Any:  # the kind's Options (Any: each subclass knows its own)
+        options = self.spec.options
+        return options if isinstance(options, self.Options) else self.Options()
 
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         """Targets for this occurrence (nodes by default); empty means skip it."""
-        master = self.ctx.cluster.current_master() if targets in ("master", "replica") else None
+        master = None
+        if targets in ("master", "replica"):
+            master = self.ctx.replicated(f"target {targets}").current_master()
         return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.ctx.live, master)
 
     def lasts_ns(self, duration_ns: int) -> int:

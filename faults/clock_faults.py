@@ -8,51 +8,87 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
+from msgspec import Meta
+
+from core.durations import duration_type
 from faults.base import Fault
+from faults.spec import FaultOptions
 from faults.targets import pick_workers
+
+_H = 3_600_000_000_000
+# 10 years either way: the shim keeps int64 ns.
+Shift = duration_type("Shift", signed=True, most=87_600 * _H)
+Period = duration_type("Period", positive=True)  # 0 would flip without pause
+MAX_CLOCK_RATE = 1_000.0  # the shim's drift (elapsed x (rate - 1)) stays in int64 ns
+_COLOUR = "#c9a100"
+
+
+class ClockBumpOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    delta: Annotated[Shift, Meta(description="how far to shift the wall clock, e.g. +10s, -2s")]
+
+
+class ClockStrobeOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    delta: Annotated[Shift, Meta(description="the shift it flips to and back")]
+    period: Annotated[Period, Meta(description="how often it flips")] = 100_000_000
+
+
+class ClockRateOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    rate: Annotated[float, Meta(gt=0.0, le=MAX_CLOCK_RATE, description=(
+        "clock speed relative to real time, e.g. 1.5 or 0.5"
+    ))]  # fmt: skip
+
+
+class ClientClockOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    delta: Annotated[Shift, Meta(description="how far to shift the workers' clocks")]
 
 
 class ClockBump(Fault):
     """Shift the targets' wall clocks by delta; shift them back when it ends."""
 
     kind = "clock-bump"
+    Options = ClockBumpOptions
+    summary = "shift the nodes' wall clocks by `delta`; shift back when it ends"
+    colour, legend = _COLOUR, "clock shifted"
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         for name in targets:
-            self.ctx.cluster.clock(name).bump(self.options["delta"])
-        return {"delta_ns": self.options["delta"]}
+            self.ctx.cluster.clock(name).bump(self.options.delta)
+        return {"delta_ns": self.options.delta}
 
     def stop(self) -> dict[str, Any]:
         for name in self.targets:
-            self.ctx.cluster.clock(name).bump(-self.options["delta"])
-        return {"delta_ns": -self.options["delta"]}
+            self.ctx.cluster.clock(name).bump(-self.options.delta)
+        return {"delta_ns": -self.options.delta}
 
 
 class ClockStrobe(Fault):
     """Flip the targets' wall clocks between +delta and their offset before, every period."""
 
     kind = "clock-strobe"
+    Options = ClockStrobeOptions
+    summary = "flip the clocks between `+delta` and where they were, every `period`"
+    colour, legend = _COLOUR, "clock strobing"
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._flip, name="clock-strobe", daemon=True)
         self._thread.start()
-        return {"delta_ns": self.options["delta"], "period_ns": self.options["period"]}
+        return {"delta_ns": self.options.delta, "period_ns": self.options.period}
 
     def _bump(self, delta: int) -> None:
         for name in self.targets:
             self.ctx.cluster.clock(name).bump(delta)
 
     def _flip(self) -> None:
-        delta, shifted, self.flips = self.options["delta"], False, 0
+        delta, shifted, self.flips = self.options.delta, False, 0
         while True:
             self._bump(-delta if shifted else delta)
             shifted, self.flips = not shifted, self.flips + 1
-            if self._done.wait(self.options["period"] / 1e9):
+            if self._done.wait(self.options.period / 1e9):
                 break
         if shifted:  # leave the clocks where they started
             self._bump(-delta)
@@ -68,12 +104,15 @@ class ClockRate(Fault):
     (keeping the time gained or lost, as a real fast or slow clock would)."""
 
     kind = "clock-rate"
+    Options = ClockRateOptions
+    summary = "the clocks run at `rate` times real speed (keeping what they gained when it ends)"
+    colour, legend = _COLOUR, "clock rate changed"
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         for name in targets:
-            self.ctx.cluster.clock(name).set_rate(self.options["rate"])
-        return {"rate": self.options["rate"]}
+            self.ctx.cluster.clock(name).set_rate(self.options.rate)
+        return {"rate": self.options.rate}
 
     def stop(self) -> dict[str, Any]:
         for name in self.targets:
@@ -86,6 +125,14 @@ class ClientClock(Fault):
     setnx-getset trusts); shift them back when it ends. The nodes' clocks do not move."""
 
     kind = "client-clock"
+    Options = ClientClockOptions
+    target_kind = "workers"
+    summary = (
+        "shift the target workers' own wall clocks by `delta` (the clock a client such as "
+        "setnx-getset trusts; a per-worker control file like the nodes' shim, read in "
+        "Python); the nodes' clocks do not move"
+    )
+    legend = "worker clock shifted"
 
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.ctx.live)
@@ -97,9 +144,9 @@ class ClientClock(Fault):
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
-        self._bump(self.options["delta"])
-        return {"delta_ns": self.options["delta"]}
+        self._bump(self.options.delta)
+        return {"delta_ns": self.options.delta}
 
     def stop(self) -> dict[str, Any]:
-        self._bump(-self.options["delta"])
-        return {"delta_ns": -self.options["delta"]}
+        self._bump(-self.options.delta)
+        return {"delta_ns": -self.options.delta}

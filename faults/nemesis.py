@@ -18,24 +18,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from core.errors import ClusterError
 from core.history import INFO, INVOKE, NEMESIS
 from faults.base import Fault, FaultContext
-from faults.clock_faults import ClientClock, ClockBump, ClockRate, ClockStrobe
-from faults.network import Latency, Partition, Toxic
-from faults.process import ClientKill, ClientPause, CrashPoint, Kill, Pause
-from faults.replication import Promote
+from faults.registry import KINDS
 from faults.schedule import Occurrence, build_schedule
 from faults.spec import FaultPlan, FaultSpec
 from workloads.recorder import Recorder
 
 log = logging.getLogger("lockharness.nemesis")
 
-_KINDS: tuple[type[Fault], ...] = (
-    Kill, Pause, ClientPause, ClientKill, CrashPoint, Partition, Latency, Toxic, ClockBump,
-    ClockStrobe, ClockRate, ClientClock, Promote,
-)  # fmt: skip
-FAULTS: dict[str, type[Fault]] = {cls.kind: cls for cls in _KINDS}
+FAULTS: dict[str, type[Fault]] = KINDS  # kind -> class, as the kinds declare themselves
 
 
 def _error(e: BaseException) -> str:
@@ -106,7 +101,8 @@ class Nemesis:
         self._started += 1  # numbers this occurrence: its toxics, its entry in _active
         fault = FAULTS[spec.kind](spec, self.ctx, self._started)
         targets = fault.choose(occurrence.targets)
-        base = {"phase": "start", "kind": spec.kind, "targets": targets, "options": spec.options}
+        options = msgspec.to_builtins(fault.options, enc_hook=int)  # durations as int ns
+        base = {"phase": "start", "kind": spec.kind, "targets": targets, "options": options}
         if not targets:
             self._record(INFO, spec.name, {**base, "skipped": "no target (no lease held now)"})
             return None

@@ -5,11 +5,31 @@ from __future__ import annotations
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from msgspec import Meta
 
 from faults.base import Fault
+from faults.spec import FaultOptions, FaultSpec, Room
 from faults.targets import pick_workers
 from harness.cluster.process import ManagedProcess
+
+
+class KillOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    power_loss: Annotated[bool, Meta(description=(
+        "the AOF is cut back to its size of 1.0-1.1 s before the kill, then the node restarts "
+        "with `aof-load-truncated yes` (aof-everysec only)"
+    ))] = False  # fmt: skip
+
+
+def _power_loss_needs_aof(f: FaultSpec, room: Room) -> tuple[str, str] | None:
+    if not f.options.power_loss or room.persistence == "aof-everysec":
+        return None
+    return "options.power_loss", (
+        f"true needs cluster.persistence: aof-everysec (it is {room.persistence}), the only "
+        "mode that loses un-fsynced writes; allowed: false, or set cluster.persistence to "
+        "aof-everysec"
+    )
 
 
 class Kill(Fault):
@@ -17,12 +37,23 @@ class Kill(Fault):
     restart_delay if that is longer (the delayed-restart recovery policy)."""
 
     kind = "kill"
+    Options = KillOptions
+    rules = (_power_loss_needs_aof,)
+    aliases = {"down_for": "duration"}  # a kill's duration is how long the node is down
+    summary = (
+        "SIGKILL the nodes; restart them after `duration` (or `restart_delay`, if longer). "
+        "What a restarted node remembers depends on `persistence`: `none` comes back empty; "
+        "`aof-always` keeps every acknowledged write; `aof-everysec` keeps everything too on "
+        "a plain SIGKILL (the page cache survives a process), and loses its un-fsynced last "
+        "second with `power_loss`"
+    )
+    colour, legend = "#7f7f7f", "node killed"
 
     def lasts_ns(self, duration_ns: int) -> int:
         return max(duration_ns, self.ctx.restart_delay_ns)
 
     def start(self, targets: list[str]) -> dict[str, Any]:
-        power_loss = bool(self.options.get("power_loss"))
+        power_loss = self.options.power_loss
         self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
         lost: dict[str, Any] = {}
         for name in self.targets:
@@ -43,6 +74,8 @@ class Pause(Fault):
     """SIGSTOP the target nodes: they hold connections open and answer nothing."""
 
     kind = "pause"
+    summary = "SIGSTOP the nodes, SIGCONT after `duration`"
+    colour, legend = "#8e6bbf", "node paused"
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
@@ -59,6 +92,8 @@ class Pause(Fault):
 class _WorkerFault(Fault):
     """Targets worker processes (w1, w2, …) instead of nodes."""
 
+    target_kind = "workers"
+
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.ctx.live)
         return [f"w{w}" for w in workers]
@@ -68,53 +103,16 @@ class _WorkerFault(Fault):
         return [(n, self.ctx.workers[n - 1]) for n in numbers]
 
 
-class ClientKill(_WorkerFault):
-    """SIGKILL worker processes: their clients die mid-step, holding whatever they hold,
-    and nobody releases it. Not restarted: the run goes on without them."""
-
-    kind = "client-kill"
-
-    def start(self, targets: list[str]) -> dict[str, Any]:
-        self.targets = targets
-        for number, worker in self._workers():
-            self.ctx.killed_workers.add(number)  # before the kill: the runner must not mourn
-            worker.kill()
-        return {"killed": targets}
-
-    def stop(self) -> dict[str, Any]:
-        return {}
-
-
-class CrashPoint(_WorkerFault):
-    """Arm the crash point of the target workers' clients (setnx-expire: between SETNX and
-    EXPIRE): the next client of the worker to get there kills its whole process. Stopping
-    it disarms workers that have not crashed yet."""
-
-    kind = "crash-point"
-
-    def _file(self, worker: int) -> Path:
-        if self.ctx.crash_point is None:
-            raise ValueError("this fault context has no crash-point files (no run directory)")
-        return self.ctx.crash_point(worker)
-
-    def start(self, targets: list[str]) -> dict[str, Any]:
-        self.targets = targets
-        for number, _ in self._workers():
-            self.ctx.killed_workers.add(number)  # its death, when it comes, is intended
-            self._file(number).touch()
-        return {"armed": targets}
-
-    def stop(self) -> dict[str, Any]:
-        for number, _ in self._workers():
-            self._file(number).unlink(missing_ok=True)
-        return {"disarmed": self.targets}
-
-
 class ClientPause(_WorkerFault):
     """SIGSTOP a worker process: every client in it freezes mid-step, as in a GC pause,
     and resumes believing whatever it believed, its lease included."""
 
     kind = "client-pause"
+    summary = (
+        "SIGSTOP worker processes: every client in them freezes, as in a GC pause, and wakes "
+        "believing it still holds its lease. Targets: `one`, `all`, `holders`, `[w1, w2]`"
+    )
+    colour, legend = "#8e6bbf", "worker paused (GC)"
 
     def _signal(self, signum: int) -> None:
         for _, worker in self._workers():
@@ -134,3 +132,56 @@ class ClientPause(_WorkerFault):
     def stop(self) -> dict[str, Any]:
         self._signal(signal.SIGCONT)
         return {"resumed": self.targets}
+
+
+class ClientKill(_WorkerFault):
+    """SIGKILL worker processes: their clients die mid-step, holding whatever they hold,
+    and nobody releases it. Not restarted: the run goes on without them."""
+
+    kind = "client-kill"
+    summary = (
+        "SIGKILL worker processes: their clients die holding what they hold; the run goes on "
+        "without them (an intended death, not an abort). Targets as `client-pause`"
+    )
+    legend = "worker killed"
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        for number, worker in self._workers():
+            self.ctx.killed_workers.add(number)  # before the kill: the runner must not mourn
+            worker.kill()
+        return {"killed": targets}
+
+    def stop(self) -> dict[str, Any]:
+        return {}
+
+
+class CrashPoint(_WorkerFault):
+    """Arm the crash point of the target workers' clients (setnx-expire: between SETNX and
+    EXPIRE): the next client of the worker to get there kills its whole process. Stopping
+    it disarms workers that have not crashed yet."""
+
+    kind = "crash-point"
+    summary = (
+        "arm the target workers' crash point: the next of their clients to reach it "
+        "(setnx-expire: between SETNX and EXPIRE) kills its whole process there (exit 86). "
+        "Stopping it disarms"
+    )
+    legend = "crash point armed"
+
+    def _file(self, worker: int) -> Path:
+        if self.ctx.crash_point is None:
+            raise ValueError("this fault context has no crash-point files (no run directory)")
+        return self.ctx.crash_point(worker)
+
+    def start(self, targets: list[str]) -> dict[str, Any]:
+        self.targets = targets
+        for number, _ in self._workers():
+            self.ctx.killed_workers.add(number)  # its death, when it comes, is intended
+            self._file(number).touch()
+        return {"armed": targets}
+
+    def stop(self) -> dict[str, Any]:
+        for number, _ in self._workers():
+            self._file(number).unlink(missing_ok=True)
+        return {"disarmed": self.targets}

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
+
+from msgspec import Meta
 
 from faults.base import Fault
+from faults.spec import FaultOptions
+
+
+class PromoteOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    demote_old: Annotated[bool, Meta(description=(
+        "the old master becomes a replica of the new one"
+    ))] = True  # fmt: skip
 
 
 class Promote(Fault):
@@ -14,13 +23,20 @@ class Promote(Fault):
     new master. Permanent: stopping it undoes nothing (healing keeps the new master)."""
 
     kind = "promote"
+    Options = PromoteOptions
+    replicated_only = True
+    summary = (
+        "REPLICAOF NO ONE on a replica and point clients at it (the replicated topology): a "
+        "failover without Sentinel; what had not replicated yet is gone"
+    )
+    legend = "replica promoted"
 
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         return super().choose(targets)[:1]  # one new master
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
-        return self.ctx.cluster.promote(targets[0], self.options["demote_old"])
+        return self.ctx.replicated("promote").promote(targets[0], self.options.demote_old)
 
     def stop(self) -> dict[str, Any]:
         return {}

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from faults.spec import FaultPlan, FaultSpec
 
-# Scenario loading enforces both (harness/scenario.py), so that a plan never builds a
-# schedule that eats memory: `every: 1ns` over 10 s would be 10^10 slots.
+# Scenario loading enforces both (faults.spec.Every, harness/scenario/checks.py), so that a
+# plan never builds a schedule that eats memory: `every: 1ns` over 10 s would be 10^10 slots.
 MIN_EVERY_NS = 10_000_000  # 10 ms: the nemesis cannot start and stop faults faster anyway
 MAX_OCCURRENCES = 10_000  # per run, slots and timeline entries together
 

@@ -1,4 +1,4 @@
-"""The command line: list, run, suite, check, report, gc, cluster up.
+"""The command line: list, run, suite, check, report, gc, cluster up, schema.
 
 The parser is built from light modules only; each command's module (harness.commands) is
 imported when that command runs.
@@ -22,7 +22,7 @@ from harness.limits import MAX_SEED, MAX_SEEDS
 
 _COMMANDS = {
     "list": "listing", "run": "run", "suite": "suite", "check": "check",
-    "report": "report", "cluster": "cluster", "gc": "gc",
+    "report": "report", "cluster": "cluster", "gc": "gc", "schema": "schema",
 }  # fmt: skip
 
 
@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
     collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
+
+    commands.add_parser("schema", help="the scenario file's JSON Schema (draft-07), to stdout")
 
     cluster = commands.add_parser("cluster", help="a cluster to poke by hand")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)

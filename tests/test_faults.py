@@ -18,8 +18,9 @@ from core.history import parse_lines
 from core.live import LiveHistory
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
+from faults.registry import options_type
 from faults.schedule import Occurrence, build_schedule
-from faults.spec import OPTIONS, FaultPlan, FaultSpec, TimelineEntry
+from faults.spec import FaultPlan, FaultSpec, TimelineEntry
 from faults.targets import pick_nodes
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
@@ -31,8 +32,7 @@ MS = 1_000_000
 
 
 def spec(kind: str, name: str | None = None, **options: object) -> FaultSpec:
-    defaults = {key: default for key, (_, default, _) in OPTIONS[kind].items()}
-    return FaultSpec(kind=kind, name=name or kind, options={**defaults, **options})
+    return FaultSpec(kind=kind, name=name or kind, options=options_type(kind)(**options))
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
@@ -273,7 +273,7 @@ def test_scheduled_nemesis_records_and_heals_everything(fault_cluster, bench, tm
         (
             spec("kill"), spec("pause"), spec("latency"),
             spec("clock-bump", delta=30 * S),
-            FaultSpec("partition", "ring", options={**spec("partition").options, "mode": "ring"}),
+            FaultSpec("partition", "ring", options=options_type("partition")(mode="ring")),
         ),
         tuple(TimelineEntry(0, kind, ("n1",) if kind != "ring" else None, 60 * S)
               for kind in ("kill", "pause", "latency", "clock-bump", "ring")),

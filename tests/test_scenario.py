@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from checker.verdict import CheckResult, Verdict
@@ -14,12 +15,15 @@ from core.durations import (
     parse_signed_duration,
 )
 from core.errors import EXIT_BAD_INPUT, BadInput
+from faults.clock_faults import ClockBumpOptions, ClockRateOptions, ClockStrobeOptions
+from faults.network import LatencyOptions, PartitionOptions, ToxicOptions
+from faults.process import KillOptions
+from faults.registry import FAULT_KINDS, KINDS
 from faults.spec import (
-    FAULT_KINDS,
     NODE_TARGETS,
-    OPTIONS,
     REPLICATED_TARGETS,
     WORKER_TARGETS,
+    FaultOptions,
     FaultPlan,
     FaultSpec,
     TimelineEntry,
@@ -421,19 +425,19 @@ def test_full_plan_reads(tmp_path: Path) -> None:
     assert faults["kill-holder"] == FaultSpec(
         kind="kill", name="kill-holder", targets="holders", every_ns=4 * 10**9,
         duration_ns=10**9, start_after_ns=2 * 10**9, probability=0.5,
-        options={"power_loss": True},
+        options=KillOptions(power_loss=True),
     )  # fmt: skip
     assert faults["gc"].targets == ("w1", "w4")
-    assert faults["cut"].options == {"mode": "cut-worker", "workers": ("w2",)}
-    assert faults["latency"].options == {
-        "latency": 50_000_000, "jitter": 5_000_000, "stream": "both", "workers": "all",
-        "links": "workers",
-    }  # fmt: skip
-    assert faults["toxic"].options["attributes"] == {"rate": 10, "name": "slow", "up": True}
-    assert faults["clock-bump"].options == {"delta": -2 * 10**9}
-    assert faults["clock-strobe"].options == {"delta": 500_000_000, "period": 50_000_000}
-    assert faults["clock-rate"].options == {"rate": 1.5}
-    assert faults["pause"] == FaultSpec(kind="pause", name="pause", options={})
+    assert faults["cut"].options == PartitionOptions(mode="cut-worker", workers=("w2",))
+    assert faults["latency"].options == LatencyOptions(
+        latency=50_000_000, jitter=5_000_000, stream="both", workers="all", links="workers",
+    )  # fmt: skip
+    assert faults["toxic"].options.attributes == {"rate": 10, "name": "slow", "up": True}
+    assert faults["clock-bump"].options == ClockBumpOptions(delta=-2 * 10**9)
+    strobe = ClockStrobeOptions(delta=500_000_000, period=50_000_000)
+    assert faults["clock-strobe"].options == strobe
+    assert faults["clock-rate"].options == ClockRateOptions(rate=1.5)
+    assert faults["pause"] == FaultSpec(kind="pause", name="pause", options=FaultOptions())
     assert s.faults.timeline == (
         TimelineEntry(3 * 10**9, "kill-holder", ("n2",), 500_000_000),
         TimelineEntry(5 * 10**9, "pause", ("n1",)),
@@ -487,8 +491,8 @@ def test_fault_defaults(tmp_path: Path) -> None:
     assert f == FaultSpec(
         kind="latency", name="latency", targets="one", every_ns=None, duration_ns=10**9,
         start_after_ns=0, probability=1.0,
-        options={"latency": 100_000_000, "jitter": 0, "stream": "downstream", "workers": "all",
-                 "links": "workers"},
+        options=LatencyOptions(latency=100_000_000, jitter=0, stream="downstream", workers="all",
+                               links="workers"),
     )  # fmt: skip
 
 
@@ -500,19 +504,22 @@ def test_every_kind_gets_every_option(tmp_path: Path, kind: str) -> None:
     text = f"{cluster}faults: [{{kind: {kind}, options: {{{options}}}}}]\n"
     (f,) = load(tmp_path, text).faults.faults
     assert (f.name, f.targets) == (kind, "one")
-    assert set(f.options) == set(OPTIONS[kind])
-    for option, (_, default, _) in OPTIONS[kind].items():
-        if default is None:
-            assert option in given  # REQUIRED lists exactly the options without a default
+    assert type(f.options) is KINDS[kind].Options
+    fields = msgspec.structs.fields(KINDS[kind].Options)
+    for field in fields:
+        if field.required:
+            assert field.name in given  # REQUIRED lists exactly the options without a default
         else:
-            assert f.options[option] == default
-    assert len(given) == sum(d is None for _, d, _ in OPTIONS[kind].values())
+            factory = field.default_factory
+            default = factory() if field.default is msgspec.NODEFAULT else field.default
+            assert getattr(f.options, field.name) == default
+    assert len(given) == sum(field.required for field in fields)
 
 
 def test_option_defaults_are_not_shared(tmp_path: Path) -> None:
     a = load(tmp_path, "faults: [{kind: toxic, options: {type: latency}}]\n")
-    a.faults.faults[0].options["attributes"]["x"] = 1
-    assert OPTIONS["toxic"]["attributes"][1] == {}
+    a.faults.faults[0].options.attributes["x"] = 1
+    assert ToxicOptions(type="latency").attributes == {}
 
 
 def test_a_fault_without_every_or_timeline_is_fine(tmp_path: Path) -> None:
@@ -541,8 +548,8 @@ def test_timeline_may_come_before_faults(tmp_path: Path) -> None:
 def test_implied_kind_fault(tmp_path: Path) -> None:
     s = load(tmp_path, "timeline: [[1s, kill], [2s, pause], [3s, kill, [n2]]]\n")
     assert s.faults.faults == (
-        FaultSpec(kind="kill", name="kill", options={"power_loss": False}),
-        FaultSpec(kind="pause", name="pause", options={}),
+        FaultSpec(kind="kill", name="kill", options=KillOptions(power_loss=False)),
+        FaultSpec(kind="pause", name="pause", options=FaultOptions()),
     )
     assert [e.fault for e in s.faults.timeline] == ["kill", "pause", "kill"]
 
@@ -563,9 +570,9 @@ def test_power_loss_needs_aof_everysec(tmp_path: Path) -> None:
         assert "x.yaml: faults[0].options.power_loss: " in message
         assert f"cluster.persistence: aof-everysec (it is {mode})" in message
     s = load(tmp_path, "cluster: {persistence: aof-everysec}\n" + fault)
-    assert s.faults.faults[0].options == {"power_loss": True}
+    assert s.faults.faults[0].options == KillOptions(power_loss=True)
     no_loss = "faults: [{kind: kill, options: {power_loss: false}}]\n"
-    assert load(tmp_path, no_loss).faults.faults[0].options == {"power_loss": False}
+    assert load(tmp_path, no_loss).faults.faults[0].options == KillOptions(power_loss=False)
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,15 @@
-"""What any cluster backend provides (local processes now, Docker Compose later).
+"""What a cluster backend provides (local processes, Docker Compose), as Jepsen's db does:
+one small protocol every backend implements, and opt-in protocols for what only some
+topologies can do (Jepsen's Kill/Pause/Primary), asked for with isinstance.
 
 The nemesis works only through these protocols, so a backend that implements them gets
-every fault kind.
+every fault kind its topology allows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from core.clock import ClockControl
 from core.endpoints import Endpoint
@@ -78,8 +80,20 @@ class Cluster(Protocol):
         replica online behind it; or ClusterError."""
         ...
 
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def describe(self) -> dict[str, Any]:
+        """Endpoints and pids, JSON-ready, for cluster.json and `cluster up`."""
+        ...
+
+
+@runtime_checkable
+class Replicated(Protocol):
+    """Opt-in: a topology with a master and replicas (harness.cluster.replicated), whose
+    faults are promotion, the shared replication links and master/replica targets."""
+
     def current_master(self) -> str | None:
-        """The master of the replicated topology; None for independent masters."""
+        """The node the topology calls master now (None while it has none)."""
         ...
 
     def shared_proxy_name(self, node: str) -> str:
@@ -88,10 +102,4 @@ class Cluster(Protocol):
 
     def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
         """Make a replica the master and re-point clients (replicated, without Sentinel)."""
-        ...
-
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def describe(self) -> dict[str, Any]:
-        """Endpoints and pids, JSON-ready, for cluster.json and `cluster up`."""
         ...

@@ -138,15 +138,6 @@ class LocalCluster:
     def wait_healthy(self) -> None:
         self.wait_reachable()
 
-    def current_master(self) -> str | None:
-        return None  # independent masters
-
-    def shared_proxy_name(self, node: str) -> str:
-        raise ClusterError("independent masters have no shared links (topology: masters)")
-
-    def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
-        raise ClusterError("independent masters have no replicas to promote")
-
     def stop(self) -> None:
         """Stop everything that was started; safe to call twice and after a failed start."""
         errors: list[str] = []

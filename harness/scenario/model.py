@@ -1,0 +1,213 @@
+"""What a scenario is: the file's shape as msgspec Structs (types, ranges, defaults, key
+names), and the resolved Scenario the harness runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+from msgspec import Meta
+
+from core.durations import duration_type
+from faults.registry import KINDS
+from faults.spec import (
+    Delay,
+    Every,
+    FaultOptions,
+    FaultPlan,
+    Length,
+    NodeTargets,
+    TimelineEntry,
+    WorkerTargets,
+)
+from harness.expectation import (
+    EXPECTATIONS,
+    LIVENESS_EXPECTATIONS,
+    RESOURCE_EXPECTATIONS,
+    TOKEN_EXPECTATIONS,
+    Expectation,
+)
+from harness.limits import MAX_SEED
+from harness.store import NAME_PATTERN, NAME_RULE
+from workloads.client_info import ClientInfo
+from workloads.plugins import is_plugin_path
+from workloads.registry import CLIENTS, client_info
+
+PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
+TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
+_MS, _S, _H = 1_000_000, 1_000_000_000, 3_600_000_000_000
+MAX_RUN_NS = 168 * _H  # a week: the harness waits for the run in one timed wait
+
+RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
+Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
+Timeout = duration_type("Timeout", positive=True)
+Count = Annotated[int, Meta(ge=1, le=64)]
+Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"})]
+# Python's re reads the schema's patterns: anchored at both ends without $ (which would
+# let a final newline through).
+_END = r"(?![\s\S])"
+RunName = Annotated[str, Meta(pattern=rf"^(?:{NAME_PATTERN}){_END}", extra={"allowed": NAME_RULE})]
+FaultName = Annotated[str, Meta(pattern=rf"^[A-Za-z0-9._-]+{_END}",
+                                extra={"allowed": "letters, digits, '.', '_' and '-'"})]
+
+
+class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    nodes: Annotated[int, Meta(ge=1, le=15)] = 5
+    persistence: Literal[PERSISTENCE_MODES] = "none"
+    # A crashed node stays down at least this long before restarting.
+    restart_delay_ns: Delay = msgspec.field(name="restart_delay", default=0)
+    # masters: N independent masters. replicated: n1 master, the rest its replicas, and
+    # `sentinels` Redis Sentinels (0: none; the nemesis promotes replicas itself).
+    topology: Literal[TOPOLOGIES] = "masters"
+    sentinels: Annotated[int, Meta(ge=0, le=7)] = 3
+    down_after_ns: Ttl = msgspec.field(name="down_after", default=1 * _S)  # Sentinel's
+    failover_timeout_ns: Ttl = msgspec.field(name="failover_timeout", default=3 * _S)
+
+
+class WorkloadSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    workers: Count = 4
+    threads: Count = 3
+    keys: Annotated[int, Meta(ge=1, le=10_000)] = 1
+    ttl_ns: Ttl = msgspec.field(name="ttl", default=1 * _S)
+    hold_min_ns: Delay = msgspec.field(name="hold_min", default=10 * _MS)
+    hold_max_ns: Delay = msgspec.field(name="hold_max", default=50 * _MS)
+    acquire_timeout_ns: Timeout = msgspec.field(name="acquire_timeout", default=2 * _S)
+    retry_delay_min_ns: Delay = msgspec.field(name="retry_delay_min", default=5 * _MS)
+    retry_delay_max_ns: Delay = msgspec.field(name="retry_delay_max", default=50 * _MS)
+    honor_validity: bool = True
+    # The chance that a section re-acquires its own lock (reentrant clients).
+    nesting: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
+    extend: bool = False  # sections extend their lease while the hold goes on
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    name: str  # a built-in client, or a plug-in class as "module:ClassName"
+    options: dict[str, object] = field(default_factory=dict)  # durations as int ns
+    # A plug-in: the directories (absolute) its module is imported from, ahead of
+    # sys.path, here and in the workers (empty: from sys.path). Empty for a built-in.
+    path: tuple[str, ...] = ()
+
+    @property
+    def plugin(self) -> bool:
+        return is_plugin_path(self.name)
+
+    def info(self) -> ClientInfo:
+        """What the registry knows of it; a plug-in's class was checked when it was read."""
+        return client_info(self.name, self.path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    name: str
+    description: str
+    expect_default: Expectation  # `expect`: for the scenario's client, unless listed below
+    duration_ns: int
+    seed: int | None = None
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    client: ClientSpec
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    # `expect_clients`: what the claim predicts for other clients (a suite's --clients
+    # matrix, or --client): a third-party library may break where Redlock holds.
+    expect_clients: dict[str, Expectation] = field(default_factory=dict)
+    # Where it was read from: for messages only, so not part of equality.
+    source: str = field(default="", compare=False)
+
+    @property
+    def expectation(self) -> Expectation:
+        """What this run should come out as, for the client it runs with."""
+        return self.expect_clients.get(self.client.name, self.expect_default)
+
+    @property
+    def expect(self) -> str:
+        """The expected safety verdict: valid or invalid."""
+        return self.expectation.safety
+
+    @property
+    def expect_liveness(self) -> str | None:
+        return self.expectation.liveness
+
+
+# ---- the file's shape beyond the specs -------------------------------------------------------
+
+EXPECT_ALLOWED = (
+    f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
+    f"({', '.join(EXPECTATIONS)}; or unknown with liveness stuck), liveness "
+    f"({', '.join(LIVENESS_EXPECTATIONS)}), resource ({', '.join(RESOURCE_EXPECTATIONS)}) "
+    f"and tokens ({', '.join(TOKEN_EXPECTATIONS)})"
+)
+CLIENT_ALLOWED = (
+    f"a client name ({', '.join(CLIENTS)}) or a mapping with keys name, options; "
+    "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options"
+)
+
+
+class ExpectDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    safety: Literal[(*EXPECTATIONS, "unknown")] = "valid"
+    liveness: Literal[LIVENESS_EXPECTATIONS] | None = None
+    resource: Literal[RESOURCE_EXPECTATIONS] | None = None
+    tokens: Literal[TOKEN_EXPECTATIONS] | None = None
+
+
+Expect = Annotated[Literal[EXPECTATIONS] | ExpectDoc, Meta(
+    extra={"allowed": EXPECT_ALLOWED, "problem": "is not an expectation"}
+)]  # fmt: skip
+
+
+class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: Literal[tuple(CLIENTS)] | None = None
+    options: dict[str, Any] | None = None
+    class_: Text | None = msgspec.field(name="class", default=None)  # "module:ClassName"
+    path: str | list[str] | None = None  # a plug-in's module directories
+
+
+class _FaultDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
+                tag_field="kind"):  # fmt: skip
+    name: FaultName | None = None  # default: the kind
+    targets: NodeTargets = "one"
+    every_ns: Every | None = msgspec.field(name="every", default=None)
+    duration_ns: Length = msgspec.field(name="duration", default=1 * _S)
+    start_after_ns: Delay = msgspec.field(name="start_after", default=0)
+    probability: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
+    options: FaultOptions | None = None  # None: every option's default
+
+
+# One Struct per kind, tagged by `kind`: its targets and its own Options.
+FAULT_DOCS: dict[str, type[_FaultDoc]] = {
+    kind: msgspec.defstruct(
+        f"{cls.__name__}Fault",
+        [("targets", WorkerTargets if cls.target_kind == "workers" else NodeTargets, "one"),
+         ("options", cls.Options | None, None),
+         *((alias, Length | None, None) for alias in cls.aliases)],
+        bases=(_FaultDoc,), tag=kind, frozen=True, kw_only=True, forbid_unknown_fields=True,
+    )
+    for kind, cls in KINDS.items()
+}
+FaultDoc = Union[tuple(FAULT_DOCS.values())]  # noqa: UP007  (built from a tuple)
+FAULT_KEYS = ", ".join(["kind", *(f.encode_name for f in msgspec.structs.fields(_FaultDoc))])
+ENTRY_KEYS = ", ".join(f.encode_name for f in msgspec.structs.fields(TimelineEntry))
+
+
+class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A scenario file (harness/scenario.schema.json is this, as JSON Schema)."""
+
+    name: RunName | None = None  # default: the file's name
+    description: Text
+    expect: Expect
+    duration_ns: RunLength = msgspec.field(name="duration")
+    seed: Annotated[int, Meta(ge=0, le=MAX_SEED)] | None = None
+    cluster: ClusterSpec = ClusterSpec()
+    client: Annotated[str | ClientDoc, Meta(
+        extra={"allowed": CLIENT_ALLOWED, "problem": "is not a client"}
+    )]  # fmt: skip
+    workload: WorkloadSpec = WorkloadSpec()
+    faults: Annotated[list[FaultDoc] | None, Meta(  # type: ignore[valid-type]
+        extra={"allowed": f"a list of faults, each a mapping with keys {FAULT_KEYS}"}
+    )] = None  # fmt: skip
+    timeline: Annotated[list[TimelineEntry] | None, Meta(extra={"allowed": (
+        f"a list of entries, each [at, fault], [at, fault, targets] or a mapping with keys "
+        f"{ENTRY_KEYS}"
+    )})] = None  # fmt: skip
+    expect_clients: dict[Literal[tuple(CLIENTS)], Expect] = {}

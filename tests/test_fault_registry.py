@@ -1,0 +1,125 @@
+"""One declaration per fault kind: the nemesis, the scenario schema, the docs and the
+timeline's colours all come from it; the shipped JSON Schema is what `schema` prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from faults.docs import fault_table
+from faults.nemesis import FAULTS
+from faults.registry import FAULT_KINDS, KINDS, style
+from harness.reports.timeline import fault_colour
+from harness.scenario import load_scenario, to_yaml
+from harness.scenario.model import FAULT_DOCS
+from tests.conftest import lockharness
+
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = REPO / "harness" / "scenario.schema.json"
+GOOD = "description: d\nexpect: valid\nduration: 5s\nclient: single\n"
+
+
+def test_every_list_of_kinds_is_the_registry() -> None:
+    assert tuple(FAULTS) == tuple(FAULT_DOCS) == FAULT_KINDS == tuple(KINDS)
+    rows = [line.split("`")[1] for line in fault_table().splitlines()[2:]]
+    assert tuple(rows) == FAULT_KINDS
+    for kind, cls in KINDS.items():
+        assert cls.kind == kind and cls.summary and cls.legend
+
+
+def test_the_readme_fault_table_is_the_generated_one() -> None:
+    assert fault_table() in (REPO / "README.md").read_text()
+
+
+@pytest.mark.parametrize("kind", [*FAULT_KINDS, "heal", "no-such-kind"])
+def test_style_keeps_the_timeline_colours(kind: str) -> None:
+    colour, legend = style(kind)
+    assert colour == fault_colour(kind)
+    assert legend
+
+
+def test_the_schema_command_prints_the_shipped_schema(tmp_path: Path) -> None:
+    done = lockharness("schema", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == SCHEMA.read_text()
+    schema = json.loads(done.stdout)
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    assert "definitions" in schema and "$defs" not in done.stdout
+
+
+def test_every_builtin_scenario_validates_against_the_schema() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    paths = sorted((REPO / "harness" / "scenarios").glob("*.yaml"))
+    assert len(paths) > 10
+    for path in paths:
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+        assert errors == [], path.name
+
+
+def test_the_schema_rejects_what_the_loader_rejects() -> None:
+    validator = jsonschema.Draft7Validator(json.loads(SCHEMA.read_text()))
+    for wrong in ("faults: [{kind: explode}]", "workload: {ttl: 10}",
+                  "faults: [{kind: pause, x: 1}]"):  # fmt: skip
+        document = yaml.safe_load(GOOD + wrong + "\n")
+        assert list(validator.iter_errors(document)), wrong
+
+
+def bad(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    with pytest.raises(Exception) as e:
+        load_scenario(str(path))
+    return str(e.value)
+
+
+def test_messages_give_the_line(tmp_path: Path) -> None:
+    text = GOOD + "faults:\n  - {kind: kill}\n  - kind: clock-bump\n    options:\n"
+    text += "      delta: --5s\n"
+    assert bad(tmp_path, text) == (
+        f"{tmp_path / 'x.yaml'}: faults[1].options.delta: '--5s' is not a signed duration; "
+        "write an optional + or -, a number and a unit (ns, us, ms, s, m, h), e.g. +5s or -250ms "
+        "(line 9)"
+    )
+    assert bad(tmp_path, GOOD + "workload:\n  workers: 0\n") == (
+        f"{tmp_path / 'x.yaml'}: workload.workers: 0 is out of range; allowed: an integer from 1 "
+        "to 64 (line 6)"
+    )
+
+
+def test_an_unknown_kind_lists_the_kinds(tmp_path: Path) -> None:
+    assert bad(tmp_path, GOOD + "faults:\n  - kind: explode\n") == (
+        f"{tmp_path / 'x.yaml'}: faults[0].kind: 'explode' is not one of the choices; allowed: "
+        f"{', '.join(FAULT_KINDS)} (line 6)"
+    )
+    assert bad(tmp_path, GOOD + "faults:\n  - name: x\n") == (
+        f"{tmp_path / 'x.yaml'}: faults[0].kind: missing; allowed: {', '.join(FAULT_KINDS)} "
+        "(line 6)"
+    )
+
+
+def test_durations_both_ways(tmp_path: Path) -> None:
+    text = GOOD + (
+        "workload: {ttl: 1500ms, hold_min: 0.5s, hold_max: 1s}\n"
+        "faults: [{kind: clock-strobe, every: 2s, options: {delta: -1.5s, period: 250ms}}]\n"
+    )
+    path = tmp_path / "d.yaml"
+    path.write_text(text)
+    s = load_scenario(str(path))
+    assert (s.workload.ttl_ns, s.workload.hold_min_ns) == (1_500_000_000, 500_000_000)
+    (f,) = s.faults.faults
+    assert (f.every_ns, f.options.delta, f.options.period) == (2 * 10**9, -15 * 10**8, 25 * 10**7)
+    written = to_yaml(s)
+    for key in ("ttl: 1500ms", "hold_min: 500ms", "delta: -1500ms", "period: 250ms"):
+        assert key in written
+    assert "every: 2s" in written
+    again = tmp_path / "again.yaml"
+    again.write_text(written)
+    assert load_scenario(str(again)) == s
