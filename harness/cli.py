@@ -23,6 +23,7 @@ from harness.limits import MAX_SEED, MAX_SEEDS
 _COMMANDS = {
     "list": "listing", "run": "run", "suite": "suite", "check": "check",
     "report": "report", "cluster": "cluster", "gc": "gc", "schema": "schema",
+    "client-check": "client_check",
 }  # fmt: skip
 
 
@@ -112,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
 
     commands.add_parser("schema", help="the scenario file's JSON Schema (draft-07), to stdout")
+
+    client_check = commands.add_parser(
+        "client-check", help="a conformance session of a lock-client program: -- PROG ARGS"
+    )
+    client_check.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROG ARGS")
+    client_check.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    _binary_flags(client_check)
 
     cluster = commands.add_parser("cluster", help="a cluster to poke by hand")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
