@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium demo matrix test test-unit test-server test-all bench bench-quick lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images demo matrix test test-unit test-server test-all bench bench-quick lint clean
 
 setup: python-env redis-server toxiproxy chromium
 
@@ -51,6 +51,15 @@ toxiproxy:
 	  GOBIN=$(CURDIR)/.tools/gobin go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION) && \
 	  mv .tools/gobin/server $(TOOLS)/toxiproxy-server; \
 	fi
+
+# The Docker Compose backend's engine: nothing when `docker info` answers; as root on Debian,
+# Debian's docker.io + docker-compose and a dockerd in the background (.tools/dockerd.log).
+docker-engine:
+	@TOOLS_DIR=.tools bash compose/docker-engine.sh
+
+# The Compose backend's images, built offline from this machine's redis-server and Toxiproxy.
+images: python-env redis-server toxiproxy docker-engine
+	$(BIN)/python -m compose.images
 
 # The mission in about two minutes: safe baselines, a broken release, the Redlock restart
 # counter-example and its recovery policy, a GC pause and a failover, each at its own
