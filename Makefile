@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images demo matrix test test-unit test-server test-all bench bench-quick lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images bench-compose demo matrix test test-unit test-server test-all bench bench-quick lint clean
 
 setup: python-env redis-server toxiproxy chromium
 
@@ -97,6 +97,10 @@ test-all: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+# Compose beside local: bring-up and teardown of 5 nodes + resource + Toxiproxy, median of 5.
+bench-compose: setup images
+	$(BIN)/python -m bench.compose_bringup
 
 bench-quick: setup
 	$(BIN)/python -m bench --seeds 2

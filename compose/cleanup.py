@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import docker.errors
+from docker.models.containers import Container
 
 from compose.engine import client
 from compose.project import RUN_LABEL
@@ -24,17 +26,29 @@ def leftovers(run_dir: Path) -> list[str]:
     return found
 
 
+def remove_containers(run_dir: Path) -> list[str]:
+    """Force-remove (SIGKILL, then remove with anonymous volumes) the run's containers, all
+    at once: the engine stops them in parallel, several times faster than one by one."""
+    containers = client().containers.list(all=True, filters=_filters(run_dir))
+
+    def remove(container: Container) -> str | None:
+        try:
+            container.remove(force=True, v=True)
+            return f"container {container.name}"
+        except docker.errors.NotFound:
+            return None  # gone meanwhile
+
+    if not containers:
+        return []
+    with ThreadPoolExecutor(len(containers)) as pool:
+        return [name for name in pool.map(remove, containers) if name]
+
+
 def remove_run(run_dir: Path) -> list[str]:
     """Force-remove the run's containers (with their anonymous volumes), then its networks
     and volumes; return what was removed. Idempotent: a second call removes nothing."""
     engine, filters = client(), _filters(run_dir)
-    removed: list[str] = []
-    for container in engine.containers.list(all=True, filters=filters):
-        try:
-            container.remove(force=True, v=True)
-            removed.append(f"container {container.name}")
-        except docker.errors.NotFound:
-            pass  # gone meanwhile
+    removed = remove_containers(run_dir)
     for network in engine.networks.list(filters=filters):
         try:
             network.remove()

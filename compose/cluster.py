@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from compose import engine, images
-from compose.cleanup import leftovers, remove_run
+from compose.cleanup import leftovers, remove_containers, remove_run
 from compose.node import ContainerNode, answers_ping
 from compose.project import (
     COMPOSE_FILE,
@@ -39,6 +39,8 @@ from harness.cluster.redis_node import PERSISTENCE_ARGS
 from harness.cluster.toxiproxy import ToxiproxyAPI
 
 log = logging.getLogger("lockharness.cluster")
+
+_UP_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -67,26 +69,34 @@ class ComposeCluster:
         if config.clock_shim:
             (self.run_dir / "clock").mkdir(parents=True, exist_ok=True)
             self._clocks = {n: ClockControl(self.run_dir / "clock" / f"{n}.ctl") for n in names}
-        # Every host port decided up front: compose publishes them, Toxiproxy listens on them.
+        self._nodes = [self._node(name, config.persistence) for name in names]
+        self._by_name = {node.name: node for node in self._nodes}
+        self._resource = self._node("resource", "none")
+        self._api_port = 0
+        self._proxies: dict[tuple[int, str], ProxyPlan] = {}
+        self._choose_ports()
+        self._brought_up = False
+
+    def _node(self, name: str, persistence: str) -> ContainerNode:
+        data = self.run_dir / "data" / name
+        return ContainerNode(name, container_name(self.run_dir, name), 0, data, persistence)
+
+    def _choose_ports(self) -> None:
+        """Every host port, decided up front: compose publishes them, Toxiproxy listens on
+        them. Free now; `up` retries with new ones if someone takes one meanwhile."""
         taken: list[int] = []
-        for _ in range(len(names) + 2 + config.workers * len(names)):
+        for _ in range(len(self._nodes) + 2 + self.config.workers * len(self._nodes)):
             taken.append(free_port_except(taken))
         ports = iter(taken)
-        self._nodes = [self._node(name, next(ports), config.persistence) for name in names]
-        self._by_name = {node.name: node for node in self._nodes}
-        self._resource = self._node("resource", next(ports), "none")
+        for server in (*self._nodes, self._resource):
+            server.host_port = next(ports)
         self._api_port = next(ports)
         self._proxies = {
             (worker, node.name): ProxyPlan(self.proxy_name(worker, node.name), next(ports),
                                            f"{node.name}:{REDIS_PORT}")
-            for worker in range(1, config.workers + 1)
+            for worker in range(1, self.config.workers + 1)
             for node in self._nodes
         }  # fmt: skip
-        self._brought_up = False
-
-    def _node(self, name: str, port: int, persistence: str) -> ContainerNode:
-        data = self.run_dir / "data" / name
-        return ContainerNode(name, container_name(self.run_dir, name), port, data, persistence)
 
     # --- the Cluster protocol: what LocalCluster offers -----------------------------------
 
@@ -170,10 +180,7 @@ class ComposeCluster:
         """Bring everything up, or take down what did come up and raise."""
         redis_image, toxiproxy_image = self.preflight()
         try:
-            self._write_project(redis_image, toxiproxy_image)
-            self._brought_up = True  # from here on, teardown has something to remove
-            self._write_description()  # before `up`: gc can find a half-started run
-            engine.run_compose(self.compose_file, self.project, ["up", "-d", "--no-build"])
+            self._up(redis_image, toxiproxy_image)
             toxiproxy = container_name(self.run_dir, "toxiproxy")
             wait_api(self._api_port, lambda: _container_alive(toxiproxy))
             populate(self._api_port, list(self._proxies.values()))
@@ -184,6 +191,23 @@ class ComposeCluster:
         except BaseException:
             self.stop()
             raise
+
+    def _up(self, redis_image: str, toxiproxy_image: str) -> None:
+        """compose.yaml, then `compose up`; on a port taken since we chose it (this machine
+        is shared), take the half-started project down and try again with new ports."""
+        for attempt in range(1, _UP_ATTEMPTS + 1):
+            self._write_project(redis_image, toxiproxy_image)
+            self._brought_up = True  # from here on, teardown has something to remove
+            self._write_description()  # before `up`: gc can find a half-started run
+            try:
+                engine.run_compose(self.compose_file, self.project, ["up", "-d", "--no-build"])
+                return
+            except ClusterError as e:
+                if "address already in use" not in str(e) or attempt == _UP_ATTEMPTS:
+                    raise
+                log.warning("compose up: a chosen port was taken; new ports (%s)", e)
+                remove_containers(self.run_dir)
+                self._choose_ports()
 
     def _write_project(self, redis_image: str, toxiproxy_image: str) -> None:
         for node in (*self._nodes, self._resource):

@@ -5,6 +5,7 @@ toxic, the clock shim inside a container, bad input and a teardown that leaves n
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -156,6 +157,19 @@ def test_power_loss_cuts_the_aof_on_the_host(tmp_path: Path) -> None:
         assert cut is not None and cut.new_size < cut.old_size
         node.restart()
         assert _client(node.endpoint).dbsize() < 50
+
+
+def test_a_port_taken_after_it_was_chosen_means_new_ports(tmp_path: Path) -> None:
+    # This machine is shared: a port free when chosen may be bound before Docker binds it.
+    cluster = ComposeCluster(ComposeConfig(base_dir=tmp_path, nodes=1, workers=1))
+    chosen = cluster.worker_endpoints(1)[0].port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", chosen))
+        squatter.listen()
+        with cluster:
+            endpoint = cluster.worker_endpoints(1)[0]
+            assert endpoint.port != chosen
+            assert _client(endpoint).ping()
 
 
 def test_a_missing_image_is_bad_input_before_anything_starts(tmp_path: Path) -> None:
