@@ -97,6 +97,15 @@ def test_pause_and_resume(clean: ComposeCluster) -> None:
     assert _client(proxied).ping()
 
 
+def test_a_paused_node_can_be_killed_and_restarted(clean: ComposeCluster) -> None:
+    node = clean.node("n1")
+    node.pause()
+    node.kill()  # as SIGKILL ends a SIGSTOPped process
+    assert not node.running()
+    node.restart()
+    assert node.status() == "running" and _client(node.endpoint).ping()
+
+
 def test_latency_toxic_slows_a_proxied_ping(clean: ComposeCluster) -> None:
     endpoint = clean.worker_endpoints(1)[0]
     client = _client(endpoint)

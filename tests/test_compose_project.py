@@ -23,8 +23,7 @@ pytestmark = pytest.mark.unit
 
 def _plan(run_dir: Path, shim: bool = False) -> ProjectPlan:
     nodes = tuple(
-        NodePlan(f"n{i}", 7000 + i, run_dir / "data" / f"n{i}", "aof-always", shim)
-        for i in (1, 2)
+        NodePlan(f"n{i}", 7000 + i, run_dir / "data" / f"n{i}", "aof-always", shim) for i in (1, 2)
     )
     return ProjectPlan(
         run_dir=run_dir,
