@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium demo matrix test test-unit test-server test-all bench bench-quick lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images bench-compose demo matrix test test-unit test-server test-all bench bench-quick lint clean
 
 setup: python-env redis-server toxiproxy chromium
 
@@ -52,6 +52,15 @@ toxiproxy:
 	  mv .tools/gobin/server $(TOOLS)/toxiproxy-server; \
 	fi
 
+# The Docker Compose backend's engine: nothing when `docker info` answers; as root on Debian,
+# Debian's docker.io + docker-compose and a dockerd in the background (.tools/dockerd.log).
+docker-engine:
+	@TOOLS_DIR=.tools bash compose/docker-engine.sh
+
+# The Compose backend's images, built offline from this machine's redis-server and Toxiproxy.
+images: python-env redis-server toxiproxy docker-engine
+	$(BIN)/python -m compose.images
+
 # The mission in about two minutes: safe baselines, a broken release, the Redlock restart
 # counter-example and its recovery policy, a GC pause and a failover, each at its own
 # default duration. Exit 0 iff every verdict is as expected. (`lockharness suite all`
@@ -88,6 +97,10 @@ test-all: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+# Compose beside local: bring-up and teardown of 5 nodes + resource + Toxiproxy, median of 5.
+bench-compose: setup images
+	$(BIN)/python -m bench.compose_bringup
 
 bench-quick: setup
 	$(BIN)/python -m bench --seeds 2

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,3 +81,25 @@ def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Compl
             message = f"lockharness {' '.join(args)} ran past {timeout}s:\n{out}{err}"
             raise AssertionError(message) from None
     return subprocess.CompletedProcess(argv, harness.returncode, out, err)
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    """A Docker engine with the Compose backend's images (built here, offline, if missing).
+
+    Without one: a failure under CI (CI=true sets one up with `make images`), a skip
+    elsewhere, with the reason in the warnings summary too (pytest -q hides skip reasons).
+    """
+    from compose import engine, images
+    from core.errors import BadInput
+
+    try:
+        engine.client()
+        engine.compose_command()
+        for kind in images.KINDS:
+            images.ensure(kind, images.find_host_binary(kind))
+    except BadInput as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs a Docker engine for the compose tests: {e}")
+        warnings.warn(f"compose tests skipped: {e}", stacklevel=1)
+        pytest.skip(f"no Docker engine: {e}")

@@ -1,0 +1,305 @@
+"""The Docker Compose backend: LocalCluster's protocol, one container per server.
+
+The run directory holds compose.yaml (nodes n1..nN, the resource, Toxiproxy, a private
+network), the nodes' data dirs (bind mounts: the AOF outlives a kill, and a power-loss
+kill truncates it on the host) and the clock control files. Only 127.0.0.1 ports are
+published: Toxiproxy's API, its per-(worker, node) proxies, and each redis (for the
+harness's own checks; clients always go through the proxies).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from compose import engine, images
+from compose.cleanup import leftovers, remove_containers, remove_run
+from compose.node import ContainerNode, answers_ping
+from compose.project import (
+    COMPOSE_FILE,
+    REDIS_PORT,
+    NodePlan,
+    ProjectPlan,
+    container_name,
+    project_name,
+)
+from compose.project import write as write_project
+from compose.proxies import ProxyPlan, populate, wait_api
+from core.clock import ClockControl, shim_library
+from core.endpoints import Endpoint
+from core.errors import BadInput, ClusterError
+from harness.cluster.ledger import LEDGER_NAME, ProcessLedger
+from harness.cluster.ports import free_port_except
+from harness.cluster.redis_node import PERSISTENCE_ARGS
+from harness.cluster.toxiproxy import ToxiproxyAPI
+
+log = logging.getLogger("lockharness.cluster")
+
+_UP_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class ComposeConfig:
+    base_dir: Path  # the run directory: compose.yaml, data dirs, clock files, logs
+    nodes: int = 5
+    workers: int = 4
+    persistence: str = "none"
+    clock_shim: bool = False
+    redis_image: str | None = None  # None: lockharness/redis:<host redis-server's version>
+    toxiproxy_image: str | None = None  # None: lockharness/toxiproxy:<host's version>
+
+
+class ComposeCluster:
+    def __init__(self, config: ComposeConfig) -> None:
+        if config.persistence not in PERSISTENCE_ARGS:
+            allowed = ", ".join(sorted(PERSISTENCE_ARGS))
+            raise BadInput(f"unknown persistence {config.persistence!r} (allowed: {allowed})")
+        self.config = config
+        self.run_dir = config.base_dir.resolve()
+        self.project = project_name(self.run_dir)
+        self.compose_file = self.run_dir / COMPOSE_FILE
+        self.ledger = ProcessLedger(self.run_dir / LEDGER_NAME)  # workers are recorded here
+        names = [f"n{i}" for i in range(1, config.nodes + 1)]
+        self._clocks: dict[str, ClockControl] = {}
+        if config.clock_shim:
+            (self.run_dir / "clock").mkdir(parents=True, exist_ok=True)
+            self._clocks = {n: ClockControl(self.run_dir / "clock" / f"{n}.ctl") for n in names}
+        self._nodes = [self._node(name, config.persistence) for name in names]
+        self._by_name = {node.name: node for node in self._nodes}
+        self._resource = self._node("resource", "none")
+        self._api_port = 0
+        self._proxies: dict[tuple[int, str], ProxyPlan] = {}
+        self._choose_ports()
+        self._brought_up = False
+
+    def _node(self, name: str, persistence: str) -> ContainerNode:
+        data = self.run_dir / "data" / name
+        return ContainerNode(name, container_name(self.run_dir, name), 0, data, persistence)
+
+    def _choose_ports(self) -> None:
+        """Every host port, decided up front: compose publishes them, Toxiproxy listens on
+        them. Free now; `up` retries with new ones if someone takes one meanwhile."""
+        taken: list[int] = []
+        for _ in range(len(self._nodes) + 2 + self.config.workers * len(self._nodes)):
+            taken.append(free_port_except(taken))
+        ports = iter(taken)
+        for server in (*self._nodes, self._resource):
+            server.host_port = next(ports)
+        self._api_port = next(ports)
+        self._proxies = {
+            (worker, node.name): ProxyPlan(self.proxy_name(worker, node.name), next(ports),
+                                           f"{node.name}:{REDIS_PORT}")
+            for worker in range(1, self.config.workers + 1)
+            for node in self._nodes
+        }  # fmt: skip
+
+    # --- the Cluster protocol: what LocalCluster offers -----------------------------------
+
+    @property
+    def nodes(self) -> list[ContainerNode]:
+        return self._nodes
+
+    def node(self, name: str) -> ContainerNode:
+        return self._by_name[name]
+
+    def clock(self, name: str) -> ClockControl:
+        if name not in self._clocks:
+            raise ClusterError(f"node {name} runs without the clock shim (no clock faults planned)")
+        return self._clocks[name]
+
+    def reset_clocks(self) -> None:
+        for control in self._clocks.values():
+            control.reset()
+
+    @property
+    def resource(self) -> Endpoint:
+        return self._resource.endpoint
+
+    @property
+    def toxiproxy(self) -> ToxiproxyAPI:
+        return ToxiproxyAPI("127.0.0.1", self._api_port)
+
+    @property
+    def worker_count(self) -> int:
+        return self.config.workers
+
+    def proxy_name(self, worker: int, node: str) -> str:
+        return f"w{worker}-{node}"  # as LocalCluster names them: faults address proxies so
+
+    def worker_endpoints(self, worker: int) -> list[Endpoint]:
+        return [
+            Endpoint(node.name, "127.0.0.1", self._proxies[(worker, node.name)].listen_port)
+            for node in self._nodes
+        ]
+
+    def wait_reachable(self, timeout_s: float = 10.0) -> None:
+        """Every node answers PING through every proxy, or ClusterError names those that don't."""
+        deadline = time.monotonic() + timeout_s
+        pending = {key: Endpoint(key[1], "127.0.0.1", p.listen_port)
+                   for key, p in self._proxies.items()}  # fmt: skip
+        while pending and time.monotonic() < deadline:
+            for key, endpoint in list(pending.items()):
+                if answers_ping(endpoint):
+                    del pending[key]
+            if pending:
+                time.sleep(0.02)
+        if pending:
+            names = ", ".join(self.proxy_name(w, n) for w, n in sorted(pending))
+            raise ClusterError(f"no PING answer through proxies {names} within {timeout_s:.0f}s")
+
+    def wait_healthy(self) -> None:
+        self.wait_reachable()
+
+    def current_master(self) -> str | None:
+        return None  # independent masters
+
+    def shared_proxy_name(self, node: str) -> str:
+        raise ClusterError("independent masters have no shared links (topology: masters)")
+
+    def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
+        raise ClusterError("independent masters have no replicas to promote")
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def preflight(self) -> tuple[str, str]:
+        """Engine, compose command and both images, or BadInput; nothing is started."""
+        engine.client()
+        engine.compose_command()
+        redis_image = self.config.redis_image or images.image_tag(images.REDIS)
+        toxiproxy_image = self.config.toxiproxy_image or images.image_tag(images.TOXIPROXY)
+        images.require(redis_image)
+        images.require(toxiproxy_image)
+        return redis_image, toxiproxy_image
+
+    def start(self) -> None:
+        """Bring everything up, or take down what did come up and raise."""
+        redis_image, toxiproxy_image = self.preflight()
+        try:
+            self._up(redis_image, toxiproxy_image)
+            toxiproxy = container_name(self.run_dir, "toxiproxy")
+            wait_api(self._api_port, lambda: _container_alive(toxiproxy))
+            populate(self._api_port, list(self._proxies.values()))
+            for server in (*self._nodes, self._resource):
+                server.wait_ready()
+            self.wait_reachable()
+            self._write_description()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _up(self, redis_image: str, toxiproxy_image: str) -> None:
+        """compose.yaml, then `compose up`; on a port taken since we chose it (this machine
+        is shared), take the half-started project down and try again with new ports."""
+        for attempt in range(1, _UP_ATTEMPTS + 1):
+            self._write_project(redis_image, toxiproxy_image)
+            self._brought_up = True  # from here on, teardown has something to remove
+            self._write_description()  # before `up`: gc can find a half-started run
+            try:
+                engine.run_compose(self.compose_file, self.project, ["up", "-d", "--no-build"])
+                return
+            except ClusterError as e:
+                if "address already in use" not in str(e) or attempt == _UP_ATTEMPTS:
+                    raise
+                log.warning("compose up: a chosen port was taken; new ports (%s)", e)
+                remove_containers(self.run_dir)
+                self._choose_ports()
+
+    def _write_project(self, redis_image: str, toxiproxy_image: str) -> None:
+        for node in (*self._nodes, self._resource):
+            node.data_dir.mkdir(parents=True, exist_ok=True)  # before Docker makes it as root
+        write_project(ProjectPlan(
+            run_dir=self.run_dir,
+            redis_image=redis_image,
+            toxiproxy_image=toxiproxy_image,
+            nodes=tuple(NodePlan(n.name, n.host_port, n.data_dir, n.persistence,
+                                 self.config.clock_shim) for n in self._nodes),
+            resource=NodePlan("resource", self._resource.host_port, self._resource.data_dir),
+            api_port=self._api_port,
+            proxy_ports=tuple(p.listen_port for p in self._proxies.values()),
+            user=f"{os.getuid()}:{os.getgid()}",
+            shim_library=shim_library() if self.config.clock_shim else None,
+            clock_dir=self.run_dir / "clock" if self.config.clock_shim else None,
+        ))  # fmt: skip
+
+    def stop(self) -> None:
+        """Take the run down (`compose down -v`), then make sure nothing labelled with it is
+        left; safe to call twice and after a failed start."""
+        for node in (*self._nodes, self._resource):
+            node.stop_watching()
+        errors: list[str] = []
+        if self._brought_up:
+            self._save_logs()
+            try:
+                down = ["down", "-v", "--remove-orphans", "--timeout", "1"]
+                engine.run_compose(self.compose_file, self.project, down)
+            except ClusterError as e:
+                errors.append(str(e))
+            left = leftovers(self.run_dir)
+            if left:  # compose missed something (or failed): force it, and say so
+                remove_run(self.run_dir)
+                errors.append(f"left after compose down: {', '.join(left)}")
+            self._brought_up = False
+        for control in self._clocks.values():
+            control.close()
+        if errors and leftovers(self.run_dir):
+            raise ClusterError(f"teardown incomplete: {'; '.join(errors)}")
+        for error in errors:
+            log.warning("teardown: %s", error)
+        if not self.ledger.running():
+            self.ledger.stopped()
+        log.info("compose cluster %s stopped", self.project)
+
+    def _save_logs(self) -> None:
+        """Each container's output into the run dir, as LocalCluster's log files are."""
+        for server in (*self._nodes, self._resource):
+            text = server.log_tail(lines=10_000)
+            (self.run_dir / f"redis-{server.name}.log").write_text(text)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "compose",
+            "project": self.project,
+            "compose_file": str(self.compose_file),
+            "toxiproxy_api": f"127.0.0.1:{self._api_port}",
+            "resource": self._resource.endpoint.to_dict(),
+            "nodes": [
+                {
+                    **node.endpoint.to_dict(),
+                    "container": node.container_name,
+                    "persistence": node.persistence,
+                }
+                for node in self._nodes
+            ],
+            "proxies": {
+                p.name: Endpoint(node, "127.0.0.1", p.listen_port).to_dict()
+                for (_, node), p in sorted(self._proxies.items())
+            },
+            "pids": [],  # containers: gc removes them by label (compose.cleanup.remove_run)
+        }
+
+    def _write_description(self) -> None:
+        self.ledger.describe(self.describe())
+
+    def __enter__(self) -> ComposeCluster:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _container_alive(name: str) -> bool:
+    try:
+        return engine.client().containers.get(name).status in ("created", "running")
+    except Exception:
+        return False

@@ -1,0 +1,141 @@
+"""Build lockharness/redis and lockharness/toxiproxy from this machine's own binaries.
+
+`python -m compose.images` (or `make images`) builds both, offline; an image whose label
+records the same binary (sha256) is kept as it is. The cluster only checks that its image
+exists (``require``): BadInput naming the image and `make images` if not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker.errors
+
+from compose.engine import client
+from compose.rootfs import build_context
+from core.errors import BadInput, LockharnessError
+
+LABEL_KIND = "lockharness.image"
+LABEL_SHA = "lockharness.binary.sha256"
+LABEL_VERSION = "lockharness.binary.version"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The Go module version a `go install`ed Toxiproxy records in its build info (its own
+# -version says "git" when built that way).
+_GO_MODULE_VERSION = re.compile(rb"mod\tgithub\.com/Shopify/toxiproxy/v2\tv([0-9][^\t\n]*)")
+
+
+@dataclass(frozen=True)
+class ImageKind:
+    name: str  # the image is lockharness/<name>:<version>
+    binary: str  # the host binary's name
+    env_var: str  # overrides where the binary is
+    target: str  # where it goes in the image
+    writable_dirs: tuple[str, ...] = ()
+
+
+REDIS = ImageKind("redis", "redis-server", "LOCKHARNESS_REDIS_SERVER", "/usr/bin/redis-server",
+                  ("data", "tmp"))  # fmt: skip
+TOXIPROXY = ImageKind("toxiproxy", "toxiproxy-server", "LOCKHARNESS_TOXIPROXY_SERVER",
+                      "/usr/bin/toxiproxy-server", ("tmp",))  # fmt: skip
+KINDS = (REDIS, TOXIPROXY)
+
+
+def find_host_binary(kind: ImageKind, explicit: str | None = None) -> Path:
+    """Flag, then $ENV, then .tools/bin, then PATH (as harness.binaries looks for them)."""
+    for value in (explicit, os.environ.get(kind.env_var)):
+        if value:
+            return Path(value)
+    for tools in (Path.cwd() / ".tools" / "bin", REPO_ROOT / ".tools" / "bin"):
+        if (tools / kind.binary).is_file():
+            return tools / kind.binary
+    found = shutil.which(kind.binary)
+    if found is None:
+        raise BadInput(f"{kind.binary} not found (${kind.env_var}, .tools/bin, PATH): `make setup`")
+    return Path(found)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def binary_version(kind: ImageKind, binary: Path) -> str:
+    """The version for the tag: redis-server's v=, Toxiproxy's -version or Go build info."""
+    flag = "--version" if kind is REDIS else "-version"
+    out = subprocess.run([str(binary), flag], capture_output=True, text=True, check=False).stdout
+    found = re.search(r"v=(\S+)" if kind is REDIS else r"version v?([0-9]\S*)", out)
+    if found:
+        return found.group(1)
+    if kind is TOXIPROXY and (module := _GO_MODULE_VERSION.search(binary.read_bytes())):
+        return module.group(1).decode()
+    return "sha-" + sha256_of(binary)[:12]  # a build we cannot name: tag it by content
+
+
+def image_tag(kind: ImageKind, binary: Path | None = None) -> str:
+    """lockharness/<kind>:<version of the host's binary>."""
+    return f"lockharness/{kind.name}:{binary_version(kind, binary or find_host_binary(kind))}"
+
+
+def require(tag: str) -> None:
+    """BadInput naming ``tag`` and `make images` when the engine has no such image."""
+    try:
+        client().images.get(tag)
+    except docker.errors.ImageNotFound:
+        raise BadInput(f"image {tag} not found in the Docker engine; run `make images`") from None
+
+
+def ensure(kind: ImageKind, binary: Path, force: bool = False) -> tuple[str, bool]:
+    """(tag, built): build the image unless one with this binary's sha256 exists."""
+    tag, sha = image_tag(kind, binary), sha256_of(binary)
+    if not force:
+        try:
+            if client().images.get(tag).labels.get(LABEL_SHA) == sha:
+                return tag, False
+        except docker.errors.ImageNotFound:
+            pass
+    context = build_context(binary, kind.target, [kind.target], kind.writable_dirs)
+    labels = {LABEL_KIND: kind.name, LABEL_SHA: sha, LABEL_VERSION: tag.rsplit(":", 1)[1]}
+    try:
+        client().images.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag,
+                              labels=labels, rm=True, forcerm=True, pull=False)  # fmt: skip
+    except docker.errors.BuildError as e:
+        log = "".join(str(line.get("stream", line)) for line in e.build_log)
+        raise BadInput(f"building {tag} from {binary} failed: {e}\n{log}") from None
+    return tag, True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compose.images", description=__doc__)
+    parser.add_argument("--redis-server", help="the redis-server to package")
+    parser.add_argument("--toxiproxy-server", help="the toxiproxy-server to package")
+    parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    args = parser.parse_args(argv)
+    explicit = {REDIS: args.redis_server, TOXIPROXY: args.toxiproxy_server}
+    try:
+        for kind in KINDS:
+            binary = find_host_binary(kind, explicit[kind])
+            started = time.monotonic()
+            tag, built = ensure(kind, binary, args.force)
+            what = f"built in {time.monotonic() - started:.1f}s" if built else "up to date"
+            print(f"{tag}: {what} ({binary})")
+    except LockharnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
