@@ -89,7 +89,8 @@ test: test-unit test-server
 test-unit: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'unit and not slow'
 
-test-server: setup
+# The server tests include the Compose backend's: they need the engine and the images.
+test-server: setup images
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'server and not slow'
 
 test-all: setup
