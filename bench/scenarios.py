@@ -21,8 +21,8 @@ from rich.console import Console
 
 from checker.verdict import first_violation_ns
 from core.history import INFO, NEMESIS, read_history
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
-from harness.runner import Binaries, RunOutcome, run_scenario
+from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from harness.runner import RunOutcome, run_scenario
 from harness.scenario import builtin_scenarios, with_overrides
 
 

@@ -34,9 +34,9 @@ from rich.console import Console
 
 from bench.bringup import cluster_config
 from core.endpoints import Endpoint
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from harness.cluster.local import LocalCluster
-from harness.runner import Binaries, run_scenario
+from harness.runner import run_scenario
 from harness.scenario import Scenario, load_scenario, with_overrides
 from workloads.redlock import DEFAULT_TIMEOUT_NS as REDLOCK_TIMEOUT_NS
 from workloads.scripts import COMPARE_AND_DELETE

@@ -63,3 +63,11 @@ def find_binary(binary: Binary, flag_value: str | None = None) -> Path:
         f"{binary.name} not found (looked at {binary.flag}, ${binary.env_var}, .tools/bin, PATH); "
         f"to install it, {binary.install_hint}"
     )
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """The servers a run starts (the compose backend builds its images from them)."""
+
+    redis_server: Path
+    toxiproxy_server: Path

@@ -31,10 +31,11 @@ from core.live import LiveHistory
 from core.shards import NEMESIS_SHARD, merge_shards, shard_paths
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
+from harness.backends import DEFAULT_BACKEND, make_cluster
+from harness.binaries import Binaries
+from harness.cluster.base import Cluster, Replicated
 from harness.cluster.ledger import ProcessLedger
-from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.process import ManagedProcess
-from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from harness.progress import ProgressLine
 from harness.recheck import HISTORY, RESULTS, apply_run_problems
 from harness.reports import write_reports
@@ -55,12 +56,6 @@ log = logging.getLogger("lockharness")
 _POLL_S = 0.1
 _WORKER_STOP_GRACE_S = 5.0  # on top of hold_max: a worker finishes its cycle first
 EXIT_INTERRUPTED = 130
-
-
-@dataclass(frozen=True)
-class Binaries:
-    redis_server: Path
-    toxiproxy_server: Path
 
 
 @dataclass
@@ -98,7 +93,7 @@ def resolve_seed(scenario: Scenario) -> Scenario:
 
 
 def _worker_configs(
-    scenario: Scenario, cluster: LocalCluster, run_dir: Path, t0_ns: int
+    scenario: Scenario, cluster: Cluster, run_dir: Path, t0_ns: int
 ) -> list[WorkerConfig]:
     w = scenario.workload
     assert scenario.seed is not None
@@ -111,7 +106,7 @@ def _worker_configs(
             resource=cluster.resource,
             discovery=(
                 cluster.discovery(worker).to_dict()
-                if isinstance(cluster, ReplicatedCluster) else None
+                if isinstance(cluster, Replicated) else None
             ),
             client=scenario.client.name,
             client_options=dict(scenario.client.options),
@@ -195,37 +190,15 @@ def _stop_workers(workers: list[ManagedProcess], grace_s: float) -> dict[int, in
     return {i: worker.exit_code() for i, worker in enumerate(workers, start=1)}
 
 
-def _cluster(scenario: Scenario, binaries: Binaries, run_dir: Path) -> LocalCluster:
-    kinds = {fault.kind for fault in scenario.faults.faults}
-    spec = scenario.cluster
-    config = ClusterConfig(
-        redis_server=binaries.redis_server,
-        toxiproxy_server=binaries.toxiproxy_server,
-        base_dir=run_dir,
-        nodes=spec.nodes,
-        workers=scenario.workload.workers,
-        persistence=spec.persistence,
-        clock_shim=any(kind.startswith("clock-") for kind in kinds),
-    )
-    if spec.topology == "masters":
-        return LocalCluster(config)
-    return ReplicatedCluster(config, ReplicationConfig(
-        sentinels=spec.sentinels,
-        quorum=spec.sentinels // 2 + 1,
-        down_after_ms=spec.down_after_ns // 1_000_000,
-        failover_timeout_ms=spec.failover_timeout_ns // 1_000_000,
-    ))  # fmt: skip
-
-
 def _nothing() -> None:
     pass
 
 
 def _watch_failovers(
-    cluster: LocalCluster, recorder: Recorder, t0_ns: int
+    cluster: Cluster, recorder: Recorder, t0_ns: int
 ) -> Callable[[], None]:
     """Record every failover Sentinel announces, so witnesses can name it."""
-    if not isinstance(cluster, ReplicatedCluster):
+    if not isinstance(cluster, Replicated):
         return _nothing
 
     def switched(old: str, new: str, began_ns: int | None) -> None:
@@ -255,7 +228,7 @@ class _Execution:
 
 
 def _execute(
-    scenario: Scenario, cluster: LocalCluster, run_dir: Path, console: Console
+    scenario: Scenario, cluster: Cluster, run_dir: Path, console: Console
 ) -> _Execution:
     """Cluster up, workers and nemesis go, faults healed, everything down: always."""
     w, seed = scenario.workload, scenario.seed
@@ -330,7 +303,12 @@ def _execute(
 
 
 def run_scenario(
-    scenario: Scenario, *, store: Path, binaries: Binaries, console: Console
+    scenario: Scenario,
+    *,
+    store: Path,
+    binaries: Binaries,
+    console: Console,
+    backend: str = DEFAULT_BACKEND,
 ) -> RunOutcome:
     scenario = resolve_seed(scenario)
     run_dir = create_run_dir(store, scenario.name)
@@ -343,7 +321,7 @@ def run_scenario(
     )
     with run_log(run_dir):
         log.info("run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir)
-        cluster = _cluster(scenario, binaries, run_dir)
+        cluster = make_cluster(backend, scenario, binaries, run_dir)
         execution = _execute(scenario, cluster, run_dir, console)
         with shielded() as shield:  # checking what was recorded is not cut short either
             outcome = _conclude(scenario, run_dir, execution, cluster.describe())

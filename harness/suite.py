@@ -28,9 +28,10 @@ from core.errors import (
     BadInput,
 )
 from core.interrupts import shielded
+from harness.binaries import Binaries
 from harness.junit import write_junit
 from harness.limits import MAX_SEEDS
-from harness.runner import Binaries, run_scenario
+from harness.runner import run_scenario
 from harness.scenario import (
     Scenario,
     builtin_scenarios,

@@ -23,7 +23,8 @@ from workloads.program import (
 )
 
 TINY = [sys.executable, str(Path(__file__).parent / "programs" / "tiny_lock.py")]
-TIMEOUT: dict[str, object] = {"request_timeout": 1_000_000_000}  # 1 s: a hung program is seen quickly here
+# 1 s: a hung program is seen quickly here.
+TIMEOUT: dict[str, object] = {"request_timeout": 1_000_000_000}
 
 
 def clock() -> int:

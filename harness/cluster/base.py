@@ -8,12 +8,14 @@ every fault kind its topology allows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from core.clock import ClockControl
+from core.discovery import Discovery
 from core.endpoints import Endpoint
 from harness.cluster.aof import AofTruncation
+from harness.cluster.ledger import ProcessLedger
 from harness.cluster.toxiproxy import ToxiproxyAPI
 
 
@@ -42,6 +44,8 @@ class NodeHandle(Protocol):
 
 class Cluster(Protocol):
     """Nodes, a resource outside the fault domain, and one proxy per (worker, node)."""
+
+    ledger: ProcessLedger  # every process the run starts (the workers too)
 
     @property
     def nodes(self) -> Sequence[NodeHandle]: ...
@@ -98,6 +102,17 @@ class Replicated(Protocol):
 
     def shared_proxy_name(self, node: str) -> str:
         """The proxy carrying the node's replication and sentinel links (replicated)."""
+        ...
+
+    def discovery(self, worker: int) -> Discovery:
+        """How worker ``worker``'s clients find the master (through its own proxies)."""
+        ...
+
+    def watch_failovers(
+        self, on_switch: Callable[[str, str, int | None], None]
+    ) -> Callable[[], None]:
+        """Call ``on_switch(old, new, began_ns)`` for every failover Sentinel announces;
+        returns what stops watching."""
         ...
 
     def promote(self, node: str, demote_old: bool) -> dict[str, Any]:

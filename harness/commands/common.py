@@ -8,8 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import gc
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
-from harness.runner import Binaries
+from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 
 
 def find_binaries(args: argparse.Namespace) -> Binaries:

@@ -1,0 +1,70 @@
+"""Which cluster backend a run uses: local processes (the default) or Docker Compose.
+
+A backend is checked before anything starts (`check_backend`): on Compose, an engine that
+does not answer or an image that is missing is bad input naming what to do, and no run
+directory is made. `make_cluster` then builds the cluster the scenario's topology asks for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.errors import BadInput
+from harness.binaries import Binaries
+from harness.cluster.base import Cluster
+from harness.cluster.local import ClusterConfig, LocalCluster
+from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
+
+BACKENDS: tuple[str, ...] = ("local", "compose")
+DEFAULT_BACKEND = "local"
+
+
+def check_backend(backend: str, topology: str = "masters") -> None:
+    """BadInput unless ``backend`` can run here (the engine and images, for compose)."""
+    if backend not in BACKENDS:
+        raise BadInput(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
+    if backend == "compose":
+        from compose.images import KINDS, image_tag, require  # the docker SDK: only when asked
+
+        for kind in KINDS:
+            require(image_tag(kind))
+        if topology != "masters":
+            raise BadInput("the replicated topology does not run on the compose backend yet; "
+                           "allowed there: topology masters")  # fmt: skip
+
+
+def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: Path) -> Cluster:
+    """The cluster for ``scenario`` on ``backend``, not started yet."""
+    spec = scenario.cluster
+    kinds = {fault.kind for fault in scenario.faults.faults}
+    clock_shim = any(kind.startswith("clock-") for kind in kinds)
+    replication = ReplicationConfig(
+        sentinels=spec.sentinels,
+        quorum=spec.sentinels // 2 + 1,
+        down_after_ms=spec.down_after_ns // 1_000_000,
+        failover_timeout_ms=spec.failover_timeout_ns // 1_000_000,
+    )
+    if backend == "compose":
+        from compose.cluster import ComposeCluster, ComposeConfig
+
+        config = ComposeConfig(
+            base_dir=run_dir, nodes=spec.nodes, workers=scenario.workload.workers,
+            persistence=spec.persistence, clock_shim=clock_shim,
+        )  # fmt: skip
+        return ComposeCluster(config)  # masters: check_backend refused the replicated one
+    local = ClusterConfig(
+        redis_server=binaries.redis_server,
+        toxiproxy_server=binaries.toxiproxy_server,
+        base_dir=run_dir,
+        nodes=spec.nodes,
+        workers=scenario.workload.workers,
+        persistence=spec.persistence,
+        clock_shim=clock_shim,
+    )
+    if spec.topology == "masters":
+        return LocalCluster(local)
+    return ReplicatedCluster(local, replication)
