@@ -110,10 +110,12 @@ class ContainerNode:
         self.wait_ready(timeout_s)
 
     def pause(self) -> None:
-        self.container().pause()
+        if self.status() == "running":  # as SIGSTOP: pausing a paused node changes nothing
+            self.container().pause()
 
     def resume(self) -> None:
-        self.container().unpause()
+        if self.status() == "paused":  # as SIGCONT: the nemesis's heal resumes every node
+            self.container().unpause()
 
     def exec(self, *argv: str) -> str:
         """Run a command in the container (the image holds only redis-server)."""
