@@ -18,7 +18,6 @@ import org.redisson.Redisson;
 import org.redisson.RedissonRedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
-import org.redisson.client.RedisConnectionException;
 import org.redisson.config.Config;
 
 /**
@@ -188,10 +187,11 @@ public final class RedissonClientMain {
       try {
         redisson.getKeys().count();
         return redisson;
-      } catch (RedisConnectionException refused) { // down (not slow): no use waiting
-        System.err.println("warm-up " + address + ": " + refused.getMessage());
-        return redisson;
       } catch (RuntimeException e) {
+        if (refused(e)) { // down, not slow: no use waiting
+          System.err.println("warm-up " + address + ": " + e.getMessage());
+          return redisson;
+        }
         if (System.nanoTime() > deadline) {
           System.err.println("warm-up " + address + ": no answer after " + attempt + " tries: " + e);
           return redisson;
@@ -199,6 +199,16 @@ public final class RedissonClientMain {
         sleep(10);
       }
     }
+  }
+
+  /** A connection refused (the node is down), not a connection too slow for the timeout. */
+  private static boolean refused(Throwable e) {
+    for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+      if (cause instanceof java.net.ConnectException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static void sleep(long ms) {
