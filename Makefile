@@ -113,3 +113,5 @@ lint: python-env
 
 clean:
 	rm -rf $(VENV) .tools store
+
+include clients/clients.mk

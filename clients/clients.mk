@@ -1,0 +1,48 @@
+# The reference lock clients (clients/README.md): programs speaking docs/client-protocol.md,
+# each over one real library, built from pinned versions. `make clients` puts a launcher
+# per client in $(CLIENTS_DIR)/bin/ (run it as [path, args...]); a missing toolchain skips
+# that client (said, not an error). Low parallelism: the machine is shared.
+CLIENTS_DIR ?= $(CURDIR)/.tools/clients
+GO ?= $(or $(shell command -v go),$(wildcard /usr/local/go/bin/go))
+NPM ?= $(shell command -v npm)
+MVN ?= $(shell command -v mvn)
+# A launcher: `exec COMMAND "$@"`, COMMAND given relative to the launcher's directory.
+define launcher
+printf '#!/bin/sh\n# %s: a lockharness reference client (clients/README.md)\nhere=$$(dirname "$$(readlink -f "$$0")")\nexec %s "$$@"\n' \
+  $(1) '$(2)' > $(CLIENTS_DIR)/bin/$(1) && chmod +x $(CLIENTS_DIR)/bin/$(1)
+endef
+
+.PHONY: clients client-redsync client-node-redlock client-redisson
+
+clients: client-redsync client-node-redlock client-redisson
+	@echo "client launchers in $(CLIENTS_DIR)/bin:"; ls -1 $(CLIENTS_DIR)/bin 2>/dev/null | sed 's/^/  /'
+
+# -trimpath, no VCS stamp, go.sum read-only: the same sources give the same binary.
+client-redsync:
+	@if [ -z "$(GO)" ]; then echo "skipped redsync: no go toolchain"; exit 0; fi; \
+	mkdir -p $(CLIENTS_DIR)/bin && \
+	cd clients/redsync && $(GO) build -p 1 -mod=readonly -trimpath -buildvcs=false \
+	  -o $(CLIENTS_DIR)/bin/redsync . && echo "built redsync"
+
+# npm ci installs exactly package-lock.json, into a copy of the package.
+client-node-redlock:
+	@if [ -z "$(NPM)" ] || ! command -v node >/dev/null; then \
+	  echo "skipped node-redlock: no node/npm"; exit 0; fi; \
+	rm -rf $(CLIENTS_DIR)/node-redlock && mkdir -p $(CLIENTS_DIR)/node-redlock $(CLIENTS_DIR)/bin && \
+	cp clients/node-redlock/package.json clients/node-redlock/package-lock.json \
+	  clients/node-redlock/client.js $(CLIENTS_DIR)/node-redlock/ && \
+	(cd $(CLIENTS_DIR)/node-redlock && \
+	  $(NPM) ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) && \
+	$(call launcher,node-redlock,node "$$here/../node-redlock/client.js") && \
+	echo "built node-redlock"
+
+# One shaded jar, two clients: the launcher passes the client's name.
+client-redisson:
+	@if [ -z "$(MVN)" ] || ! command -v java >/dev/null; then \
+	  echo "skipped redisson: no java/mvn"; exit 0; fi; \
+	mkdir -p $(CLIENTS_DIR)/bin && \
+	$(MVN) -q -B -T 1 -f clients/redisson/pom.xml package && \
+	cp clients/redisson/target/redisson-client.jar $(CLIENTS_DIR)/redisson.jar && \
+	$(call launcher,redisson-redlock,java -XX:+UseSerialGC -jar "$$here/../redisson.jar" redisson-redlock) && \
+	$(call launcher,redisson-rlock,java -XX:+UseSerialGC -jar "$$here/../redisson.jar" redisson-rlock) && \
+	echo "built redisson (redisson-redlock, redisson-rlock)"

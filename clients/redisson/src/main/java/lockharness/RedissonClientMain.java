@@ -1,0 +1,347 @@
+package lockharness;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.redisson.Redisson;
+import org.redisson.RedissonRedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * A lockharness client (docs/client-protocol.md) that translates the protocol to Redisson,
+ * with nothing added. One program, two clients, chosen by the first argument:
+ *
+ * <ul>
+ *   <li>{@code redisson-redlock}: a RedissonRedLock (deprecated by Redisson, still shipped)
+ *       over one Redisson client per node, an independent RLock on each;
+ *       tryLock(0, ttl_ms, MILLISECONDS). It takes the nodes one after another and reports
+ *       no validity: we report ttl_ms minus the time the acquire took, counted from when
+ *       the request was received. That is an honest lower bound: every node's key was given
+ *       its PEXPIRE ttl after the request arrived, and we deduct the elapsed time as Redlock
+ *       does. Its unlock() releases on every node and swallows every error: it cannot say
+ *       "not held", so release is true whenever unlock() returns.
+ *   <li>{@code redisson-rlock}: one RLock on the first node with the watchdog:
+ *       tryLock(0, -1, MILLISECONDS) (no lease time), lockWatchdogTimeout = ttl_ms, so the
+ *       lock is held for ttl_ms and renewed every ttl_ms/3 while this process lives. No
+ *       validity (null). unlock() throws IllegalMonitorStateException when not held: false.
+ * </ul>
+ *
+ * <p>Redisson locks belong to a thread (the client id and the thread id are the hash field),
+ * so this process serves one client and makes every lock call on the main thread; the token
+ * is our own UUID, mapped to the lock object. Neither client can extend (no abilities).
+ * Exceptions (timeouts, connection errors) are {@code error} replies: the outcome is unknown.
+ */
+public final class RedissonClientMain {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String REDLOCK = "redisson-redlock";
+  private static final String RLOCK = "redisson-rlock";
+  private static final long WARM_UP_MS = 3000;
+  private static final String EXIT = "exit after this reply"; // never printed
+
+  private final String client;
+  private final List<String> names = new ArrayList<>();
+  private final List<String> addresses = new ArrayList<>();
+  private final List<RedissonClient> perNode = new ArrayList<>(); // redlock: one per node
+  private final Map<Long, RedissonClient> perTtl = new HashMap<>(); // rlock: one per TTL
+  private final Map<String, RLock> held = new HashMap<>(); // token -> the lock it names
+  private int timeoutMs = 50;
+  private boolean initialised;
+
+  private RedissonClientMain(String client) {
+    this.client = client;
+  }
+
+  public static void main(String[] args) throws Exception {
+    // Only replies go to stdout: everything else (Redisson's logs too) goes to stderr.
+    PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    System.setOut(System.err);
+    if (args.length != 1 || !(args[0].equals(REDLOCK) || args[0].equals(RLOCK))) {
+      System.err.println("usage: redisson-client " + REDLOCK + "|" + RLOCK);
+      System.exit(2);
+    }
+    RedissonClientMain program = new RedissonClientMain(args[0]);
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    int exit = 0;
+    for (String line; (line = in.readLine()) != null; ) {
+      if (line.isBlank()) {
+        continue;
+      }
+      ObjectNode reply = program.answer(line);
+      JsonNode exitCode = reply.remove(EXIT); // after close, or a refused init
+      out.println(JSON.writeValueAsString(reply));
+      out.flush();
+      if (exitCode != null) {
+        exit = exitCode.asInt();
+        break;
+      }
+    }
+    program.shutdown();
+    System.exit(exit);
+  }
+
+  /** One reply per line; a malformed line or a failed call is an error reply, never a crash. */
+  private ObjectNode answer(String line) {
+    ObjectNode reply = JSON.createObjectNode();
+    JsonNode req;
+    try {
+      req = JSON.readTree(line);
+    } catch (Exception e) {
+      return reply.putNull("id").put("error", "malformed request: " + e.getMessage());
+    }
+    if (req == null || !req.isObject() || !req.path("id").canConvertToLong()) {
+      return reply.putNull("id").put("error", "malformed request: no integer id");
+    }
+    reply.put("id", req.get("id").asLong());
+    String op = req.path("op").asText("");
+    try {
+      if (!initialised && !op.equals("init") && !op.equals("close")) {
+        return reply.put("error", "\"" + op + "\" before init");
+      }
+      switch (op) {
+        case "init" -> init(req, reply);
+        case "acquire" -> acquire(req, reply);
+        case "release" -> release(req, reply);
+        case "close" -> reply.put("ok", true).put(EXIT, 0);
+        default -> reply.put("error", "unknown op " + JSON.writeValueAsString(op));
+      }
+    } catch (Exception e) {
+      reply.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+    }
+    return reply;
+  }
+
+  private void init(JsonNode req, ObjectNode reply) {
+    if (req.path("protocol").asInt() != 1) {
+      reply.put("error", "unsupported protocol " + req.path("protocol") + " (this program speaks 1)");
+      reply.put(EXIT, 1);
+      return;
+    }
+    if (initialised) {
+      reply.put("error", "init twice");
+      return;
+    }
+    JsonNode nodes = req.path("nodes");
+    if (!nodes.isArray() || nodes.isEmpty()) {
+      reply.put("error", "init without nodes");
+      return;
+    }
+    JsonNode timeout = req.path("options").path("timeout_ms");
+    if (!timeout.isMissingNode()) {
+      if (!timeout.isNumber() || timeout.asInt() <= 0) {
+        reply.put("error", "options.timeout_ms must be a positive number, not " + timeout);
+        return;
+      }
+      timeoutMs = timeout.asInt();
+    }
+    for (JsonNode node : nodes) {
+      names.add(node.path("name").asText());
+      addresses.add("redis://" + node.path("host").asText() + ":" + node.path("port").asInt());
+    }
+    if (client.equals(REDLOCK)) {
+      for (String address : addresses) {
+        perNode.add(connect(address, null));
+      }
+    }
+    initialised = true;
+    reply.put("ok", true).put("name", "redisson " + redissonVersion() + " (" + client + ")");
+    reply.putArray("abilities"); // no extend: RLock has no extend of its own
+  }
+
+  /** Redisson's version from its Maven metadata, which the shaded jar keeps. */
+  private static String redissonVersion() {
+    String path = "/META-INF/maven/org.redisson/redisson/pom.properties";
+    try (var in = RedissonClientMain.class.getResourceAsStream(path)) {
+      var properties = new java.util.Properties();
+      properties.load(in);
+      return properties.getProperty("version");
+    } catch (Exception e) {
+      return "(unknown version)";
+    }
+  }
+
+  /**
+   * A client, warmed up: with lazy initialisation the first commands pay for the connection
+   * and, in a fresh JVM, for loading Netty's and Redisson's classes, well beyond a 50 ms
+   * timeout, and RedissonRedLock would count that node as refusing. So DBSIZE until the node
+   * answers, for at most WARM_UP_MS; a refused connection ends it at once (errors are only
+   * logged: a node down at init is an error at its first use, not at init).
+   */
+  private RedissonClient connect(String address, Long watchdogMs) {
+    RedissonClient redisson = Redisson.create(config(address, watchdogMs));
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WARM_UP_MS);
+    for (int attempt = 1; ; attempt++) {
+      try {
+        redisson.getKeys().count();
+        return redisson;
+      } catch (RuntimeException e) {
+        if (refused(e)) { // down, not slow: no use waiting
+          System.err.println("warm-up " + address + ": " + e.getMessage());
+          return redisson;
+        }
+        if (System.nanoTime() > deadline) {
+          System.err.println("warm-up " + address + ": no answer after " + attempt + " tries: " + e);
+          return redisson;
+        }
+        sleep(10);
+      }
+    }
+  }
+
+  /** A connection refused (the node is down), not a connection too slow for the timeout. */
+  private static boolean refused(Throwable e) {
+    for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+      if (cause instanceof java.net.ConnectException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * One Redisson client for one node. The per-node timeout is Redisson's connect and response
+   * timeout; retryAttempts 0, as Redisson would otherwise resend a timed-out command 4 times.
+   * Lazy initialisation: a node that is down when the program starts is an error at its first
+   * use, not at init. The pools and thread counts are kept small (a client per node per
+   * worker thread adds up); they do not change what a lock call does.
+   */
+  private Config config(String address, Long watchdogMs) {
+    Config config = new Config();
+    config.setLazyInitialization(true);
+    config.setThreads(2).setNettyThreads(2);
+    if (watchdogMs != null) {
+      config.setLockWatchdogTimeout(watchdogMs);
+    }
+    config
+        .useSingleServer()
+        .setAddress(address)
+        .setConnectTimeout(timeoutMs)
+        .setTimeout(timeoutMs)
+        .setRetryAttempts(0)
+        .setConnectionMinimumIdleSize(1)
+        .setConnectionPoolSize(4)
+        .setSubscriptionConnectionMinimumIdleSize(1)
+        .setSubscriptionConnectionPoolSize(2);
+    return config;
+  }
+
+  private void acquire(JsonNode req, ObjectNode reply) throws Exception {
+    long received = System.nanoTime();
+    String key = req.path("key").asText("");
+    long ttlMs = req.path("ttl_ms").asLong(0);
+    if (key.isEmpty() || ttlMs <= 0 || !req.path("ttl_ms").canConvertToLong()) {
+      reply.put("error", "acquire needs key and a positive integer ttl_ms");
+      return;
+    }
+    RLock lock;
+    List<RLock> perNodeLocks = new ArrayList<>();
+    boolean granted;
+    if (client.equals(REDLOCK)) {
+      for (RedissonClient redisson : perNode) {
+        perNodeLocks.add(redisson.getLock(key));
+      }
+      lock = new RedissonRedLock(perNodeLocks.toArray(new RLock[0]));
+      granted = lock.tryLock(0, ttlMs, TimeUnit.MILLISECONDS);
+    } else {
+      // The watchdog timeout is a client setting: one client per TTL, made on first use.
+      RedissonClient redisson =
+          perTtl.computeIfAbsent(ttlMs, ttl -> connect(addresses.get(0), ttl));
+      lock = redisson.getLock(key);
+      granted = lock.tryLock(0, -1, TimeUnit.MILLISECONDS);
+    }
+    long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - received);
+    if (!granted) {
+      reply.put("granted", false);
+      return;
+    }
+    String token = UUID.randomUUID().toString();
+    held.put(token, lock);
+    reply.put("granted", true).put("token", token);
+    if (client.equals(REDLOCK)) {
+      reply.put("validity_ms", Math.max(0, ttlMs - elapsedMs - 1)); // -1: the ms we rounded away
+      grants(reply, perNodeLocks);
+    } else {
+      reply.putNull("validity_ms");
+      reply.putArray("grants").add(names.get(0));
+    }
+    reply.putNull("fencing");
+  }
+
+  /**
+   * RedissonRedLock does not say which nodes granted, and its lock is a hash (a field per
+   * owner) that the worker's GET cannot read: so we observe it through the library, one
+   * HEXISTS per node (isHeldByThreadAsync), sent to all nodes at once. Only an observation:
+   * a node that does not answer in time is not listed.
+   */
+  private void grants(ObjectNode reply, List<RLock> perNodeLocks) {
+    long thread = Thread.currentThread().getId();
+    List<CompletableFuture<Boolean>> asks = new ArrayList<>();
+    for (RLock lock : perNodeLocks) {
+      asks.add(lock.isHeldByThreadAsync(thread).toCompletableFuture());
+    }
+    var grants = reply.putArray("grants");
+    for (int i = 0; i < asks.size(); i++) {
+      try {
+        if (asks.get(i).join()) {
+          grants.add(names.get(i));
+        }
+      } catch (Exception e) {
+        System.err.println("grants: " + names.get(i) + ": " + e.getMessage());
+      }
+    }
+  }
+
+  private void release(JsonNode req, ObjectNode reply) {
+    String key = req.path("lease").path("key").asText("");
+    String token = req.path("lease").path("token").asText("");
+    if (key.isEmpty() || token.isEmpty()) {
+      reply.put("error", "release needs lease.key and lease.token");
+      return;
+    }
+    RLock lock = held.remove(token);
+    if (lock == null) {
+      // A token this process does not hold (released already, or never its own). The token
+      // is ours, not Redisson's: unlocking a fresh lock object for the key would release
+      // whatever this thread holds under it now, another lease. So: not there, no call.
+      reply.put("released", false);
+      return;
+    }
+    try {
+      lock.unlock();
+      reply.put("released", true);
+    } catch (IllegalMonitorStateException notHeld) {
+      System.err.println("release " + key + ": " + notHeld.getMessage());
+      reply.put("released", false);
+    }
+  }
+
+  private void shutdown() {
+    for (RedissonClient redisson : perNode) {
+      redisson.shutdown(0, timeoutMs, TimeUnit.MILLISECONDS);
+    }
+    for (RedissonClient redisson : perTtl.values()) {
+      redisson.shutdown(0, timeoutMs, TimeUnit.MILLISECONDS);
+    }
+  }
+}
