@@ -9,7 +9,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup python-env redis-server toxiproxy chromium docker-engine images bench-compose demo matrix test test-unit test-server test-all bench bench-quick lint clean
 
-setup: python-env redis-server toxiproxy chromium
+# The reference lock clients are built when their toolchains are here (clients/clients.mk).
+setup: python-env redis-server toxiproxy chromium clients
 
 python-env: $(VENV)/.installed
 

@@ -56,7 +56,7 @@ class ClockBump(Fault):
         self.targets = targets
         for name in targets:
             self.ctx.cluster.clock(name).bump(self.options.delta)
-        return {"delta_ns": self.options.delta}
+        return {"delta_ns": int(self.options.delta)}
 
     def stop(self) -> dict[str, Any]:
         for name in self.targets:
@@ -77,7 +77,7 @@ class ClockStrobe(Fault):
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._flip, name="clock-strobe", daemon=True)
         self._thread.start()
-        return {"delta_ns": self.options.delta, "period_ns": self.options.period}
+        return {"delta_ns": int(self.options.delta), "period_ns": int(self.options.period)}
 
     def _bump(self, delta: int) -> None:
         for name in self.targets:
@@ -145,7 +145,7 @@ class ClientClock(Fault):
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         self._bump(self.options.delta)
-        return {"delta_ns": self.options.delta}
+        return {"delta_ns": int(self.options.delta)}
 
     def stop(self) -> dict[str, Any]:
         self._bump(-self.options.delta)

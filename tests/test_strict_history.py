@@ -292,3 +292,14 @@ def test_the_checker_agrees_with_the_brute_force_reference(events: list[Event]) 
     if not expected:
         ok = any(e.f == "acquire" and e.type == "ok" for e in events)
         assert result.verdict is (Verdict.VALID if ok else Verdict.UNKNOWN)
+
+
+def test_a_typed_duration_in_a_value_is_written_as_its_integer() -> None:
+    # Fault options are typed (a Duration is an int subclass); a fault that reports one
+    # in its details must not lose its event (msgspec refuses int subclasses by default).
+    class Shift(int):
+        pass
+
+    event = Event(index=0, process="nemesis", type="info", f="clock-bump", time=1,
+                  value={"delta_ns": Shift(5_000_000_000)})  # fmt: skip
+    assert b'"delta_ns":5000000000' in event.to_line()
