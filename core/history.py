@@ -21,14 +21,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
+INVOKE: Final = "invoke"
+OK: Final = "ok"
+FAIL: Final = "fail"
+INFO: Final = "info"
 EVENT_TYPES = frozenset({INVOKE, OK, FAIL, INFO})
 COMPLETIONS = frozenset({OK, FAIL, INFO})
-NEMESIS = "nemesis"
+NEMESIS: Final = "nemesis"
+EventType = Literal["invoke", "ok", "fail", "info"]
+Process = int | Literal["nemesis"]  # logical client id, or "nemesis"
 
 # Client operations; a nemesis event's f names its fault instead.
 ACQUIRE, RELEASE, EXTEND, ENTER, EXIT = "acquire", "release", "extend", "enter", "exit"
@@ -57,8 +62,8 @@ class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     tracked by the cyclic GC would be rescanned again and again while a history is read."""
 
     index: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
-    process: int | Literal["nemesis"]  # logical client id, or "nemesis"
-    type: Literal["invoke", "ok", "fail", "info"]
+    process: Process
+    type: EventType
     f: str
     time: Annotated[int, _INT64]  # ns since run start, monotonic
     wall: Annotated[int, _INT64] = 0  # unix ns

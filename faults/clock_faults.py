@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from msgspec import Meta
 
@@ -18,9 +18,15 @@ from faults.spec import FaultOptions
 from faults.targets import pick_workers
 
 _H = 3_600_000_000_000
-# 10 years either way: the shim keeps int64 ns.
-Shift = duration_type("Shift", signed=True, most=87_600 * _H)
-Period = duration_type("Period", positive=True)  # 0 would flip without pause
+if TYPE_CHECKING:
+    # To a type checker the int it is (msgspec decodes a Duration, an int subclass;
+    # defaults are plain ints); at run time a Duration subclass whose bounds msgspec reads.
+    Shift = int
+    Period = int
+else:
+    # 10 years either way: the shim keeps int64 ns.
+    Shift = duration_type("Shift", signed=True, most=87_600 * _H)
+    Period = duration_type("Period", positive=True)  # 0 would flip without pause
 MAX_CLOCK_RATE = 1_000.0  # the shim's drift (elapsed x (rate - 1)) stays in int64 ns
 _COLOUR = "#c9a100"
 

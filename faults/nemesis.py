@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from core.errors import ClusterError
-from core.history import INFO, INVOKE, NEMESIS
+from core.history import INFO, INVOKE, NEMESIS, EventType
 from faults.base import Fault, FaultContext
 from faults.registry import KINDS
 from faults.schedule import Occurrence, build_schedule
@@ -86,7 +86,7 @@ class Nemesis:
             except Exception:  # a fault must never take the run down with it
                 log.exception("nemesis action failed")
 
-    def _record(self, type_: str, name: str, value: dict[str, Any]) -> int:
+    def _record(self, type_: EventType, name: str, value: dict[str, Any]) -> int:
         return self.rec.record(NEMESIS, type_, name, value=value)
 
     @property

@@ -11,7 +11,7 @@ Mechanisms, as Toxiproxy implements them:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from msgspec import Meta
 
@@ -22,12 +22,19 @@ from faults.targets import ring_views
 from harness.cluster.toxiproxy import ToxicSpec
 
 _H = 3_600_000_000_000
-# Toxiproxy takes whole milliseconds (1500us would quietly become 1ms), as int64 ms.
-ToxicDuration = duration_type("ToxicDuration", whole_ms=True, most=24 * _H)
 PARTITION_MODES = ("isolate", "cut-worker", "ring", "shared-link")
 TOXIC_TYPES = (
     "latency", "timeout", "reset_peer", "bandwidth", "slicer", "slow_close", "limit_data",
 )  # fmt: skip
+if TYPE_CHECKING:
+    # Built at run time, read by msgspec from the annotations: to a type checker, the int
+    # or str each value is (msgspec decodes a Duration, an int subclass; defaults are ints).
+    ToxicDuration = int
+    ToxicType = str
+else:
+    # Toxiproxy takes whole milliseconds (1500us would quietly become 1ms), as int64 ms.
+    ToxicDuration = duration_type("ToxicDuration", whole_ms=True, most=24 * _H)
+    ToxicType = Literal[TOXIC_TYPES]
 # The attributes Toxiproxy reads for each toxic type, with their units: all integers (a
 # string or a fraction gets HTTP 400 mid-run), and other names it ignores. Each unit's
 # bound keeps Toxiproxy's own arithmetic (ms or us times a Duration) far from overflow.
@@ -50,7 +57,9 @@ Workers = Annotated[WorkerList, Meta(description="whose links to the target node
 
 
 def _shared_needs_replicas(f: FaultSpec, room: Room) -> tuple[str, str] | None:
-    if f.options.links != "shared" or room.topology == "replicated":
+    # A rule sees only faults of its kinds, whose options are the kind's Options.
+    options = cast("LatencyOptions | ToxicOptions", f.options)
+    if options.links != "shared" or room.topology == "replicated":
         return None
     return "options.links", "shared needs cluster.topology: replicated; allowed here: workers"
 
@@ -65,7 +74,7 @@ class PartitionOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_f
 
 
 def _ring_needs_two_nodes(f: FaultSpec, room: Room) -> tuple[str, str] | None:
-    if f.options.mode != "ring" or room.nodes >= 2:
+    if cast(PartitionOptions, f.options).mode != "ring" or room.nodes >= 2:
         return None
     others = ", ".join(m for m in PARTITION_MODES if m != "ring")
     return "options.mode", (
@@ -74,7 +83,7 @@ def _ring_needs_two_nodes(f: FaultSpec, room: Room) -> tuple[str, str] | None:
 
 
 def _shared_link_needs_replicas(f: FaultSpec, room: Room) -> tuple[str, str] | None:
-    if f.options.mode != "shared-link" or room.topology == "replicated":
+    if cast(PartitionOptions, f.options).mode != "shared-link" or room.topology == "replicated":
         return None
     return "options.mode", "shared-link needs cluster.topology: replicated"
 
@@ -88,7 +97,7 @@ class LatencyOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fie
 
 
 class ToxicOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    type: Annotated[Literal[TOXIC_TYPES], Meta(description="the Toxiproxy toxic type")]
+    type: Annotated[ToxicType, Meta(description="the Toxiproxy toxic type")]
     attributes: Annotated[dict[str, Any], Meta(description=(
         "the toxic's attributes, as Toxiproxy documents them (`timeout` with 0 is a blackhole)"
     ))] = {}  # fmt: skip
@@ -102,7 +111,8 @@ class ToxicOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_field
 
 def _toxic_attributes_fit(f: FaultSpec, room: Room) -> tuple[str, str] | None:
     """Toxiproxy refuses a toxic whose attributes are not integers (HTTP 400, mid-run)."""
-    toxic, given = f.options.type, f.options.attributes
+    options = cast(ToxicOptions, f.options)  # a rule of the toxic kind only
+    toxic, given = options.type, options.attributes
     for name, item in given.items():
         if not isinstance(item, bool | int | float | str):
             return "options.attributes", (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from msgspec import Meta
 
@@ -23,7 +23,8 @@ class KillOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields
 
 
 def _power_loss_needs_aof(f: FaultSpec, room: Room) -> tuple[str, str] | None:
-    if not f.options.power_loss or room.persistence == "aof-everysec":
+    # A rule sees only faults of its kind, whose options are the kind's Options.
+    if not cast(KillOptions, f.options).power_loss or room.persistence == "aof-everysec":
         return None
     return "options.power_loss", (
         f"true needs cluster.persistence: aof-everysec (it is {room.persistence}), the only "

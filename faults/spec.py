@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
@@ -47,9 +47,17 @@ _NAMES = {  # words, name prefix, the key that counts them
     "worker-list": (("all",), "w", "workload.workers"),
 }
 
-Every = duration_type("Every", least=10_000_000)  # faults.schedule.MIN_EVERY_NS
-Length = duration_type("Length", positive=True)
-Delay = duration_type("Delay")
+if TYPE_CHECKING:
+    # To a type checker a duration is the int it is (msgspec decodes a Duration, an int
+    # subclass; defaults are plain ints); at run time each is its own Duration subclass,
+    # whose bounds msgspec reads from the annotation.
+    Every = int
+    Length = int
+    Delay = int
+else:
+    Every = duration_type("Every", least=10_000_000)  # faults.schedule.MIN_EVERY_NS
+    Length = duration_type("Length", positive=True)
+    Delay = duration_type("Delay")
 
 
 @dataclass(frozen=True)

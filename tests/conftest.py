@@ -10,10 +10,12 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
+from core.history import Event
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 from harness.cluster.local import ClusterConfig, LocalCluster
 
@@ -63,6 +65,12 @@ def run(tmp_path: Path, scenario: str, *flags: str) -> tuple[int, dict, Path, st
     results_path = run_dir / "results.json"
     assert results_path.is_file(), f"no results.json (exit {done.returncode}):\n{output}"
     return done.returncode, json.loads(results_path.read_text()), run_dir, output
+
+
+def value(e: Event) -> dict[str, Any]:
+    """An event's value, which the test expects it to carry."""
+    assert e.value is not None, f"event {e.index} carries no value"
+    return e.value
 
 
 def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -57,7 +57,7 @@ def build(clean_cluster: LocalCluster) -> Iterator[Callable[..., LockClient]]:
         client.close()
 
 
-def values(cluster: LocalCluster, name: str, key: str) -> dict[str, bytes | None]:
+def values(cluster: LocalCluster, name: str, key: str) -> dict[str, bytes | str | None]:
     """The lock's value on each node the library writes to, read directly (no proxy)."""
     nodes = cluster.nodes if name in MULTI_NODE else cluster.nodes[:1]
     return {
@@ -117,9 +117,15 @@ def test_release_after_a_takeover(
     owner, other = build(name, 1), build(name, 2)
     lease = owner.acquire("k", short_ttl(name))
     assert lease is not None
-    taken: list[Lease] = []
-    until(lambda: taken.append(other.acquire("k", 5000)) or taken[-1] is not None)
+    taken: list[Lease | None] = []
+
+    def taken_over() -> bool:
+        taken.append(other.acquire("k", 5000))
+        return taken[-1] is not None
+
+    until(taken_over)
     theirs = taken[-1]
+    assert theirs is not None  # until returned: the last try took the lock
     # redlock-py's unlock gives no signal: the adapter says True. The rest say "not yours".
     assert owner.release(lease) is (name == "redlock-py")
     # Whatever it answers, the owner's release left the new holder's lock alone.

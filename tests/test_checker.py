@@ -16,7 +16,7 @@ from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
 from checker.stats import compute_stats, percentile
 from checker.verdict import CheckResult, Verdict, check_history
-from core.history import Event, HistoryError, read_history
+from core.history import Event, EventType, HistoryError, Process, read_history
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -31,8 +31,8 @@ class History:
 
     def add(
         self,
-        process: int | str,
-        type: str,
+        process: Process,
+        type: EventType,
         f: str,
         time: int,
         token: str | None = None,

@@ -10,7 +10,7 @@ import yaml
 
 from checker.digest import critical_sections
 from core.history import read_history
-from tests.conftest import REPO, lockharness, run
+from tests.conftest import REPO, lockharness, run, value
 
 RUN_FLAGS = ("--duration", "3s", "--workers", "2", "--threads", "3")
 
@@ -154,12 +154,12 @@ def test_reentrant_nesting_is_one_section_per_owner(tmp_path: Path) -> None:
     assert code == 0, output
     assert results["verdict"] == "valid"
     history = read_history(run_dir / "history.jsonl")
-    nested = [e for e in history if e.f == "acquire" and e.type == "ok" and e.value.get("depth")]
+    nested = [e for e in history if e.f == "acquire" and e.type == "ok" and value(e).get("depth")]
     assert nested, "no section re-acquired its lock"
     outer = {(e.process, e.token) for e in history
-             if e.f == "acquire" and e.type == "ok" and not e.value.get("depth")}  # fmt: skip
+             if e.f == "acquire" and e.type == "ok" and not value(e).get("depth")}  # fmt: skip
     # A nested lease is the same owner and the same token as a lease it already holds.
-    assert all((e.process, e.token) in outer and e.value["depth"] == 2 for e in nested)
+    assert all((e.process, e.token) in outer and value(e)["depth"] == 2 for e in nested)
     assert results["stats"]["cycles"] < results["stats"]["ok"]  # nested acquires: no cycles
 
 

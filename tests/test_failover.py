@@ -15,7 +15,7 @@ from core.history import read_history
 from harness.cluster.local import ClusterConfig
 from harness.cluster.process import pid_alive
 from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
-from tests.conftest import run
+from tests.conftest import run, value
 from workloads.single import SingleInstanceLock
 
 
@@ -131,7 +131,7 @@ def test_replicated_without_faults_is_valid(tmp_path: Path) -> None:
     code, results, run_dir, output = run(tmp_path, "failover-no-faults", "--duration", "5s")
     assert code == 0, output
     assert results["verdict"] == "valid" and results["stats"]["cycles"] > 20
-    grants = {tuple(e.value["grants"]) for e in read_history(run_dir / "history.jsonl")
+    grants = {tuple(value(e)["grants"]) for e in read_history(run_dir / "history.jsonl")
               if e.f == "acquire" and e.type == "ok"}  # fmt: skip
     assert grants == {("n1",)}  # every lease from the one master, found through Sentinel
     assert len(json.loads((run_dir / "cluster.json").read_text())["sentinels"]) == 3

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
+from faults.clock_faults import ClockStrobeOptions
 from faults.docs import fault_table
 from faults.nemesis import FAULTS
 from faults.registry import FAULT_KINDS, KINDS, style
@@ -115,6 +116,7 @@ def test_durations_both_ways(tmp_path: Path) -> None:
     s = load_scenario(str(path))
     assert (s.workload.ttl_ns, s.workload.hold_min_ns) == (1_500_000_000, 500_000_000)
     (f,) = s.faults.faults
+    assert isinstance(f.options, ClockStrobeOptions)
     assert (f.every_ns, f.options.delta, f.options.period) == (2 * 10**9, -15 * 10**8, 25 * 10**7)
     written = to_yaml(s)
     for key in ("ttl: 1500ms", "hold_min: 500ms", "delta: -1500ms", "period: 250ms"):

@@ -131,6 +131,7 @@ def test_the_resources_witness_is_attributed_the_same_way() -> None:
 def test_a_genuine_violation_stands_beside_an_excused_one() -> None:
     h = _late_pair()
     for e in _late_pair(second_invoke=99 * MS, key="k1").events:  # by two other clients
+        assert isinstance(e.process, int)  # clients only: no nemesis event in the pair
         h.add(e.process + 1, e.type, e.f, e.time, e.token, e.value, e.key)
     result = check_history(_sorted(h))
     assert result.verdict is Verdict.INVALID

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,8 +40,11 @@ def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+Controller = Callable[..., subprocess.Popen[str]]  # starts lockharness with these arguments
+
+
 @pytest.fixture
-def controller(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+def controller(tmp_path: Path) -> Iterator[Controller]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> subprocess.Popen[str]:
@@ -68,7 +72,7 @@ def _ledger_complete(tmp_path: Path, processes: int) -> bool:
 
 def _children(run_dir: Path) -> dict[int, str]:
     """Every child of the run: from its ledger, and from its log (belt and braces)."""
-    pids = {}
+    pids: dict[int, str] = {}
     view = read_ledger(run_dir / "cluster.json")
     if view is not None:
         pids |= {record.pid: record.name for record in view.processes}
@@ -138,7 +142,9 @@ SERVERS_AND_WORKERS = 11  # 5 nodes, the resource, toxiproxy-server, 4 workers
 @pytest.mark.parametrize(
     "signum", [signal.SIGKILL, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name
 )
-def test_controller_dies_by_signal(tmp_path: Path, controller, signum: signal.Signals) -> None:  # type: ignore[no-untyped-def]
+def test_controller_dies_by_signal(
+    tmp_path: Path, controller: Controller, signum: signal.Signals
+) -> None:
     harness = controller("run", "redlock-baseline", "--duration", "60s")
     wait_for(lambda: _ledger_complete(tmp_path, SERVERS_AND_WORKERS), 30, "a running cluster")
     harness.send_signal(signum)
@@ -152,14 +158,14 @@ def test_controller_dies_by_signal(tmp_path: Path, controller, signum: signal.Si
         assert any(signum.name in reason for reason in results["reasons"]), results["reasons"]
 
 
-def test_process_group_killed(tmp_path: Path, controller) -> None:  # type: ignore[no-untyped-def]
+def test_process_group_killed(tmp_path: Path, controller: Controller) -> None:
     harness = controller("run", "redlock-baseline", "--duration", "60s")
     wait_for(lambda: _ledger_complete(tmp_path, SERVERS_AND_WORKERS), 30, "a running cluster")
     os.killpg(harness.pid, signal.SIGKILL)  # what a CI runner does after its grace period
     assert_nothing_left(tmp_path, harness)
 
 
-def test_replicated_cluster_controller_killed(tmp_path: Path, controller) -> None:  # type: ignore[no-untyped-def]
+def test_replicated_cluster_controller_killed(tmp_path: Path, controller: Controller) -> None:
     harness = controller("run", "failover-no-faults", "--duration", "60s")
     # 3 nodes, 3 sentinels, the resource, toxiproxy-server and the workers
     wait_for(lambda: _ledger_complete(tmp_path, 9), 30, "a running replicated cluster")
@@ -168,7 +174,7 @@ def test_replicated_cluster_controller_killed(tmp_path: Path, controller) -> Non
 
 
 @pytest.mark.parametrize("after_s", [0.05, 0.3])
-def test_sigterm_soon_after_start(tmp_path: Path, controller, after_s: float) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_soon_after_start(tmp_path: Path, controller: Controller, after_s: float) -> None:
     harness = controller("run", "redlock-baseline", "--duration", "60s")
     time.sleep(after_s)  # the moment itself is the test: a signal at a fixed time
     harness.terminate()
@@ -176,7 +182,7 @@ def test_sigterm_soon_after_start(tmp_path: Path, controller, after_s: float) ->
     assert harness.returncode in (130, -signal.SIGTERM)  # before our handlers: Python dies
 
 
-def test_sigterm_during_bring_up(tmp_path: Path, controller) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_during_bring_up(tmp_path: Path, controller: Controller) -> None:
     harness = controller("run", "redlock-baseline", "--duration", "60s")
     # The first server is in the ledger: the others are being started right now.
     wait_for(lambda: _ledger_complete(tmp_path, 1), 30, "the first server")
@@ -185,7 +191,7 @@ def test_sigterm_during_bring_up(tmp_path: Path, controller) -> None:  # type: i
     assert harness.returncode == 130, output
 
 
-def test_second_sigterm_during_teardown(tmp_path: Path, controller) -> None:  # type: ignore[no-untyped-def]
+def test_second_sigterm_during_teardown(tmp_path: Path, controller: Controller) -> None:
     harness = controller("run", "redlock-baseline", "--duration", "60s")
     wait_for(lambda: _ledger_complete(tmp_path, SERVERS_AND_WORKERS), 30, "a running cluster")
     harness.terminate()
@@ -200,7 +206,7 @@ def test_second_sigterm_during_teardown(tmp_path: Path, controller) -> None:  # 
     assert results["interrupted"] is True
 
 
-def test_killed_run_can_be_checked(tmp_path: Path, controller) -> None:  # type: ignore[no-untyped-def]
+def test_killed_run_can_be_checked(tmp_path: Path, controller: Controller) -> None:
     harness = controller("run", "redlock-baseline", "--duration", "60s")
     wait_for(lambda: _ledger_complete(tmp_path, SERVERS_AND_WORKERS), 30, "a running cluster")
     run_dir = _run_dir(tmp_path)
@@ -227,7 +233,7 @@ def _dead_pid() -> int:
     return gone.pid
 
 
-def _record(name: str, popen: subprocess.Popen[bytes], argv: list[str]) -> dict:  # type: ignore[type-arg]
+def _record(name: str, popen: subprocess.Popen[bytes], argv: list[str]) -> dict[str, Any]:
     wait_for(lambda: process_start(popen.pid) is not None and
              os.readlink(f"/proc/{popen.pid}/exe") != os.readlink("/proc/self/exe"),
              10, f"{name} to exec")  # fmt: skip
@@ -236,7 +242,9 @@ def _record(name: str, popen: subprocess.Popen[bytes], argv: list[str]) -> dict:
             "start": record.start}  # fmt: skip
 
 
-def _write_ledger(run_dir: Path, controller: dict, processes: list[dict]) -> None:  # type: ignore[type-arg]
+def _write_ledger(
+    run_dir: Path, controller: dict[str, Any], processes: list[dict[str, Any]]
+) -> None:
     run_dir.mkdir(parents=True)
     ledger = {"controller": controller, "processes": processes, "stopped": False}
     (run_dir / "cluster.json").write_text(json.dumps(ledger))
@@ -268,22 +276,22 @@ def test_gc_stops_only_a_dead_runs_processes(
     # A decoy: an unrelated process whose pid the ledger names as if it were a node (the
     # pid was "recycled"); its command line and executable give it away.
     decoy = subprocess.Popen(["sleep", "300"], start_new_session=True)
-    strays.append(decoy)  # type: ignore[arg-type]
-    decoy_record = _record("decoy", decoy, ["sleep", "300"])  # type: ignore[arg-type]
+    strays.append(decoy)
+    decoy_record = _record("decoy", decoy, ["sleep", "300"])
     decoy_record |= {"name": "redis-server n2", "argv": leftover_argv,
                      "exe": os.path.realpath(redis_server)}  # fmt: skip
     dead_controller = {"name": "controller", "pid": _dead_pid(), "argv": ["lockharness"],
                        "exe": sys.executable, "start": 1}  # fmt: skip
     killed_run = store / "redlock-baseline" / "20260101T000000"
     _write_ledger(killed_run, dead_controller,
-                  [_record("redis-server n1", leftover, leftover_argv), decoy_record])  # type: ignore[arg-type]
+                  [_record("redis-server n1", leftover, leftover_argv), decoy_record])
     # A live run in the same store: its controller (this test) is alive; never touched.
     live, live_argv = redis(free_port())
     me = ProcessRecord.of("controller", os.getpid(), [sys.executable])
     live_controller = {"name": "controller", "pid": me.pid, "argv": me.argv, "exe": me.exe,
                        "start": me.start}  # fmt: skip
     live_run = store / "single-baseline" / "20260101T000000"
-    _write_ledger(live_run, live_controller, [_record("redis-server n1", live, live_argv)])  # type: ignore[arg-type]
+    _write_ledger(live_run, live_controller, [_record("redis-server n1", live, live_argv)])
 
     dry = lockharness("gc", "--store", str(store), "--dry-run", cwd=tmp_path)
     assert dry.returncode == 0, dry.stdout + dry.stderr
@@ -312,7 +320,7 @@ def test_run_warns_about_leftovers(
     dead_controller = {"name": "controller", "pid": _dead_pid(), "argv": ["lockharness"],
                        "exe": sys.executable, "start": 1}  # fmt: skip
     _write_ledger(store / "x" / "20260101T000000", dead_controller,
-                  [_record("redis-server n1", strays[-1], argv)])  # type: ignore[arg-type]
+                  [_record("redis-server n1", strays[-1], argv)])
     done = lockharness("run", "single-baseline", "--duration", "1s", "--store", str(store),
                        cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

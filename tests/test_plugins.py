@@ -11,7 +11,7 @@ import yaml
 
 from core.history import read_history
 from harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
-from tests.conftest import REPO, lockharness, run
+from tests.conftest import REPO, lockharness, run, value
 from workloads.plugin_import import PRIVATE_PREFIX
 from workloads.plugins import PluginError, load_plugin
 
@@ -88,7 +88,7 @@ def test_the_example_plugin_runs_and_is_valid(tmp_path: Path) -> None:
     assert results["client"] == "my_lock:MyLock"
     assert "client my_lock:MyLock" in output
     assert results["stats"]["cycles"] > 20 and results["stats"]["info"] == 0
-    grants = {tuple(e.value["grants"]) for e in read_history(run_dir / "history.jsonl")
+    grants = {tuple(value(e)["grants"]) for e in read_history(run_dir / "history.jsonl")
               if e.type == "ok" and e.f == "acquire"}  # fmt: skip
     assert grants == {("n1",)}
     resolved = yaml.safe_load((run_dir / "scenario.yaml").read_text())

@@ -432,7 +432,9 @@ def test_full_plan_reads(tmp_path: Path) -> None:
     assert faults["latency"].options == LatencyOptions(
         latency=50_000_000, jitter=5_000_000, stream="both", workers="all", links="workers",
     )  # fmt: skip
-    assert faults["toxic"].options.attributes == {"rate": 10, "name": "slow", "up": True}
+    toxic = faults["toxic"].options
+    assert isinstance(toxic, ToxicOptions)
+    assert toxic.attributes == {"rate": 10, "name": "slow", "up": True}
     assert faults["clock-bump"].options == ClockBumpOptions(delta=-2 * 10**9)
     strobe = ClockStrobeOptions(delta=500_000_000, period=50_000_000)
     assert faults["clock-strobe"].options == strobe
@@ -518,7 +520,9 @@ def test_every_kind_gets_every_option(tmp_path: Path, kind: str) -> None:
 
 def test_option_defaults_are_not_shared(tmp_path: Path) -> None:
     a = load(tmp_path, "faults: [{kind: toxic, options: {type: latency}}]\n")
-    a.faults.faults[0].options.attributes["x"] = 1
+    options = a.faults.faults[0].options
+    assert isinstance(options, ToxicOptions)
+    options.attributes["x"] = 1
     assert ToxicOptions(type="latency").attributes == {}
 
 

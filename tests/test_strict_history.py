@@ -16,7 +16,7 @@ from msgspec.structs import replace
 
 from checker.values import BadValue
 from checker.verdict import CheckResult, Verdict, check_history
-from core.history import Event, HistoryFile, read_history
+from core.history import Event, EventType, HistoryFile, read_history
 from tests.conftest import lockharness
 from tests.test_checker import History
 
@@ -257,7 +257,9 @@ def reference_overlap(events: list[Event]) -> bool:
 @st.composite
 def histories(draw: st.DrawFn) -> list[Event]:
     """A few processes and keys, times in a small range (many ties), every outcome."""
-    rows = []
+    # (time, process, type, f, key, token, value)
+    rows: list[tuple[int, int, EventType, str, str, str | None, dict[str, int] | None]] = []
+    outcomes: list[EventType] = ["ok", "ok", "ok", "fail", "info"]
     for process in range(draw(st.integers(1, 4))):
         t = 0
         for n in range(draw(st.integers(0, 4))):
@@ -266,7 +268,7 @@ def histories(draw: st.DrawFn) -> list[Event]:
             t += draw(st.integers(0, 3))
             rows.append((t, process, "invoke", "acquire", key, None, {"ttl_ms": 100}))
             t += draw(st.integers(0, 3))
-            outcome = draw(st.sampled_from(["ok", "ok", "ok", "fail", "info"]))
+            outcome = draw(st.sampled_from(outcomes))
             depth = draw(st.sampled_from([1, 1, 1, 2]))
             value = {"depth": depth} if outcome == "ok" and depth > 1 else None
             rows.append((t, process, outcome, "acquire", key, token if outcome == "ok" else None,

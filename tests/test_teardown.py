@@ -28,7 +28,7 @@ def started_pids(run_dir: Path) -> dict[int, str]:
     }
 
 
-def wait_for(condition, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition: Callable[[], object], timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():

@@ -37,6 +37,13 @@ def direct(cluster: LocalCluster, index: int) -> redis.Redis:
     return redis.Redis(host=endpoint.host, port=endpoint.port)
 
 
+def value(cluster: LocalCluster, index: int, key: str) -> bytes:
+    """A key's value on a node, read directly: bytes (no decode_responses), and set."""
+    found = direct(cluster, index).get(key)
+    assert isinstance(found, bytes), f"{key} on node {index}: {found!r}"
+    return found
+
+
 def build(name: str, cluster: LocalCluster, worker: int, **options: object) -> LockClient:
     return CLIENTS[name].factory()(cluster.worker_endpoints(worker), clock, options)
 
@@ -118,7 +125,7 @@ def test_setnx_getset_racers_on_an_expired_lock_cannot_both_win(
     assert slow.acquire("k", 1000) is None
     assert won[0] is not None
     # The loser's GETSET overwrote the expiry (the pattern accepts it), but only one holds.
-    assert direct(clean_cluster, 0).get("k").startswith(b"11001:")
+    assert value(clean_cluster, 0, "k").startswith(b"11001:")
 
 
 def test_setnx_getset_a_clock_ahead_steals_a_live_lock(clean_cluster: LocalCluster) -> None:
@@ -137,7 +144,7 @@ def test_set_nx_watch_retries_on_a_concurrent_write(clean_cluster: LocalCluster)
     lock = SetNxWatchLock(clean_cluster.worker_endpoints(1), clock, {})
     lease = lock.acquire("k", 1500)
     assert lease is not None and 0 < direct(clean_cluster, 0).pttl("k") <= 2000
-    writes: list[int] = []
+    writes: list[object] = []
 
     def touch() -> None:  # a write between WATCH and EXEC, once: the first EXEC aborts
         if not writes:
@@ -166,7 +173,7 @@ def test_redlock_naive_grants_an_expired_lease_where_redlock_refuses(
     for node in ("n1", "n2", "n3"):
         spec = ToxicSpec(clean_cluster.proxy_name(1, node), "slow", "latency", {"latency": 400})
         clean_cluster.toxiproxy.add_toxic(spec)
-    options = {"timeout": 1_000_000_000}
+    options: dict[str, object] = {"timeout": 1_000_000_000}
     naive = NaiveRedlock(clean_cluster.worker_endpoints(1), clock, options)
     started = clock()
     lease = naive.acquire("k", 300)
@@ -238,7 +245,7 @@ def test_redlock_fenced_tokens_increase_and_are_the_max_of_the_grants(
     for _ in range(3):
         lease = lock.acquire("k", 5000)
         assert lease is not None and lease.fencing is not None
-        counters = [int(direct(clean_cluster, i).get(fence_key("k"))) for i in range(5)]
+        counters = [int(value(clean_cluster, i, fence_key("k"))) for i in range(5)]
         assert lease.fencing == max(counters)
         seen.append(lease.fencing)
         assert lock.release(lease)

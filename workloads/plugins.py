@@ -24,6 +24,7 @@ import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import cast
 
 from workloads.client_info import ClientInfo
 from workloads.declaration import DeclarationError, declared_info
@@ -110,8 +111,9 @@ def load_plugin(
             raise _not_found(e.name, e.reason, places) from None
         except ImportFailed as e:
             raise PluginError(str(e)) from None
-    cls = _attribute(module, module_name, attr, class_path)
-    _check_class(cls, class_path)
+    obj = _attribute(module, module_name, attr, class_path)
+    _check_class(obj, class_path)
+    cls = cast(type, obj)  # _check_class refused anything but a class
     factory_path = f"{module.__name__}:{attr}"  # the private name, in a worker too
     try:
         info = declared_info(cls, class_path, factory_path, class_path, f"plug-in {class_path}")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.history import Event
+from core.history import Event, EventType, Process
 
 
 def _nothing() -> None:
@@ -38,8 +38,8 @@ class Recorder:
 
     def record(
         self,
-        process: int | str,
-        type_: str,
+        process: Process,
+        type_: EventType,
         f: str,
         key: str | None = None,
         token: str | None = None,

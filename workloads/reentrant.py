@@ -46,7 +46,7 @@ class ReentrantLock(OneNodeClient):
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         token = self.tokens.get(key) or os.urandom(20).hex()
         started = self.clock()
-        depth = int(self.redis.eval(REENTRANT_ACQUIRE, 1, key, token, ttl_ms))  # type: ignore[arg-type]
+        depth = int(self.redis.eval(REENTRANT_ACQUIRE, 1, key, token, ttl_ms))
         if depth == 0:
             return None
         self.tokens[key] = token
@@ -54,7 +54,7 @@ class ReentrantLock(OneNodeClient):
         return Lease(key, token, deadline, (self.node.name,), depth=depth)
 
     def release(self, lease: Lease) -> bool:
-        left = int(self.redis.eval(REENTRANT_RELEASE, 1, lease.key, lease.token))  # type: ignore[arg-type]
+        left = int(self.redis.eval(REENTRANT_RELEASE, 1, lease.key, lease.token))
         if left <= 0 and self.tokens.get(lease.key) == lease.token:
             del self.tokens[lease.key]  # gone (released or lost): the next acquire starts afresh
         return left >= 0

@@ -56,7 +56,7 @@ class SetNxWatchLock(OneNodeClient):
         super().__init__(nodes, clock, options, discovery)
         self.attempts = int(options.get("release_retries", DEFAULT_RELEASE_RETRIES)) + 1  # type: ignore[call-overload]
         # Called between the GET and MULTI of each release attempt (tests write the key there).
-        self.before_exec: Callable[[], None] | None = None
+        self.before_exec: Callable[[], object] | None = None  # its result is ignored
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         token = os.urandom(20).hex()

@@ -12,6 +12,7 @@ import os
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 import yaml
@@ -116,8 +117,10 @@ def _parse(text: str, source: str, stem: str, directory: Path | None = None) -> 
 
 # ---- command-line overrides ---------------------------------------------------------------
 
+_T = TypeVar("_T")  # what an override leaves when it is not given
 
-def _whole(flag: str, value: int | None, current: int, lo: int, hi: int) -> int:
+
+def _whole(flag: str, value: int | None, current: _T, lo: int, hi: int) -> int | _T:
     if value is None:
         return current
     if isinstance(value, bool) or not isinstance(value, int):

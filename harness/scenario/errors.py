@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, cast, get_args, get_origin
 
 import msgspec
 from msgspec import inspect as mi
@@ -131,10 +131,11 @@ def allowed(t: Any, room: Room, root: Any = None) -> str:
         return t.cls.allowed()
     if isinstance(t, mi.LiteralType):
         return ", ".join(map(str, _orders(root).get(frozenset(t.values), t.values)))
-    return {
+    plain: dict[type, str] = {
         mi.BoolType: "true or false", mi.StrType: "a string", mi.DictType: "a mapping",
         mi.ListType: "a list", mi.NoneType: "null",
-    }.get(type(t), ", ".join(map(str, getattr(t, "values", ()))) or "a value")  # fmt: skip
+    }  # fmt: skip
+    return plain.get(type(t), ", ".join(map(str, getattr(t, "values", ()))) or "a value")
 
 
 def _problem(t: Any, value: Any) -> str:
@@ -176,7 +177,8 @@ def explain(error: msgspec.ValidationError, data: Any, root: Any, room: Room,
             nxt = next((f.type for f in t.fields if f.encode_name == step), None)
         else:
             nxt = getattr(t, "item_type", getattr(t, "value_type", None))
-        value = value[step] if isinstance(value, dict | list) else None
+        # msgspec's path goes into a list by an int index, into a mapping by its key
+        value = cast(Any, value)[step] if isinstance(value, dict | list) else None
         t, path = _resolve(nxt, value), join(path, step)
     if found := re.match(r"Object (contains unknown|missing required) field `(.+)`", message):
         name = found[2]

@@ -4,7 +4,7 @@ names), and the resolved Scenario the harness runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast
 
 import msgspec
 from msgspec import Meta
@@ -39,9 +39,33 @@ TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
 _MS, _S, _H = 1_000_000, 1_000_000_000, 3_600_000_000_000
 MAX_RUN_NS = 168 * _H  # a week: the harness waits for the run in one timed wait
 
-RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
-Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
-Timeout = duration_type("Timeout", positive=True)
+if TYPE_CHECKING:
+    # Types built at run time, which msgspec reads from the annotations (a Duration
+    # subclass per set of bounds, a Literal of names from a table): to a type checker, the
+    # int or str each value is.
+    RunLength = int
+    Ttl = int
+    Timeout = int
+    Persistence = str
+    Topology = str
+    Safety = str
+    Liveness = str
+    Resource = str
+    Tokens = str
+    ExpectName = str
+    ClientName = str
+else:
+    RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
+    Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
+    Timeout = duration_type("Timeout", positive=True)
+    Persistence = Literal[PERSISTENCE_MODES]
+    Topology = Literal[TOPOLOGIES]
+    Safety = Literal[(*EXPECTATIONS, "unknown")]
+    Liveness = Literal[LIVENESS_EXPECTATIONS]
+    Resource = Literal[RESOURCE_EXPECTATIONS]
+    Tokens = Literal[TOKEN_EXPECTATIONS]
+    ExpectName = Literal[EXPECTATIONS]
+    ClientName = Literal[tuple(CLIENTS)]
 Count = Annotated[int, Meta(ge=1, le=64)]
 Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"})]
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
@@ -54,12 +78,12 @@ FaultName = Annotated[str, Meta(pattern=rf"^[A-Za-z0-9._-]+{_END}",
 
 class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     nodes: Annotated[int, Meta(ge=1, le=15)] = 5
-    persistence: Literal[PERSISTENCE_MODES] = "none"
+    persistence: Persistence = "none"
     # A crashed node stays down at least this long before restarting.
     restart_delay_ns: Delay = msgspec.field(name="restart_delay", default=0)
     # masters: N independent masters. replicated: n1 master, the rest its replicas, and
     # `sentinels` Redis Sentinels (0: none; the nemesis promotes replicas itself).
-    topology: Literal[TOPOLOGIES] = "masters"
+    topology: Topology = "masters"
     sentinels: Annotated[int, Meta(ge=0, le=7)] = 3
     down_after_ns: Ttl = msgspec.field(name="down_after", default=1 * _S)  # Sentinel's
     failover_timeout_ns: Ttl = msgspec.field(name="failover_timeout", default=3 * _S)
@@ -145,19 +169,19 @@ CLIENT_ALLOWED = (
 
 
 class ExpectDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    safety: Literal[(*EXPECTATIONS, "unknown")] = "valid"
-    liveness: Literal[LIVENESS_EXPECTATIONS] | None = None
-    resource: Literal[RESOURCE_EXPECTATIONS] | None = None
-    tokens: Literal[TOKEN_EXPECTATIONS] | None = None
+    safety: Safety = "valid"
+    liveness: Liveness | None = None
+    resource: Resource | None = None
+    tokens: Tokens | None = None
 
 
-Expect = Annotated[Literal[EXPECTATIONS] | ExpectDoc, Meta(
+Expect = Annotated[ExpectName | ExpectDoc, Meta(
     extra={"allowed": EXPECT_ALLOWED, "problem": "is not an expectation"}
 )]  # fmt: skip
 
 
 class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    name: Literal[tuple(CLIENTS)] | None = None
+    name: ClientName | None = None
     options: dict[str, Any] | None = None
     class_: Text | None = msgspec.field(name="class", default=None)  # "module:ClassName"
     path: str | list[str] | None = None  # a plug-in's module directories
@@ -174,18 +198,22 @@ class _FaultDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     options: FaultOptions | None = None  # None: every option's default
 
 
-# One Struct per kind, tagged by `kind`: its targets and its own Options.
+# One Struct per kind, tagged by `kind`: its targets and its own Options (a _FaultDoc, its
+# base).
 FAULT_DOCS: dict[str, type[_FaultDoc]] = {
-    kind: msgspec.defstruct(
+    kind: cast("type[_FaultDoc]", msgspec.defstruct(
         f"{cls.__name__}Fault",
         [("targets", WorkerTargets if cls.target_kind == "workers" else NodeTargets, "one"),
          ("options", cls.Options | None, None),
          *((alias, Length | None, None) for alias in cls.aliases)],
         bases=(_FaultDoc,), tag=kind, frozen=True, kw_only=True, forbid_unknown_fields=True,
-    )
+    ))
     for kind, cls in KINDS.items()
 }
-FaultDoc = Union[tuple(FAULT_DOCS.values())]  # noqa: UP007  (built from a tuple)
+if TYPE_CHECKING:
+    FaultDoc = _FaultDoc  # what every kind's Struct is
+else:
+    FaultDoc = Union[tuple(FAULT_DOCS.values())]  # noqa: UP007  (built from a tuple)
 FAULT_KEYS = ", ".join(["kind", *(f.encode_name for f in msgspec.structs.fields(_FaultDoc))])
 ENTRY_KEYS = ", ".join(f.encode_name for f in msgspec.structs.fields(TimelineEntry))
 
@@ -203,11 +231,11 @@ class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         extra={"allowed": CLIENT_ALLOWED, "problem": "is not a client"}
     )]  # fmt: skip
     workload: WorkloadSpec = WorkloadSpec()
-    faults: Annotated[list[FaultDoc] | None, Meta(  # type: ignore[valid-type]
+    faults: Annotated[list[FaultDoc] | None, Meta(
         extra={"allowed": f"a list of faults, each a mapping with keys {FAULT_KEYS}"}
     )] = None  # fmt: skip
     timeline: Annotated[list[TimelineEntry] | None, Meta(extra={"allowed": (
         f"a list of entries, each [at, fault], [at, fault, targets] or a mapping with keys "
         f"{ENTRY_KEYS}"
     )})] = None  # fmt: skip
-    expect_clients: dict[Literal[tuple(CLIENTS)], Expect] = {}
+    expect_clients: dict[ClientName, Expect] = {}

@@ -211,7 +211,10 @@ def _prepared(data: dict[str, Any]) -> dict[str, Any]:
                 raise Invalid(f"faults[{i}].{e.path}", f"faults[{i}].{e}") from None
         out["faults"] = prepared
     if isinstance(timeline, list):
-        names = [f.get("name", f.get("kind")) for f in faults or [] if isinstance(f, dict)]
+        # As written: not checked yet, so not necessarily strings.
+        names: list[Any] = [
+            f.get("name", f.get("kind")) for f in faults or [] if isinstance(f, dict)
+        ]
         out["timeline"] = [_entry(f"timeline[{i}]", e, names) for i, e in enumerate(timeline)]
     return out
 
@@ -292,6 +295,7 @@ def read_scenario(data: Any, stem: str, base: Path | None) -> Scenario:
     client = read_client(doc.client, data["client"], base)
     faults = read_faults(doc.faults or [], data.get("faults") or [], room)
     read_timeline(doc.timeline or [], faults, room)
+    assert expect is not None  # ScenarioDoc requires it: convert refused a scenario without
     scenario = Scenario(
         name=doc.name or stem, description=doc.description, expect_default=expect,
         duration_ns=doc.duration_ns, seed=doc.seed, cluster=cluster, client=client,

@@ -4,7 +4,7 @@ scenario file's JSON Schema, both from the Structs of model.py."""
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import msgspec
 import yaml
@@ -12,7 +12,7 @@ import yaml
 from core.durations import Duration, format_duration, format_signed_duration
 from faults.registry import KINDS
 from harness.expectation import Expectation
-from harness.scenario.model import FAULT_DOCS, ClientSpec, RunLength, Scenario, ScenarioDoc
+from harness.scenario.model import FAULT_DOCS, ClientSpec, Scenario, ScenarioDoc
 
 
 def _duration(tp: Any) -> type[Duration] | None:
@@ -48,7 +48,8 @@ def _expect(e: Expectation) -> object:
 def _client(c: ClientSpec) -> object:
     info = c.info()
     kinds = {o: kind for o, (kind, _) in info.options.items()}
-    options = {o: format_duration(v) if kinds.get(o) == "duration" else _value(v)
+    # A duration option holds int ns (client_options read it so).
+    options = {o: format_duration(cast(int, v)) if kinds.get(o) == "duration" else _value(v)
                for o, v in c.options.items()}  # fmt: skip
     if c.plugin:  # where it was found, so the written scenario finds it again
         return {"class": c.name, "path": list(c.path), "options": options}
@@ -70,7 +71,7 @@ def to_plain(s: Scenario) -> dict[str, Any]:
     ]
     return {
         "name": s.name, "description": s.description, "expect": _expect(s.expect_default),
-        "duration": RunLength.encode(s.duration_ns), "seed": s.seed,
+        "duration": format_duration(s.duration_ns), "seed": s.seed,
         "cluster": _value(s.cluster), "client": _client(s.client),
         "workload": _value(s.workload), "faults": faults,
         "timeline": [_value(e) for e in s.faults.timeline],

@@ -32,6 +32,7 @@ class _Loader(yaml.SafeLoader):
 
 def _at(node: yaml.Node | yaml.Event) -> str:
     mark = node.start_mark
+    assert mark is not None  # the parser marks every node and event it makes
     return f"line {mark.line + 1}, column {mark.column + 1}"
 
 
