@@ -752,6 +752,9 @@ KILL = "faults: [{kind: kill, name: k}]\n"
         ("timeline: [[1s, kill, [n1], 2s]]\n", ["timeline[0]: a 4-item list"]),
         ("timeline: [{at: 1s}]\n", ["timeline[0].fault: missing", "a fault kind (kill, pause"]),
         ("timeline: [{fault: kill}]\n", ["timeline[0].at: missing", "a duration"]),
+        # A fault with no name or kind beside an entry with no fault: a message, not a crash.
+        (F + "[{}]\ntimeline: [{at: 1s}]\n", ["timeline[0].fault: missing", "a fault kind"]),
+        (F + "[{name: 5, kind: kill}]\ntimeline: [{at: 1s}]\n", ["timeline[0].fault: missing"]),
         ("timeline: [[1s, nope]]\n", ["timeline[0].fault", "'nope'", "a fault kind (kill"]),
         (KILL + "timeline: [[1s, nope]]\n",
          ["timeline[0].fault", "the name of a fault (k) or a fault kind"]),

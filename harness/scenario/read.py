@@ -178,9 +178,10 @@ def _entry(path: str, value: object, names: list[str]) -> dict[Any, Any]:
     return value
 
 
-def _ref(names: list[str]) -> str:
+def _ref(names: list[Any]) -> str:
     kinds = f"a fault kind ({', '.join(KINDS)})"
-    return f"the name of a fault ({', '.join(names)}) or {kinds}" if names else kinds
+    named = [name for name in names if isinstance(name, str)]  # the faults' own are checked apart
+    return f"the name of a fault ({', '.join(named)}) or {kinds}" if named else kinds
 
 
 def _fault(value: object) -> object:
