@@ -15,12 +15,11 @@ from harness.binaries import Binaries
 from harness.cluster.base import Cluster
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
+from harness.limits import BACKENDS
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
 
-BACKENDS: tuple[str, ...] = ("local", "compose")
-DEFAULT_BACKEND = "local"
 
 
 def check_backend(backend: str, topology: str = "masters") -> None:

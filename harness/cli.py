@@ -18,7 +18,7 @@ from rich.console import Console
 from core.durations import parse_duration
 from core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from core.interrupts import install_stop_handlers
-from harness.limits import MAX_SEED, MAX_SEEDS
+from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_SEED, MAX_SEEDS
 
 _COMMANDS = {
     "list": "listing", "run": "run", "suite": "suite", "check": "check",
@@ -61,6 +61,14 @@ def _runs(text: str) -> int:
     return _whole(text, 1, MAX_SEEDS)
 
 
+def _backend_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend", choices=BACKENDS,
+        help=f"where the cluster runs: local processes or Docker Compose containers "
+        f"(default: the scenario's backend, else {DEFAULT_BACKEND})",
+    )  # fmt: skip
+
+
 def _binary_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-server", metavar="PATH", help="redis-server binary")
     parser.add_argument("--toxiproxy-server", metavar="PATH", help="toxiproxy-server binary")
@@ -81,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=_count, help="worker processes")
     run.add_argument("--threads", type=_count, help="client threads per worker")
     run.add_argument("--client", help="lock client (see `list --clients`)")
+    _backend_flag(run)
     _binary_flags(run)
 
     check = commands.add_parser("check", help="re-check a stored run directory or history file")
@@ -106,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     suite.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     suite.add_argument("--html", type=Path, metavar="FILE", help="write an HTML index here")
+    _backend_flag(suite)
     _binary_flags(suite)
 
     collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
@@ -127,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--nodes", type=_count, default=5)
     up.add_argument("--workers", type=_count, default=4, help="proxies are made per worker")
     up.add_argument("--store", type=Path, default=Path("store"), help="logs go to STORE/cluster/…")
+    _backend_flag(up)
     _binary_flags(up)
     return parser
 

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compose.project import COMPOSE_FILE
+from core.errors import BadInput
 from harness.cluster.ledger import LEDGER_NAME, LedgerView, ProcessRecord, mark_stopped, read_ledger
 
 _GRACE_S = 2.0  # for SIGTERM, then again for SIGKILL
@@ -39,6 +41,9 @@ class Survey:
     live_runs: list[Path] = field(default_factory=list)  # their controller is still alive
     dead_runs: list[Path] = field(default_factory=list)  # cluster.json of dead controllers
     unstoppable: list[Leftover] = field(default_factory=list)  # survived SIGKILL (gc only)
+    # Compose runs: what the engine still holds for each dead run ("container NAME", ...).
+    containers: dict[Path, list[str]] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)  # by gc: containers, networks, volumes
 
 
 def _ledgers(store: Path) -> Iterator[LedgerView]:
@@ -59,7 +64,22 @@ def survey(store: Path) -> Survey:
         found.dead_runs.append(view.path)
         found.leftovers += [Leftover(view.path.parent, r) for r in view.processes
                             if r.is_running()]  # fmt: skip
+        held = _containers(view.path.parent)
+        if held:
+            found.containers[view.path.parent] = held
     return found
+
+
+def _containers(run_dir: Path) -> list[str]:
+    """What a Compose run left in the engine (a local run wrote no compose.yaml)."""
+    if not (run_dir / COMPOSE_FILE).exists():
+        return []
+    from compose import cleanup  # the Docker SDK, only for a Compose run
+
+    try:
+        return cleanup.leftovers(run_dir)
+    except BadInput:  # no engine answers: then it holds nothing of ours either
+        return []
 
 
 def _signal(record: ProcessRecord, signum: int) -> None:
@@ -96,6 +116,11 @@ def collect(store: Path, dry_run: bool = False) -> Survey:
     if dry_run:
         return found
     found.unstoppable = stop(found.leftovers)
+    if found.containers:
+        from compose import cleanup
+
+        for run_dir in found.containers:
+            found.removed += cleanup.remove_run(run_dir)
     survivors = {leftover.run_dir for leftover in found.unstoppable}
     for path in found.dead_runs:
         if path.parent not in survivors:

@@ -2,3 +2,5 @@
 
 MAX_SEED = 2**63 - 1  # what every consumer of a seed (random.Random, Go, Java) can hold
 MAX_SEEDS = 1_000  # runs per scenario and client; a typo of 10^9 should not plan for hours
+BACKENDS: tuple[str, ...] = ("local", "compose")  # where the cluster runs (harness.backends)
+DEFAULT_BACKEND = "local"

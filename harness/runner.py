@@ -31,7 +31,7 @@ from core.live import LiveHistory
 from core.shards import NEMESIS_SHARD, merge_shards, shard_paths
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
-from harness.backends import DEFAULT_BACKEND, make_cluster
+from harness.backends import make_cluster
 from harness.binaries import Binaries
 from harness.cluster.base import Cluster, Replicated
 from harness.cluster.ledger import ProcessLedger
@@ -110,6 +110,7 @@ def _worker_configs(
             ),
             client=scenario.client.name,
             client_options=dict(scenario.client.options),
+            client_command=list(scenario.client.info().command),
             keys=[f"k{i}" for i in range(w.keys)],
             ttl_ms=w.ttl_ns // 1_000_000,
             hold_min_ns=w.hold_min_ns,
@@ -303,12 +304,7 @@ def _execute(
 
 
 def run_scenario(
-    scenario: Scenario,
-    *,
-    store: Path,
-    binaries: Binaries,
-    console: Console,
-    backend: str = DEFAULT_BACKEND,
+    scenario: Scenario, *, store: Path, binaries: Binaries, console: Console
 ) -> RunOutcome:
     scenario = resolve_seed(scenario)
     run_dir = create_run_dir(store, scenario.name)
@@ -321,7 +317,7 @@ def run_scenario(
     )
     with run_log(run_dir):
         log.info("run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir)
-        cluster = make_cluster(backend, scenario, binaries, run_dir)
+        cluster = make_cluster(scenario.backend, scenario, binaries, run_dir)
         execution = _execute(scenario, cluster, run_dir, console)
         with shielded() as shield:  # checking what was recorded is not cut short either
             outcome = _conclude(scenario, run_dir, execution, cluster.describe())
@@ -379,6 +375,14 @@ def _write_reports(outcome: RunOutcome, history: Sequence[Event]) -> RunOutcome:
     return outcome
 
 
+def _program_restarts(run_dir: Path) -> int | None:
+    """Client programs started again (they exited, hung or misspoke); None: no programs."""
+    counts = sorted(run_dir.glob("program-restarts.w*"))
+    if not counts:
+        return None
+    return sum(int(path.read_text() or 0) for path in counts)
+
+
 def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
     scenario = outcome.scenario
     results = {
@@ -394,6 +398,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "interrupted": outcome.interrupted,
         "run_problems": outcome.problems,  # `check RUN_DIR` applies them again
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},
+        "client_restarts": _program_restarts(outcome.run_dir),
         "cluster": cluster,
     }
     (outcome.run_dir / RESULTS).write_text(json.dumps(results, indent=2) + "\n")

@@ -28,6 +28,7 @@ from core.errors import (
     BadInput,
 )
 from core.interrupts import shielded
+from harness.backends import check_backend
 from harness.binaries import Binaries
 from harness.junit import write_junit
 from harness.limits import MAX_SEEDS
@@ -68,6 +69,7 @@ class SuiteRequest:
     duration_ns: int | None = None
     workers: int | None = None
     threads: int | None = None
+    backend: str | None = None  # None: each scenario's own (local unless it says)
 
 
 def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[Case]:
@@ -94,8 +96,12 @@ def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[
                     threads=request.threads,
                     client=client if clients else None,
                     client_flag="--clients",
+                    backend=request.backend,
                 )
                 cases.append(Case(len(cases) + 1, resolved))
+    for backend, topology in sorted({(c.scenario.backend, c.scenario.cluster.topology)
+                                     for c in cases}):  # fmt: skip
+        check_backend(backend, topology)  # an engine or image missing: before any run
     return cases
 
 

@@ -30,7 +30,11 @@ def test_every_built_in_declares_the_name_it_is_listed_under() -> None:
         assert info.description and info.options, name
         # An ability a class has is derived from its methods, never declared beside them.
         assert info.extends == issubclass(cls, Extending), name
-    assert [n for n, i in CLIENTS.items() if i.extends] == ["redlock-extend"]
+    assert [n for n, i in CLIENTS.items() if i.extends and not i.command] == ["redlock-extend"]
+    # The reference programs (workloads/programs.py) say what their libraries can do.
+    assert [n for n, i in CLIENTS.items() if i.extends and i.command] == [
+        "redsync", "node-redlock"
+    ]
     assert [n for n, i in CLIENTS.items() if i.reentrant] == ["reentrant"]
     assert {n for n, i in CLIENTS.items() if i.ttl_step_ms != 1} == {
         "python-redis-lock", "python-redis-lock-renewal"

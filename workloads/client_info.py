@@ -24,6 +24,9 @@ class ClientInfo:
     free_options: bool = False
     extends: bool = False  # has extend(lease, ttl_ms): a holder may push its expiry out
     ttl_step_ms: int = 1  # the TTLs it can set are multiples of this (1000: whole seconds)
+    # A program speaking docs/client-protocol.md, run as this argv (workloads.program);
+    # empty for a Python class.
+    command: tuple[str, ...] = ()
 
     def factory(self) -> ClientFactory:
         module, _, attr = self.factory_path.partition(":")

@@ -16,6 +16,7 @@ from workloads.adapters.catalog import ADAPTERS
 from workloads.client_info import ClientInfo
 from workloads.declaration import declared_info, declared_name
 from workloads.plugins import is_plugin_path, load_plugin
+from workloads.programs import PROGRAM_CLIENTS
 
 BUILT_INS: dict[str, str] = {
     "single": "workloads.single:SingleInstanceLock",
@@ -58,19 +59,21 @@ class _BuiltIns(Mapping[str, ClientInfo]):
         self._read: dict[str, ClientInfo] = {}
 
     def __getitem__(self, name: str) -> ClientInfo:
+        if name in PROGRAM_CLIENTS:  # a program in another language: nothing to import
+            return PROGRAM_CLIENTS[name]
         info = self._read.get(name)
         if info is None:
             info = self._read[name] = read_built_in(name, self._paths[name])
         return info
 
     def __contains__(self, name: object) -> bool:  # a name check imports nothing
-        return name in self._paths
+        return name in self._paths or name in PROGRAM_CLIENTS
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
+        return iter([*self._paths, *PROGRAM_CLIENTS])
 
     def __len__(self) -> int:
-        return len(self._paths)
+        return len(self._paths) + len(PROGRAM_CLIENTS)
 
 
 CLIENTS: Mapping[str, ClientInfo] = _BuiltIns(BUILT_INS)

@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from core.clock import ClockReader
 from core.discovery import Discovery
 from core.endpoints import Endpoint
 from core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
+from workloads.program import ProgramClient, start_program_client
 from workloads.protocol import CrashPoint, Extending, Lease, LockClient, TrustsClientClock
 from workloads.recorder import Recorder
 from workloads.registry import client_info
@@ -46,6 +47,11 @@ HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard;
 def crash_point_file(run_dir: Path, worker: int) -> Path:
     """The file whose existence arms worker ``worker``'s crash point (the nemesis makes it)."""
     return run_dir / f"crash-point-w{worker}"
+
+
+def restarts_file(run_dir: Path, worker: int) -> Path:
+    """How many times worker ``worker``'s client programs were started again."""
+    return run_dir / f"program-restarts.w{worker}"
 
 
 def client_clock_file(run_dir: Path, worker: int) -> Path:
@@ -77,6 +83,8 @@ class WorkerConfig:
     discovery: dict[str, Any] | None = None  # replicated topology: how to find the master
     nesting: float = 0.0  # chance that a section re-acquires its own lock (reentrant)
     extend: bool = False  # sections extend their lease while they hold (extending clients)
+    # A program in any language (workloads.program), run as this argv; empty: a class.
+    client_command: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -105,11 +113,17 @@ class ClientLoop:
         self.stop = stop
         self.clock = lambda: time.monotonic_ns() - config.t0_ns
         self.rng = random.Random(f"{config.seed}:{process}")
-        factory = client_info(config.client).factory()  # a plug-in: LOCKHARNESS_PLUGIN_PATH
         discovery = Discovery.from_dict(config.discovery) if config.discovery else None
-        self.client: LockClient = factory(
-            config.nodes, self.clock, config.client_options, discovery=discovery
-        )
+        self.client: LockClient
+        if config.client_command:  # a program speaking docs/client-protocol.md
+            self.client = start_program_client(
+                config.client_command, config.nodes, self.clock, config.client_options, discovery
+            )
+        else:
+            factory = client_info(config.client).factory()  # a plug-in: LOCKHARNESS_PLUGIN_PATH
+            self.client = factory(
+                config.nodes, self.clock, config.client_options, discovery=discovery
+            )
         if isinstance(self.client, CrashPoint):  # e.g. setnx-expire, between its two commands
             self.client.crash_between = self._crash_if_armed
         run_dir = Path(config.history_path).parent  # the worker's files live beside its shard
@@ -307,6 +321,9 @@ def run_worker(config: WorkerConfig) -> int:
         while thread.is_alive():  # join in slices so SIGTERM's handler gets to run
             thread.join(0.2)
     recorder.close()
+    restarts = sum(loop.client.restarts for loop in loops if isinstance(loop.client, ProgramClient))
+    if config.client_command:  # programs that exited, hung or misspoke, started again
+        restarts_file(Path(config.history_path).parent, config.worker).write_text(f"{restarts}\n")
     if recorder.failed is not None:
         with contextlib.suppress(OSError):  # the log may sit on the same full disk
             print(f"history not written: {recorder.failed}", file=sys.stderr, flush=True)

@@ -12,20 +12,31 @@ from rich.table import Table
 
 from core.errors import EXIT_AS_EXPECTED
 from core.interrupts import shielded
+from harness.backends import check_backend
+from harness.cluster.base import Cluster
 from harness.cluster.local import ClusterConfig, LocalCluster
 from harness.commands.common import find_binaries
+from harness.limits import DEFAULT_BACKEND
 from harness.runlog import run_log
 from harness.store import check_store, create_run_dir
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
     binaries = find_binaries(args)
+    backend = args.backend or DEFAULT_BACKEND
+    check_backend(backend)
     check_store(args.store)
     base = create_run_dir(args.store, "cluster")
-    config = ClusterConfig(
-        binaries.redis_server, binaries.toxiproxy_server, base, args.nodes, args.workers
-    )
-    cluster = LocalCluster(config)
+    cluster: Cluster
+    if backend == "compose":
+        from compose.cluster import ComposeCluster, ComposeConfig
+
+        cluster = ComposeCluster(ComposeConfig(base, args.nodes, args.workers))
+    else:
+        config = ClusterConfig(
+            binaries.redis_server, binaries.toxiproxy_server, base, args.nodes, args.workers
+        )
+        cluster = LocalCluster(config)
     with run_log(base):
         try:
             cluster.start()
@@ -47,7 +58,8 @@ def _endpoint_table(info: dict[str, Any]) -> Table:
     table = Table("what", "address", "pid")
     for node in info["nodes"]:
         address = f"{node['host']}:{node['port']}"
-        table.add_row(f"node {node['name']} (direct)", address, str(node["pid"]))
+        where = node.get("pid", node.get("container", ""))  # a process, or a container
+        table.add_row(f"node {node['name']} (direct)", address, str(where))
     table.add_row("resource", f"127.0.0.1:{info['resource']['port']}", "")
     table.add_row("toxiproxy API", info["toxiproxy_api"], "")
     for name, proxy in info["proxies"].items():

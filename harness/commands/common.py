@@ -19,16 +19,20 @@ def find_binaries(args: argparse.Namespace) -> Binaries:
 
 
 def warn_leftovers(store: Path) -> None:
-    """Say so when earlier runs left processes running: they compete for CPU and ports."""
-    leftovers = gc.survey(store).leftovers
-    if not leftovers:
+    """Say so when earlier runs left processes or containers running: they compete for CPU
+    and ports."""
+    found = gc.survey(store)
+    described = [leftover.describe() for leftover in found.leftovers]
+    described += [f"{held} ({run_dir})" for run_dir, items in found.containers.items()
+                  for held in items if held.startswith("container ")]  # fmt: skip
+    if not described:
         return
-    shown = "; ".join(leftover.describe() for leftover in leftovers[:5])
-    more = f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else ""
+    shown = "; ".join(described[:5])
+    more = f" and {len(described) - 5} more" if len(described) > 5 else ""
     Console(stderr=True).print(
-        f"[yellow]lockharness: warning:[/] {len(leftovers)} "
-        f"{'process' if len(leftovers) == 1 else 'processes'} of earlier runs "
-        f"{'is' if len(leftovers) == 1 else 'are'} still running: {shown}{more}. "
-        f"`lockharness gc --store {store}` stops them.",
+        f"[yellow]lockharness: warning:[/] {len(described)} "
+        f"{'process or container' if len(described) == 1 else 'processes or containers'} "
+        f"of earlier runs {'is' if len(described) == 1 else 'are'} still running: "
+        f"{shown}{more}. `lockharness gc --store {store}` stops them.",
         highlight=False,
     )

@@ -24,6 +24,11 @@ def command(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]could not stop[/] {leftover.describe()}", highlight=False)
     for run_dir in found.live_runs:
         console.print(f"left alone (its controller is running): {run_dir}", highlight=False)
-    if not found.leftovers:
+    for run_dir, held in found.containers.items():
+        if args.dry_run:
+            console.print(f"would remove {', '.join(held)} ({run_dir})", highlight=False)
+    for removed in found.removed:
+        console.print(f"removed {removed}", highlight=False)
+    if not found.leftovers and not found.containers:
         console.print(f"nothing to stop in {store}", highlight=False)
     return EXIT_INTERNAL if found.unstoppable else EXIT_AS_EXPECTED

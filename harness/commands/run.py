@@ -6,6 +6,7 @@ import argparse
 
 from rich.console import Console
 
+from harness.backends import check_backend
 from harness.commands.common import find_binaries, warn_leftovers
 from harness.console import print_summary
 from harness.runner import run_scenario
@@ -21,7 +22,9 @@ def command(args: argparse.Namespace, console: Console) -> int:
         workers=args.workers,
         threads=args.threads,
         client=args.client,
+        backend=args.backend,
     )
+    check_backend(scenario.backend, scenario.cluster.topology)
     binaries = find_binaries(args)
     check_store(args.store)
     warn_leftovers(args.store)

@@ -15,6 +15,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     request = SuiteRequest(
         targets=args.targets, clients=args.clients, seeds=args.seeds, seed=args.seed,
         duration_ns=args.duration, workers=args.workers, threads=args.threads,
+        backend=args.backend,
     )  # fmt: skip
     cases = plan_suite(request)  # every bad argument is reported before anything starts
     binaries = find_binaries(args)

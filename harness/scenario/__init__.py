@@ -177,6 +177,7 @@ def with_overrides(
     threads: int | None = None,
     client: str | None = None,
     client_flag: str = "--client",
+    backend: str | None = None,
 ) -> Scenario:
     """``s`` with command-line overrides; errors name the flag."""
     w = s.workload
@@ -190,6 +191,7 @@ def with_overrides(
     changed = dataclasses.replace(
         s,
         duration_ns=_run_length(duration_ns, s.duration_ns),
+        backend=s.backend if backend is None else backend,
         seed=_whole("--seed", seed, s.seed, 0, MAX_SEED) if seed is not None else s.seed,
         client=s.client if client is None else _switch_client(
             s.client, client, _source_dir(s), client_flag),

@@ -28,10 +28,11 @@ from harness.expectation import (
     TOKEN_EXPECTATIONS,
     Expectation,
 )
-from harness.limits import MAX_SEED
+from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_SEED
 from harness.store import NAME_PATTERN, NAME_RULE
 from workloads.client_info import ClientInfo
 from workloads.plugins import is_plugin_path
+from workloads.programs import command_client
 from workloads.registry import CLIENTS, client_info
 
 PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     Tokens = str
     ExpectName = str
     ClientName = str
+    Backend = str
 else:
     RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
     Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
@@ -66,6 +68,7 @@ else:
     Tokens = Literal[TOKEN_EXPECTATIONS]
     ExpectName = Literal[EXPECTATIONS]
     ClientName = Literal[tuple(CLIENTS)]
+    Backend = Literal[BACKENDS]
 Count = Annotated[int, Meta(ge=1, le=64)]
 Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"})]
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
@@ -112,6 +115,9 @@ class ClientSpec:
     # A plug-in: the directories (absolute) its module is imported from, ahead of
     # sys.path, here and in the workers (empty: from sys.path). Empty for a built-in.
     path: tuple[str, ...] = ()
+    # A program in any language (docs/client-protocol.md): its argv, the program made
+    # absolute when given relative to the scenario file. Empty for a class.
+    command: tuple[str, ...] = ()
 
     @property
     def plugin(self) -> bool:
@@ -119,6 +125,8 @@ class ClientSpec:
 
     def info(self) -> ClientInfo:
         """What the registry knows of it; a plug-in's class was checked when it was read."""
+        if self.command:
+            return command_client(self.command)
         return client_info(self.name, self.path)
 
 
@@ -129,6 +137,7 @@ class Scenario:
     expect_default: Expectation  # `expect`: for the scenario's client, unless listed below
     duration_ns: int
     seed: int | None = None
+    backend: str = DEFAULT_BACKEND  # local processes, or Docker Compose containers
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     client: ClientSpec
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
@@ -164,7 +173,8 @@ EXPECT_ALLOWED = (
 )
 CLIENT_ALLOWED = (
     f"a client name ({', '.join(CLIENTS)}) or a mapping with keys name, options; "
-    "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options"
+    "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options; "
+    "for a program in any language, a mapping with keys command ([program, args...]), options"
 )
 
 
@@ -185,6 +195,7 @@ class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     options: dict[str, Any] | None = None
     class_: Text | None = msgspec.field(name="class", default=None)  # "module:ClassName"
     path: str | list[str] | None = None  # a plug-in's module directories
+    command: list[Text] | None = None  # a program speaking docs/client-protocol.md
 
 
 class _FaultDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
@@ -226,6 +237,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     expect: Expect
     duration_ns: RunLength = msgspec.field(name="duration")
     seed: Annotated[int, Meta(ge=0, le=MAX_SEED)] | None = None
+    backend: Backend = DEFAULT_BACKEND  # local processes, or Docker Compose containers
     cluster: ClusterSpec = ClusterSpec()
     client: Annotated[str | ClientDoc, Meta(
         extra={"allowed": CLIENT_ALLOWED, "problem": "is not a client"}

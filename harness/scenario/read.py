@@ -30,6 +30,7 @@ from harness.scenario.model import (
 )
 from workloads.client_info import ClientInfo
 from workloads.plugins import PluginError, is_plugin_path, load_plugin
+from workloads.programs import command_client, missing
 from workloads.registry import CLIENTS
 
 _TIMELINE_LIST = ("at", "fault", "targets")  # the short form: [at, fault] or [at, fault, targets]
@@ -140,6 +141,8 @@ def read_client(value: Any, raw: Any, base: Path | None) -> ClientSpec:
         return ClientSpec(value)
     doc: ClientDoc = value
     path: tuple[str, ...] = ()
+    if doc.command is not None:
+        return _command_client(doc, base)
     if doc.class_ is not None:
         if doc.name is not None:
             raise Invalid("client", "client: both name and class given; allowed: name (a "
@@ -161,8 +164,29 @@ def read_client(value: Any, raw: Any, base: Path | None) -> ClientSpec:
                                      "client.class, a plug-in class as 'module:ClassName'")
     else:
         info = CLIENTS[doc.name]
+        if problem := missing(info):
+            raise Invalid("client.name", f"client.name: {doc.name}: {problem}")
     # Which options are allowed depends on the client the name or class picks.
     return ClientSpec(info.name, client_options(info, doc.options or {}), path)
+
+
+def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
+    """``{command: [program, args...], options}``: a program given by a relative path is
+    found beside the scenario file (or in the current directory, for a built-in)."""
+    if doc.name is not None or doc.class_ is not None or doc.path is not None:
+        raise Invalid("client.command", "client.command: with name, class or path; allowed: "
+                                        "command alone (a program), with options")  # fmt: skip
+    if not doc.command:
+        raise Invalid("client.command", "client.command: an empty list; allowed: [program, "
+                                        "args...]")  # fmt: skip
+    program, *args = doc.command
+    if "/" in program and not Path(program).is_absolute():
+        program = str(((base or Path.cwd()) / program).resolve())
+    command = (program, *args)
+    if problem := missing(command_client(command)):
+        raise Invalid("client.command", f"client.command: {problem}; allowed: a program that "
+                                        "speaks docs/client-protocol.md")  # fmt: skip
+    return ClientSpec(command_client(command).name, dict(doc.options or {}), command=command)
 
 
 def _entry(path: str, value: object, names: list[str]) -> dict[Any, Any]:
@@ -299,7 +323,8 @@ def read_scenario(data: Any, stem: str, base: Path | None) -> Scenario:
     assert expect is not None  # ScenarioDoc requires it: convert refused a scenario without
     scenario = Scenario(
         name=doc.name or stem, description=doc.description, expect_default=expect,
-        duration_ns=doc.duration_ns, seed=doc.seed, cluster=cluster, client=client,
+        duration_ns=doc.duration_ns, seed=doc.seed, backend=doc.backend, cluster=cluster,
+        client=client,
         workload=workload, faults=FaultPlan(tuple(faults), tuple(doc.timeline or ())),
         expect_clients=others,
     )  # fmt: skip

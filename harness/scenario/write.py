@@ -53,6 +53,8 @@ def _client(c: ClientSpec) -> object:
                for o, v in c.options.items()}  # fmt: skip
     if c.plugin:  # where it was found, so the written scenario finds it again
         return {"class": c.name, "path": list(c.path), "options": options}
+    if c.command:
+        return {"command": list(c.command), "options": options}
     return {"name": c.name, "options": options}
 
 
@@ -71,7 +73,7 @@ def to_plain(s: Scenario) -> dict[str, Any]:
     ]
     return {
         "name": s.name, "description": s.description, "expect": _expect(s.expect_default),
-        "duration": format_duration(s.duration_ns), "seed": s.seed,
+        "duration": format_duration(s.duration_ns), "seed": s.seed, "backend": s.backend,
         "cluster": _value(s.cluster), "client": _client(s.client),
         "workload": _value(s.workload), "faults": faults,
         "timeline": [_value(e) for e in s.faults.timeline],
