@@ -5,6 +5,7 @@ teardown leaves nothing labelled with the run (as tests/test_failover.py, locall
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -192,3 +193,23 @@ def test_promote_without_sentinel_repoints_clients_and_teardown_leaves_nothing(
         cluster.stop()
     _assert_nothing_left(tmp_path)
     assert not list(tmp_path.glob("sentinel-*.log"))
+
+
+def test_a_sentinel_port_taken_before_the_sentinels_up_means_new_ports(tmp_path: Path) -> None:
+    # This machine is shared: the sentinels come up seconds after the fault domain (once
+    # the replicas are online), and a port chosen for them may be bound meanwhile. Only
+    # theirs are chosen again; the nodes keep running. (The first `up` retries as the
+    # masters topology's does: tests/test_compose.py.)
+    config = ComposeConfig(base_dir=tmp_path, nodes=2, workers=1)
+    cluster = ComposeReplicatedCluster(config, ReplicationConfig(sentinels=1, quorum=1))
+    chosen = cluster.describe()["sentinels"][0]["port"]
+    node_port = cluster.node("n2").endpoint.port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", chosen))
+        squatter.listen()
+        with cluster:
+            assert cluster.sentinels[0].endpoint.port != chosen
+            assert cluster.node("n2").endpoint.port == node_port
+            assert cluster.current_master() == "n1"
+            assert _client(cluster.worker_sentinels(1)[0]).ping()
+    _assert_nothing_left(tmp_path)
