@@ -110,12 +110,17 @@ class ContainerNode:
         self.wait_ready(timeout_s)
 
     def pause(self) -> None:
-        if self.status() == "running":  # as SIGSTOP: pausing a paused node changes nothing
-            self.container().pause()
+        """As SIGSTOP to LocalRedisNode: nothing happens to a node that is not running."""
+        container = self.container()
+        if container.status == "running":
+            container.pause()
 
     def resume(self) -> None:
-        if self.status() == "paused":  # as SIGCONT: the nemesis's heal resumes every node
-            self.container().unpause()
+        """As SIGCONT: nothing happens to a node that is not paused (the nemesis's heal
+        resumes every node; the engine refuses to unpause a running container)."""
+        container = self.container()
+        if container.status == "paused":
+            container.unpause()
 
     def exec(self, *argv: str) -> str:
         """Run a command in the container (the image holds only redis-server)."""

@@ -23,6 +23,8 @@ SERVICE_LABEL = "lockharness.service"
 NETWORK = "lockharness"
 REDIS_PORT = 6379  # inside the containers: each has its own network namespace
 TOXIPROXY_API_PORT = 8474
+SENTINEL_PORT = 26379
+SENTINEL_DIR_IN_CONTAINER = Path("/sentinel")  # its config: Sentinel rewrites it, so a bind mount
 SHIM_IN_CONTAINER = Path("/lockharness/clock_shim.so")
 CLOCK_DIR_IN_CONTAINER = Path("/lockharness/clock")
 COMPOSE_FILE = "compose.yaml"
@@ -35,6 +37,17 @@ class NodePlan:
     data_dir: Path  # bind-mounted at /data: the AOF lives on the host
     persistence: str = "none"
     clock_shim: bool = False  # LD_PRELOAD the shim, reading clock_dir/<name>.ctl
+    # Where it listens inside its container. The replicated topology gives each node its own
+    # (its host port): clients tell nodes apart by `CONFIG GET port` (core.discovery).
+    port: int = REDIS_PORT
+    extra_args: tuple[str, ...] = ()  # after the persistence args (replication's)
+
+
+@dataclass(frozen=True)
+class SentinelPlan:
+    name: str
+    host_port: int  # published on 127.0.0.1: the harness's own checks and its failover watch
+    config_dir: Path  # bind-mounted at /sentinel, holding sentinel.conf
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,7 @@ class ProjectPlan:
     user: str  # "uid:gid": files in the bind mounts belong to the harness's user
     shim_library: Path | None = None  # the host's built shim, when any node runs under it
     clock_dir: Path | None = None  # the host directory of the control files
+    sentinels: tuple[SentinelPlan, ...] = ()
 
 
 def project_name(run_dir: Path) -> str:
@@ -62,10 +76,10 @@ def container_name(run_dir: Path, service: str) -> str:
     return f"{project_name(run_dir)}-{service}"
 
 
-def redis_command(persistence: str) -> list[str]:
+def redis_command(persistence: str, port: int = REDIS_PORT) -> list[str]:
     """LocalRedisNode's argv, inside a container: listen on its network, data in /data."""
     return [
-        "--port", str(REDIS_PORT),
+        "--port", str(port),
         "--bind", "0.0.0.0",
         "--protected-mode", "no",  # reached from Toxiproxy's container, without a password
         "--dir", "/data",
@@ -84,11 +98,11 @@ def _redis_service(plan: ProjectPlan, node: NodePlan) -> dict[str, Any]:
         "image": plan.redis_image,
         "container_name": container_name(plan.run_dir, node.name),
         "hostname": node.name,
-        "command": redis_command(node.persistence),
+        "command": [*redis_command(node.persistence, node.port), *node.extra_args],
         "user": plan.user,
         "labels": _labels(plan, node.name),
         "networks": [NETWORK],
-        "ports": [f"127.0.0.1:{node.host_port}:{REDIS_PORT}"],
+        "ports": [f"127.0.0.1:{node.host_port}:{node.port}"],
         "volumes": [f"{node.data_dir.resolve()}:/data"],
         "restart": "no",  # a killed node stays down until the nemesis restarts it
         "stop_grace_period": "1s",
@@ -107,8 +121,25 @@ def _redis_service(plan: ProjectPlan, node: NodePlan) -> dict[str, Any]:
     return service
 
 
+def _sentinel_service(plan: ProjectPlan, sentinel: SentinelPlan) -> dict[str, Any]:
+    return {
+        "image": plan.redis_image,  # redis-server in sentinel mode: the image has no other
+        "container_name": container_name(plan.run_dir, sentinel.name),
+        "hostname": sentinel.name,
+        "command": [str(SENTINEL_DIR_IN_CONTAINER / "sentinel.conf"), "--sentinel"],
+        "user": plan.user,
+        "labels": _labels(plan, sentinel.name),
+        "networks": [NETWORK],
+        "ports": [f"127.0.0.1:{sentinel.host_port}:{SENTINEL_PORT}"],
+        "volumes": [f"{sentinel.config_dir.resolve()}:{SENTINEL_DIR_IN_CONTAINER}"],
+        "restart": "no",
+        "stop_grace_period": "1s",
+    }
+
+
 def compose_document(plan: ProjectPlan) -> dict[str, Any]:
     services = {node.name: _redis_service(plan, node) for node in (*plan.nodes, plan.resource)}
+    services |= {s.name: _sentinel_service(plan, s) for s in plan.sentinels}
     services["toxiproxy"] = {
         "image": plan.toxiproxy_image,
         "container_name": container_name(plan.run_dir, "toxiproxy"),

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 
-def check_backend(backend: str, topology: str = "masters") -> None:
+def check_backend(backend: str) -> None:
     """BadInput unless ``backend`` can run here (the engine and images, for compose)."""
     if backend not in BACKENDS:
         raise BadInput(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
@@ -31,9 +31,6 @@ def check_backend(backend: str, topology: str = "masters") -> None:
 
         for kind in KINDS:
             require(image_tag(kind))
-        if topology != "masters":
-            raise BadInput("the replicated topology does not run on the compose backend yet; "
-                           "allowed there: topology masters")  # fmt: skip
 
 
 def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: Path) -> Cluster:
@@ -54,7 +51,11 @@ def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: 
             base_dir=run_dir, nodes=spec.nodes, workers=scenario.workload.workers,
             persistence=spec.persistence, clock_shim=clock_shim,
         )  # fmt: skip
-        return ComposeCluster(config)  # masters: check_backend refused the replicated one
+        if spec.topology == "masters":
+            return ComposeCluster(config)
+        from compose.replicated import ComposeReplicatedCluster
+
+        return ComposeReplicatedCluster(config, replication)
     local = ClusterConfig(
         redis_server=binaries.redis_server,
         toxiproxy_server=binaries.toxiproxy_server,

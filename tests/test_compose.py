@@ -97,6 +97,19 @@ def test_pause_and_resume(clean: ComposeCluster) -> None:
     assert _client(proxied).ping()
 
 
+def test_resume_and_pause_do_nothing_to_a_node_not_in_that_state(clean: ComposeCluster) -> None:
+    # As SIGCONT and SIGSTOP locally: the nemesis's heal resumes every node, paused or not.
+    node = clean.node("n4")
+    node.resume()
+    assert node.status() == "running"
+    node.kill()
+    node.pause()
+    node.resume()
+    assert not node.running()
+    node.restart()
+    assert _client(node.endpoint).ping()
+
+
 def test_a_paused_node_can_be_killed_and_restarted(clean: ComposeCluster) -> None:
     node = clean.node("n1")
     node.pause()

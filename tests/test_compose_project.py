@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from compose.project import (
     RUN_LABEL,
     NodePlan,
     ProjectPlan,
+    SentinelPlan,
     compose_document,
     project_name,
     redis_command,
@@ -71,3 +73,26 @@ def test_write_names_the_project_for_compose_ps(tmp_path: Path) -> None:
     name = project_name(tmp_path / "Run 01")
     assert (path.parent / ".env").read_text() == f"COMPOSE_PROJECT_NAME={name}\n"
     assert name.startswith("lh-run-01-") and name != project_name(tmp_path / "run-01")
+
+
+def test_replicated_nodes_listen_on_their_own_port_with_their_extra_args(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    node = NodePlan("n2", 7002, tmp_path / "n2", port=7002,
+                    extra_args=("--replicaof", "toxiproxy", "7402"))  # fmt: skip
+    document = compose_document(dataclasses.replace(plan, nodes=(node,)))
+    service = document["services"]["n2"]
+    assert service["command"][:2] == ["--port", "7002"]
+    assert service["command"][-3:] == ["--replicaof", "toxiproxy", "7402"]
+    assert service["ports"] == ["127.0.0.1:7002:7002"]
+
+
+def test_a_sentinel_runs_its_own_writable_config_from_the_run_dir(tmp_path: Path) -> None:
+    sentinel = SentinelPlan("s1", 7500, tmp_path / "data" / "s1")
+    document = compose_document(dataclasses.replace(_plan(tmp_path), sentinels=(sentinel,)))
+    service = document["services"]["s1"]
+    assert service["image"] == "lockharness/redis:7"
+    assert service["command"] == ["/sentinel/sentinel.conf", "--sentinel"]
+    assert service["volumes"] == [f"{tmp_path.resolve()}/data/s1:/sentinel"]  # not read-only
+    assert service["ports"] == ["127.0.0.1:7500:26379"]
+    assert service["labels"][RUN_LABEL] == str(tmp_path.resolve())
+    assert service["user"] == "1000:1000"  # Sentinel rewrites the file as the harness's user

@@ -24,7 +24,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         client=args.client,
         backend=args.backend,
     )
-    check_backend(scenario.backend, scenario.cluster.topology)
+    check_backend(scenario.backend)
     binaries = find_binaries(args)
     check_store(args.store)
     warn_leftovers(args.store)

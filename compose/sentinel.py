@@ -1,0 +1,106 @@
+"""A Redis Sentinel container (`redis-server /sentinel/sentinel.conf --sentinel`).
+
+Its config lives in a per-sentinel directory of the run dir, bind-mounted at /sentinel:
+Sentinel rewrites the file as it learns replicas, peers and failovers, so it must be its
+own and writable (the container runs as the harness's user, who owns the directory).
+
+Addresses are hostnames: every node announces its shared proxy as `toxiproxy:<port>`
+(the service name on the run's network), which Sentinel takes only with resolve-hostnames,
+and reports as such (not as the proxy container's IP) only with announce-hostnames.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import docker.errors
+import redis
+
+from compose.engine import client as engine
+from compose.project import SENTINEL_PORT
+from core.connect import single_try_client
+from core.endpoints import Endpoint
+from core.errors import ClusterError
+
+CONFIG_NAME = "sentinel.conf"
+
+
+def sentinel_config(
+    master_name: str,
+    master: tuple[str, int],
+    quorum: int,
+    down_after_ms: int,
+    failover_timeout_ms: int,
+) -> str:
+    """LocalSentinel's config, inside a container: any interface, hostnames allowed."""
+    m, (host, port) = master_name, master
+    return "\n".join([
+        f"port {SENTINEL_PORT}",
+        "bind 0.0.0.0",
+        "protected-mode no",  # the sentinel proxies reach it from Toxiproxy's container
+        "daemonize no",
+        'logfile ""',
+        "dir /sentinel",
+        # Before the monitor line: it names a host, which Sentinel refuses without this.
+        "sentinel resolve-hostnames yes",
+        "sentinel announce-hostnames yes",
+        f"sentinel monitor {m} {host} {port} {quorum}",
+        f"sentinel down-after-milliseconds {m} {down_after_ms}",
+        f"sentinel failover-timeout {m} {failover_timeout_ms}",
+        f"sentinel parallel-syncs {m} 1",
+        "",
+    ])  # fmt: skip
+
+
+class ContainerSentinel:
+    def __init__(self, name: str, container: str, host_port: int, directory: Path) -> None:
+        self.name = name
+        self.container_name = container
+        self.host_port = host_port  # published on 127.0.0.1; chosen again if it was taken
+        self.directory = directory
+
+    @property
+    def endpoint(self) -> Endpoint:
+        # Direct (no proxy): the harness observes through it, outside the fault domain.
+        return Endpoint(self.name, "127.0.0.1", self.host_port)
+
+    @property
+    def pid(self) -> None:
+        return None  # a container: removed by label, never by pid
+
+    def write_config(self, text: str) -> None:
+        """A fresh config before each bring-up (Sentinel's rewrites of an old one would
+        carry the previous attempt's ports)."""
+        self.directory.mkdir(parents=True, exist_ok=True)  # before Docker makes it as root
+        (self.directory / CONFIG_NAME).write_text(text)
+
+    def client(self, timeout_s: float = 1.0) -> redis.Redis:
+        return single_try_client(self.endpoint, timeout_s, decode_responses=True)
+
+    def running(self) -> bool:
+        try:
+            return engine().containers.get(self.container_name).status == "running"
+        except docker.errors.DockerException:
+            return False
+
+    def wait_ready(self, timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        client = self.client(0.5)
+        try:
+            while time.monotonic() < deadline and self.running():
+                try:
+                    if client.ping():
+                        return
+                except redis.RedisError:
+                    time.sleep(0.02)  # Docker's port forward accepts before Sentinel listens
+        finally:
+            client.close()
+        raise ClusterError(f"sentinel {self.name} did not answer PING; log:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            container = engine().containers.get(self.container_name)
+            return bytes(container.logs(tail=lines)).decode(errors="replace")
+        except docker.errors.DockerException as e:
+            return f"(no logs: {e})"
