@@ -8,6 +8,9 @@ the process stops as under SIGSTOP, and no signal it could see is sent).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from core.connect import single_try_client
 from core.endpoints import Endpoint
 from core.errors import ClusterError
 from harness.cluster.aof import AofTracker, AofTruncation
+from harness.cluster.process import pid_alive
 from harness.cluster.redis_node import AOF_MODES
 
 _ALIVE = ("running", "paused")  # a paused process still exists, as under SIGSTOP
@@ -45,6 +49,9 @@ class ContainerNode:
         self.data_dir = data_dir
         self.persistence = persistence
         self.aof_tracker: AofTracker | None = None  # AOF modes, while the node is up
+        self._pid: int | None = None  # its redis-server's pid on the host, while it is up
+        self._paused = False  # by this handle: a frozen process dies only when thawed
+        self._killed = False  # by this handle, and not started since
 
     @property
     def endpoint(self) -> Endpoint:
@@ -61,6 +68,10 @@ class ContainerNode:
         return str(self.container().status)  # fetched afresh on each get
 
     def running(self) -> bool:
+        if self._pid is not None:  # up since wait_ready: its process says, with no API call
+            return pid_alive(self._pid)
+        if self._killed:  # the engine may not have seen the exit yet
+            return False
         try:
             return self.status() in _ALIVE
         except ClusterError:
@@ -76,6 +87,7 @@ class ContainerNode:
                     f"PING within {timeout_s:.0f}s; last log lines:\n{self.log_tail()}"
                 )
             time.sleep(0.02)
+        self._pid = int(self.container().attrs["State"]["Pid"])  # its redis-server, on the host
         self._start_tracker()
 
     def kill(self, power_loss: bool = False) -> AofTruncation | None:
@@ -88,13 +100,18 @@ class ContainerNode:
                 f"{self.persistence!r}"
             )
         now = time.monotonic()  # before the signal: the cut is >= 1 s before the death
-        container = self.container()
-        try:
-            container.kill()  # SIGKILL; a paused container is killed too
-        except docker.errors.APIError as e:
-            if "is not running" not in str(e):
-                raise ClusterError(f"killing {self.container_name}: {e}") from None
-        container.wait(timeout=10)  # dead and reaped: nothing writes the AOF any more
+        # SIGKILL straight to its redis-server, as the local backend does: an API round trip
+        # first took 200-400 ms on a loaded machine, long enough for most holders to have
+        # released by the time the node came back. A frozen (paused) process dies only
+        # when thawed: the engine's kill does that.
+        if not self._signal_kill():
+            try:
+                self.container().kill()
+            except docker.errors.APIError as e:
+                if "is not running" not in str(e):
+                    raise ClusterError(f"killing {self.container_name}: {e}") from None
+            self.container().wait(timeout=10)  # dead: nothing writes the AOF any more
+        self._killed = True
         tracker = self._stop_tracker()
         if not power_loss:
             return None
@@ -102,11 +119,28 @@ class ContainerNode:
             raise ClusterError(f"node {self.name} has no AOF size history (was it up?)")
         return tracker.truncate_for_power_loss(now)
 
+    def _signal_kill(self) -> bool:
+        """SIGKILL the redis-server by its host pid; True once it is gone."""
+        pid, self._pid = self._pid, None
+        if pid is None or self._paused:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 1.0
+        while pid_alive(pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+        return True
+
     def restart(self, timeout_s: float = 10.0) -> None:
         """Start the killed container again: same port, same data dir."""
         if self.running():
             raise ClusterError(f"node {self.name} is still running; kill or stop it first")
-        self.container().start()
+        container = self.container()
+        container.wait(timeout=10)  # the engine has seen it exit (at once, once it is dead)
+        container.start()
+        self._killed = False
         self.wait_ready(timeout_s)
 
     def pause(self) -> None:
@@ -114,6 +148,7 @@ class ContainerNode:
         container = self.container()
         if container.status == "running":
             container.pause()
+            self._paused = True
 
     def resume(self) -> None:
         """As SIGCONT: nothing happens to a node that is not paused (the nemesis's heal
@@ -121,6 +156,7 @@ class ContainerNode:
         container = self.container()
         if container.status == "paused":
             container.unpause()
+        self._paused = False
 
     def exec(self, *argv: str) -> str:
         """Run a command in the container (the image holds only redis-server)."""
