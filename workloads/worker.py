@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -308,9 +309,13 @@ def run_worker(config: WorkerConfig) -> int:
 
     # Clients must not go on unrecorded: a shard that cannot be written stops the worker.
     recorder = Recorder(Path(config.history_path), clock, on_failure=stop.set)
-    loops = [
-        ClientLoop(config, config.first_process + t, recorder, stop) for t in range(config.threads)
-    ]
+    # Built side by side: a client program may take seconds to start (a JVM), and the run's
+    # clock is already going.
+    with ThreadPoolExecutor(config.threads) as pool:
+        loops = list(pool.map(
+            lambda t: ClientLoop(config, config.first_process + t, recorder, stop),
+            range(config.threads),
+        ))  # fmt: skip
     threads = [
         threading.Thread(target=loop.run, name=f"process-{loop.process}", daemon=True)
         for loop in loops
