@@ -157,7 +157,7 @@ class Nemesis:
         problems: list[str] = []
         def resume_workers() -> None:
             for worker in self.ctx.workers:
-                worker.signal(signal.SIGCONT)
+                worker.signal_group(signal.SIGCONT)
 
         def resume_nodes() -> None:
             for node in cluster.nodes:

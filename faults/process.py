@@ -117,7 +117,7 @@ class ClientPause(_WorkerFault):
 
     def _signal(self, signum: int) -> None:
         for _, worker in self._workers():
-            worker.signal(signum)
+            worker.signal_group(signum)  # its client programs too (workloads.program)
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets

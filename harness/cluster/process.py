@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -70,6 +71,15 @@ class ManagedProcess:
         if self.running():
             assert self._popen is not None
             self._popen.send_signal(signum)
+
+    def signal_group(self, signum: int) -> None:
+        """``signum`` to the process and the children it started (its own session: a worker
+        and its client programs freeze and resume together, as one client does in a GC
+        pause)."""
+        if self.running():
+            assert self._popen is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._popen.pid, signum)
 
     def kill(self) -> None:
         """SIGKILL and reap: the process is gone when this returns."""
