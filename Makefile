@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images bench-compose demo matrix test test-unit test-server test-all bench bench-quick lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images bench-compose demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
 setup: python-env redis-server toxiproxy chromium clients
@@ -82,6 +82,12 @@ THIRD_PARTY_CLIENTS := redis-py-lock,pottery-redlock,redlock-py,python-redis-loc
 matrix: setup
 	$(BIN)/python -m harness suite $(MATRIX_SCENARIOS) --clients $(THIRD_PARTY_CLIENTS) \
 	  --junit store/matrix-junit.xml --html store/matrix-index.html
+
+# The reference clients in other languages (clients/README.md) under the same scenarios.
+POLYGLOT_CLIENTS := redsync,node-redlock,redisson-redlock,redisson-rlock
+matrix-polyglot: setup
+	$(BIN)/python -m harness suite $(MATRIX_SCENARIOS) --clients $(POLYGLOT_CLIENTS) \
+	  --junit store/matrix-polyglot-junit.xml --html store/matrix-polyglot-index.html
 
 # Fast unit tests first (no server), then the server tests; pytest's exit 5 (no test
 # selected) fails the target, as any non-zero exit does.

@@ -49,6 +49,7 @@ from workloads.worker import (
     WorkerConfig,
     client_clock_file,
     crash_point_file,
+    ready_file,
 )
 
 log = logging.getLogger("lockharness")
@@ -122,6 +123,7 @@ def _worker_configs(
             nesting=w.nesting,
             extend=w.extend,
             t0_ns=t0_ns,
+            go_path=str(run_dir / GO_FILE),
             end_ns=scenario.duration_ns,
             seed=scenario.seed,
             history_path=str(run_dir / f"history.w{worker}.jsonl"),
@@ -151,6 +153,36 @@ def _start_workers(
         worker.start()
         workers.append(worker)
     return workers
+
+
+GO_FILE = "go"  # the run's t0, written once every worker's clients are built
+_READY_TIMEOUT_S = 120.0  # a JVM client on a loaded machine takes seconds; minutes is broken
+
+
+def _start_barrier(workers: list[ManagedProcess], run_dir: Path, console: Console) -> int:
+    """Wait until every worker has built its clients, then start the run: its t0, which
+    every worker reads from the go file. A worker that dies first is WorkerDied."""
+    waiting_since = time.monotonic()
+    said = False
+    while not all(ready_file(run_dir, i).exists() for i in range(1, len(workers) + 1)):
+        for i, worker in enumerate(workers, start=1):
+            if not worker.running():
+                raise WorkerDied(f"worker w{i} exited with code {worker.exit_code()} before "
+                                 f"its clients were ready: {worker.log_tail(3)}")  # fmt: skip
+        waited = time.monotonic() - waiting_since
+        if waited > _READY_TIMEOUT_S:
+            raise WorkerDied(f"the workers' clients were not ready within {_READY_TIMEOUT_S:.0f}s")
+        if waited > 2.0 and not said:  # slow starters (client programs) are worth a word
+            console.print("starting the clients...", highlight=False)
+            said = True
+        time.sleep(_POLL_S)
+    t0_ns = time.monotonic_ns()
+    go = run_dir / GO_FILE
+    partial = go.with_suffix(".partial")
+    partial.write_text(f"{t0_ns}\n")
+    partial.replace(go)  # whole or not at all, as the workers read it
+    log.info("clients ready after %.2fs; the run starts", time.monotonic() - waiting_since)
+    return t0_ns
 
 
 def _watch(
@@ -244,10 +276,10 @@ def _execute(
     recorder: Recorder | None = None
     try:
         cluster.start()
-        t0_ns = time.monotonic_ns()
-        configs = _worker_configs(scenario, cluster, run_dir, t0_ns)
+        configs = _worker_configs(scenario, cluster, run_dir, 0)  # t0: at the go, below
         client_clocks = _client_clocks(scenario, configs, run_dir)  # before workers map them
         workers = _start_workers(configs, run_dir, _worker_env(scenario), cluster.ledger)
+        t0_ns = _start_barrier(workers, run_dir, console)
         live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
         ctx = FaultContext(
             cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),

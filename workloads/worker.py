@@ -16,6 +16,7 @@ and the client carries on. SIGTERM lets each client finish its cycle and stop.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -77,7 +78,7 @@ class WorkerConfig:
     retry_delay_min_ns: int
     retry_delay_max_ns: int
     honor_validity: bool
-    t0_ns: int  # CLOCK_MONOTONIC at run start: the history's zero
+    t0_ns: int  # CLOCK_MONOTONIC at run start, the history's zero (from the go file, if any)
     end_ns: int  # in the history's time base
     seed: int
     history_path: str
@@ -86,6 +87,10 @@ class WorkerConfig:
     extend: bool = False  # sections extend their lease while they hold (extending clients)
     # A program in any language (workloads.program), run as this argv; empty: a class.
     client_command: list[str] = field(default_factory=list)
+    # The start barrier: with a go file, the worker builds its clients, says so (its ready
+    # file), and starts when the controller writes the run's t0 into the go file, so a
+    # client that takes seconds to start (a JVM) costs the run none of its time.
+    go_path: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -112,7 +117,7 @@ class ClientLoop:
         self.process = process
         self.rec = recorder
         self.stop = stop
-        self.clock = lambda: time.monotonic_ns() - config.t0_ns
+        self.clock = lambda: time.monotonic_ns() - self.config.t0_ns
         self.rng = random.Random(f"{config.seed}:{process}")
         discovery = Discovery.from_dict(config.discovery) if config.discovery else None
         self.client: LockClient
@@ -152,8 +157,11 @@ class ClientLoop:
                 if lease is not None:
                     self.release(*self.critical_section(lease))
         finally:
-            self.client.close()
-            self.resource.close()
+            self.close()
+
+    def close(self) -> None:
+        self.client.close()
+        self.resource.close()
 
     def acquire(self, key: str) -> Lease | None:
         """Attempts until one succeeds, the acquire timeout passes or the run ends."""
@@ -299,6 +307,29 @@ class ClientLoop:
             self.rec.record(self.process, OK if released else FAIL, RELEASE, lease.key, lease.token)
 
 
+def ready_file(run_dir: Path, worker: int) -> Path:
+    """Written by worker ``worker`` once its clients are built (the start barrier)."""
+    return run_dir / f"ready.w{worker}"
+
+
+GO_TIMEOUT_S = 300.0  # a controller that never says go has died (its workers die with it)
+
+
+def _await_go(config: WorkerConfig, stop: threading.Event) -> WorkerConfig | None:
+    """Say ready, wait for the controller's go: the config with the run's t0; None when
+    told to stop first."""
+    assert config.go_path is not None
+    go = Path(config.go_path)
+    ready_file(go.parent, config.worker).write_text(f"{os.getpid()}\n")
+    deadline = time.monotonic() + GO_TIMEOUT_S
+    while not stop.is_set() and time.monotonic() < deadline:
+        text = go.read_text() if go.exists() else ""
+        if text.endswith("\n"):  # written whole (the controller writes then renames)
+            return dataclasses.replace(config, t0_ns=int(text))
+        time.sleep(0.005)
+    return None
+
+
 def run_worker(config: WorkerConfig) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -316,6 +347,15 @@ def run_worker(config: WorkerConfig) -> int:
             lambda t: ClientLoop(config, config.first_process + t, recorder, stop),
             range(config.threads),
         ))  # fmt: skip
+    if config.go_path is not None:
+        started = _await_go(config, stop)
+        if started is None:  # stopped (or abandoned) before the run began: nothing to record
+            for loop in loops:
+                loop.close()
+            return 0
+        config = started  # the recorder's clock reads it from here on
+        for loop in loops:
+            loop.config = started
     threads = [
         threading.Thread(target=loop.run, name=f"process-{loop.process}", daemon=True)
         for loop in loops

@@ -1,0 +1,71 @@
+"""The reference clients in other languages (clients/README.md) under whole runs: each
+valid at redlock-baseline and invalid at redlock-restart-no-persistence, driven through
+the protocol by the workers, and no program left running after a run.
+
+A client that was not built (its toolchain missing) fails under CI=true and is skipped
+elsewhere, with the reason, as in tests/test_reference_clients.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run
+from workloads.programs import PROGRAM_CLIENTS, missing
+
+# Seconds of each run; a client's start (12 JVMs at once: tens of seconds on a loaded
+# machine) is not part of it (the runner's start barrier).
+BASELINE_S, RESTARTS_S = 6, 15
+CLIENTS = ["redsync", "node-redlock", "redisson-redlock", "redisson-rlock"]
+
+
+def built(client: str) -> None:
+    problem = missing(PROGRAM_CLIENTS[client])
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{client}: {problem}")
+    pytest.skip(f"{client}: {problem}")
+
+
+def programs_running() -> list[str]:
+    """Command lines of reference-client programs still alive on this machine."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = " ".join(a.decode(errors="replace") for a in argv if a)
+        if "clients/bin/" in text or "redisson.jar" in text or "node-redlock/client.js" in text:
+            found.append(f"{proc.name}: {text}")
+    return found
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_reference_client_is_valid_at_redlock_baseline(tmp_path: Path, client: str) -> None:
+    built(client)
+    code, results, _, output = run(
+        tmp_path, "redlock-baseline", "--client", client, "--duration", f"{BASELINE_S}s"
+    )
+    assert code == 0, output
+    assert results["verdict"] == "valid" and results["stats"]["cycles"] > 0
+    assert results["client_restarts"] == 0  # no program exited, hung or misspoke
+    assert programs_running() == []
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_reference_client_is_invalid_when_nodes_restart_empty(
+    tmp_path: Path, client: str
+) -> None:
+    built(client)
+    code, results, _, output = run(
+        tmp_path, "redlock-restart-no-persistence", "--client", client,
+        "--duration", f"{RESTARTS_S}s",
+    )  # fmt: skip
+    assert code == 0, output
+    assert results["verdict"] == "invalid"
+    assert programs_running() == []
