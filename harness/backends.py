@@ -7,6 +7,7 @@ directory is made. `make_cluster` then builds the cluster the scenario's topolog
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,8 +30,16 @@ def check_backend(backend: str) -> None:
     if backend == "compose":
         from compose.images import KINDS, image_tag, require  # the docker SDK: only when asked
 
+        chosen = dict(zip(KINDS, _images(), strict=True))
         for kind in KINDS:
-            require(image_tag(kind))
+            require(chosen[kind] or image_tag(kind))
+
+
+def _images() -> tuple[str | None, str | None]:
+    """Images a user names instead of the ones built here (e.g. redis:7.4, if they can
+    pull it): LOCKHARNESS_REDIS_IMAGE and LOCKHARNESS_TOXIPROXY_IMAGE."""
+    return (os.environ.get("LOCKHARNESS_REDIS_IMAGE") or None,
+            os.environ.get("LOCKHARNESS_TOXIPROXY_IMAGE") or None)  # fmt: skip
 
 
 def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: Path) -> Cluster:
@@ -47,9 +56,11 @@ def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: 
     if backend == "compose":
         from compose.cluster import ComposeCluster, ComposeConfig
 
+        redis_image, toxiproxy_image = _images()
         config = ComposeConfig(
             base_dir=run_dir, nodes=spec.nodes, workers=scenario.workload.workers,
             persistence=spec.persistence, clock_shim=clock_shim,
+            redis_image=redis_image, toxiproxy_image=toxiproxy_image,
         )  # fmt: skip
         if spec.topology == "masters":
             return ComposeCluster(config)

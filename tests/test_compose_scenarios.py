@@ -1,0 +1,62 @@
+"""The claims on real containers: the same scenarios with --backend compose come out as they
+do locally, and each run leaves no container, network or volume labelled with it.
+
+Without a Docker engine these fail under CI=true and are skipped elsewhere (the
+`docker_engine` fixture of tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import lockharness, run
+
+# (scenario, seconds, expected verdict): durations long enough for each claim to show on a
+# loaded 2-core machine, short enough for `make test`.
+CLAIMS = [
+    ("redlock-baseline", 6, "valid"),
+    ("redlock-restart-no-persistence", 15, "invalid"),
+    ("redlock-delayed-restart", 10, "valid"),
+    ("redlock-power-loss-everysec", 15, "invalid"),
+    ("redlock-clock-jump", 10, "invalid"),
+    ("client-gc-pause", 10, "invalid"),
+    ("failover-promote-unsafe", 10, "invalid"),
+]
+
+
+def labelled(run_dir: Path) -> list[str]:
+    from compose.cleanup import leftovers
+
+    return leftovers(run_dir)
+
+
+@pytest.mark.parametrize(("scenario", "seconds", "verdict"), CLAIMS)
+def test_a_claim_holds_on_containers(
+    docker_engine: None, tmp_path: Path, scenario: str, seconds: int, verdict: str
+) -> None:
+    code, results, run_dir, output = run(
+        tmp_path, scenario, "--backend", "compose", "--duration", f"{seconds}s"
+    )
+    assert results["cluster"]["backend"] == "compose"
+    assert results["verdict"] == verdict, output
+    assert code == 0, output
+    assert labelled(run_dir) == []  # compose down -v: nothing of the run is left
+
+
+def test_no_engine_is_bad_input_naming_what_to_do(tmp_path: Path) -> None:
+    env_before = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"
+    try:
+        done = lockharness("run", "redlock-baseline", "--backend", "compose",
+                           "--store", str(tmp_path / "store"), cwd=tmp_path)  # fmt: skip
+    finally:
+        if env_before is None:
+            del os.environ["DOCKER_HOST"]
+        else:
+            os.environ["DOCKER_HOST"] = env_before
+    assert done.returncode == 254, done.stdout + done.stderr
+    assert "no Docker engine answers" in done.stderr and "make docker-engine" in done.stderr
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").iterdir())
