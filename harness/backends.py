@@ -30,7 +30,7 @@ def check_backend(backend: str) -> None:
         from compose.images import KINDS, image_tag, require  # the docker SDK: only when asked
 
         for kind in KINDS:
-            require(image_tag(kind))
+            require(image_tag(kind), kind)
 
 
 def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: Path) -> Cluster:
