@@ -237,7 +237,7 @@ class ContainerNode:
         self._paused = False
 
     def exec(self, *argv: str) -> str:
-        """Run a command in the container (the image holds only redis-server)."""
+        """Run a command in the container (the image holds only redis-server and respawn)."""
         result = self.container().exec_run(list(argv))
         if result.exit_code != 0:
             raise ClusterError(f"{argv} in {self.container_name} exited {result.exit_code}")

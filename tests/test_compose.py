@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from compose import engine
+from compose import engine, images
 from compose.cleanup import leftovers
 from compose.cluster import ComposeCluster, ComposeConfig
 from core.connect import single_try_client
@@ -243,6 +243,13 @@ def test_a_missing_image_is_bad_input_before_anything_starts(tmp_path: Path) -> 
     with pytest.raises(BadInput, match=r"lockharness/redis:no-such.*make images"):
         ComposeCluster(config).start()
     assert not (tmp_path / "compose.yaml").exists()
+
+
+def test_a_redis_image_without_this_supervisor_is_bad_input() -> None:
+    # compose.yaml runs /usr/bin/respawn: an image from before it would not start a node.
+    with pytest.raises(BadInput, match=r"node supervisor.*make images"):
+        images.require(images.image_tag(images.TOXIPROXY), images.REDIS)
+    images.require(images.image_tag(images.REDIS), images.REDIS)
 
 
 def test_no_engine_is_bad_input_naming_make_docker_engine(
