@@ -172,7 +172,7 @@ class ComposeCluster:
         engine.compose_command()
         redis_image = self.config.redis_image or images.image_tag(images.REDIS)
         toxiproxy_image = self.config.toxiproxy_image or images.image_tag(images.TOXIPROXY)
-        images.require(redis_image)
+        images.require(redis_image, images.REDIS)  # with the supervisor compose.yaml names
         images.require(toxiproxy_image)
         return redis_image, toxiproxy_image
 

@@ -1,8 +1,11 @@
 """Build lockharness/redis and lockharness/toxiproxy from this machine's own binaries.
 
-`python -m compose.images` (or `make images`) builds both, offline; an image whose label
-records the same binary (sha256) is kept as it is. The cluster only checks that its image
-exists (``require``): BadInput naming the image and `make images` if not.
+`python -m compose.images` (or `make images`) builds both, offline; an image whose labels
+record the same binary (sha256), and for redis the same supervisor source, is kept as it
+is. The redis image also holds `respawn` (compose/respawn.c, compiled static here when the
+image is built): the node containers' PID 1, which restarts redis-server on SIGUSR1. The
+cluster only checks that its image exists, with that supervisor (``require``): BadInput
+naming the image and `make images` if not.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +26,18 @@ from pathlib import Path
 import docker.errors
 
 from compose.engine import client
+from compose.project import REDIS_SERVER_IN_CONTAINER, SUPERVISOR_IN_CONTAINER
 from compose.rootfs import build_context
 from core.errors import BadInput, LockharnessError
 
 LABEL_KIND = "lockharness.image"
 LABEL_SHA = "lockharness.binary.sha256"
 LABEL_VERSION = "lockharness.binary.version"
+# The sha256 of compose/respawn.c in a redis image: an image from before the supervisor (or
+# from another version of it) is rebuilt by `make images` and refused by ``require``.
+LABEL_SUPERVISOR = "lockharness.supervisor.sha256"
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SUPERVISOR_SOURCE = Path(__file__).resolve().parent / "respawn.c"
 # The Go module version a `go install`ed Toxiproxy records in its build info (its own
 # -version says "git" when built that way).
 _GO_MODULE_VERSION = re.compile(rb"mod\tgithub\.com/Shopify/toxiproxy/v2\tv([0-9][^\t\n]*)")
@@ -41,10 +50,11 @@ class ImageKind:
     env_var: str  # overrides where the binary is
     target: str  # where it goes in the image
     writable_dirs: tuple[str, ...] = ()
+    supervised: bool = False  # holds the node supervisor (respawn) beside the binary
 
 
-REDIS = ImageKind("redis", "redis-server", "LOCKHARNESS_REDIS_SERVER", "/usr/bin/redis-server",
-                  ("data", "tmp"))  # fmt: skip
+REDIS = ImageKind("redis", "redis-server", "LOCKHARNESS_REDIS_SERVER", REDIS_SERVER_IN_CONTAINER,
+                  ("data", "tmp"), supervised=True)  # fmt: skip
 TOXIPROXY = ImageKind("toxiproxy", "toxiproxy-server", "LOCKHARNESS_TOXIPROXY_SERVER",
                       "/usr/bin/toxiproxy-server", ("tmp",))  # fmt: skip
 KINDS = (REDIS, TOXIPROXY)
@@ -89,25 +99,64 @@ def image_tag(kind: ImageKind, binary: Path | None = None) -> str:
     return f"lockharness/{kind.name}:{binary_version(kind, binary or find_host_binary(kind))}"
 
 
-def require(tag: str) -> None:
-    """BadInput naming ``tag`` and `make images` when the engine has no such image."""
+def supervisor_sha() -> str:
+    return sha256_of(SUPERVISOR_SOURCE)
+
+
+def compile_supervisor(out_dir: Path) -> Path:
+    """respawn, static: the image has only redis-server's libraries, and a static PID 1
+    cannot be hooked by the clock shim's LD_PRELOAD (which it passes on to redis-server)."""
+    target = out_dir / "respawn"
+    cc = os.environ.get("CC") or "gcc"
+    argv = [cc, "-static", "-O2", "-Wall", "-o", str(target), str(SUPERVISOR_SOURCE)]
     try:
-        client().images.get(tag)
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise BadInput(f"building the node supervisor needs {cc}: `apt-get install gcc`") from None
+    if done.returncode != 0:
+        raise BadInput(f"compiling {SUPERVISOR_SOURCE} failed (static libc: libc6-dev):\n"
+                       f"{done.stderr}")  # fmt: skip
+    return target
+
+
+def require(tag: str, kind: ImageKind | None = None) -> None:
+    """BadInput naming ``tag`` and `make images` when the engine has no such image, or (a
+    supervised kind) one without this supervisor."""
+    try:
+        image = client().images.get(tag)
     except docker.errors.ImageNotFound:
         raise BadInput(f"image {tag} not found in the Docker engine; run `make images`") from None
+    supervised = kind is not None and kind.supervised
+    if supervised and image.labels.get(LABEL_SUPERVISOR) != supervisor_sha():
+        raise BadInput(f"image {tag} lacks this version of the node supervisor "
+                       f"({SUPERVISOR_SOURCE.name}); run `make images`")  # fmt: skip
+
+
+def _labels(kind: ImageKind, tag: str, sha: str) -> dict[str, str]:
+    labels = {LABEL_KIND: kind.name, LABEL_SHA: sha, LABEL_VERSION: tag.rsplit(":", 1)[1]}
+    if kind.supervised:
+        labels[LABEL_SUPERVISOR] = supervisor_sha()
+    return labels
 
 
 def ensure(kind: ImageKind, binary: Path, force: bool = False) -> tuple[str, bool]:
-    """(tag, built): build the image unless one with this binary's sha256 exists."""
-    tag, sha = image_tag(kind, binary), sha256_of(binary)
+    """(tag, built): build the image unless one with these labels (the binary's sha256, the
+    supervisor's) exists."""
+    tag = image_tag(kind, binary)
+    labels = _labels(kind, tag, sha256_of(binary))
     if not force:
         try:
-            if client().images.get(tag).labels.get(LABEL_SHA) == sha:
+            found = client().images.get(tag).labels
+            if all(found.get(key) == value for key, value in labels.items()):
                 return tag, False
         except docker.errors.ImageNotFound:
             pass
-    context = build_context(binary, kind.target, [kind.target], kind.writable_dirs)
-    labels = {LABEL_KIND: kind.name, LABEL_SHA: sha, LABEL_VERSION: tag.rsplit(":", 1)[1]}
+    with tempfile.TemporaryDirectory(prefix="lockharness-image-") as scratch:
+        extras = {}
+        if kind.supervised:
+            extras[SUPERVISOR_IN_CONTAINER] = compile_supervisor(Path(scratch))
+        # The image's own entrypoint stays the binary: the compose file names the supervisor.
+        context = build_context(binary, kind.target, [kind.target], kind.writable_dirs, extras)
     try:
         client().images.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag,
                               labels=labels, rm=True, forcerm=True, pull=False)  # fmt: skip

@@ -26,6 +26,10 @@ TOXIPROXY_API_PORT = 8474
 SENTINEL_PORT = 26379
 SENTINEL_DIR_IN_CONTAINER = Path("/sentinel")  # its config: Sentinel rewrites it, so a bind mount
 SHIM_IN_CONTAINER = Path("/lockharness/clock_shim.so")
+REDIS_SERVER_IN_CONTAINER = "/usr/bin/redis-server"
+# The nodes' PID 1 (compose/respawn.c): a killed redis-server leaves its container up, and
+# SIGUSR1 to the supervisor starts it again (compose.node.ContainerNode.restart).
+SUPERVISOR_IN_CONTAINER = "/usr/bin/respawn"
 CLOCK_DIR_IN_CONTAINER = Path("/lockharness/clock")
 COMPOSE_FILE = "compose.yaml"
 
@@ -98,13 +102,14 @@ def _redis_service(plan: ProjectPlan, node: NodePlan) -> dict[str, Any]:
         "image": plan.redis_image,
         "container_name": container_name(plan.run_dir, node.name),
         "hostname": node.name,
+        "entrypoint": [SUPERVISOR_IN_CONTAINER, REDIS_SERVER_IN_CONTAINER],
         "command": [*redis_command(node.persistence, node.port), *node.extra_args],
         "user": plan.user,
         "labels": _labels(plan, node.name),
         "networks": [NETWORK],
         "ports": [f"127.0.0.1:{node.host_port}:{node.port}"],
         "volumes": [f"{node.data_dir.resolve()}:/data"],
-        "restart": "no",  # a killed node stays down until the nemesis restarts it
+        "restart": "no",  # a dead supervisor (an engine kill) stays down until restarted
         "stop_grace_period": "1s",
     }
     if node.clock_shim:

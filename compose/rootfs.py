@@ -1,4 +1,4 @@
-"""A FROM-scratch build context holding one host binary and what it needs to run.
+"""A FROM-scratch build context holding a host binary and what it needs to run.
 
 No registry can be reached here, so images are made from this machine's own binaries: the
 binary, every library `ldd` lists and the dynamic loader, at the paths ldd names (symlinks
@@ -11,7 +11,7 @@ import io
 import re
 import subprocess
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from core.errors import BadInput
@@ -51,14 +51,21 @@ def _add_file(tar: tarfile.TarFile, name: str, source: Path) -> None:
 
 
 def build_context(
-    binary: Path, target: str, entrypoint: Iterable[str], dirs: Iterable[str] = ()
+    binary: Path,
+    target: str,
+    entrypoint: Iterable[str],
+    dirs: Iterable[str] = (),
+    extras: Mapping[str, Path] | None = None,
 ) -> bytes:
     """A gzip-free tar: Dockerfile + rootfs/ with ``binary`` at ``target`` and its libraries.
 
     ``dirs`` are empty directories the server writes to (mode 1777: the container may run
-    as the host user, so a data dir must not need root).
+    as the host user, so a data dir must not need root); ``extras`` are more programs, by
+    their path in the image (the node supervisor), with their libraries too.
     """
-    files = {target: binary, **{str(lib): lib for lib in shared_libraries(binary)}}
+    programs = {target: binary, **(extras or {})}
+    libraries = {str(lib): lib for p in programs.values() for lib in shared_libraries(p)}
+    files = {**programs, **libraries}
     parents = {str(parent) for name in files for parent in Path(name).parents}
     writable = {f"/{d.strip('/')}" for d in dirs}
     entry = ", ".join(f'"{arg}"' for arg in entrypoint)

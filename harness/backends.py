@@ -32,7 +32,11 @@ def check_backend(backend: str) -> None:
 
         chosen = dict(zip(KINDS, _images(), strict=True))
         for kind in KINDS:
-            require(chosen[kind] or image_tag(kind))
+            named = chosen[kind]
+            if named:
+                require(named)  # the user's: it must hold what ours hold (README)
+            else:
+                require(image_tag(kind), kind)  # ours: built with this supervisor
 
 
 def _images() -> tuple[str | None, str | None]:

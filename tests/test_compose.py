@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from compose import engine
+from compose import engine, images
 from compose.cleanup import leftovers
 from compose.cluster import ComposeCluster, ComposeConfig
 from core.connect import single_try_client
@@ -81,7 +81,27 @@ def test_kill_and_restart_without_persistence_comes_back_empty(clean: ComposeClu
     node.restart()
     assert node.running()
     assert _client(node.endpoint).get("k") is None
-    clean.wait_reachable()  # the proxies dial the restarted container by name again
+    clean.wait_reachable()  # the proxies reach the restarted server by name again
+
+
+def test_a_restart_is_a_new_redis_server_in_the_same_container(clean: ComposeCluster) -> None:
+    # Jepsen's way on a machine: kill the process, start it again; the container stays up.
+    node = clean.node("n5")
+    container_id = node.container().id
+    _client(node.endpoint).set("k", "v")
+    node.kill()
+    assert node.status() == "running" and not node.running()  # its supervisor waits
+    started = time.monotonic()
+    node.restart()
+    assert time.monotonic() - started < 1.0
+    assert node.container().id == container_id and node.running()
+    assert _client(node.endpoint).get("k") is None  # persistence none: back empty
+    clean.wait_reachable()
+    # The clock shim's LD_PRELOAD reached the new server through the (static) supervisor.
+    client = _client(node.endpoint)
+    client.set("lock", "token", px=5000)
+    clean.clock("n5").bump(6 * SECOND)
+    assert client.get("lock") is None
 
 
 def test_pause_and_resume(clean: ComposeCluster) -> None:
@@ -167,6 +187,30 @@ def test_aof_always_keeps_a_key_across_a_kill_and_teardown_leaves_nothing(
     assert (run_dir / "redis-n1.log").read_text()  # the container's output was kept
 
 
+def test_the_supervisor_stops_on_sigterm_and_teardown_is_quick(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    cluster = ComposeCluster(ComposeConfig(base_dir=run_dir, nodes=2, workers=1))
+    with cluster:
+        node = cluster.node("n1")
+        node.kill()
+        node.restart()  # a respawned child: the one SIGTERM must reach
+        container = node.container()
+        started = time.monotonic()
+        container.stop(timeout=10)  # SIGTERM, then SIGKILL only after 10 s
+        assert time.monotonic() - started < 5
+        container.reload()
+        assert container.attrs["State"]["ExitCode"] == 0  # exited itself, not SIGKILLed
+        assert "ready to exit" in node.log_tail()  # the server shut down on the forwarded TERM
+        started = time.monotonic()
+    assert time.monotonic() - started < 15  # compose down, on a machine shared with others
+    label = f"label=lockharness.run={run_dir.resolve()}"
+    for kind in (["ps", "-a"], ["network", "ls"], ["volume", "ls"]):
+        listed = subprocess.run(["docker", *kind, "-q", "--filter", label],
+                                capture_output=True, text=True, check=True)  # fmt: skip
+        assert listed.stdout.strip() == "", f"docker {' '.join(kind)}: {listed.stdout}"
+    assert leftovers(run_dir) == []
+
+
 def test_power_loss_cuts_the_aof_on_the_host(tmp_path: Path) -> None:
     config = ComposeConfig(base_dir=tmp_path, nodes=1, workers=1, persistence="aof-everysec")
     with ComposeCluster(config) as cluster:
@@ -199,6 +243,13 @@ def test_a_missing_image_is_bad_input_before_anything_starts(tmp_path: Path) -> 
     with pytest.raises(BadInput, match=r"lockharness/redis:no-such.*make images"):
         ComposeCluster(config).start()
     assert not (tmp_path / "compose.yaml").exists()
+
+
+def test_a_redis_image_without_this_supervisor_is_bad_input() -> None:
+    # compose.yaml runs /usr/bin/respawn: an image from before it would not start a node.
+    with pytest.raises(BadInput, match=r"node supervisor.*make images"):
+        images.require(images.image_tag(images.TOXIPROXY), images.REDIS)
+    images.require(images.image_tag(images.REDIS), images.REDIS)
 
 
 def test_no_engine_is_bad_input_naming_make_docker_engine(

@@ -45,6 +45,8 @@ def test_persistence_modes_are_local_redis_nodes_argv(tmp_path: Path) -> None:
     assert service["command"] == redis_command("aof-always")
     assert service["volumes"] == [f"{tmp_path.resolve()}/data/n1:/data"]
     assert service["restart"] == "no" and service["user"] == "1000:1000"
+    # The supervisor is PID 1, redis-server its child: the nemesis restarts the process.
+    assert service["entrypoint"] == ["/usr/bin/respawn", "/usr/bin/redis-server"]
 
 
 def test_only_loopback_ports_are_published_and_everything_is_labelled(tmp_path: Path) -> None:
@@ -92,6 +94,7 @@ def test_a_sentinel_runs_its_own_writable_config_from_the_run_dir(tmp_path: Path
     service = document["services"]["s1"]
     assert service["image"] == "lockharness/redis:7"
     assert service["command"] == ["/sentinel/sentinel.conf", "--sentinel"]
+    assert "entrypoint" not in service  # the image's own: redis-server, never killed
     assert service["volumes"] == [f"{tmp_path.resolve()}/data/s1:/sentinel"]  # not read-only
     assert service["ports"] == ["127.0.0.1:7500:26379"]
     assert service["labels"][RUN_LABEL] == str(tmp_path.resolve())
