@@ -22,7 +22,7 @@ CLAIMS = [
     ("redlock-delayed-restart", 10, "valid"),
     ("redlock-power-loss-everysec", 15, "invalid"),
     ("redlock-clock-jump", 10, "invalid"),
-    ("client-gc-pause", 10, "invalid"),
+    ("client-gc-pause", 15, "invalid"),  # a pause finds no holder now and then: 5 chances
     ("failover-promote-unsafe", 10, "invalid"),
 ]
 
