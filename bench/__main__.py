@@ -76,11 +76,17 @@ def _checker_rows(reports: list[dict[str, Any]]) -> list[Row]:
         what = f"{r['file_mb']:.0f} MB file, median of {r['repeats']}, verdict {r['verdict']}"
         rows += [
             (f"check {size}", f"{r['check_s']:.2f} s", what),
-            (f"check {size} / json.loads read", f"{r['ratio_to_json']:.2f}",
-             f"json.loads {r['json_s']:.2f} s, msgspec alone {r['msgspec_s']:.2f} s"),
-            (f"check {size} peak RSS", f"{r['check_rss_mb']:.0f} MB",
-             f"targets met: {_met(r['met'])}"),
-        ]  # fmt: skip
+            (
+                f"check {size} / json.loads read",
+                f"{r['ratio_to_json']:.2f}",
+                f"json.loads {r['json_s']:.2f} s, msgspec alone {r['msgspec_s']:.2f} s",
+            ),
+            (
+                f"check {size} peak RSS",
+                f"{r['check_rss_mb']:.0f} MB",
+                f"targets met: {_met(r['met'])}",
+            ),
+        ]
     return rows
 
 
@@ -115,9 +121,12 @@ def main() -> int:
         *_checker_rows(ck),
         ("bench process peak RSS", f"{own_mb:.0f} MB", "controller side of the harness runs"),
         *fault_delays.rows(fd),
-        ("failover duration", f"{fo['median_s']:.2f} s",
-         f"master killed -> client writing to the new master, median of {fo['repeats']}"),
-    ]  # fmt: skip
+        (
+            "failover duration",
+            f"{fo['median_s']:.2f} s",
+            f"master killed -> client writing to the new master, median of {fo['repeats']}",
+        ),
+    ]
     print(f"lockharness benchmarks, {started.isoformat(timespec='seconds')}")
     nproc = len(os.sched_getaffinity(0))  # what `nproc` prints: the CPUs we may run on
     print(f"nproc {nproc}, CPU {_cpu_model()}, Python {platform.python_version()}")
@@ -128,9 +137,7 @@ def main() -> int:
     print()
     scenarios.print_table(scenarios.delay_rows(sc))
     checker_ok = all(r["met"] for r in ck)
-    delays_ok = all(
-        statistics.median(d) < fault_delays.TARGET_MS for d in fd["delays_ms"].values()
-    )
+    delays_ok = all(statistics.median(d) < fault_delays.TARGET_MS for d in fd["delays_ms"].values())
     scenarios_ok = all(
         sum(r["as_expected"] for r in s["runs"]) >= 0.9 * len(s["runs"])
         for s in sc["scenarios"].values()

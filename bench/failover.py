@@ -44,9 +44,9 @@ def run(repeats: int = 5) -> dict[str, Any]:
         cluster = ReplicatedCluster(config, ReplicationConfig(down_after_ms=1000))
         cluster.start()
         try:
-            finder = SentinelMaster(cluster.discovery(1),
-                                    {e.name: e for e in cluster.worker_endpoints(1)},
-                                    TIMEOUT_S)  # fmt: skip
+            finder = SentinelMaster(
+                cluster.discovery(1), {e.name: e for e in cluster.worker_endpoints(1)}, TIMEOUT_S
+            )
             for i in range(repeats):
                 old = cluster.current_master()
                 assert old is not None
@@ -54,24 +54,28 @@ def run(repeats: int = 5) -> dict[str, Any]:
                 cluster.node(old).kill()
                 new = _write_until_new_master(finder, old, limit_s=30)
                 durations.append(time.monotonic() - killed)
-                print(f"  failover {i + 1}/{repeats}: {old} -> {new} in "
-                      f"{durations[-1]:.2f} s", file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"  failover {i + 1}/{repeats}: {old} -> {new} in {durations[-1]:.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 cluster.node(old).restart()  # comes back; Sentinel demotes it
                 cluster.wait_converged()
             finder.close()
         finally:
             cluster.stop()
-    return {"repeats": repeats, "durations_s": durations,
-            "median_s": statistics.median(durations)}  # fmt: skip
+    return {"repeats": repeats, "durations_s": durations, "median_s": statistics.median(durations)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.failover")
     parser.add_argument("--repeats", type=int, default=5)
     report = run(parser.parse_args(argv).repeats)
-    print(f"failover (master killed -> client writing to the new master): median "
-          f"{report['median_s']:.2f} s over {report['repeats']} "
-          f"(min {min(report['durations_s']):.2f}, max {max(report['durations_s']):.2f})")
+    print(
+        f"failover (master killed -> client writing to the new master): median "
+        f"{report['median_s']:.2f} s over {report['repeats']} "
+        f"(min {min(report['durations_s']):.2f}, max {max(report['durations_s']):.2f})"
+    )
     return 0
 
 

@@ -45,7 +45,7 @@ MEASURED: dict[str, tuple[str, dict[str, Any], str | tuple[str, ...]]] = {
     "clock-bump (1 node)": ("clock-bump", {"delta": 10 * S}, ("n1",)),
     "clock-strobe (1 node)": ("clock-strobe", {"delta": 10 * S}, ("n1",)),
     "clock-rate (1 node)": ("clock-rate", {"rate": 2.0}, ("n1",)),
-}  # fmt: skip
+}
 
 
 def _spec(label: str) -> FaultSpec:
@@ -93,9 +93,14 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     for label, delays in report["delays_ms"].items():
         median = statistics.median(delays)
         verdict = "met" if median < TARGET_MS else "NOT met"
-        out.append((f"fault delay: {label}", f"{median:.2f} ms",
-                    f"median of {len(delays)}, max {max(delays):.2f} ms; target < "
-                    f"{TARGET_MS:g} ms: {verdict}"))  # fmt: skip
+        out.append(
+            (
+                f"fault delay: {label}",
+                f"{median:.2f} ms",
+                f"median of {len(delays)}, max {max(delays):.2f} ms; target < "
+                f"{TARGET_MS:g} ms: {verdict}",
+            )
+        )
     return out
 
 

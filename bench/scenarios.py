@@ -36,8 +36,12 @@ def fault_delays_ms(run_dir: Path) -> dict[str, list[float]]:
     delays: dict[str, list[float]] = defaultdict(list)
     for event in read_history(run_dir / "history.jsonl"):
         value = event.value or {}
-        if event.process == NEMESIS and event.type == INFO and "decided_at" in value \
-                and "error" not in value:
+        if (
+            event.process == NEMESIS
+            and event.type == INFO
+            and "decided_at" in value
+            and "error" not in value
+        ):
             delays[value["kind"]].append((event.time - value["decided_at"]) / 1e6)
     return delays
 
@@ -52,20 +56,29 @@ def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
         for scenario in scenarios:
             runs = []
             for seed in range(1, seeds + 1):
-                outcome = run_scenario(with_overrides(scenario, seed=seed), store=Path(tmp),
-                                       binaries=binaries, console=quiet)  # fmt: skip
+                outcome = run_scenario(
+                    with_overrides(scenario, seed=seed),
+                    store=Path(tmp),
+                    binaries=binaries,
+                    console=quiet,
+                )
                 for kind, delays in fault_delays_ms(outcome.run_dir).items():
                     report["delays_ms"][kind] += delays
-                runs.append({
-                    "seed": seed,
-                    "verdict": outcome.result.verdict.value,
-                    "as_expected": outcome.as_expected,
-                    "first_violation_s": first_violation_s(outcome),
-                    "cycles_per_s": outcome.result.stats.get("cycles_per_s") or 0.0,
-                })  # fmt: skip
-                print(f"  {scenario.name} seed {seed}: {runs[-1]['verdict']}"
-                      f"{'' if outcome.as_expected else '  (NOT as expected)'}",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                runs.append(
+                    {
+                        "seed": seed,
+                        "verdict": outcome.result.verdict.value,
+                        "as_expected": outcome.as_expected,
+                        "first_violation_s": first_violation_s(outcome),
+                        "cycles_per_s": outcome.result.stats.get("cycles_per_s") or 0.0,
+                    }
+                )
+                print(
+                    f"  {scenario.name} seed {seed}: {runs[-1]['verdict']}"
+                    f"{'' if outcome.as_expected else '  (NOT as expected)'}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             report["scenarios"][scenario.name] = {
                 "expect": scenario.expect,
                 "expectation": str(scenario.expectation),
@@ -76,8 +89,14 @@ def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
 
 
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
-    head = ("scenario", "expect", "as expected", "detected", "first violation (median)",
-            "cycles/s (median)")  # fmt: skip
+    head = (
+        "scenario",
+        "expect",
+        "as expected",
+        "detected",
+        "first violation (median)",
+        "cycles/s (median)",
+    )
     rows: list[tuple[str, ...]] = [head]
     for name, s in report["scenarios"].items():
         runs, n = s["runs"], len(s["runs"])
@@ -94,8 +113,9 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
 def delay_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [("fault kind", "starts", "decided -> in effect (median)", "max")]
     for kind, delays in sorted(report["delays_ms"].items()):
-        rows.append((kind, str(len(delays)), f"{statistics.median(delays):.1f} ms",
-                     f"{max(delays):.1f} ms"))  # fmt: skip
+        rows.append(
+            (kind, str(len(delays)), f"{statistics.median(delays):.1f} ms", f"{max(delays):.1f} ms")
+        )
     return rows
 
 
@@ -114,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     print_table(summary_rows(report))
     print()
     print_table(delay_rows(report))
-    ok = all(sum(r["as_expected"] for r in s["runs"]) >= 0.9 * len(s["runs"])
-             for s in report["scenarios"].values())  # fmt: skip
+    ok = all(
+        sum(r["as_expected"] for r in s["runs"]) >= 0.9 * len(s["runs"])
+        for s in report["scenarios"].values()
+    )
     return 0 if ok else 1
 
 

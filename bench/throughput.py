@@ -81,8 +81,9 @@ def bench_scenario(client: str, seconds: float) -> Scenario:
 def harness_round(client: str, seconds: float, store: Path) -> dict[str, Any]:
     binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
     quiet = Console(file=io.StringIO())  # the run's banner and progress line are noise here
-    outcome = run_scenario(bench_scenario(client, seconds), store=store, binaries=binaries,
-                           console=quiet)  # fmt: skip
+    outcome = run_scenario(
+        bench_scenario(client, seconds), store=store, binaries=binaries, console=quiet
+    )
     stats = outcome.result.stats
     if not outcome.as_expected or stats["cycles_per_s"] is None:
         raise RuntimeError(f"harness {client} run not as expected: {outcome.result.reasons}")
@@ -99,8 +100,12 @@ def harness_round(client: str, seconds: float, store: Path) -> dict[str, Any]:
 
 
 def _connect(endpoint: Endpoint, timeout_s: float) -> redis.Redis:
-    return redis.Redis(host=endpoint.host, port=endpoint.port,
-                       socket_timeout=timeout_s, socket_connect_timeout=timeout_s)  # fmt: skip
+    return redis.Redis(
+        host=endpoint.host,
+        port=endpoint.port,
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
+    )
 
 
 def _bare_single(conn: redis.Redis, key: str, ttl_ms: int) -> bool:
@@ -124,8 +129,9 @@ def _bare_redlock(conns: list[redis.Redis], key: str, ttl_ms: int) -> bool:
     return grants >= len(conns) // 2 + 1
 
 
-def _bare_thread(client: str, nodes: list[Endpoint], seed: str, window: tuple[float, float],
-                 counts: list[int]) -> None:  # fmt: skip
+def _bare_thread(
+    client: str, nodes: list[Endpoint], seed: str, window: tuple[float, float], counts: list[int]
+) -> None:
     """Cycles of one thread between the shared start and stop times; counts = [ok, errors].
 
     Like a harness client: a random key per cycle, refused attempts retried on it after 1 ms.
@@ -141,8 +147,11 @@ def _bare_thread(client: str, nodes: list[Endpoint], seed: str, window: tuple[fl
     key = rng.choice(keys)
     while time.monotonic() < stop:
         try:
-            done = _bare_single(conns[0], key, TTL_MS) if client == "single" else \
-                _bare_redlock(conns, key, TTL_MS)  # fmt: skip
+            done = (
+                _bare_single(conns[0], key, TTL_MS)
+                if client == "single"
+                else _bare_redlock(conns, key, TTL_MS)
+            )
         except redis.RedisError:
             counts[1] += 1
             done = False
@@ -155,18 +164,26 @@ def _bare_thread(client: str, nodes: list[Endpoint], seed: str, window: tuple[fl
         conn.close()
 
 
-def bare_process(client: str, worker: int, nodes: list[Endpoint], ready: Queue,
-                 go: MpEvent, window: Any, results: Queue) -> None:  # fmt: skip
+def bare_process(
+    client: str,
+    worker: int,
+    nodes: list[Endpoint],
+    ready: Queue,
+    go: MpEvent,
+    window: Any,
+    results: Queue,
+) -> None:
     """One bare worker (spawned): THREADS threads, no history recording."""
     ready.put(worker)
     go.wait()
     bounds = (window[0], window[1])
     counts = [[0, 0] for _ in range(THREADS)]
     threads = [
-        threading.Thread(target=_bare_thread,
-                         args=(client, nodes, f"{SEED}:{worker}:{t}", bounds, counts[t]))
+        threading.Thread(
+            target=_bare_thread, args=(client, nodes, f"{SEED}:{worker}:{t}", bounds, counts[t])
+        )
         for t in range(THREADS)
-    ]  # fmt: skip
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -179,10 +196,13 @@ def _run_bare_processes(client: str, cluster: LocalCluster, seconds: float) -> t
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     window = ctx.Array("d", 2)  # shared start and stop times (CLOCK_MONOTONIC is system-wide)
     procs = [
-        ctx.Process(target=bare_process, daemon=True,
-                    args=(client, w, cluster.worker_endpoints(w), ready, go, window, results))
+        ctx.Process(
+            target=bare_process,
+            daemon=True,
+            args=(client, w, cluster.worker_endpoints(w), ready, go, window, results),
+        )
         for w in range(1, WORKERS + 1)
-    ]  # fmt: skip
+    ]
     try:
         for proc in procs:
             proc.start()

@@ -74,8 +74,9 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
                 elif value.get("phase") == "start":  # in effect: it says whom it froze
                     froze[worker] = _pause_processes(value, worker)
                 elif value.get("phase") == "stop" and event.type == INFO and worker in paused_since:
-                    _add_pause(facts, froze.get(worker, [_EVERYONE]),
-                               paused_since.pop(worker), event.time)  # fmt: skip
+                    _add_pause(
+                        facts, froze.get(worker, [_EVERYONE]), paused_since.pop(worker), event.time
+                    )
         elif event.process in processes and event.f in _CLIENT_CALLS:
             if event.type == INVOKE:
                 open_calls[event.process] = event.time
@@ -132,8 +133,10 @@ def attribute(
     by_token = {s.token: s for s in sections if s.token is not None}
     pairs: list[tuple[list[Section], Section | None]] = []
     for witness in mutex:
-        first, second = by_index.get(witness["first"]["acquire_index"]), by_index.get(
-            witness["second"]["acquire_index"])  # fmt: skip
+        first, second = (
+            by_index.get(witness["first"]["acquire_index"]),
+            by_index.get(witness["second"]["acquire_index"]),
+        )
         pairs.append(([first] if first else [], second))
     for witness in resource:
         others = [by_token[t] for t in witness.get("others") or () if t in by_token]

@@ -241,9 +241,15 @@ def _close(
 ) -> Section:
     acquired, deadline, grants, fencing, invoked = opened
     return new_section(
-        acquired, end, release_index, deadline if moved is _UNSET else moved, grants, fencing,
-        invoked, planned,
-    )  # fmt: skip
+        acquired,
+        end,
+        release_index,
+        deadline if moved is _UNSET else moved,
+        grants,
+        fencing,
+        invoked,
+        planned,
+    )
 
 
 # Single views, for callers that want one (each makes the whole pass).

@@ -28,8 +28,14 @@ def failover(event: Event) -> dict[str, Any] | None:
         began = value.get("began") or value.get("decided_at") or event.time
         if type(began) is not int:
             raise BadValue(event, "began" if "began" in value else "decided_at", "an integer")
-        return {"began": began, "time": event.time, "from": value.get("from"),
-                "to": value["to"], "by": by, "index": event.index}  # fmt: skip
+        return {
+            "began": began,
+            "time": event.time,
+            "from": value.get("from"),
+            "to": value["to"],
+            "by": by,
+            "index": event.index,
+        }
     return None
 
 

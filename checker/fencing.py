@@ -65,9 +65,13 @@ def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any
             finished += 1
         if top is not None and (section.fencing or 0) <= highest:
             witnesses.append(
-                {"kind": "fencing-out-of-order", "key": key,
-                 "earlier": _grant(top), "later": _grant(section)}
-            )  # fmt: skip
+                {
+                    "kind": "fencing-out-of-order",
+                    "key": key,
+                    "earlier": _grant(top),
+                    "later": _grant(section),
+                }
+            )
     return witnesses
 
 

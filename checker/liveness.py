@@ -82,10 +82,16 @@ def _stuck(
             continue
         start, tried = stretch
         found.append(
-            {"key": key, "start": int(start), "end": int(free_to),
-             "length_ns": int(free_to - start), "attempts": tried, "bound_ns": bound,
-             "open": is_open}
-        )  # fmt: skip
+            {
+                "key": key,
+                "start": int(start),
+                "end": int(free_to),
+                "length_ns": int(free_to - start),
+                "attempts": tried,
+                "bound_ns": bound,
+                "open": is_open,
+            }
+        )
     return found
 
 

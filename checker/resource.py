@@ -48,10 +48,17 @@ def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None
         occupancy = int_field(event, value, "occupancy")
         if occupancy is not None and occupancy > 1:
             view.occupancy.append(
-                {"kind": "resource", "key": event.key, "process": event.process,
-                 "token": event.token, "time": event.time, "index": event.index,
-                 "occupancy": occupancy, "others": list(names_field(event, value, "others"))}
-            )  # fmt: skip
+                {
+                    "kind": "resource",
+                    "key": event.key,
+                    "process": event.process,
+                    "token": event.token,
+                    "time": event.time,
+                    "index": event.index,
+                    "occupancy": occupancy,
+                    "others": list(names_field(event, value, "others")),
+                }
+            )
     fencing, highest = int_field(event, value, "fencing"), int_field(event, value, "highest")
     if fencing is not None:
         view.fenced = True

@@ -58,6 +58,17 @@ def new_section(
 ) -> Section:
     """The section ``acquired`` (an acquire ok) opened, ending at ``end``."""
     return Section(
-        acquired.key, acquired.process, acquired.token, acquired.time, end, deadline, grants,
-        fencing, acquired.index, release_index, release_index is not None, invoked, planned_end,
-    )  # fmt: skip
+        acquired.key,
+        acquired.process,
+        acquired.token,
+        acquired.time,
+        end,
+        deadline,
+        grants,
+        fencing,
+        acquired.index,
+        release_index,
+        release_index is not None,
+        invoked,
+        planned_end,
+    )

@@ -73,9 +73,12 @@ class CheckResult:
         except ValueError:
             raise ValueError("verdict: allowed: valid, invalid or unknown") from None
         shapes: dict[str, tuple[type, type | None]] = {
-            "witnesses": (list, dict), "reasons": (list, str), "stats": (dict, None),
-            "liveness": (dict, None), "fencing": (dict, None),
-        }  # fmt: skip
+            "witnesses": (list, dict),
+            "reasons": (list, str),
+            "stats": (dict, None),
+            "liveness": (dict, None),
+            "fencing": (dict, None),
+        }
         fields: dict[str, Any] = {}
         for name, (kind, item) in shapes.items():
             value = raw.get(name, kind())

@@ -92,11 +92,12 @@ class ComposeCluster:
             server.host_port = next(ports)
         self._api_port = next(ports)
         self._proxies = {
-            (worker, node.name): ProxyPlan(self.proxy_name(worker, node.name), next(ports),
-                                           f"{node.name}:{REDIS_PORT}")
+            (worker, node.name): ProxyPlan(
+                self.proxy_name(worker, node.name), next(ports), f"{node.name}:{REDIS_PORT}"
+            )
             for worker in range(1, self.config.workers + 1)
             for node in self._nodes
-        }  # fmt: skip
+        }
 
     # --- the Cluster protocol: what LocalCluster offers -----------------------------------
 
@@ -140,8 +141,9 @@ class ComposeCluster:
     def wait_reachable(self, timeout_s: float = 10.0) -> None:
         """Every node answers PING through every proxy, or ClusterError names those that don't."""
         deadline = time.monotonic() + timeout_s
-        pending = {key: Endpoint(key[1], "127.0.0.1", p.listen_port)
-                   for key, p in self._proxies.items()}  # fmt: skip
+        pending = {
+            key: Endpoint(key[1], "127.0.0.1", p.listen_port) for key, p in self._proxies.items()
+        }
         while pending and time.monotonic() < deadline:
             for key, endpoint in list(pending.items()):
                 if answers_ping(endpoint):
@@ -212,19 +214,23 @@ class ComposeCluster:
     def _write_project(self, redis_image: str, toxiproxy_image: str) -> None:
         for node in (*self._nodes, self._resource):
             node.data_dir.mkdir(parents=True, exist_ok=True)  # before Docker makes it as root
-        write_project(ProjectPlan(
-            run_dir=self.run_dir,
-            redis_image=redis_image,
-            toxiproxy_image=toxiproxy_image,
-            nodes=tuple(NodePlan(n.name, n.host_port, n.data_dir, n.persistence,
-                                 self.config.clock_shim) for n in self._nodes),
-            resource=NodePlan("resource", self._resource.host_port, self._resource.data_dir),
-            api_port=self._api_port,
-            proxy_ports=tuple(p.listen_port for p in self._proxies.values()),
-            user=f"{os.getuid()}:{os.getgid()}",
-            shim_library=shim_library() if self.config.clock_shim else None,
-            clock_dir=self.run_dir / "clock" if self.config.clock_shim else None,
-        ))  # fmt: skip
+        write_project(
+            ProjectPlan(
+                run_dir=self.run_dir,
+                redis_image=redis_image,
+                toxiproxy_image=toxiproxy_image,
+                nodes=tuple(
+                    NodePlan(n.name, n.host_port, n.data_dir, n.persistence, self.config.clock_shim)
+                    for n in self._nodes
+                ),
+                resource=NodePlan("resource", self._resource.host_port, self._resource.data_dir),
+                api_port=self._api_port,
+                proxy_ports=tuple(p.listen_port for p in self._proxies.values()),
+                user=f"{os.getuid()}:{os.getgid()}",
+                shim_library=shim_library() if self.config.clock_shim else None,
+                clock_dir=self.run_dir / "clock" if self.config.clock_shim else None,
+            )
+        )
 
     def stop(self) -> None:
         """Take the run down (`compose down -v`), then make sure nothing labelled with it is

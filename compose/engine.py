@@ -58,8 +58,14 @@ def run_compose(compose_file: Path, project: str, args: Sequence[str]) -> str:
     """One compose command on the run's file and project; its output, or ClusterError."""
     argv = [*compose_command(), "--project-name", project, "--file", str(compose_file), *args]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False,
-                              timeout=_COMPOSE_TIMEOUT_S, env=compose_env())  # fmt: skip
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=_COMPOSE_TIMEOUT_S,
+            env=compose_env(),
+        )
     except subprocess.TimeoutExpired:
         raise ClusterError(f"{' '.join(argv)} ran past {_COMPOSE_TIMEOUT_S:.0f}s") from None
     if done.returncode != 0:

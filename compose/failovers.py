@@ -41,10 +41,12 @@ def watch_switches(
         began.clear()
         on_switch(old or f"{old_host}:{old_port}", new or f"{new_host}:{new_port}", start)
 
-    pubsub.subscribe(**{
-        "+failover-state-send-slaveof-noone": promoting,
-        "+switch-master": switched,
-    })  # fmt: skip
+    pubsub.subscribe(
+        **{
+            "+failover-state-send-slaveof-noone": promoting,
+            "+switch-master": switched,
+        }
+    )
     thread = pubsub.run_in_thread(sleep_time=0.05, daemon=True)
 
     def stop() -> None:

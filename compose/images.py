@@ -53,10 +53,21 @@ class ImageKind:
     supervised: bool = False  # holds the node supervisor (respawn) beside the binary
 
 
-REDIS = ImageKind("redis", "redis-server", "LOCKHARNESS_REDIS_SERVER", REDIS_SERVER_IN_CONTAINER,
-                  ("data", "tmp"), supervised=True)  # fmt: skip
-TOXIPROXY = ImageKind("toxiproxy", "toxiproxy-server", "LOCKHARNESS_TOXIPROXY_SERVER",
-                      "/usr/bin/toxiproxy-server", ("tmp",))  # fmt: skip
+REDIS = ImageKind(
+    "redis",
+    "redis-server",
+    "LOCKHARNESS_REDIS_SERVER",
+    REDIS_SERVER_IN_CONTAINER,
+    ("data", "tmp"),
+    supervised=True,
+)
+TOXIPROXY = ImageKind(
+    "toxiproxy",
+    "toxiproxy-server",
+    "LOCKHARNESS_TOXIPROXY_SERVER",
+    "/usr/bin/toxiproxy-server",
+    ("tmp",),
+)
 KINDS = (REDIS, TOXIPROXY)
 
 
@@ -114,8 +125,9 @@ def compile_supervisor(out_dir: Path) -> Path:
     except FileNotFoundError:
         raise BadInput(f"building the node supervisor needs {cc}: `apt-get install gcc`") from None
     if done.returncode != 0:
-        raise BadInput(f"compiling {SUPERVISOR_SOURCE} failed (static libc: libc6-dev):\n"
-                       f"{done.stderr}")  # fmt: skip
+        raise BadInput(
+            f"compiling {SUPERVISOR_SOURCE} failed (static libc: libc6-dev):\n{done.stderr}"
+        )
     return target
 
 
@@ -128,8 +140,10 @@ def require(tag: str, kind: ImageKind | None = None) -> None:
         raise BadInput(f"image {tag} not found in the Docker engine; run `make images`") from None
     supervised = kind is not None and kind.supervised
     if supervised and image.labels.get(LABEL_SUPERVISOR) != supervisor_sha():
-        raise BadInput(f"image {tag} lacks this version of the node supervisor "
-                       f"({SUPERVISOR_SOURCE.name}); run `make images`")  # fmt: skip
+        raise BadInput(
+            f"image {tag} lacks this version of the node supervisor "
+            f"({SUPERVISOR_SOURCE.name}); run `make images`"
+        )
 
 
 def _labels(kind: ImageKind, tag: str, sha: str) -> dict[str, str]:
@@ -158,8 +172,15 @@ def ensure(kind: ImageKind, binary: Path, force: bool = False) -> tuple[str, boo
         # The image's own entrypoint stays the binary: the compose file names the supervisor.
         context = build_context(binary, kind.target, [kind.target], kind.writable_dirs, extras)
     try:
-        client().images.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag,
-                              labels=labels, rm=True, forcerm=True, pull=False)  # fmt: skip
+        client().images.build(
+            fileobj=io.BytesIO(context),
+            custom_context=True,
+            tag=tag,
+            labels=labels,
+            rm=True,
+            forcerm=True,
+            pull=False,
+        )
     except docker.errors.BuildError as e:
         log = "".join(str(line.get("stream", line)) for line in e.build_log)
         raise BadInput(f"building {tag} from {binary} failed: {e}\n{log}") from None

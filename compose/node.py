@@ -141,8 +141,10 @@ class ContainerNode:
             self._supervisor = int(self.container().attrs["State"]["Pid"])
             if self._supervisor == 0:  # not running
                 self._supervisor = None
-                raise ClusterError(f"node {self.name}: container {self.container_name} is not "
-                                   f"running ({self.status()})")  # fmt: skip
+                raise ClusterError(
+                    f"node {self.name}: container {self.container_name} is not "
+                    f"running ({self.status()})"
+                )
         return self._supervisor
 
     def kill(self, power_loss: bool = False) -> AofTruncation | None:
@@ -218,8 +220,10 @@ class ContainerNode:
                 if set(_children(supervisor)) - before:
                     return
                 time.sleep(0.002)
-        raise ClusterError(f"node {self.name}: its supervisor started no redis-server within "
-                           f"{timeout_s:.0f}s; last log lines:\n{self.log_tail()}")  # fmt: skip
+        raise ClusterError(
+            f"node {self.name}: its supervisor started no redis-server within "
+            f"{timeout_s:.0f}s; last log lines:\n{self.log_tail()}"
+        )
 
     def pause(self) -> None:
         """As SIGSTOP to LocalRedisNode: nothing happens to a node that is not running."""

@@ -83,14 +83,20 @@ def container_name(run_dir: Path, service: str) -> str:
 def redis_command(persistence: str, port: int = REDIS_PORT) -> list[str]:
     """LocalRedisNode's argv, inside a container: listen on its network, data in /data."""
     return [
-        "--port", str(port),
-        "--bind", "0.0.0.0",
-        "--protected-mode", "no",  # reached from Toxiproxy's container, without a password
-        "--dir", "/data",
-        "--logfile", "",
-        "--daemonize", "no",
+        "--port",
+        str(port),
+        "--bind",
+        "0.0.0.0",
+        "--protected-mode",
+        "no",  # reached from Toxiproxy's container, without a password
+        "--dir",
+        "/data",
+        "--logfile",
+        "",
+        "--daemonize",
+        "no",
         *PERSISTENCE_ARGS[persistence],
-    ]  # fmt: skip
+    ]
 
 
 def _labels(plan: ProjectPlan, service: str) -> dict[str, str]:

@@ -41,10 +41,14 @@ def wait_api(api_port: int, alive: Callable[[], bool], timeout_s: float = 10.0) 
 
 def populate(api_port: int, proxies: list[ProxyPlan]) -> None:
     body: list[dict[str, Any]] = [
-        {"name": p.name, "listen": f"0.0.0.0:{p.listen_port}", "upstream": p.upstream,
-         "enabled": True}
+        {
+            "name": p.name,
+            "listen": f"0.0.0.0:{p.listen_port}",
+            "upstream": p.upstream,
+            "enabled": True,
+        }
         for p in proxies
-    ]  # fmt: skip
+    ]
     response = requests.post(f"http://127.0.0.1:{api_port}/populate", json=body, timeout=10)
     if not response.ok:
         raise ClusterError(f"Toxiproxy /populate failed ({response.status_code}): {response.text}")

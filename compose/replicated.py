@@ -59,10 +59,11 @@ class ComposeReplicatedCluster(ComposeCluster):
         self.replication = replication
         run_dir = config.base_dir.resolve()
         self._sentinels = [
-            ContainerSentinel(f"s{j}", container_name(run_dir, f"s{j}"), 0,
-                              run_dir / "data" / f"s{j}")
+            ContainerSentinel(
+                f"s{j}", container_name(run_dir, f"s{j}"), 0, run_dir / "data" / f"s{j}"
+            )
             for j in range(1, replication.sentinels + 1)
-        ]  # fmt: skip
+        ]
         self._sentinels_up = False
         self._shared: dict[str, ProxyPlan] = {}
         self._sentinel_proxies: dict[tuple[int, str], ProxyPlan] = {}
@@ -241,8 +242,11 @@ class ComposeReplicatedCluster(ComposeCluster):
             self._up_services(images, servers, self._choose_ports, self._remove_all)
             toxiproxy = container_name(self.run_dir, TOXIPROXY_HOST)
             wait_api(self._api_port, lambda: _container_alive(toxiproxy))
-            proxies = [*self._shared.values(), *self._proxies.values(),
-                       *self._sentinel_proxies.values()]  # fmt: skip
+            proxies = [
+                *self._shared.values(),
+                *self._proxies.values(),
+                *self._sentinel_proxies.values(),
+            ]
             populate(self._api_port, proxies)  # sentinel proxies dial nothing until they start
             for server in (*self._nodes, self._resource):
                 server.wait_ready()
@@ -250,8 +254,9 @@ class ComposeReplicatedCluster(ComposeCluster):
             self.wait_converged()  # no sentinels yet: n1 (the pointer) and its replicas
             if self._sentinels:
                 names = [s.name for s in self._sentinels]
-                self._up_services(images, names, self._choose_sentinel_ports,
-                                  self._remove_sentinels)  # fmt: skip
+                self._up_services(
+                    images, names, self._choose_sentinel_ports, self._remove_sentinels
+                )
                 for sentinel in self._sentinels:
                     sentinel.wait_ready()
                 self._sentinels_up = True
@@ -282,8 +287,9 @@ class ComposeReplicatedCluster(ComposeCluster):
             except ClusterError as e:
                 if "address already in use" not in str(e) or attempt == _UP_ATTEMPTS:
                     raise
-                log.warning("compose up %s: a chosen port was taken; new ports (%s)",
-                            " ".join(services), e)  # fmt: skip
+                log.warning(
+                    "compose up %s: a chosen port was taken; new ports (%s)", " ".join(services), e
+                )
                 remove()
                 new_ports()
 
@@ -301,28 +307,43 @@ class ComposeReplicatedCluster(ComposeCluster):
             node.data_dir.mkdir(parents=True, exist_ok=True)  # before Docker makes it as root
         r = self.replication
         first = (TOXIPROXY_HOST, self._shared[self._nodes[0].name].listen_port)
-        config = sentinel_config(r.master_name, first, r.quorum, r.down_after_ms,
-                                 r.failover_timeout_ms)  # fmt: skip
+        config = sentinel_config(
+            r.master_name, first, r.quorum, r.down_after_ms, r.failover_timeout_ms
+        )
         for sentinel in self._sentinels:
             sentinel.write_config(config)
         shim = self.config.clock_shim
-        write_project(ProjectPlan(
-            run_dir=self.run_dir,
-            redis_image=redis_image,
-            toxiproxy_image=toxiproxy_image,
-            nodes=tuple(NodePlan(n.name, n.host_port, n.data_dir, n.persistence, shim,
-                                 port=n.host_port, extra_args=self._replication_args(i))
-                        for i, n in enumerate(self._nodes)),
-            resource=NodePlan("resource", self._resource.host_port, self._resource.data_dir),
-            api_port=self._api_port,
-            proxy_ports=tuple(p.listen_port for p in (*self._proxies.values(),
-                                                      *self._sentinel_proxies.values())),
-            user=f"{os.getuid()}:{os.getgid()}",
-            shim_library=shim_library() if shim else None,
-            clock_dir=self.run_dir / "clock" if shim else None,
-            sentinels=tuple(SentinelPlan(s.name, s.host_port, s.directory)
-                            for s in self._sentinels),
-        ))  # fmt: skip
+        write_project(
+            ProjectPlan(
+                run_dir=self.run_dir,
+                redis_image=redis_image,
+                toxiproxy_image=toxiproxy_image,
+                nodes=tuple(
+                    NodePlan(
+                        n.name,
+                        n.host_port,
+                        n.data_dir,
+                        n.persistence,
+                        shim,
+                        port=n.host_port,
+                        extra_args=self._replication_args(i),
+                    )
+                    for i, n in enumerate(self._nodes)
+                ),
+                resource=NodePlan("resource", self._resource.host_port, self._resource.data_dir),
+                api_port=self._api_port,
+                proxy_ports=tuple(
+                    p.listen_port
+                    for p in (*self._proxies.values(), *self._sentinel_proxies.values())
+                ),
+                user=f"{os.getuid()}:{os.getgid()}",
+                shim_library=shim_library() if shim else None,
+                clock_dir=self.run_dir / "clock" if shim else None,
+                sentinels=tuple(
+                    SentinelPlan(s.name, s.host_port, s.directory) for s in self._sentinels
+                ),
+            )
+        )
 
     def _replication_args(self, index: int) -> tuple[str, ...]:
         """ReplicatedCluster's extra args: announce the shared proxy; n2.. follow n1's."""
@@ -330,11 +351,14 @@ class ComposeReplicatedCluster(ComposeCluster):
         primary = self._shared[self._nodes[0].name]
         return (
             # Full syncs start at once instead of waiting 5 s for more replicas.
-            "--repl-diskless-sync-delay", "0",
-            "--replica-announce-ip", TOXIPROXY_HOST,
-            "--replica-announce-port", str(announce.listen_port),
+            "--repl-diskless-sync-delay",
+            "0",
+            "--replica-announce-ip",
+            TOXIPROXY_HOST,
+            "--replica-announce-port",
+            str(announce.listen_port),
             *(("--replicaof", TOXIPROXY_HOST, str(primary.listen_port)) if index else ()),
-        )  # fmt: skip
+        )
 
     def _set_pointer(self, node: str) -> None:
         pointer = single_try_client(self.resource, 1.0)

@@ -35,22 +35,24 @@ def sentinel_config(
 ) -> str:
     """LocalSentinel's config, inside a container: any interface, hostnames allowed."""
     m, (host, port) = master_name, master
-    return "\n".join([
-        f"port {SENTINEL_PORT}",
-        "bind 0.0.0.0",
-        "protected-mode no",  # the sentinel proxies reach it from Toxiproxy's container
-        "daemonize no",
-        'logfile ""',
-        "dir /sentinel",
-        # Before the monitor line: it names a host, which Sentinel refuses without this.
-        "sentinel resolve-hostnames yes",
-        "sentinel announce-hostnames yes",
-        f"sentinel monitor {m} {host} {port} {quorum}",
-        f"sentinel down-after-milliseconds {m} {down_after_ms}",
-        f"sentinel failover-timeout {m} {failover_timeout_ms}",
-        f"sentinel parallel-syncs {m} 1",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"port {SENTINEL_PORT}",
+            "bind 0.0.0.0",
+            "protected-mode no",  # the sentinel proxies reach it from Toxiproxy's container
+            "daemonize no",
+            'logfile ""',
+            "dir /sentinel",
+            # Before the monitor line: it names a host, which Sentinel refuses without this.
+            "sentinel resolve-hostnames yes",
+            "sentinel announce-hostnames yes",
+            f"sentinel monitor {m} {host} {port} {quorum}",
+            f"sentinel down-after-milliseconds {m} {down_after_ms}",
+            f"sentinel failover-timeout {m} {failover_timeout_ms}",
+            f"sentinel parallel-syncs {m} 1",
+            "",
+        ]
+    )
 
 
 class ContainerSentinel:

@@ -89,8 +89,9 @@ class _TranslatingSentinel(Sentinel):
 
     def __init__(self, discovery: Discovery, nodes: dict[str, Endpoint], timeout_s: float):
         kwargs = _connection_kwargs(timeout_s)
-        super().__init__([(s.host, s.port) for s in discovery.sentinels],
-                         sentinel_kwargs=kwargs, **kwargs)  # fmt: skip
+        super().__init__(
+            [(s.host, s.port) for s in discovery.sentinels], sentinel_kwargs=kwargs, **kwargs
+        )
         self.aliases, self.nodes = discovery.aliases, nodes
 
     def discover_master(self, service_name: str) -> tuple[str, int]:
@@ -153,8 +154,13 @@ class PointerMaster:
 
 def _connection_kwargs(timeout_s: float) -> dict[str, Any]:
     # One attempt per command, no handshake round trips (see core/connect.py).
-    return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s,
-            "retry": Retry(NoBackoff(), 0), "protocol": 2, "driver_info": None}  # fmt: skip
+    return {
+        "socket_timeout": timeout_s,
+        "socket_connect_timeout": timeout_s,
+        "retry": Retry(NoBackoff(), 0),
+        "protocol": 2,
+        "driver_info": None,
+    }
 
 
 def master_finder(

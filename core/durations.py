@@ -99,8 +99,13 @@ class Duration(int):
         if cls.signed:
             upto = "" if cls.most is None else f", at most {format_duration(cls.most)} either way"
             return f"a duration with an optional + or - sign, e.g. +5s or -250ms{upto}"
-        bounds = [f" of at least {format_duration(cls.least)}" if cls.least
-                  else " above 0" if cls.positive else ""]  # fmt: skip
+        bounds = [
+            f" of at least {format_duration(cls.least)}"
+            if cls.least
+            else " above 0"
+            if cls.positive
+            else ""
+        ]
         if cls.most is not None:
             bounds.append(f" up to {format_duration(cls.most)}")
         grain = " in whole milliseconds" if cls.whole_ms else ""
@@ -111,13 +116,18 @@ class Duration(int):
         """ValueError saying what is wrong and what is allowed."""
         ns = parse_signed_duration(value) if cls.signed else parse_duration(value)
         problem = (
-            "is too far" if cls.signed and cls.most is not None and abs(ns) > cls.most
-            else "is zero" if cls.positive and ns == 0
-            else "is too short" if not cls.signed and ns < cls.least
-            else "is too long" if not cls.signed and cls.most is not None and ns > cls.most
-            else "is not a whole number of milliseconds" if cls.whole_ms and ns % UNITS["ms"]
+            "is too far"
+            if cls.signed and cls.most is not None and abs(ns) > cls.most
+            else "is zero"
+            if cls.positive and ns == 0
+            else "is too short"
+            if not cls.signed and ns < cls.least
+            else "is too long"
+            if not cls.signed and cls.most is not None and ns > cls.most
+            else "is not a whole number of milliseconds"
+            if cls.whole_ms and ns % UNITS["ms"]
             else ""
-        )  # fmt: skip
+        )
         if problem:
             raise ValueError(f"{_show(value)} {problem}; allowed: {cls.allowed()}")
         return cls(ns)
@@ -129,8 +139,12 @@ class Duration(int):
     @classmethod
     def json_schema(cls) -> dict[str, object]:
         pattern = (_SIGNED if cls.signed else _DURATION).pattern
-        return {"type": "string", "pattern": rf"^\s*{pattern}\s*$", "description": cls.allowed(),
-                "x-signed": cls.signed}  # fmt: skip
+        return {
+            "type": "string",
+            "pattern": rf"^\s*{pattern}\s*$",
+            "description": cls.allowed(),
+            "x-signed": cls.signed,
+        }
 
 
 def duration_type(
@@ -143,6 +157,11 @@ def duration_type(
     most: int | None = None,
 ) -> type[Duration]:
     """A Duration with these bounds (each bound is a type, so msgspec can tell them apart)."""
-    bounds = {"signed": signed, "positive": positive, "whole_ms": whole_ms, "least": least,
-              "most": most}  # fmt: skip
+    bounds = {
+        "signed": signed,
+        "positive": positive,
+        "whole_ms": whole_ms,
+        "least": least,
+        "most": most,
+    }
     return type(name, (Duration,), bounds)

@@ -82,8 +82,6 @@ class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
         return bytes(buffer)
 
 
-
-
 def _as_builtin(obj: Any) -> Any:
     """An int subclass (a typed duration from a scenario) is written as the int it is."""
     if isinstance(obj, int):
@@ -222,8 +220,10 @@ def stream_batches(path: Path, notes: list[str] | None = None) -> Iterator[list[
             cut = data.rfind(b"\n") + 1
             if len(data) - cut > MAX_LINE_BYTES:
                 where = f"{path}:{_line_at(path, base + cut)}"
-                raise HistoryError(f"{where}: a line longer than {MAX_LINE_BYTES} bytes; a "
-                                   "history has one short JSON object a line")  # fmt: skip
+                raise HistoryError(
+                    f"{where}: a line longer than {MAX_LINE_BYTES} bytes; a "
+                    "history has one short JSON object a line"
+                )
             rest = data[cut:]
             start = 0
             while start < cut:

@@ -41,9 +41,14 @@ class ClockStrobeOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown
 
 
 class ClockRateOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    rate: Annotated[float, Meta(gt=0.0, le=MAX_CLOCK_RATE, description=(
-        "clock speed relative to real time, e.g. 1.5 or 0.5"
-    ))]  # fmt: skip
+    rate: Annotated[
+        float,
+        Meta(
+            gt=0.0,
+            le=MAX_CLOCK_RATE,
+            description=("clock speed relative to real time, e.g. 1.5 or 0.5"),
+        ),
+    ]
 
 
 class ClientClockOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):

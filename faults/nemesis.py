@@ -116,8 +116,12 @@ class Nemesis:
             fault.targets = targets
         else:
             done = self._record(INFO, spec.name, {**base, **details, "decided_at": decided})
-            log.info("%s on %s: in effect %.1f ms after the decision",
-                     spec.name, targets, (done - decided) / 1e6)  # fmt: skip
+            log.info(
+                "%s on %s: in effect %.1f ms after the decision",
+                spec.name,
+                targets,
+                (done - decided) / 1e6,
+            )
         number = self._started
         self._active[number] = fault
         ends = decided + fault.lasts_ns(occurrence.duration_ns)
@@ -155,6 +159,7 @@ class Nemesis:
         cluster = self.ctx.cluster
         self._record(INVOKE, "heal", {"phase": "heal"})
         problems: list[str] = []
+
         def resume_workers() -> None:
             for worker in self.ctx.workers:
                 worker.signal_group(signal.SIGCONT)
@@ -192,4 +197,3 @@ class Nemesis:
     def _reset_network(self) -> None:
         self.ctx.cluster.toxiproxy.reset()
         self.ctx.cuts.forget()
-

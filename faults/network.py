@@ -24,8 +24,14 @@ from harness.cluster.toxiproxy import ToxicSpec
 _H = 3_600_000_000_000
 PARTITION_MODES = ("isolate", "cut-worker", "ring", "shared-link")
 TOXIC_TYPES = (
-    "latency", "timeout", "reset_peer", "bandwidth", "slicer", "slow_close", "limit_data",
-)  # fmt: skip
+    "latency",
+    "timeout",
+    "reset_peer",
+    "bandwidth",
+    "slicer",
+    "slow_close",
+    "limit_data",
+)
 if TYPE_CHECKING:
     # Built at run time, read by msgspec from the annotations: to a type checker, the int
     # or str each value is (msgspec decodes a Duration, an int subclass; defaults are ints).
@@ -50,9 +56,12 @@ TOXIC_ATTRIBUTES: dict[str, dict[str, str]] = {
 TOXIC_UNIT_MAX = {"ms": 86_400_000, "us": 86_400_000_000, "bytes": 2**31 - 1, "KB/s": 2**31 - 1}
 
 Stream = Annotated[Literal["downstream", "upstream", "both"], Meta(description="which direction")]
-Links = Annotated[Literal["workers", "shared"], Meta(description=(
-    "workers: clients' links; shared: the targets' replication and sentinel links"
-))]  # fmt: skip
+Links = Annotated[
+    Literal["workers", "shared"],
+    Meta(
+        description=("workers: clients' links; shared: the targets' replication and sentinel links")
+    ),
+]
 Workers = Annotated[WorkerList, Meta(description="whose links to the target nodes")]
 
 
@@ -65,11 +74,17 @@ def _shared_needs_replicas(f: FaultSpec, room: Room) -> tuple[str, str] | None:
 
 
 class PartitionOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    mode: Annotated[Literal["isolate", "cut-worker", "ring", "shared-link"], Meta(description=(
-        "`isolate` (the targets from every worker), `cut-worker` (the targets from `workers`), "
-        "`ring` (each worker keeps its own bare majority: w1 sees n1-n3, w2 n2-n4, ...), "
-        "`shared-link` (the targets' replication and sentinel links; replicated topology)"
-    ))] = "isolate"  # fmt: skip
+    mode: Annotated[
+        Literal["isolate", "cut-worker", "ring", "shared-link"],
+        Meta(
+            description=(
+                "`isolate` (the targets from every worker), "
+                "`cut-worker` (the targets from `workers`), "
+                "`ring` (each worker keeps its own bare majority: w1 sees n1-n3, w2 n2-n4, ...), "
+                "`shared-link` (the targets' replication and sentinel links; replicated topology)"
+            )
+        ),
+    ] = "isolate"
     workers: Annotated[WorkerList, Meta(description="cut-worker: the workers cut off")] = "all"
 
 
@@ -98,13 +113,19 @@ class LatencyOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fie
 
 class ToxicOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
     type: Annotated[ToxicType, Meta(description="the Toxiproxy toxic type")]
-    attributes: Annotated[dict[str, Any], Meta(description=(
-        "the toxic's attributes, as Toxiproxy documents them (`timeout` with 0 is a blackhole)"
-    ))] = {}  # fmt: skip
+    attributes: Annotated[
+        dict[str, Any],
+        Meta(
+            description=(
+                "the toxic's attributes, as Toxiproxy documents them "
+                "(`timeout` with 0 is a blackhole)"
+            )
+        ),
+    ] = {}
     stream: Stream = "downstream"
-    toxicity: Annotated[float, Meta(ge=0.0, le=1.0, description=(
-        "probability the toxic applies to a connection"
-    ))] = 1.0  # fmt: skip
+    toxicity: Annotated[
+        float, Meta(ge=0.0, le=1.0, description=("probability the toxic applies to a connection"))
+    ] = 1.0
     workers: Workers = "all"
     links: Links = "workers"
 
@@ -167,8 +188,8 @@ class Partition(Fault):
                 for node in self.ctx.node_names
                 if node not in seen
             ]
-        workers = range(1, count + 1) if mode == "isolate" else _workers(
-            self.options.workers, count
+        workers = (
+            range(1, count + 1) if mode == "isolate" else _workers(self.options.workers, count)
         )
         return [cluster.proxy_name(w, node) for w in workers for node in targets]
 

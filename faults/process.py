@@ -16,10 +16,15 @@ from harness.cluster.process import ManagedProcess
 
 
 class KillOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    power_loss: Annotated[bool, Meta(description=(
-        "the AOF is cut back to its size of 1.0-1.1 s before the kill, then the node restarts "
-        "with `aof-load-truncated yes` (aof-everysec only)"
-    ))] = False  # fmt: skip
+    power_loss: Annotated[
+        bool,
+        Meta(
+            description=(
+                "the AOF is cut back to its size of 1.0-1.1 s before the kill, "
+                "then the node restarts with `aof-load-truncated yes` (aof-everysec only)"
+            )
+        ),
+    ] = False
 
 
 def _power_loss_needs_aof(f: FaultSpec, room: Room) -> tuple[str, str] | None:
@@ -60,8 +65,11 @@ class Kill(Fault):
         for name in self.targets:
             cut = self.ctx.cluster.node(name).kill(power_loss=power_loss)
             if cut is not None:
-                lost[name] = {"aof": str(cut.path), "old_size": cut.old_size,
-                              "new_size": cut.new_size}  # fmt: skip
+                lost[name] = {
+                    "aof": str(cut.path),
+                    "old_size": cut.old_size,
+                    "new_size": cut.new_size,
+                }
         skipped = sorted(set(targets) - set(self.targets))
         return {"killed": self.targets, "already_down": skipped, "power_loss": lost}
 

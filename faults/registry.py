@@ -25,10 +25,13 @@ _OTHER_COLOUR = "#666699"
 def _declared(module: ModuleType) -> list[type[Fault]]:
     """The fault kinds a module declares, in the order it declares them."""
     return [
-        value for value in vars(module).values()
-        if isinstance(value, type) and issubclass(value, Fault) and "kind" in vars(value)
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, Fault)
+        and "kind" in vars(value)
         and value.__module__ == module.__name__
-    ]  # fmt: skip
+    ]
 
 
 KINDS: dict[str, type[Fault]] = {cls.kind: cls for m in _MODULES for cls in _declared(m)}

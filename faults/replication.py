@@ -12,9 +12,9 @@ from faults.spec import FaultOptions
 
 
 class PromoteOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    demote_old: Annotated[bool, Meta(description=(
-        "the old master becomes a replica of the new one"
-    ))] = True  # fmt: skip
+    demote_old: Annotated[
+        bool, Meta(description=("the old master becomes a replica of the new one"))
+    ] = True
 
 
 class Promote(Fault):

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from harness.scenario import Scenario
 
 
-
 def check_backend(backend: str) -> None:
     """BadInput unless ``backend`` can run here (the engine and images, for compose)."""
     if backend not in BACKENDS:
@@ -42,8 +41,10 @@ def check_backend(backend: str) -> None:
 def _images() -> tuple[str | None, str | None]:
     """Images a user names instead of the ones built here (e.g. redis:7.4, if they can
     pull it): LOCKHARNESS_REDIS_IMAGE and LOCKHARNESS_TOXIPROXY_IMAGE."""
-    return (os.environ.get("LOCKHARNESS_REDIS_IMAGE") or None,
-            os.environ.get("LOCKHARNESS_TOXIPROXY_IMAGE") or None)  # fmt: skip
+    return (
+        os.environ.get("LOCKHARNESS_REDIS_IMAGE") or None,
+        os.environ.get("LOCKHARNESS_TOXIPROXY_IMAGE") or None,
+    )
 
 
 def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: Path) -> Cluster:
@@ -62,10 +63,14 @@ def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: 
 
         redis_image, toxiproxy_image = _images()
         config = ComposeConfig(
-            base_dir=run_dir, nodes=spec.nodes, workers=scenario.workload.workers,
-            persistence=spec.persistence, clock_shim=clock_shim,
-            redis_image=redis_image, toxiproxy_image=toxiproxy_image,
-        )  # fmt: skip
+            base_dir=run_dir,
+            nodes=spec.nodes,
+            workers=scenario.workload.workers,
+            persistence=spec.persistence,
+            clock_shim=clock_shim,
+            redis_image=redis_image,
+            toxiproxy_image=toxiproxy_image,
+        )
         if spec.topology == "masters":
             return ComposeCluster(config)
         from compose.replicated import ComposeReplicatedCluster

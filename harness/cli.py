@@ -21,10 +21,16 @@ from core.interrupts import install_stop_handlers
 from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_SEED, MAX_SEEDS
 
 _COMMANDS = {
-    "list": "listing", "run": "run", "suite": "suite", "check": "check",
-    "report": "report", "cluster": "cluster", "gc": "gc", "schema": "schema",
+    "list": "listing",
+    "run": "run",
+    "suite": "suite",
+    "check": "check",
+    "report": "report",
+    "cluster": "cluster",
+    "gc": "gc",
+    "schema": "schema",
     "client-check": "client_check",
-}  # fmt: skip
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,10 +69,11 @@ def _runs(text: str) -> int:
 
 def _backend_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--backend", choices=BACKENDS,
+        "--backend",
+        choices=BACKENDS,
         help=f"where the cluster runs: local processes or Docker Compose containers "
         f"(default: the scenario's backend, else {DEFAULT_BACKEND})",
-    )  # fmt: skip
+    )
 
 
 def _binary_flags(parser: argparse.ArgumentParser) -> None:
@@ -103,9 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     suite = commands.add_parser("suite", help="scenarios, clients and seeds in one go; JUnit, HTML")
     suite.add_argument(
-        "targets", nargs="*", metavar="NAMES|DIR|all", help="built-in names, scenario files, "
+        "targets",
+        nargs="*",
+        metavar="NAMES|DIR|all",
+        help="built-in names, scenario files, "
         "directories of *.yaml files, or all (the default: every built-in)",
-    )  # fmt: skip
+    )
     suite.add_argument("--seeds", type=_runs, default=1, help="runs per scenario and client")
     suite.add_argument("--seed", type=_seed, help="first seed (then S+1, …); default: own/random")
     suite.add_argument("--clients", help="a,b,c: run every scenario with each of these clients")

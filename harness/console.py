@@ -82,8 +82,7 @@ def describe_fencing(fencing: dict[str, Any], stats: dict[str, Any]) -> str:
     out_of_order = stats.get("fencing_out_of_order", 0)
     consistent = "consistent" if fencing.get("resource_consistent") else "INCONSISTENT"
     text = (
-        f"fencing: resource {consistent}: {rejected} stale write(s) rejected, "
-        f"{accepted} accepted; "
+        f"fencing: resource {consistent}: {rejected} stale write(s) rejected, {accepted} accepted; "
     )
     text += f"{out_of_order} token(s) granted out of order" if out_of_order else "tokens in order"
     return text
@@ -101,8 +100,7 @@ def print_summary(
     matched = expectation.met_by(result)
     mark = "[green]as expected[/]" if matched else "[red]NOT as expected[/]"
     console.print(
-        f"[{_STYLE[verdict]}]{verdict.value.upper()}[/] {name} (expected {expectation}): "
-        f"{mark}",
+        f"[{_STYLE[verdict]}]{verdict.value.upper()}[/] {name} (expected {expectation}): {mark}",
         highlight=False,
     )
     if expectation.liveness is not None or liveness.get("verdict") == "stuck":

@@ -62,8 +62,7 @@ def survey(store: Path) -> Survey:
             found.live_runs.append(view.path.parent)
             continue
         found.dead_runs.append(view.path)
-        found.leftovers += [Leftover(view.path.parent, r) for r in view.processes
-                            if r.is_running()]  # fmt: skip
+        found.leftovers += [Leftover(view.path.parent, r) for r in view.processes if r.is_running()]
         held = _containers(view.path.parent)
         if held:
             found.containers[view.path.parent] = held

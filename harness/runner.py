@@ -106,8 +106,7 @@ def _worker_configs(
             nodes=cluster.worker_endpoints(worker),
             resource=cluster.resource,
             discovery=(
-                cluster.discovery(worker).to_dict()
-                if isinstance(cluster, Replicated) else None
+                cluster.discovery(worker).to_dict() if isinstance(cluster, Replicated) else None
             ),
             client=scenario.client.name,
             client_options=dict(scenario.client.options),
@@ -167,8 +166,10 @@ def _start_barrier(workers: list[ManagedProcess], run_dir: Path, console: Consol
     while not all(ready_file(run_dir, i).exists() for i in range(1, len(workers) + 1)):
         for i, worker in enumerate(workers, start=1):
             if not worker.running():
-                raise WorkerDied(f"worker w{i} exited with code {worker.exit_code()} before "
-                                 f"its clients were ready: {worker.log_tail(3)}")  # fmt: skip
+                raise WorkerDied(
+                    f"worker w{i} exited with code {worker.exit_code()} before "
+                    f"its clients were ready: {worker.log_tail(3)}"
+                )
         waited = time.monotonic() - waiting_since
         if waited > _READY_TIMEOUT_S:
             raise WorkerDied(f"the workers' clients were not ready within {_READY_TIMEOUT_S:.0f}s")
@@ -206,8 +207,10 @@ def _watch(
         for i, worker in enumerate(workers, start=1):
             code = worker.exit_code()
             if code == HISTORY_FAILED_EXIT_CODE:
-                raise WorkerDied(f"worker w{i} could not write its history at {elapsed_s:.2f}s "
-                                 f"(disk full?): {worker.log_tail(1)}")  # fmt: skip
+                raise WorkerDied(
+                    f"worker w{i} could not write its history at {elapsed_s:.2f}s "
+                    f"(disk full?): {worker.log_tail(1)}"
+                )
             if code not in (None, 0) and i not in killed:
                 raise WorkerDied(f"worker w{i} exited with code {code} at {elapsed_s:.2f}s")
         if elapsed_s >= deadline_s:
@@ -227,9 +230,7 @@ def _nothing() -> None:
     pass
 
 
-def _watch_failovers(
-    cluster: Cluster, recorder: Recorder, t0_ns: int
-) -> Callable[[], None]:
+def _watch_failovers(cluster: Cluster, recorder: Recorder, t0_ns: int) -> Callable[[], None]:
     """Record every failover Sentinel announces, so witnesses can name it."""
     if not isinstance(cluster, Replicated):
         return _nothing
@@ -260,9 +261,7 @@ class _Execution:
     exits: dict[int, int | None] = field(default_factory=dict)
 
 
-def _execute(
-    scenario: Scenario, cluster: Cluster, run_dir: Path, console: Console
-) -> _Execution:
+def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Console) -> _Execution:
     """Cluster up, workers and nemesis go, faults healed, everything down: always."""
     w, seed = scenario.workload, scenario.seed
     assert seed is not None
@@ -282,11 +281,15 @@ def _execute(
         t0_ns = _start_barrier(workers, run_dir, console)
         live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
         ctx = FaultContext(
-            cluster, workers, live, random.Random(f"{seed}:nemesis-targets"),
+            cluster,
+            workers,
+            live,
+            random.Random(f"{seed}:nemesis-targets"),
             restart_delay_ns=scenario.cluster.restart_delay_ns,
             crash_point=lambda worker: crash_point_file(run_dir, worker),
-            client_clocks=client_clocks, threads_per_worker=w.threads,
-        )  # fmt: skip
+            client_clocks=client_clocks,
+            threads_per_worker=w.threads,
+        )
 
         def clock() -> int:  # the history's time base
             return time.monotonic_ns() - t0_ns
@@ -327,8 +330,9 @@ def _execute(
                 control.close()
             cluster.stop()
         if recorder is not None and recorder.failed is not None:
-            execution.problems.append(f"the nemesis's events were not all written: "
-                                      f"{recorder.failed}")  # fmt: skip
+            execution.problems.append(
+                f"the nemesis's events were not all written: {recorder.failed}"
+            )
         if shield.received:  # the history is whole: stop after this run, keep the verdict
             execution.interrupted = True
             log.warning("%s during teardown: finished it first", shield.names)
@@ -434,4 +438,3 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "cluster": cluster,
     }
     (outcome.run_dir / RESULTS).write_text(json.dumps(results, indent=2) + "\n")
-

@@ -14,8 +14,7 @@ from core.errors import BadInput
 # `.`/`..` (the store itself, or outside it) nor `latest` (the store's link to the last run).
 NAME_PATTERN = r"(?!(?i:latest)\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
 NAME_RULE = (
-    "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, "
-    "and not 'latest'"
+    "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, and not 'latest'"
 )
 
 

@@ -196,9 +196,11 @@ class SuiteProgress:
         self._suite_t0 = time.monotonic()
         if self.console.is_terminal:
             self._live = Live(
-                console=self.console, get_renderable=self._render,
-                refresh_per_second=4, transient=True,
-            )  # fmt: skip
+                console=self.console,
+                get_renderable=self._render,
+                refresh_per_second=4,
+                transient=True,
+            )
             self._live.__enter__()
         return self
 
@@ -328,8 +330,10 @@ def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
             why = f"{existing} is not writable"
         else:
             continue
-        raise BadInput(f"{flag} {path}: cannot write the report: {why}; allowed: a file "
-                       "path in a directory that exists or can be made")  # fmt: skip
+        raise BadInput(
+            f"{flag} {path}: cannot write the report: {why}; allowed: a file "
+            "path in a directory that exists or can be made"
+        )
 
 
 def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Path | None) -> None:
@@ -348,8 +352,16 @@ def _plan_line(cases: Sequence[Case], store: Path) -> str:
 
 def summary_table(results: Sequence[CaseResult]) -> Table:
     # Folded, not cut with "…": on an 80-column CI log the names are what matters.
-    headers = ("scenario", "client", "runs", "verdict", "expected", "match",
-               "first violation", "cycles/s")  # fmt: skip
+    headers = (
+        "scenario",
+        "client",
+        "runs",
+        "verdict",
+        "expected",
+        "match",
+        "first violation",
+        "cycles/s",
+    )
     folded = {"scenario", "client"}
     columns = (Column(h, overflow="fold" if h in folded else "ellipsis") for h in headers)
     table = Table(*columns, title="suite summary")
@@ -362,9 +374,15 @@ def summary_table(results: Sequence[CaseResult]) -> Table:
             first += f" ({g.violations_found}/{runs})"  # a median over the runs that had one
         rate = "-" if g.cycles_per_s is None else f"{g.cycles_per_s:.1f}"
         table.add_row(
-            g.scenario, g.client, str(runs), g.verdicts, g.expect,
-            f"[{style}]{match}[/]", first, rate,
-        )  # fmt: skip
+            g.scenario,
+            g.client,
+            str(runs),
+            g.verdicts,
+            g.expect,
+            f"[{style}]{match}[/]",
+            first,
+            rate,
+        )
     return table
 
 

@@ -69,11 +69,18 @@ def _run_row(result: CaseResult, page_dir: Path) -> str:
     if result.status is not Status.AS_EXPECTED:
         why = f'<div class="why">{_e(result.explain())}</div>'
     cells = [
-        _e(case.number), _e(case.name), _e(case.client), _e(case.seed),
-        f'<span class="{_e(verdict)}">{_e(verdict)}</span>', _e(str(case.scenario.expectation)),
-        _e(result.status.value) + why, _seconds(result.first_violation_s), rate,
-        f"{result.elapsed_s:.1f} s", _links(result, page_dir),
-    ]  # fmt: skip
+        _e(case.number),
+        _e(case.name),
+        _e(case.client),
+        _e(case.seed),
+        f'<span class="{_e(verdict)}">{_e(verdict)}</span>',
+        _e(str(case.scenario.expectation)),
+        _e(result.status.value) + why,
+        _seconds(result.first_violation_s),
+        rate,
+        f"{result.elapsed_s:.1f} s",
+        _links(result, page_dir),
+    ]
     tds = "".join(
         f'<td class="num">{c}</td>' if i in (0, 3, 7, 8, 9) else f"<td>{c}</td>"
         for i, c in enumerate(cells)
@@ -87,9 +94,15 @@ def _summary_rows(results: Sequence[CaseResult]) -> str:
         rate = "-" if g.cycles_per_s is None else f"{g.cycles_per_s:.1f}"
         css = "ok" if g.matched == len(g.results) else "bad"
         cells = [
-            g.scenario, g.client, len(g.ran), g.verdicts, g.expect,
-            f"{g.matched}/{len(g.results)}", _seconds(g.first_violation_s), rate,
-        ]  # fmt: skip
+            g.scenario,
+            g.client,
+            len(g.ran),
+            g.verdicts,
+            g.expect,
+            f"{g.matched}/{len(g.results)}",
+            _seconds(g.first_violation_s),
+            rate,
+        ]
         rows.append(f'<tr class="{css}">' + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return "\n".join(rows)
 

@@ -21,8 +21,12 @@ from workloads.registry import CLIENTS
 ADAPTERS = ["redis-py-lock", "pottery-redlock", "redlock-py", "python-redis-lock"]
 MULTI_NODE = {"pottery-redlock", "redlock-py"}
 # The key each library writes for the harness's key (its own prefix, if any).
-REDIS_KEY = {"redis-py-lock": "{}", "pottery-redlock": "redlock:{}", "redlock-py": "{}",
-             "python-redis-lock": "lock:{}"}  # fmt: skip
+REDIS_KEY = {
+    "redis-py-lock": "{}",
+    "pottery-redlock": "redlock:{}",
+    "redlock-py": "{}",
+    "python-redis-lock": "lock:{}",
+}
 NODES = ("n1", "n2", "n3", "n4", "n5")
 
 
@@ -181,8 +185,13 @@ def test_a_missing_extra_names_the_install_command() -> None:
     blocked = "import sys; sys.modules.update(pottery=None, redlock=None, redis_lock=None); "
     loads = "import workloads.registry, harness.cli; "
     fails = "import workloads.adapters.pottery_redlock"
-    done = subprocess.run([sys.executable, "-c", blocked + loads + fails], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", blocked + loads + fails],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert "pottery is not installed: pip install '.[clients]'" in done.stderr
 

@@ -63,9 +63,13 @@ def test_unknown_scenario_name_lists_the_built_ins(tmp_path: Path) -> None:
 
 def test_missing_binary_says_how_to_install(tmp_path: Path) -> None:
     assert_rejected(
-        tmp_path, "run", "redlock-baseline", "--redis-server", str(tmp_path / "nope"),
+        tmp_path,
+        "run",
+        "redlock-baseline",
+        "--redis-server",
+        str(tmp_path / "nope"),
         mentions=["--redis-server", "redis-server"],
-    )  # fmt: skip
+    )
 
 
 def test_corrupt_history_names_file_and_line(tmp_path: Path) -> None:

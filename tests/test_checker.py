@@ -404,11 +404,11 @@ def test_a_failover_is_named_when_its_window_meets_the_gap_between_the_leases() 
     # seen done after 100 explains B, even if it was only seen after B began.
     overlap = {"kind": "overlap", "first": {"start": 100}, "second": {"start": 300}}
     for time, began, named in [
-        (200, 150, True),   # inside
-        (305, 290, True),   # began before B, seen just after B began
-        (90, 50, False),    # over before A
+        (200, 150, True),  # inside
+        (305, 290, True),  # began before B, seen just after B began
+        (90, 50, False),  # over before A
         (400, 350, False),  # began after B
-    ]:  # fmt: skip
+    ]:
         (witness,) = attach_failovers([overlap], [_failover(time, began)])
         assert bool(witness["failovers"]) is named, (time, began)
     resource = {"kind": "resource", "time": 200}
@@ -490,8 +490,10 @@ def test_depth_one_or_absent_reads_as_today() -> None:
     for h in (plain, explicit):
         sections = critical_sections(h.events)
         assert [(s.token, s.start, s.end) for s in sections] == [
-            ("a", 10, 50), ("b", 60, 90), ("c", 70, 80)
-        ]  # fmt: skip
+            ("a", 10, 50),
+            ("b", 60, 90),
+            ("c", 70, 80),
+        ]
         (witness,) = check_mutual_exclusion(sections)
         assert (witness["first"]["token"], witness["second"]["token"]) == ("b", "c")
         assert compute_stats(h.events)["cycles"] == 3
@@ -551,9 +553,18 @@ def test_a_rejected_stale_write_is_reported_and_the_resource_stays_consistent() 
     fencing = check_fencing(h.events)
     assert fencing["fenced"] is True
     assert fencing["stale_writes_rejected"] == [
-        {"kind": "stale-write-rejected", "op": "enter", "key": "k0", "process": 1, "token": "a",
-         "fencing": 1, "highest": 2, "time": 350, "index": len(h.events) - 1}
-    ]  # fmt: skip
+        {
+            "kind": "stale-write-rejected",
+            "op": "enter",
+            "key": "k0",
+            "process": 1,
+            "token": "a",
+            "fencing": 1,
+            "highest": 2,
+            "time": 350,
+            "index": len(h.events) - 1,
+        }
+    ]
     assert fencing["resource_consistent"] is True
     assert fencing["out_of_order"] == []
     result = check(h)
@@ -607,15 +618,29 @@ def test_fencing_tokens_granted_out_of_order_are_reported() -> None:
     h.lease(3, "c", 300, 350, fencing=5).lease(4, "d", 400, 450, fencing=6)
     witnesses = check_fencing(h.events)["out_of_order"]
     assert [(w["earlier"]["token"], w["later"]["token"]) for w in witnesses] == [
-        ("a", "b"), ("a", "c")
-    ]  # fmt: skip
+        ("a", "b"),
+        ("a", "c"),
+    ]
     assert witnesses[0] == {
-        "kind": "fencing-out-of-order", "key": "k0",
-        "earlier": {"process": 1, "token": "a", "fencing": 5, "invoked": 99, "time": 100,
-                    "index": 5},
-        "later": {"process": 2, "token": "b", "fencing": 3, "invoked": 199, "time": 200,
-                  "index": 1},
-    }  # fmt: skip
+        "kind": "fencing-out-of-order",
+        "key": "k0",
+        "earlier": {
+            "process": 1,
+            "token": "a",
+            "fencing": 5,
+            "invoked": 99,
+            "time": 100,
+            "index": 5,
+        },
+        "later": {
+            "process": 2,
+            "token": "b",
+            "fencing": 3,
+            "invoked": 199,
+            "time": 200,
+            "index": 1,
+        },
+    }
     assert check(h).stats["fencing_out_of_order"] == 2
 
 
@@ -639,9 +664,12 @@ def test_an_unfenced_history_is_not_fenced() -> None:
     enter(h, 1, "a", 50)
     result = check(h)
     assert result.fencing == {
-        "fenced": False, "stale_writes_rejected": [], "out_of_order": [],
-        "resource_consistent": True, "stale_writes_accepted": [],
-    }  # fmt: skip
+        "fenced": False,
+        "stale_writes_rejected": [],
+        "out_of_order": [],
+        "resource_consistent": True,
+        "stale_writes_accepted": [],
+    }
     assert json.loads(json.dumps(result.to_dict()))["fencing"]["fenced"] is False
 
 
@@ -677,9 +705,16 @@ def test_a_gap_longer_than_three_ttls_with_attempts_is_stuck() -> None:
     assert liveness["verdict"] == "stuck"
     assert liveness["bound_ns"] == 300 * MS  # 3 x ttl_ms 100
     assert liveness["intervals"] == [
-        {"key": "k0", "start": 10 * MS, "end": 600 * MS, "length_ns": 590 * MS,
-         "attempts": 6, "bound_ns": 300 * MS, "open": False}
-    ]  # fmt: skip
+        {
+            "key": "k0",
+            "start": 10 * MS,
+            "end": 600 * MS,
+            "length_ns": 590 * MS,
+            "attempts": 6,
+            "bound_ns": 300 * MS,
+            "open": False,
+        }
+    ]
     # Reported beside safety, not in it: nothing overlapped.
     result = check(h)
     assert result.verdict == Verdict.VALID
@@ -709,9 +744,16 @@ def test_failing_while_a_lease_is_held_is_not_unavailability() -> None:
     h.add(2, "ok", "acquire", 1_001 * MS, "b", {"deadline": None, "grants": ["n1"]})
     assert check_liveness(h.events)["verdict"] == "ok"
     assert check_liveness(h.events, bound_ns=MS - 1)["intervals"] == [
-        {"key": "k0", "start": 1_000 * MS, "end": 1_001 * MS, "length_ns": MS,
-         "attempts": 1, "bound_ns": MS - 1, "open": False}
-    ]  # fmt: skip
+        {
+            "key": "k0",
+            "start": 1_000 * MS,
+            "end": 1_001 * MS,
+            "length_ns": MS,
+            "attempts": 1,
+            "bound_ns": MS - 1,
+            "open": False,
+        }
+    ]
 
 
 def test_a_stretch_open_at_the_end_lasts_as_long_as_someone_tries() -> None:

@@ -180,8 +180,9 @@ def test_aof_always_keeps_a_key_across_a_kill_and_teardown_leaves_nothing(
         assert (run_dir / "data" / "n1" / "appendonlydir").is_dir()  # on the host
     label = f"label=lockharness.run={run_dir.resolve()}"
     for kind in (["ps", "-a"], ["network", "ls"], ["volume", "ls"]):
-        listed = subprocess.run(["docker", *kind, "-q", "--filter", label],
-                                capture_output=True, text=True, check=True)  # fmt: skip
+        listed = subprocess.run(
+            ["docker", *kind, "-q", "--filter", label], capture_output=True, text=True, check=True
+        )
         assert listed.stdout.strip() == "", f"docker {' '.join(kind)}: {listed.stdout}"
     assert leftovers(run_dir) == []
     assert (run_dir / "redis-n1.log").read_text()  # the container's output was kept
@@ -205,8 +206,9 @@ def test_the_supervisor_stops_on_sigterm_and_teardown_is_quick(tmp_path: Path) -
     assert time.monotonic() - started < 15  # compose down, on a machine shared with others
     label = f"label=lockharness.run={run_dir.resolve()}"
     for kind in (["ps", "-a"], ["network", "ls"], ["volume", "ls"]):
-        listed = subprocess.run(["docker", *kind, "-q", "--filter", label],
-                                capture_output=True, text=True, check=True)  # fmt: skip
+        listed = subprocess.run(
+            ["docker", *kind, "-q", "--filter", label], capture_output=True, text=True, check=True
+        )
         assert listed.stdout.strip() == "", f"docker {' '.join(kind)}: {listed.stdout}"
     assert leftovers(run_dir) == []
 

@@ -29,12 +29,16 @@ def _plan(run_dir: Path, shim: bool = False) -> ProjectPlan:
     )
     return ProjectPlan(
         run_dir=run_dir,
-        redis_image="lockharness/redis:7", toxiproxy_image="lockharness/toxiproxy:2",
-        nodes=nodes, resource=NodePlan("resource", 7100, run_dir / "data" / "resource"),
-        api_port=7200, proxy_ports=(7301, 7302), user="1000:1000",
+        redis_image="lockharness/redis:7",
+        toxiproxy_image="lockharness/toxiproxy:2",
+        nodes=nodes,
+        resource=NodePlan("resource", 7100, run_dir / "data" / "resource"),
+        api_port=7200,
+        proxy_ports=(7301, 7302),
+        user="1000:1000",
         shim_library=Path("/cache/clock_shim.so") if shim else None,
         clock_dir=run_dir / "clock" if shim else None,
-    )  # fmt: skip
+    )
 
 
 def test_persistence_modes_are_local_redis_nodes_argv(tmp_path: Path) -> None:
@@ -79,8 +83,9 @@ def test_write_names_the_project_for_compose_ps(tmp_path: Path) -> None:
 
 def test_replicated_nodes_listen_on_their_own_port_with_their_extra_args(tmp_path: Path) -> None:
     plan = _plan(tmp_path)
-    node = NodePlan("n2", 7002, tmp_path / "n2", port=7002,
-                    extra_args=("--replicaof", "toxiproxy", "7402"))  # fmt: skip
+    node = NodePlan(
+        "n2", 7002, tmp_path / "n2", port=7002, extra_args=("--replicaof", "toxiproxy", "7402")
+    )
     document = compose_document(dataclasses.replace(plan, nodes=(node,)))
     service = document["services"]["n2"]
     assert service["command"][:2] == ["--port", "7002"]

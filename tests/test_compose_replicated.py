@@ -34,8 +34,9 @@ def _client(endpoint: Endpoint, timeout_s: float = 5.0) -> redis.Redis:
 def _assert_nothing_left(run_dir: Path) -> None:
     label = f"label=lockharness.run={run_dir.resolve()}"
     for kind in (["ps", "-a"], ["network", "ls"], ["volume", "ls"]):
-        listed = subprocess.run(["docker", *kind, "-q", "--filter", label],
-                                capture_output=True, text=True, check=True)  # fmt: skip
+        listed = subprocess.run(
+            ["docker", *kind, "-q", "--filter", label], capture_output=True, text=True, check=True
+        )
         assert listed.stdout.strip() == "", f"docker {' '.join(kind)}: {listed.stdout}"
     assert leftovers(run_dir) == []
 
@@ -113,12 +114,15 @@ def test_sentinel_fails_over_and_a_client_on_the_host_follows(
 ) -> None:
     # Last in this module: it leaves a master other than n1.
     switches: list[tuple[str, str, int | None]] = []
-    stop_watching = replicated.watch_failovers(lambda old, new, began: switches.append(
-        (old, new, began)))  # fmt: skip
+    stop_watching = replicated.watch_failovers(
+        lambda old, new, began: switches.append((old, new, began))
+    )
     lock = SingleInstanceLock(
-        replicated.worker_endpoints(1), time.monotonic_ns, {"discovery": "sentinel"},
+        replicated.worker_endpoints(1),
+        time.monotonic_ns,
+        {"discovery": "sentinel"},
         discovery=replicated.discovery(1),
-    )  # fmt: skip
+    )
     try:
         before = lock.acquire("k", 60_000)
         assert before is not None and before.grants == ("n1",)
@@ -171,9 +175,11 @@ def test_promote_without_sentinel_repoints_clients_and_teardown_leaves_nothing(
         assert cluster.sentinels == [] and cluster.discovery(1).sentinels == []
         assert "w1-s1" not in cluster.toxiproxy.proxies()
         lock = SingleInstanceLock(
-            cluster.worker_endpoints(1), time.monotonic_ns, {"discovery": "pointer"},
+            cluster.worker_endpoints(1),
+            time.monotonic_ns,
+            {"discovery": "pointer"},
             discovery=cluster.discovery(1),
-        )  # fmt: skip
+        )
         assert (lease := lock.acquire("k", 60_000)) is not None and lease.grants == ("n1",)
         master = _client(cluster.node("n1").endpoint)
         assert master.execute_command("WAIT", 2, 5000) == 2  # k is on n3 before it is promoted
@@ -186,8 +192,10 @@ def test_promote_without_sentinel_repoints_clients_and_teardown_leaves_nothing(
         info = _client(cluster.node("n2").endpoint).info("replication")
         shared_n3 = cluster.describe()["shared_proxies"]["n3"]
         assert (info["role"], info["master_host"], info["master_port"]) == (
-            "slave", "toxiproxy", shared_n3["port"]
-        )  # fmt: skip
+            "slave",
+            "toxiproxy",
+            shared_n3["port"],
+        )
         lock.close()
     finally:
         cluster.stop()

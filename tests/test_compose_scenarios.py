@@ -50,8 +50,15 @@ def test_no_engine_is_bad_input_naming_what_to_do(tmp_path: Path) -> None:
     env_before = os.environ.get("DOCKER_HOST")
     os.environ["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"
     try:
-        done = lockharness("run", "redlock-baseline", "--backend", "compose",
-                           "--store", str(tmp_path / "store"), cwd=tmp_path)  # fmt: skip
+        done = lockharness(
+            "run",
+            "redlock-baseline",
+            "--backend",
+            "compose",
+            "--store",
+            str(tmp_path / "store"),
+            cwd=tmp_path,
+        )
     finally:
         if env_before is None:
             del os.environ["DOCKER_HOST"]

@@ -65,8 +65,10 @@ def test_nesting_999_deep_is_refused_with_its_line(tmp_path: Path) -> None:
 
 def test_aliases_may_be_shared_when_small(tmp_path: Path) -> None:
     path = tmp_path / "ok.yaml"
-    path.write_text(GOOD + "faults: [{kind: kill, name: a, duration: &d 300ms},"
-                    " {kind: kill, name: b, duration: *d}]\n")  # fmt: skip
+    path.write_text(
+        GOOD + "faults: [{kind: kill, name: a, duration: &d 300ms},"
+        " {kind: kill, name: b, duration: *d}]\n"
+    )
     assert [f.duration_ns for f in load_scenario(str(path)).faults.faults] == [300_000_000] * 2
 
 
@@ -93,21 +95,28 @@ F = GOOD + "faults:\n  - "
 @pytest.mark.parametrize(
     ("fault", "mentions"),
     [
-        ("{kind: toxic, options: {type: latency, attributes: {latency: abc}}}",
-         ["options.attributes.latency", "'abc'", "an integer from 0 to 86400000 (ms)"]),
-        ("{kind: toxic, options: {type: slicer, attributes: {delay: 1.5}}}",
-         ["options.attributes.delay", "(us)"]),
-        ("{kind: toxic, options: {type: bandwidth, attributes: {rate: -1}}}",
-         ["options.attributes.rate"]),
-        ("{kind: latency, options: {latency: 1500us}}",
-         ["options.latency", "whole milliseconds"]),
+        (
+            "{kind: toxic, options: {type: latency, attributes: {latency: abc}}}",
+            ["options.attributes.latency", "'abc'", "an integer from 0 to 86400000 (ms)"],
+        ),
+        (
+            "{kind: toxic, options: {type: slicer, attributes: {delay: 1.5}}}",
+            ["options.attributes.delay", "(us)"],
+        ),
+        (
+            "{kind: toxic, options: {type: bandwidth, attributes: {rate: -1}}}",
+            ["options.attributes.rate"],
+        ),
+        ("{kind: latency, options: {latency: 1500us}}", ["options.latency", "whole milliseconds"]),
         ("{kind: latency, options: {latency: 999999h}}", ["options.latency", "too long"]),
-        ("{kind: clock-bump, options: {delta: +999999999h}}",
-         ["options.delta", "too far", "87600h"]),
+        (
+            "{kind: clock-bump, options: {delta: +999999999h}}",
+            ["options.delta", "too far", "87600h"],
+        ),
         ("{kind: clock-rate, options: {rate: 1.0e+300}}", ["options.rate", "up to 1000"]),
         ("{kind: kill, every: 1ns}", ["faults[0].every", "at least 10ms"]),
     ],
-)  # fmt: skip
+)
 def test_fault_values_the_servers_would_refuse(
     tmp_path: Path, fault: str, mentions: list[str]
 ) -> None:
@@ -189,7 +198,13 @@ def test_an_unwritable_report_path_is_refused_before_the_runs(tmp_path: Path, fl
     ):
         locked.chmod(0o500)
         try:
-            assert_254(tmp_path, "suite", "single-baseline", flag, str(path),
-                       mentions=[flag, str(path), why])  # fmt: skip
+            assert_254(
+                tmp_path,
+                "suite",
+                "single-baseline",
+                flag,
+                str(path),
+                mentions=[flag, str(path), why],
+            )
         finally:
             locked.chmod(0o700)

@@ -32,13 +32,12 @@ def test_every_built_in_declares_the_name_it_is_listed_under() -> None:
         assert info.extends == issubclass(cls, Extending), name
     assert [n for n, i in CLIENTS.items() if i.extends and not i.command] == ["redlock-extend"]
     # The reference programs (workloads/programs.py) say what their libraries can do.
-    assert [n for n, i in CLIENTS.items() if i.extends and i.command] == [
-        "redsync", "node-redlock"
-    ]
+    assert [n for n, i in CLIENTS.items() if i.extends and i.command] == ["redsync", "node-redlock"]
     assert [n for n, i in CLIENTS.items() if i.reentrant] == ["reentrant"]
     assert {n for n, i in CLIENTS.items() if i.ttl_step_ms != 1} == {
-        "python-redis-lock", "python-redis-lock-renewal"
-    }  # fmt: skip
+        "python-redis-lock",
+        "python-redis-lock-renewal",
+    }
 
 
 def test_a_subclass_does_not_inherit_its_parents_name_or_description() -> None:
@@ -71,8 +70,9 @@ def test_abilities_are_protocols_checked_on_the_instance() -> None:
 
 
 def _python(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -98,7 +98,8 @@ def test_without_the_extra_an_adapter_is_listed_as_what_to_install() -> None:
         "print(CLIENTS['pottery-redlock'].description); print(CLIENTS['redlock'].name)"
     )
     assert out.splitlines() == [
-        "pottery is not installed: pip install '.[clients]' (or make setup)", "redlock"
-    ]  # fmt: skip
+        "pottery is not installed: pip install '.[clients]' (or make setup)",
+        "redlock",
+    ]
     assert set(ADAPTERS) <= set(CLIENTS)
     assert isinstance(CLIENTS["pottery-redlock"], ClientInfo)

@@ -89,8 +89,11 @@ def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -
     )
     assert code == 0, output
     assert results["verdict"] == "valid"
-    killed = [e.value["killed"] for e in nemesis_events(run_dir)
-              if e.f == "kill" and e.type == "info" and e.value["phase"] == "start"]  # fmt: skip
+    killed = [
+        e.value["killed"]
+        for e in nemesis_events(run_dir)
+        if e.f == "kill" and e.type == "info" and e.value["phase"] == "start"
+    ]
     assert killed and all(len(nodes) == 2 for nodes in killed)  # a minority each time
     assert results["stats"]["cycles"] > 20  # it kept working through the kills
 
@@ -100,8 +103,11 @@ def test_a_crashed_setnx_del_holder_is_safe_but_stuck(tmp_path: Path) -> None:
     assert code == 0, output
     assert results["verdict"] == "valid" and results["liveness"]["verdict"] == "stuck"
     (stuck,) = results["liveness"]["intervals"]
-    kills = [e for e in nemesis_events(run_dir)
-             if e.f == "client-kill" and e.type == "info" and "killed" in e.value]  # fmt: skip
+    kills = [
+        e
+        for e in nemesis_events(run_dir)
+        if e.f == "client-kill" and e.type == "info" and "killed" in e.value
+    ]
     # A shot can land just after its target released (it was the holder when the nemesis
     # decided), and once the lock is stuck later shots hit the dead holder again: the
     # stretch begins at the one shot that caught a holder inside.
@@ -156,8 +162,11 @@ def test_reentrant_nesting_is_one_section_per_owner(tmp_path: Path) -> None:
     history = read_history(run_dir / "history.jsonl")
     nested = [e for e in history if e.f == "acquire" and e.type == "ok" and value(e).get("depth")]
     assert nested, "no section re-acquired its lock"
-    outer = {(e.process, e.token) for e in history
-             if e.f == "acquire" and e.type == "ok" and not value(e).get("depth")}  # fmt: skip
+    outer = {
+        (e.process, e.token)
+        for e in history
+        if e.f == "acquire" and e.type == "ok" and not value(e).get("depth")
+    }
     # A nested lease is the same owner and the same token as a lease it already holds.
     assert all((e.process, e.token) in outer and value(e)["depth"] == 2 for e in nested)
     assert results["stats"]["cycles"] < results["stats"]["ok"]  # nested acquires: no cycles

@@ -40,9 +40,11 @@ def test_sentinel_fails_over_and_clients_follow_through_their_proxies(
     switches: list[tuple[str, str]] = []
     stop_watching = replicated.watch_failovers(lambda old, new, _: switches.append((old, new)))
     lock = SingleInstanceLock(
-        replicated.worker_endpoints(1), time.monotonic_ns, {"discovery": "sentinel"},
+        replicated.worker_endpoints(1),
+        time.monotonic_ns,
+        {"discovery": "sentinel"},
         discovery=replicated.discovery(1),
-    )  # fmt: skip
+    )
     try:
         before = lock.acquire("k", 60_000)
         assert before is not None and before.grants == ("n1",)
@@ -91,9 +93,11 @@ def test_promote_without_sentinel_repoints_clients(
     cluster.start()
     try:
         lock = SingleInstanceLock(
-            cluster.worker_endpoints(1), time.monotonic_ns, {"discovery": "pointer"},
+            cluster.worker_endpoints(1),
+            time.monotonic_ns,
+            {"discovery": "pointer"},
             discovery=cluster.discovery(1),
-        )  # fmt: skip
+        )
         assert (lease := lock.acquire("k", 60_000)) is not None and lease.grants == ("n1",)
         master = redis.Redis(port=cluster.node("n1").endpoint.port)
         assert master.execute_command("WAIT", 2, 5000) == 2  # k is on n3 before it is promoted
@@ -131,7 +135,10 @@ def test_replicated_without_faults_is_valid(tmp_path: Path) -> None:
     code, results, run_dir, output = run(tmp_path, "failover-no-faults", "--duration", "5s")
     assert code == 0, output
     assert results["verdict"] == "valid" and results["stats"]["cycles"] > 20
-    grants = {tuple(value(e)["grants"]) for e in read_history(run_dir / "history.jsonl")
-              if e.f == "acquire" and e.type == "ok"}  # fmt: skip
+    grants = {
+        tuple(value(e)["grants"])
+        for e in read_history(run_dir / "history.jsonl")
+        if e.f == "acquire" and e.type == "ok"
+    }
     assert grants == {("n1",)}  # every lease from the one master, found through Sentinel
     assert len(json.loads((run_dir / "cluster.json").read_text())["sentinels"]) == 3

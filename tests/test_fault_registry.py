@@ -67,8 +67,11 @@ def test_every_builtin_scenario_validates_against_the_schema() -> None:
 
 def test_the_schema_rejects_what_the_loader_rejects() -> None:
     validator = jsonschema.Draft7Validator(json.loads(SCHEMA.read_text()))
-    for wrong in ("faults: [{kind: explode}]", "workload: {ttl: 10}",
-                  "faults: [{kind: pause, x: 1}]"):  # fmt: skip
+    for wrong in (
+        "faults: [{kind: explode}]",
+        "workload: {ttl: 10}",
+        "faults: [{kind: pause, x: 1}]",
+    ):
         document = yaml.safe_load(GOOD + wrong + "\n")
         assert list(validator.iter_errors(document)), wrong
 

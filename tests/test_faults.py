@@ -78,13 +78,18 @@ def bench(fault_cluster: LocalCluster, tmp_path: Path) -> Iterator[Callable[...,
     def clock() -> int:
         return time.monotonic_ns() - t0
 
-    def build(plan: FaultPlan, workers: list[ManagedProcess] | None = None,
-              restart_delay_ns: int = 0, run_ns: int = 60 * S) -> Nemesis:  # fmt: skip
+    def build(
+        plan: FaultPlan,
+        workers: list[ManagedProcess] | None = None,
+        restart_delay_ns: int = 0,
+        run_ns: int = 60 * S,
+    ) -> Nemesis:
         shard = tmp_path / "history.w1.jsonl"
         shard.touch()
         live = LiveHistory([shard], threads_per_worker=1)
-        ctx = FaultContext(fault_cluster, workers or [], live, random.Random(7),
-                           restart_delay_ns=restart_delay_ns)  # fmt: skip
+        ctx = FaultContext(
+            fault_cluster, workers or [], live, random.Random(7), restart_delay_ns=restart_delay_ns
+        )
         nemesis = Nemesis(plan, ctx, Recorder(tmp_path / "nemesis.jsonl", clock), clock, 7, run_ns)
         made.append(nemesis)
         return nemesis
@@ -153,8 +158,10 @@ def test_ring_gives_each_worker_its_own_bare_majority(fault_cluster, bench) -> N
     nemesis = bench(FaultPlan())
     nemesis.specs["ring"] = spec("partition", "ring", mode="ring")
     run_once(nemesis, "ring", "all")
-    seen = {w: [n for n in ("n1", "n2", "n3", "n4", "n5") if reaches(fault_cluster, w, n)]
-            for w in (1, 2)}  # fmt: skip
+    seen = {
+        w: [n for n in ("n1", "n2", "n3", "n4", "n5") if reaches(fault_cluster, w, n)]
+        for w in (1, 2)
+    }
     assert seen == {1: ["n1", "n2", "n3"], 2: ["n2", "n3", "n4"]}
 
 
@@ -212,8 +219,7 @@ def test_clock_bump_shifts_time_and_expires_a_key_early(fault_cluster, bench) ->
 def test_client_pause_stops_a_worker_making_progress(bench, tmp_path) -> None:
     ticks = tmp_path / "ticks"
     loop = (
-        f"import time\nwhile True:\n    open({str(ticks)!r}, 'a').write('.')\n"
-        "    time.sleep(0.005)"
+        f"import time\nwhile True:\n    open({str(ticks)!r}, 'a').write('.')\n    time.sleep(0.005)"
     )
     worker = ManagedProcess("worker-w1", [sys.executable, "-c", loop], tmp_path / "w.log")
     worker.start()
@@ -271,13 +277,17 @@ def test_schedule_is_reproducible_from_the_seed() -> None:
 def test_scheduled_nemesis_records_and_heals_everything(fault_cluster, bench, tmp_path) -> None:
     plan = FaultPlan(
         (
-            spec("kill"), spec("pause"), spec("latency"),
+            spec("kill"),
+            spec("pause"),
+            spec("latency"),
             spec("clock-bump", delta=30 * S),
             FaultSpec("partition", "ring", options=options_type("partition")(mode="ring")),
         ),
-        tuple(TimelineEntry(0, kind, ("n1",) if kind != "ring" else None, 60 * S)
-              for kind in ("kill", "pause", "latency", "clock-bump", "ring")),
-    )  # fmt: skip
+        tuple(
+            TimelineEntry(0, kind, ("n1",) if kind != "ring" else None, 60 * S)
+            for kind in ("kill", "pause", "latency", "clock-bump", "ring")
+        ),
+    )
     nemesis = bench(plan)
     nemesis.start()
     assert wait_until(lambda: len(nemesis.active) == 5)

@@ -26,8 +26,10 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount_point.mkdir()
     done = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(mount_point)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         why = f"cannot mount a tmpfs here: {done.stderr.strip()}"
         if os.environ.get("CI") == "true":
@@ -41,8 +43,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def test_disk_full_mid_run(tmp_path: Path, small_disk: Path) -> None:
     store = small_disk / "store"
-    done = lockharness("run", "redlock-baseline", "--duration", "60s", "--store", str(store),
-                       cwd=tmp_path)  # fmt: skip
+    done = lockharness(
+        "run", "redlock-baseline", "--duration", "60s", "--store", str(store), cwd=tmp_path
+    )
     output = done.stdout + done.stderr
     assert "Traceback" not in output, output
     assert done.returncode == 2, output  # unknown: the history stops where the disk did

@@ -41,8 +41,10 @@ def _late_pair(
 
 def _sorted(h: History) -> list[Event]:
     events = sorted(h.events, key=lambda e: e.time)
-    return [Event(i, e.process, e.type, e.f, e.time, e.wall, e.key, e.token, e.value)
-            for i, e in enumerate(events)]  # fmt: skip
+    return [
+        Event(i, e.process, e.type, e.f, e.time, e.wall, e.key, e.token, e.value)
+        for i, e in enumerate(events)
+    ]
 
 
 def _pause(h: History, workers: list[str], start: int, stop: int, processes: object) -> History:
@@ -51,8 +53,7 @@ def _pause(h: History, workers: list[str], start: int, stop: int, processes: obj
     details = {"paused": workers}
     if processes is not None:
         details["processes"] = processes  # type: ignore[assignment]
-    h.add("nemesis", "info", "gc", start + 1, value={**base, "phase": "start", **details},
-          key=None)  # fmt: skip
+    h.add("nemesis", "info", "gc", start + 1, value={**base, "phase": "start", **details}, key=None)
     h.add("nemesis", "invoke", "gc", stop, value={**base, "phase": "stop"}, key=None)
     h.add("nemesis", "info", "gc", stop + 1, value={**base, "phase": "stop"}, key=None)
     return h
@@ -111,8 +112,9 @@ def test_an_extend_in_flight_across_the_deadline_is_the_clients_doing() -> None:
 
 def _with_resource(h: History, planned_end: int | None) -> History:
     """A enters the resource at 11 ms and leaves at 149 ms; B enters at 121 ms and sees A."""
-    h.add(0, "invoke", "enter", 11 * MS, "a").add(0, "ok", "enter", 11 * MS + 1, "a",
-                                               {"occupancy": 1, "others": []})  # fmt: skip
+    h.add(0, "invoke", "enter", 11 * MS, "a").add(
+        0, "ok", "enter", 11 * MS + 1, "a", {"occupancy": 1, "others": []}
+    )
     h.add(5, "invoke", "enter", 121 * MS, "b")
     h.add(5, "ok", "enter", 121 * MS + 1, "b", {"occupancy": 2, "others": ["a"]})
     h.add(0, "invoke", "exit", 149 * MS, "a").add(0, "ok", "exit", 149 * MS + 1, "a")
@@ -141,8 +143,9 @@ def test_a_genuine_violation_stands_beside_an_excused_one() -> None:
 
 def test_resource_errors_make_a_clean_run_unknown() -> None:
     h = History().lease(0, "a", start=10, end=100, deadline=200)
-    h.add(0, "invoke", "enter", 20, "a").add(0, "info", "enter", 30, "a",
-                                             {"error": "ConnectionError: refused"})  # fmt: skip
+    h.add(0, "invoke", "enter", 20, "a").add(
+        0, "info", "enter", 30, "a", {"error": "ConnectionError: refused"}
+    )
     result = check_history(_sorted(h))
     assert result.verdict is Verdict.UNKNOWN
     assert any("the resource failed: 1 call" in r and "refused" in r for r in result.reasons)
@@ -160,9 +163,11 @@ def test_releases_say_when_the_worker_meant_to_leave(tmp_path: Path) -> None:
     releases = [e for e in releases if e["f"] == "release" and e["type"] == "invoke"]
     assert releases
     assert all(isinstance(e["value"]["planned_end"], int) for e in releases)
-    deadlines = {e["token"]: e["value"]["deadline"] for e in map(json.loads,
-                 (run_dir / "history.jsonl").read_text().splitlines())
-                 if e["f"] == "acquire" and e["type"] == "ok"}  # fmt: skip
+    deadlines = {
+        e["token"]: e["value"]["deadline"]
+        for e in map(json.loads, (run_dir / "history.jsonl").read_text().splitlines())
+        if e["f"] == "acquire" and e["type"] == "ok"
+    }
     # With honor_validity the worker means to leave by the lease's deadline.
     assert all(e["value"]["planned_end"] <= deadlines[e["token"]] for e in releases)
 
@@ -171,10 +176,22 @@ def test_a_dead_resource_is_the_harness_problem_not_the_locks(tmp_path: Path) ->
     """A correct client while the resource redis dies mid-run: never invalid."""
     store = tmp_path / "store"
     harness = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "single-baseline", "--duration", "6s",
-         "--store", str(store)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "single-baseline",
+            "--duration",
+            "6s",
+            "--store",
+            str(store),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     latest = store / "latest"
 
     def resource_pid() -> int | None:
@@ -186,8 +203,11 @@ def test_a_dead_resource_is_the_harness_problem_not_the_locks(tmp_path: Path) ->
         return names.get("redis-server resource") if "worker-w1" in names else None
 
     wait_for(lambda: resource_pid() is not None, 30, "workers at work")
-    wait_for(lambda: any(p.stat().st_size > 5_000 for p in latest.resolve().glob("history.w*")),
-             30, "some lock cycles")  # fmt: skip
+    wait_for(
+        lambda: any(p.stat().st_size > 5_000 for p in latest.resolve().glob("history.w*")),
+        30,
+        "some lock cycles",
+    )
     pid = resource_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
@@ -204,9 +224,15 @@ def test_an_overloaded_machine_never_makes_a_correct_lock_invalid(tmp_path: Path
     from tests.conftest import run
 
     _, results, _, output = run(
-        tmp_path, "set-nx-watch-expiry-race", "--duration", "4s", "--workers", "16",
-        "--threads", "8",
-    )  # fmt: skip
+        tmp_path,
+        "set-nx-watch-expiry-race",
+        "--duration",
+        "4s",
+        "--workers",
+        "16",
+        "--threads",
+        "8",
+    )
     assert results["verdict"] in ("valid", "unknown"), output
     stats = results["stats"]
     assert stats["cycles"] > 0 and stats["max_lateness_ns"] >= 0, stats  # it was measured

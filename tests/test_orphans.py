@@ -211,8 +211,11 @@ def test_killed_run_can_be_checked(tmp_path: Path, controller: Controller) -> No
     wait_for(lambda: _ledger_complete(tmp_path, SERVERS_AND_WORKERS), 30, "a running cluster")
     run_dir = _run_dir(tmp_path)
     assert run_dir is not None
-    wait_for(lambda: sum(p.stat().st_size for p in run_dir.glob("history.w*.jsonl")) > 10_000,
-             30, "some history")  # fmt: skip
+    wait_for(
+        lambda: sum(p.stat().st_size for p in run_dir.glob("history.w*.jsonl")) > 10_000,
+        30,
+        "some history",
+    )
     harness.kill()
     assert_nothing_left(tmp_path, harness)
     assert not (run_dir / "history.jsonl").exists()
@@ -234,12 +237,22 @@ def _dead_pid() -> int:
 
 
 def _record(name: str, popen: subprocess.Popen[bytes], argv: list[str]) -> dict[str, Any]:
-    wait_for(lambda: process_start(popen.pid) is not None and
-             os.readlink(f"/proc/{popen.pid}/exe") != os.readlink("/proc/self/exe"),
-             10, f"{name} to exec")  # fmt: skip
+    wait_for(
+        lambda: (
+            process_start(popen.pid) is not None
+            and os.readlink(f"/proc/{popen.pid}/exe") != os.readlink("/proc/self/exe")
+        ),
+        10,
+        f"{name} to exec",
+    )
     record = ProcessRecord.of(name, popen.pid, argv)
-    return {"name": name, "pid": record.pid, "argv": record.argv, "exe": record.exe,
-            "start": record.start}  # fmt: skip
+    return {
+        "name": name,
+        "pid": record.pid,
+        "argv": record.argv,
+        "exe": record.exe,
+        "start": record.start,
+    }
 
 
 def _write_ledger(
@@ -278,18 +291,34 @@ def test_gc_stops_only_a_dead_runs_processes(
     decoy = subprocess.Popen(["sleep", "300"], start_new_session=True)
     strays.append(decoy)
     decoy_record = _record("decoy", decoy, ["sleep", "300"])
-    decoy_record |= {"name": "redis-server n2", "argv": leftover_argv,
-                     "exe": os.path.realpath(redis_server)}  # fmt: skip
-    dead_controller = {"name": "controller", "pid": _dead_pid(), "argv": ["lockharness"],
-                       "exe": sys.executable, "start": 1}  # fmt: skip
+    decoy_record |= {
+        "name": "redis-server n2",
+        "argv": leftover_argv,
+        "exe": os.path.realpath(redis_server),
+    }
+    dead_controller = {
+        "name": "controller",
+        "pid": _dead_pid(),
+        "argv": ["lockharness"],
+        "exe": sys.executable,
+        "start": 1,
+    }
     killed_run = store / "redlock-baseline" / "20260101T000000"
-    _write_ledger(killed_run, dead_controller,
-                  [_record("redis-server n1", leftover, leftover_argv), decoy_record])
+    _write_ledger(
+        killed_run,
+        dead_controller,
+        [_record("redis-server n1", leftover, leftover_argv), decoy_record],
+    )
     # A live run in the same store: its controller (this test) is alive; never touched.
     live, live_argv = redis(free_port())
     me = ProcessRecord.of("controller", os.getpid(), [sys.executable])
-    live_controller = {"name": "controller", "pid": me.pid, "argv": me.argv, "exe": me.exe,
-                       "start": me.start}  # fmt: skip
+    live_controller = {
+        "name": "controller",
+        "pid": me.pid,
+        "argv": me.argv,
+        "exe": me.exe,
+        "start": me.start,
+    }
     live_run = store / "single-baseline" / "20260101T000000"
     _write_ledger(live_run, live_controller, [_record("redis-server n1", live, live_argv)])
 
@@ -317,12 +346,21 @@ def test_run_warns_about_leftovers(
     store = tmp_path / "store"
     argv = [str(redis_server), "--port", str(free_port()), "--bind", "127.0.0.1", "--save", ""]
     strays.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, start_new_session=True))
-    dead_controller = {"name": "controller", "pid": _dead_pid(), "argv": ["lockharness"],
-                       "exe": sys.executable, "start": 1}  # fmt: skip
-    _write_ledger(store / "x" / "20260101T000000", dead_controller,
-                  [_record("redis-server n1", strays[-1], argv)])
-    done = lockharness("run", "single-baseline", "--duration", "1s", "--store", str(store),
-                       cwd=tmp_path)  # fmt: skip
+    dead_controller = {
+        "name": "controller",
+        "pid": _dead_pid(),
+        "argv": ["lockharness"],
+        "exe": sys.executable,
+        "start": 1,
+    }
+    _write_ledger(
+        store / "x" / "20260101T000000",
+        dead_controller,
+        [_record("redis-server n1", strays[-1], argv)],
+    )
+    done = lockharness(
+        "run", "single-baseline", "--duration", "1s", "--store", str(store), cwd=tmp_path
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     warning = done.stderr.replace("\n", "")  # as wrapped to the terminal's width
     assert "1 process of earlier runs is still running" in warning, done.stderr

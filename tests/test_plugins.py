@@ -44,9 +44,7 @@ class Lock:
 """
 
 
-def scenario_with(
-    tmp_path: Path, client: str, modules: dict[str, str], section: str = ""
-) -> Path:
+def scenario_with(tmp_path: Path, client: str, modules: dict[str, str], section: str = "") -> Path:
     """A scenario in tmp_path/scen/ (not the cwd), with ``modules`` beside it; ``section``
     (one line, "cluster: {...}") replaces the line of SCENARIO with the same key."""
     folder = tmp_path / "scen"
@@ -88,8 +86,11 @@ def test_the_example_plugin_runs_and_is_valid(tmp_path: Path) -> None:
     assert results["client"] == "my_lock:MyLock"
     assert "client my_lock:MyLock" in output
     assert results["stats"]["cycles"] > 20 and results["stats"]["info"] == 0
-    grants = {tuple(value(e)["grants"]) for e in read_history(run_dir / "history.jsonl")
-              if e.type == "ok" and e.f == "acquire"}  # fmt: skip
+    grants = {
+        tuple(value(e)["grants"])
+        for e in read_history(run_dir / "history.jsonl")
+        if e.type == "ok" and e.f == "acquire"
+    }
     assert grants == {("n1",)}
     resolved = yaml.safe_load((run_dir / "scenario.yaml").read_text())
     assert resolved["client"] == {
@@ -140,8 +141,10 @@ class Lock:
     def close(self):
         self.redis.close()
 """
-HELPER = 'RELEASE = """if redis.call("get", KEYS[1]) == ARGV[1] then ' \
-    'return redis.call("del", KEYS[1]) else return 0 end"""\n'  # fmt: skip
+HELPER = (
+    'RELEASE = """if redis.call("get", KEYS[1]) == ARGV[1] then '
+    'return redis.call("del", KEYS[1]) else return 0 end"""\n'
+)
 
 
 def test_a_plugin_package_runs_in_the_workers_from_where_it_was_found(tmp_path: Path) -> None:
@@ -209,9 +212,10 @@ def test_a_plugin_named_like_a_harness_package_loads_and_runs(tmp_path: Path, mo
     # The harness's own faults and checker packages are imported by the run; the plug-in's
     # file is loaded under a private name, so neither shadows the other.
     path = scenario_with(
-        tmp_path, f"{{class: '{module}:Lock', options: {{timeout: 100ms}}}}",
+        tmp_path,
+        f"{{class: '{module}:Lock', options: {{timeout: 100ms}}}}",
         {f"{module}.py": NAMED_LIKE_THE_HARNESS, "plug_helper.py": HELPER},
-    )  # fmt: skip
+    )
     code, results, run_dir, output = run(tmp_path, str(path))
     assert code == 0, output
     assert results["client"] == f"{module}:Lock"
@@ -237,36 +241,67 @@ def declaring(attribute: str) -> str:
 
 
 BAD_PLUGINS = {
-    "no colon": ("my_lock.MyLock", {}, ["'my_lock.MyLock' is not a plug-in class",
-                                        '"module:ClassName"']),
+    "no colon": (
+        "my_lock.MyLock",
+        {},
+        ["'my_lock.MyLock' is not a plug-in class", '"module:ClassName"'],
+    ),
     "no class": ("plug:", {}, ["'plug:' is not a plug-in class", "module:ClassName"]),
-    "not found": ("nosuch_mod:Lock", {}, [
-        "module 'nosuch_mod' not found", "No module named 'nosuch_mod'",
-        "(the scenario's directory)", "(the current directory)", "then sys.path",
-        "nosuch_mod.py",
-    ]),
-    "import raises": ("plug:Lock", {"plug.py": "x = 1\nraise RuntimeError('no config')\n"},
-                      ["importing module 'plug' raised RuntimeError: no config", "plug.py:2"]),
+    "not found": (
+        "nosuch_mod:Lock",
+        {},
+        [
+            "module 'nosuch_mod' not found",
+            "No module named 'nosuch_mod'",
+            "(the scenario's directory)",
+            "(the current directory)",
+            "then sys.path",
+            "nosuch_mod.py",
+        ],
+    ),
+    "import raises": (
+        "plug:Lock",
+        {"plug.py": "x = 1\nraise RuntimeError('no config')\n"},
+        ["importing module 'plug' raised RuntimeError: no config", "plug.py:2"],
+    ),
     "import needs a missing module": (
-        "plug:Lock", {"plug.py": "import not_installed_dep\n"},
+        "plug:Lock",
+        {"plug.py": "import not_installed_dep\n"},
         ["importing module 'plug' raised ModuleNotFoundError", "not_installed_dep"],
     ),
-    "syntax error": ("plug:Lock", {"plug.py": "def broken(:\n"},
-                     ["importing module 'plug' raised SyntaxError", "line 1"]),
-    "exits on import": ("plug:Lock", {"plug.py": "import sys\nsys.exit(3)\n"},
-                        ["raised SystemExit: 3"]),
-    "no such attribute": ("plug:Nope", {"plug.py": GOOD_CLASS},
-                          ["module 'plug'", "has no attribute 'Nope'", "classes there: Lock"]),
-    "not a class": ("plug:make", {"plug.py": "def make(nodes, clock, options):\n    pass\n"},
-                    ["plug:make is a function, not a class", "acquire(key, ttl_ms)"]),
-    "no release": ("plug:Lock", {"plug.py": lock_module(**{"def release": "def let_go"})},
-                   ["plug:Lock has no method 'release'", "release(lease) -> bool"]),
+    "syntax error": (
+        "plug:Lock",
+        {"plug.py": "def broken(:\n"},
+        ["importing module 'plug' raised SyntaxError", "line 1"],
+    ),
+    "exits on import": (
+        "plug:Lock",
+        {"plug.py": "import sys\nsys.exit(3)\n"},
+        ["raised SystemExit: 3"],
+    ),
+    "no such attribute": (
+        "plug:Nope",
+        {"plug.py": GOOD_CLASS},
+        ["module 'plug'", "has no attribute 'Nope'", "classes there: Lock"],
+    ),
+    "not a class": (
+        "plug:make",
+        {"plug.py": "def make(nodes, clock, options):\n    pass\n"},
+        ["plug:make is a function, not a class", "acquire(key, ttl_ms)"],
+    ),
+    "no release": (
+        "plug:Lock",
+        {"plug.py": lock_module(**{"def release": "def let_go"})},
+        ["plug:Lock has no method 'release'", "release(lease) -> bool"],
+    ),
     "close not callable": (
-        "plug:Lock", {"plug.py": lock_module(**{"def close(self):\n        pass": "close = 5"})},
+        "plug:Lock",
+        {"plug.py": lock_module(**{"def close(self):\n        pass": "close = 5"})},
         ["plug:Lock.close is an int, not a method"],
     ),
     "acquire takes the wrong arguments": (
-        "plug:Lock", {"plug.py": lock_module(**{"acquire(self, key, ttl_ms)": "acquire(self)"})},
+        "plug:Lock",
+        {"plug.py": lock_module(**{"acquire(self, key, ttl_ms)": "acquire(self)"})},
         ["plug:Lock.acquire cannot be called as acquire(key, ttl_ms)"],
     ),
     "constructor takes the wrong arguments": (
@@ -275,30 +310,36 @@ BAD_PLUGINS = {
         ["cannot be built as Lock(nodes, clock, options, discovery=None)"],
     ),
     "bad OPTIONS": (
-        "plug:Lock", {"plug.py": lock_module(**{'("duration"': '("seconds"'})},
+        "plug:Lock",
+        {"plug.py": lock_module(**{'("duration"': '("seconds"'})},
         ["plug:Lock.OPTIONS['timeout']", "kind one of duration, int, float, bool, str"],
     ),
     "needs_masters not a bool": (
-        "plug:Lock", {"plug.py": declaring("needs_masters = 'yes'")},
+        "plug:Lock",
+        {"plug.py": declaring("needs_masters = 'yes'")},
         ["plug:Lock.needs_masters is 'yes'", "True or False"],
     ),
     "named like a harness package, no such attribute": (
-        "faults:Nope", {"faults.py": GOOD_CLASS},
+        "faults:Nope",
+        {"faults.py": GOOD_CLASS},
         ["module 'faults'", "faults.py) has no attribute 'Nope'", "classes there: Lock"],
     ),
     "named like a harness package, no release": (
-        "checker:Lock", {"checker.py": lock_module(**{"def release": "def let_go"})},
+        "checker:Lock",
+        {"checker.py": lock_module(**{"def release": "def let_go"})},
         ["checker:Lock has no method 'release'", "release(lease) -> bool"],
     ),
     "named like a harness package, import raises": (
-        "checker:Lock", {"checker.py": "raise RuntimeError('no config')\n"},
+        "checker:Lock",
+        {"checker.py": "raise RuntimeError('no config')\n"},
         ["importing module 'checker' raised RuntimeError: no config", "checker.py:1"],
     ),
     "clashes with a loaded module": (
-        "yaml:Lock", {"yaml.py": GOOD_CLASS},
+        "yaml:Lock",
+        {"yaml.py": GOOD_CLASS},
         ["module 'yaml' is in", "already loaded from", "a module name no other"],
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(("client", "modules", "mentions"), BAD_PLUGINS.values(), ids=BAD_PLUGINS)
@@ -311,37 +352,51 @@ def test_a_bad_plugin_is_bad_input(
 
 BAD_USES = {
     "option of the wrong kind": (
-        "{class: 'plug:Lock', options: {timeout: 5}}", "",
+        "{class: 'plug:Lock', options: {timeout: 5}}",
+        "",
         ["plug.yaml: client.options.timeout", "is not a duration"],
     ),
     "option it does not declare": (
-        "{class: 'plug:Lock', options: {nodes: 1}}", "",
+        "{class: 'plug:Lock', options: {nodes: 1}}",
+        "",
         ["unknown key 'client.options.nodes'", "allowed: timeout, node"],
     ),
     "node outside the cluster": (
-        "{class: 'plug:Lock', options: {node: 3}}", "",
+        "{class: 'plug:Lock', options: {node: 3}}",
+        "",
         ["client.options.node", "from 1 to 1"],
     ),
     "a Redlock-style plug-in on the replicated topology": (
-        "{class: 'masters:Lock'}", "cluster: {nodes: 3, topology: replicated}",
+        "{class: 'masters:Lock'}",
+        "cluster: {nodes: 3, topology: replicated}",
         ["cluster.topology: replicated does not fit client masters:Lock"],
     ),
     "nesting with a plug-in that is not reentrant": (
-        "{class: 'plug:Lock'}", "workload: {workers: 1, threads: 2, nesting: 0.5}",
+        "{class: 'plug:Lock'}",
+        "workload: {workers: 1, threads: 2, nesting: 0.5}",
         ["workload.nesting: 0.5 needs a reentrant client, not plug:Lock"],
     ),
     "undeclared options must be plain data": (
-        "{class: 'free:Lock', options: {since: 2024-01-01}}", "",
+        "{class: 'free:Lock', options: {since: 2024-01-01}}",
+        "",
         ["client.options.since", "is not plain data"],
     ),
     "both name and class": (
-        "{name: single, class: 'plug:Lock'}", "", ["client: both name and class given"],
+        "{name: single, class: 'plug:Lock'}",
+        "",
+        ["client: both name and class given"],
     ),
-    "a class path where a name goes": ("'plug:Lock'", "", ["client: 'plug:Lock' names a plug-in",
-                                                           "{class: 'plug:Lock'}"]),
-    "path without class": ("{name: single, path: [.]}", "",
-                           ["client.path: only with client.class"]),
-}  # fmt: skip
+    "a class path where a name goes": (
+        "'plug:Lock'",
+        "",
+        ["client: 'plug:Lock' names a plug-in", "{class: 'plug:Lock'}"],
+    ),
+    "path without class": (
+        "{name: single, path: [.]}",
+        "",
+        ["client.path: only with client.class"],
+    ),
+}
 
 
 @pytest.mark.parametrize(("client", "section", "mentions"), BAD_USES.values(), ids=BAD_USES)
@@ -359,18 +414,30 @@ def test_a_bad_use_of_a_plugin_is_bad_input(
 
 def test_client_flag_takes_a_plugin_with_the_same_checks(tmp_path: Path) -> None:
     assert_rejected(
-        tmp_path, "run", "single-baseline", "--client", "nosuch_mod:Lock",
+        tmp_path,
+        "run",
+        "single-baseline",
+        "--client",
+        "nosuch_mod:Lock",
         mentions=["--client: module 'nosuch_mod' not found", "(the current directory)"],
-    )  # fmt: skip
+    )
     (tmp_path / "cwdplug.py").write_text(lock_module(**{"def release": "def let_go"}))
     assert_rejected(
-        tmp_path, "run", "single-baseline", "--client", "cwdplug:Lock",
+        tmp_path,
+        "run",
+        "single-baseline",
+        "--client",
+        "cwdplug:Lock",
         mentions=["--client: cwdplug:Lock has no method 'release'"],
-    )  # fmt: skip
+    )
     assert_rejected(
-        tmp_path, "suite", "single-baseline", "--clients", "single,nosuch_mod:Lock",
+        tmp_path,
+        "suite",
+        "single-baseline",
+        "--clients",
+        "single,nosuch_mod:Lock",
         mentions=["--clients: module 'nosuch_mod' not found"],
-    )  # fmt: skip
+    )
 
 
 # ---- in process: how a plug-in is resolved and written back ---------------------------------
@@ -403,13 +470,12 @@ def test_a_plugin_declares_its_ttl_step(tmp_path: Path) -> None:
         load_plugin("badstep:Lock", [str(tmp_path)])
 
 
-
-
 def test_a_resolved_plugin_scenario_reads_back_equal_from_elsewhere(tmp_path: Path) -> None:
     path = scenario_with(
-        tmp_path, "{class: 'roundtrip_plug:Lock', options: {timeout: 50ms}}",
+        tmp_path,
+        "{class: 'roundtrip_plug:Lock', options: {timeout: 50ms}}",
         {"roundtrip_plug.py": GOOD_CLASS},
-    )  # fmt: skip
+    )
     s = load_scenario(path)
     assert s.client == ClientSpec(
         "roundtrip_plug:Lock", {"timeout": 50_000_000}, (str(path.parent.resolve()),)

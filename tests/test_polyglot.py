@@ -50,9 +50,17 @@ def programs_running() -> list[str]:
 def test_a_reference_client_is_valid_at_redlock_baseline(tmp_path: Path, client: str) -> None:
     built(client)
     code, results, _, output = run(
-        tmp_path, "redlock-baseline", "--client", client, "--duration", f"{BASELINE_S}s",
-        "--workers", "2", "--threads", "2",
-    )  # fmt: skip
+        tmp_path,
+        "redlock-baseline",
+        "--client",
+        client,
+        "--duration",
+        f"{BASELINE_S}s",
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+    )
     assert code == 0, output
     assert results["verdict"] == "valid" and results["stats"]["cycles"] > 0
     assert results["client_restarts"] == 0  # no program exited, hung or misspoke
@@ -65,9 +73,15 @@ def test_a_reference_client_is_invalid_when_nodes_restart_empty(
 ) -> None:
     built(client)
     code, results, _, output = run(
-        tmp_path, "redlock-restart-no-persistence", "--client", client,
-        "--duration", f"{RESTARTS_S}s", "--threads", "1",  # the ring needs its 4 workers
-    )  # fmt: skip
+        tmp_path,
+        "redlock-restart-no-persistence",
+        "--client",
+        client,
+        "--duration",
+        f"{RESTARTS_S}s",
+        "--threads",
+        "1",  # the ring needs its 4 workers
+    )
     assert code == 0, output
     assert results["verdict"] == "invalid"
     assert programs_running() == []

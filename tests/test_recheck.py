@@ -52,8 +52,9 @@ def _run_dir(tmp_path: Path, *, overlap: bool) -> Path:
     return run_dir
 
 
-@pytest.mark.parametrize(("overlap", "code", "verdict"), [(False, 2, "UNKNOWN"),
-                                                        (True, 1, "INVALID")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("overlap", "code", "verdict"), [(False, 2, "UNKNOWN"), (True, 1, "INVALID")]
+)
 def test_a_killed_runs_directory_is_merged_and_checked(
     tmp_path: Path, overlap: bool, code: int, verdict: str
 ) -> None:

@@ -27,9 +27,14 @@ from harness.scenario import load_scenario, to_yaml
 from tests.conftest import REPO, lockharness
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +45,16 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Four kills: a kill misses when the holder has less than ~35 ms of its hold left
     # (clean-clone CI once saw both kills of a 5 s run miss, by 3 and 12 ms).
     done = lockharness(
-        "run", "single-restart-no-persistence", "--duration", "8s", "--seed", "3",
-        "--store", str(store), cwd=REPO,
-    )  # fmt: skip
+        "run",
+        "single-restart-no-persistence",
+        "--duration",
+        "8s",
+        "--seed",
+        "3",
+        "--store",
+        str(store),
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stdout + done.stderr  # invalid, as expected
     return (store / "latest").resolve()
 
@@ -63,9 +75,12 @@ def _chromium(binary: str, profile: Path, *args: str) -> str:
     """Run headless Chromium in its own session; on a hang, end that session only."""
     argv = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args]
     with subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         start_new_session=True,
-    ) as browser:  # fmt: skip
+    ) as browser:
         try:
             out, _ = browser.communicate(timeout=60)
         except subprocess.TimeoutExpired:

@@ -248,22 +248,30 @@ def test_unknown_ref_lists_builtins() -> None:
     [
         ("faultz: []\n", ["unknown key 'faultz'", "description", "workload, faults, timeline"]),
         ("workload: {holdmin: 5ms}\n", ["unknown key 'workload.holdmin'", "hold_min", "ttl"]),
-        ("cluster: {size: 3}\n",
-         ["unknown key 'cluster.size'", "nodes, persistence, restart_delay"]),
+        (
+            "cluster: {size: 3}\n",
+            ["unknown key 'cluster.size'", "nodes, persistence, restart_delay"],
+        ),
         ("workload: {workers: four}\n", ["workload.workers", "'four'", "from 1 to 64"]),
         ("workload: {workers: true}\n", ["workload.workers", "true", "from 1 to 64"]),
         ("workload: {workers: 0}\n", ["workload.workers", "from 1 to 64"]),
         ("cluster: {nodes: 16}\n", ["cluster.nodes", "from 1 to 15"]),
-        ("cluster: {persistence: aof}\n",
-         ["cluster.persistence", "'aof'", "none, aof-always, aof-everysec"]),
+        (
+            "cluster: {persistence: aof}\n",
+            ["cluster.persistence", "'aof'", "none, aof-always, aof-everysec"],
+        ),
         ("cluster: {restart_delay: -1s}\n", ["cluster.restart_delay", "not a duration"]),
-        ("workload: {hold_min: 10 sekunds}\n",
-         ["workload.hold_min", "'10 sekunds' is not a duration", "ns, us, ms, s, m, h"]),
+        (
+            "workload: {hold_min: 10 sekunds}\n",
+            ["workload.hold_min", "'10 sekunds' is not a duration", "ns, us, ms, s, m, h"],
+        ),
         ("workload: {ttl: 0s}\n", ["workload.ttl", "above 0"]),
         ("workload: {ttl: 1500us}\n", ["workload.ttl", "whole milliseconds"]),
         ("workload: {ttl: 10}\n", ["workload.ttl", "write a number and a unit"]),
-        ("workload: {hold_min: 60ms, hold_max: 50ms}\n",
-         ["workload.hold_min", "60ms", "hold_max (50ms)"]),
+        (
+            "workload: {hold_min: 60ms, hold_max: 50ms}\n",
+            ["workload.hold_min", "60ms", "hold_max (50ms)"],
+        ),
         ("workload: {retry_delay_min: 1s}\n", ["workload.retry_delay_min", "retry_delay_max"]),
         ("workload: {honor_validity: yes please}\n", ["workload.honor_validity", "true or false"]),
         ("workload: 3\n", ["workload", "not a mapping", "workers"]),
@@ -287,21 +295,35 @@ def test_bad_values_name_file_key_and_allowed(
         (GOOD.replace("duration: 5s", "duration: 0s"), ["duration", "above 0"]),
         (GOOD.replace("duration: 5s\n", ""), ["duration: missing", "a duration"]),
         (GOOD.replace("description: a test scenario\n", ""), ["description: missing"]),
-        (GOOD.replace("client: single", "client: zookeeper"),
-         ["client", "'zookeeper'", "single, redlock, unsafe-del"]),
-        (GOOD.replace("client: single", "client: {name: nope}"),
-         ["client.name", "'nope'", "single, redlock, unsafe-del"]),
+        (
+            GOOD.replace("client: single", "client: zookeeper"),
+            ["client", "'zookeeper'", "single, redlock, unsafe-del"],
+        ),
+        (
+            GOOD.replace("client: single", "client: {name: nope}"),
+            ["client.name", "'nope'", "single, redlock, unsafe-del"],
+        ),
         (GOOD.replace("client: single", "client: {options: {}}"), ["client.name: missing"]),
-        (GOOD.replace("client: single", "client: {name: single, opts: {}}"),
-         ["unknown key 'client.opts'", "name, options"]),
-        (GOOD.replace("client: single", "client: {name: redlock, options: {node: 1}}"),
-         ["unknown key 'client.options.node'", "allowed: timeout"]),
-        (GOOD.replace("client: single", "client: {name: single, options: {timeout: 5}}"),
-         ["client.options.timeout", "not a duration"]),
-        (GOOD.replace("client: single", "client: {name: single, options: {node: '1'}}"),
-         ["client.options.node", "not an integer"]),
-        (GOOD.replace("client: single", "client: {name: single, options: {node: 6}}"),
-         ["client.options.node", "from 1 to 5"]),
+        (
+            GOOD.replace("client: single", "client: {name: single, opts: {}}"),
+            ["unknown key 'client.opts'", "name, options"],
+        ),
+        (
+            GOOD.replace("client: single", "client: {name: redlock, options: {node: 1}}"),
+            ["unknown key 'client.options.node'", "allowed: timeout"],
+        ),
+        (
+            GOOD.replace("client: single", "client: {name: single, options: {timeout: 5}}"),
+            ["client.options.timeout", "not a duration"],
+        ),
+        (
+            GOOD.replace("client: single", "client: {name: single, options: {node: '1'}}"),
+            ["client.options.node", "not an integer"],
+        ),
+        (
+            GOOD.replace("client: single", "client: {name: single, options: {node: 6}}"),
+            ["client.options.node", "from 1 to 5"],
+        ),
         (GOOD.replace("client: single", "client: [single]"), ["client", "a client name"]),
     ],
 )
@@ -419,19 +441,35 @@ def test_full_plan_reads(tmp_path: Path) -> None:
     assert s.cluster.restart_delay_ns == 2 * 10**9
     faults = {f.name: f for f in s.faults.faults}
     assert list(faults) == [
-        "kill-holder", "gc", "cut", "latency", "toxic", "clock-bump", "clock-strobe",
-        "clock-rate", "pause",  # the last implied by the timeline's bare kind
-    ]  # fmt: skip
+        "kill-holder",
+        "gc",
+        "cut",
+        "latency",
+        "toxic",
+        "clock-bump",
+        "clock-strobe",
+        "clock-rate",
+        "pause",  # the last implied by the timeline's bare kind
+    ]
     assert faults["kill-holder"] == FaultSpec(
-        kind="kill", name="kill-holder", targets="holders", every_ns=4 * 10**9,
-        duration_ns=10**9, start_after_ns=2 * 10**9, probability=0.5,
+        kind="kill",
+        name="kill-holder",
+        targets="holders",
+        every_ns=4 * 10**9,
+        duration_ns=10**9,
+        start_after_ns=2 * 10**9,
+        probability=0.5,
         options=KillOptions(power_loss=True),
-    )  # fmt: skip
+    )
     assert faults["gc"].targets == ("w1", "w4")
     assert faults["cut"].options == PartitionOptions(mode="cut-worker", workers=("w2",))
     assert faults["latency"].options == LatencyOptions(
-        latency=50_000_000, jitter=5_000_000, stream="both", workers="all", links="workers",
-    )  # fmt: skip
+        latency=50_000_000,
+        jitter=5_000_000,
+        stream="both",
+        workers="all",
+        links="workers",
+    )
     toxic = faults["toxic"].options
     assert isinstance(toxic, ToxicOptions)
     assert toxic.attributes == {"rate": 10, "name": "slow", "up": True}
@@ -491,11 +529,17 @@ def test_persistence_modes(tmp_path: Path) -> None:
 def test_fault_defaults(tmp_path: Path) -> None:
     (f,) = load(tmp_path, "faults: [{kind: latency}]\n").faults.faults
     assert f == FaultSpec(
-        kind="latency", name="latency", targets="one", every_ns=None, duration_ns=10**9,
-        start_after_ns=0, probability=1.0,
-        options=LatencyOptions(latency=100_000_000, jitter=0, stream="downstream", workers="all",
-                               links="workers"),
-    )  # fmt: skip
+        kind="latency",
+        name="latency",
+        targets="one",
+        every_ns=None,
+        duration_ns=10**9,
+        start_after_ns=0,
+        probability=1.0,
+        options=LatencyOptions(
+            latency=100_000_000, jitter=0, stream="downstream", workers="all", links="workers"
+        ),
+    )
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
@@ -534,12 +578,16 @@ def test_a_fault_without_every_or_timeline_is_fine(tmp_path: Path) -> None:
 def test_timeline_short_form_equals_mapping_form(tmp_path: Path) -> None:
     plan = "faults: [{kind: kill, name: k}]\n"
     short = load(tmp_path, plan + "timeline: [[1s, k], [2s, k, [n1, n3]], [3s, k, all]]\n")
-    long = load(tmp_path, plan + (
-        "timeline:\n"
-        "  - {at: 1s, fault: k}\n"
-        "  - {at: 2s, fault: k, targets: [n1, n3]}\n"
-        "  - {at: 3s, fault: k, targets: all, duration: null}\n"
-    ))  # fmt: skip
+    long = load(
+        tmp_path,
+        plan
+        + (
+            "timeline:\n"
+            "  - {at: 1s, fault: k}\n"
+            "  - {at: 2s, fault: k, targets: [n1, n3]}\n"
+            "  - {at: 3s, fault: k, targets: all, duration: null}\n"
+        ),
+    )
     assert short == long
     assert short.faults.timeline[1] == TimelineEntry(2 * 10**9, "k", ("n1", "n3"), None)
 
@@ -652,6 +700,8 @@ def test_topology_and_client_must_fit(tmp_path: Path) -> None:
     fits = tmp_path / "fits.yaml"
     fits.write_text(sentinel + REPLICATED)
     assert load_scenario(str(fits)).client.options["discovery"] == "sentinel"
+
+
 KILL = "faults: [{kind: kill, name: k}]\n"
 
 
@@ -663,88 +713,161 @@ KILL = "faults: [{kind: kill, name: k}]\n"
         (F + "[3]\n", ["faults[0]: 3 is not a mapping", "kind, name, targets, every"]),
         (F + "[{name: x}]\n", ["faults[0].kind: missing", "kill, pause, client-pause"]),
         (F + "[{kind: explode}]\n", ["faults[0].kind", "'explode'", "kill, pause, client-pause"]),
-        (F + "[{kind: kill, when: 3s}]\n",
-         ["unknown key 'faults[0].when'", "kind, name, targets, every, duration, start_after"]),
-        (F + "[{kind: kill}, {kind: kill}]\n",
-         ["faults[1].name", "'kill' already names faults[0]", "defaults to the kind",
-          "a name no other fault has"]),
-        (F + "[{kind: kill, name: a}, {kind: pause, name: a}]\n",
-         ["faults[1].name", "'a' already names faults[0]"]),
-        (F + "[{kind: pause, name: kill}]\n",
-         ["faults[0].name", "'kill' is the name of another kind", "'pause'"]),
+        (
+            F + "[{kind: kill, when: 3s}]\n",
+            ["unknown key 'faults[0].when'", "kind, name, targets, every, duration, start_after"],
+        ),
+        (
+            F + "[{kind: kill}, {kind: kill}]\n",
+            [
+                "faults[1].name",
+                "'kill' already names faults[0]",
+                "defaults to the kind",
+                "a name no other fault has",
+            ],
+        ),
+        (
+            F + "[{kind: kill, name: a}, {kind: pause, name: a}]\n",
+            ["faults[1].name", "'a' already names faults[0]"],
+        ),
+        (
+            F + "[{kind: pause, name: kill}]\n",
+            ["faults[0].name", "'kill' is the name of another kind", "'pause'"],
+        ),
         (F + "[{kind: kill, name: 'a b'}]\n", ["faults[0].name", "'a b'", "letters, digits"]),
         # targets
-        (F + "[{kind: kill, targets: some}]\n",
-         ["faults[0].targets", "'some'", ", ".join(NODE_TARGETS), "n1..n5 (cluster.nodes)"]),
+        (
+            F + "[{kind: kill, targets: some}]\n",
+            ["faults[0].targets", "'some'", ", ".join(NODE_TARGETS), "n1..n5 (cluster.nodes)"],
+        ),
         (F + "[{kind: kill, targets: n1}]\n", ["faults[0].targets", "'n1'", "a non-empty list"]),
-        (F + "[{kind: kill, targets: [n6]}]\n",
-         ["faults[0].targets: 'n6' is not a node name", "n1..n5 (cluster.nodes)"]),
-        (F + "[{kind: kill, targets: [n1, n1]}]\n",
-         ["faults[0].targets: 'n1' is listed twice", "without duplicates"]),
+        (
+            F + "[{kind: kill, targets: [n6]}]\n",
+            ["faults[0].targets: 'n6' is not a node name", "n1..n5 (cluster.nodes)"],
+        ),
+        (
+            F + "[{kind: kill, targets: [n1, n1]}]\n",
+            ["faults[0].targets: 'n1' is listed twice", "without duplicates"],
+        ),
         (F + "[{kind: kill, targets: []}]\n", ["faults[0].targets", "non-empty list"]),
         (F + "[{kind: kill, targets: [w1]}]\n", ["faults[0].targets: 'w1' is not a node name"]),
-        (F + "[{kind: client-pause, targets: [w5]}]\n",
-         ["faults[0].targets: 'w5' is not a worker name", "w1..w4 (workload.workers)"]),
-        (F + "[{kind: client-pause, targets: [n1]}]\n",
-         ["faults[0].targets: 'n1' is not a worker name"]),
-        (F + "[{kind: client-pause, targets: majority}]\n",
-         ["faults[0].targets", "'majority'", ", ".join(WORKER_TARGETS) + ", or a non-empty"]),
+        (
+            F + "[{kind: client-pause, targets: [w5]}]\n",
+            ["faults[0].targets: 'w5' is not a worker name", "w1..w4 (workload.workers)"],
+        ),
+        (
+            F + "[{kind: client-pause, targets: [n1]}]\n",
+            ["faults[0].targets: 'n1' is not a worker name"],
+        ),
+        (
+            F + "[{kind: client-pause, targets: majority}]\n",
+            ["faults[0].targets", "'majority'", ", ".join(WORKER_TARGETS) + ", or a non-empty"],
+        ),
         # schedule
         (F + "[{kind: kill, every: 0s}]\n", ["faults[0].every", "at least 10ms"]),
         (F + "[{kind: kill, duration: 0s}]\n", ["faults[0].duration", "above 0"]),
-        (F + "[{kind: kill, start_after: soon}]\n",
-         ["faults[0].start_after", "'soon' is not a duration"]),
+        (
+            F + "[{kind: kill, start_after: soon}]\n",
+            ["faults[0].start_after", "'soon' is not a duration"],
+        ),
         (F + "[{kind: kill, probability: 1.5}]\n", ["faults[0].probability", "from 0 to 1"]),
         (F + "[{kind: kill, probability: '0.5'}]\n", ["faults[0].probability", "from 0 to 1"]),
         # options
-        (F + "[{kind: kill, options: {crash: true}}]\n",
-         ["unknown key 'faults[0].options.crash'", "allowed: power_loss"]),
-        (F + "[{kind: pause, options: {x: 1}}]\n",
-         ["unknown key 'faults[0].options.x'", "allowed: (none)"]),
-        (F + "[{kind: kill, options: [power_loss]}]\n",
-         ["faults[0].options: a list is not a mapping", "power_loss"]),
-        (F + "[{kind: kill, options: {power_loss: 1}}]\n",
-         ["faults[0].options.power_loss", "true or false"]),
-        (F + "[{kind: kill}, {kind: pause}, {kind: latency, options: {latency: fast}}]\n",
-         ["faults[2].options.latency: 'fast' is not a duration", "e.g. 250ms"]),
+        (
+            F + "[{kind: kill, options: {crash: true}}]\n",
+            ["unknown key 'faults[0].options.crash'", "allowed: power_loss"],
+        ),
+        (
+            F + "[{kind: pause, options: {x: 1}}]\n",
+            ["unknown key 'faults[0].options.x'", "allowed: (none)"],
+        ),
+        (
+            F + "[{kind: kill, options: [power_loss]}]\n",
+            ["faults[0].options: a list is not a mapping", "power_loss"],
+        ),
+        (
+            F + "[{kind: kill, options: {power_loss: 1}}]\n",
+            ["faults[0].options.power_loss", "true or false"],
+        ),
+        (
+            F + "[{kind: kill}, {kind: pause}, {kind: latency, options: {latency: fast}}]\n",
+            ["faults[2].options.latency: 'fast' is not a duration", "e.g. 250ms"],
+        ),
         (F + "[{kind: latency, options: {jitter: -1ms}}]\n", ["faults[0].options.jitter"]),
-        (F + "[{kind: latency, options: {stream: sideways}}]\n",
-         ["faults[0].options.stream", "downstream, upstream, both"]),
-        (F + "[{kind: latency, options: {workers: some}}]\n",
-         ["faults[0].options.workers", "all, or a non-empty list of worker names w1..w4"]),
-        (F + "[{kind: partition, options: {mode: star}}]\n",
-         ["faults[0].options.mode", "'star'", "isolate, cut-worker, ring"]),
-        (F + "[{kind: partition, options: {mode: cut-worker, workers: [w9]}}]\n",
-         ["faults[0].options.workers: 'w9' is not a worker name", "w1..w4"]),
-        (F + "[{kind: clock-bump}]\n",
-         ["faults[0].options.delta: missing", "optional + or - sign"]),
-        (F + "[{kind: clock-bump, options: {delta: 5}}]\n",
-         ["faults[0].options.delta: 5 is not a signed duration", "e.g. +5s or -250ms"]),
-        (F + "[{kind: clock-bump, options: {delta: --5s}}]\n",
-         ["faults[0].options.delta: '--5s' is not a signed duration"]),
-        (F + "[{kind: clock-strobe, options: {delta: +1s, period: 0s}}]\n",
-         ["faults[0].options.period", "above 0"]),
+        (
+            F + "[{kind: latency, options: {stream: sideways}}]\n",
+            ["faults[0].options.stream", "downstream, upstream, both"],
+        ),
+        (
+            F + "[{kind: latency, options: {workers: some}}]\n",
+            ["faults[0].options.workers", "all, or a non-empty list of worker names w1..w4"],
+        ),
+        (
+            F + "[{kind: partition, options: {mode: star}}]\n",
+            ["faults[0].options.mode", "'star'", "isolate, cut-worker, ring"],
+        ),
+        (
+            F + "[{kind: partition, options: {mode: cut-worker, workers: [w9]}}]\n",
+            ["faults[0].options.workers: 'w9' is not a worker name", "w1..w4"],
+        ),
+        (
+            F + "[{kind: clock-bump}]\n",
+            ["faults[0].options.delta: missing", "optional + or - sign"],
+        ),
+        (
+            F + "[{kind: clock-bump, options: {delta: 5}}]\n",
+            ["faults[0].options.delta: 5 is not a signed duration", "e.g. +5s or -250ms"],
+        ),
+        (
+            F + "[{kind: clock-bump, options: {delta: --5s}}]\n",
+            ["faults[0].options.delta: '--5s' is not a signed duration"],
+        ),
+        (
+            F + "[{kind: clock-strobe, options: {delta: +1s, period: 0s}}]\n",
+            ["faults[0].options.period", "above 0"],
+        ),
         (F + "[{kind: clock-rate}]\n", ["faults[0].options.rate: missing", "above 0"]),
-        (F + "[{kind: clock-rate, options: {rate: 0}}]\n",
-         ["faults[0].options.rate: 0 is out of range", "a number above 0"]),
-        (F + "[{kind: clock-rate, options: {rate: .nan}}]\n",
-         ["faults[0].options.rate", "not a finite number"]),
+        (
+            F + "[{kind: clock-rate, options: {rate: 0}}]\n",
+            ["faults[0].options.rate: 0 is out of range", "a number above 0"],
+        ),
+        (
+            F + "[{kind: clock-rate, options: {rate: .nan}}]\n",
+            ["faults[0].options.rate", "not a finite number"],
+        ),
         (F + "[{kind: toxic}]\n", ["faults[0].options.type: missing", "latency, timeout"]),
-        (F + "[{kind: toxic, options: {type: bogus}}]\n",
-         ["faults[0].options.type", "'bogus'", "reset_peer"]),
-        (F + "[{kind: toxic, options: {type: latency, toxicity: 2}}]\n",
-         ["faults[0].options.toxicity: 2 is out of range", "from 0 to 1"]),
-        (F + "[{kind: toxic, options: {type: latency, attributes: {latency: [1]}}}]\n",
-         ["faults[0].options.attributes: 'latency' is a list",
-          "a mapping of names to numbers, strings or booleans"]),
-        (F + "[{kind: toxic, options: {type: latency, attributes: 5}}]\n",
-         ["faults[0].options.attributes: 5 is not a mapping"]),
+        (
+            F + "[{kind: toxic, options: {type: bogus}}]\n",
+            ["faults[0].options.type", "'bogus'", "reset_peer"],
+        ),
+        (
+            F + "[{kind: toxic, options: {type: latency, toxicity: 2}}]\n",
+            ["faults[0].options.toxicity: 2 is out of range", "from 0 to 1"],
+        ),
+        (
+            F + "[{kind: toxic, options: {type: latency, attributes: {latency: [1]}}}]\n",
+            [
+                "faults[0].options.attributes: 'latency' is a list",
+                "a mapping of names to numbers, strings or booleans",
+            ],
+        ),
+        (
+            F + "[{kind: toxic, options: {type: latency, attributes: 5}}]\n",
+            ["faults[0].options.attributes: 5 is not a mapping"],
+        ),
         # rules across sections
-        (F + "[{kind: kill, options: {power_loss: true}}]\n",
-         ["faults[0].options.power_loss", "cluster.persistence: aof-everysec (it is none)"]),
-        ("cluster: {nodes: 1}\n" + F + "[{kind: partition, options: {mode: ring}}]\n",
-         ["faults[0].options.mode", "at least 2 nodes (cluster.nodes is 1)",
-          "allowed: isolate, cut-worker"]),
+        (
+            F + "[{kind: kill, options: {power_loss: true}}]\n",
+            ["faults[0].options.power_loss", "cluster.persistence: aof-everysec (it is none)"],
+        ),
+        (
+            "cluster: {nodes: 1}\n" + F + "[{kind: partition, options: {mode: ring}}]\n",
+            [
+                "faults[0].options.mode",
+                "at least 2 nodes (cluster.nodes is 1)",
+                "allowed: isolate, cut-worker",
+            ],
+        ),
         # timeline
         ("timeline: {at: 1s}\n", ["timeline: a mapping is not a list", "[at, fault]"]),
         ("timeline: [3]\n", ["timeline[0]: 3 is not a timeline entry", "[at, fault, targets]"]),
@@ -756,20 +879,32 @@ KILL = "faults: [{kind: kill, name: k}]\n"
         (F + "[{}]\ntimeline: [{at: 1s}]\n", ["timeline[0].fault: missing", "a fault kind"]),
         (F + "[{name: 5, kind: kill}]\ntimeline: [{at: 1s}]\n", ["timeline[0].fault: missing"]),
         ("timeline: [[1s, nope]]\n", ["timeline[0].fault", "'nope'", "a fault kind (kill"]),
-        (KILL + "timeline: [[1s, nope]]\n",
-         ["timeline[0].fault", "the name of a fault (k) or a fault kind"]),
+        (
+            KILL + "timeline: [[1s, nope]]\n",
+            ["timeline[0].fault", "the name of a fault (k) or a fault kind"],
+        ),
         ("timeline: [[-1s, kill]]\n", ["timeline[0].at", "'-1s' is not a duration"]),
-        ("timeline: [[1s, kill, [n9]]]\n",
-         ["timeline[0].targets: 'n9' is not a node name", "n1..n5 (cluster.nodes)"]),
-        (KILL + "timeline: [[1s, k], [2s, k, [w1]]]\n",
-         ["timeline[1].targets: 'w1' is not a node name"]),
-        (F + "[{kind: client-pause, name: gc}]\ntimeline: [[1s, gc, [n1]]]\n",
-         ["timeline[0].targets: 'n1' is not a worker name", "w1..w4 (workload.workers)"]),
+        (
+            "timeline: [[1s, kill, [n9]]]\n",
+            ["timeline[0].targets: 'n9' is not a node name", "n1..n5 (cluster.nodes)"],
+        ),
+        (
+            KILL + "timeline: [[1s, k], [2s, k, [w1]]]\n",
+            ["timeline[1].targets: 'w1' is not a node name"],
+        ),
+        (
+            F + "[{kind: client-pause, name: gc}]\ntimeline: [[1s, gc, [n1]]]\n",
+            ["timeline[0].targets: 'n1' is not a worker name", "w1..w4 (workload.workers)"],
+        ),
         ("timeline: [{at: 1s, fault: kill, duration: 0s}]\n", ["timeline[0].duration", "above 0"]),
-        ("timeline: [{at: 1s, fault: kill, when: 2s}]\n",
-         ["unknown key 'timeline[0].when'", "at, fault, targets, duration"]),
-        ("timeline: [[1s, clock-bump]]\n",
-         ["timeline[0].fault: clock-bump needs options (delta)", "defined under faults"]),
+        (
+            "timeline: [{at: 1s, fault: kill, when: 2s}]\n",
+            ["unknown key 'timeline[0].when'", "at, fault, targets, duration"],
+        ),
+        (
+            "timeline: [[1s, clock-bump]]\n",
+            ["timeline[0].fault: clock-bump needs options (delta)", "defined under faults"],
+        ),
         ("timeline: [[1s, toxic]]\n", ["timeline[0].fault: toxic needs options (type)"]),
     ],
 )
@@ -815,10 +950,16 @@ def test_override_workers_may_shrink_to_the_highest_named(tmp_path: Path) -> Non
         (WORKER_FAULTS, 3, ["--workers: 3", "fault 'gc-all'", "w4", "from 4 to 64"]),
         (WORKER_FAULTS.replace("[w1, w4]", "[w1]"), 2, ["--workers: 2", "fault 'slow'", "w3"]),
         (WORKER_FAULTS.replace("[w1, w4]", "[w1]"), 1, ["--workers: 1", "fault 'slow'", "w3"]),
-        ("faults: [{kind: client-pause, name: gc, targets: [w2]}]\n", 1,
-         ["--workers: 1", "fault 'gc'", "w2", "from 2 to 64"]),
-        ("faults: [{kind: partition, name: p, options: {mode: cut-worker, workers: [w4]}}]\n",
-         2, ["--workers: 2", "fault 'p'", "w4"]),
+        (
+            "faults: [{kind: client-pause, name: gc, targets: [w2]}]\n",
+            1,
+            ["--workers: 1", "fault 'gc'", "w2", "from 2 to 64"],
+        ),
+        (
+            "faults: [{kind: partition, name: p, options: {mode: cut-worker, workers: [w4]}}]\n",
+            2,
+            ["--workers: 2", "fault 'p'", "w4"],
+        ),
     ],
 )
 def test_override_workers_below_a_named_worker(
@@ -937,9 +1078,11 @@ def test_unknown_safety_may_be_expected_only_of_a_client_stuck_without_a_lease(
     for wrong in ("unknown", "{safety: unknown}", "{safety: unknown, liveness: ok}"):
         message = bad(tmp_path, GOOD.replace("expect: valid", f"expect: {wrong}"))
         assert "is not an expectation" in message and "unknown with liveness stuck" in message
-    never = CheckResult(Verdict.UNKNOWN, [], ["no acquire ever succeeded"], {},
-                        {"verdict": "stuck"}, {})  # fmt: skip
+    never = CheckResult(
+        Verdict.UNKNOWN, [], ["no acquire ever succeeded"], {}, {"verdict": "stuck"}, {}
+    )
     assert Expectation("unknown", "stuck").met_by(never)
-    broken = CheckResult(Verdict.UNKNOWN, [], ["worker w2 recorded nothing"], {},
-                         {"verdict": "ok"}, {})  # fmt: skip
+    broken = CheckResult(
+        Verdict.UNKNOWN, [], ["worker w2 recorded nothing"], {}, {"verdict": "ok"}, {}
+    )
     assert not Expectation("unknown", "stuck").met_by(broken)

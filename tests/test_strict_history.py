@@ -30,8 +30,17 @@ class Raw(str):
 
 
 def line(**fields: Any) -> str:
-    event = {"index": 0, "process": 1, "type": "ok", "f": "acquire", "key": "k0",
-             "token": "t", "time": 5, "wall": 0, "value": None}  # fmt: skip
+    event = {
+        "index": 0,
+        "process": 1,
+        "type": "ok",
+        "f": "acquire",
+        "key": "k0",
+        "token": "t",
+        "time": 5,
+        "wall": 0,
+        "value": None,
+    }
     event.update(fields)
     raw = {name: v for name, v in event.items() if isinstance(v, Raw)}
     text = json.dumps({name: (f"@{name}@" if name in raw else v) for name, v in event.items()})
@@ -68,8 +77,7 @@ def test_lines_out_of_time_order_are_refused_not_checked_in_line_order(tmp_path:
 
 
 def test_a_duplicate_index_is_refused(tmp_path: Path) -> None:
-    message = rejected(tmp_path, line(index=0, type="invoke", value=None),
-                       line(index=0, time=6))  # fmt: skip
+    message = rejected(tmp_path, line(index=0, type="invoke", value=None), line(index=0, time=6))
     assert "h.jsonl:2: index 0 does not follow 0" in message
 
 
@@ -117,8 +125,9 @@ def test_shards_merge_by_time_whatever_their_order(tmp_path: Path) -> None:
 def test_every_field_of_the_wrong_type_is_bad_input(
     tmp_path: Path, fields: dict[str, Any], mentions: list[str]
 ) -> None:
-    message = rejected(tmp_path, line(index=0, type="invoke", value=None),
-                       line(**{"index": 1, **fields}))  # fmt: skip
+    message = rejected(
+        tmp_path, line(index=0, type="invoke", value=None), line(**{"index": 1, **fields})
+    )
     assert "h.jsonl:2:" in message, message
     for m in mentions:
         assert m in message, (m, message)
@@ -148,8 +157,9 @@ def test_value_fields_the_checker_reads_are_typed(
     assert f"h.jsonl:2: event 1 ({f} {type_}): value.{name} is" in message, message
     assert "allowed:" in message
     with pytest.raises(BadValue):  # the same through the library
-        check_history(read_history(write(tmp_path, first, line(index=1, f=f, type=type_,
-                                                                value=value))))  # fmt: skip
+        check_history(
+            read_history(write(tmp_path, first, line(index=1, f=f, type=type_, value=value)))
+        )
 
 
 def test_a_torn_last_line_is_dropped_with_a_note_and_a_good_one_kept(tmp_path: Path) -> None:
@@ -217,8 +227,11 @@ def test_a_nested_acquire_with_no_outer_hold_opens_a_section() -> None:
 
 
 def test_results_round_trip_through_json() -> None:
-    h = History().lease(1, "a", start=10, end=50, fencing=1).lease(2, "b", start=40, end=90,
-                                                                    fencing=2)  # fmt: skip
+    h = (
+        History()
+        .lease(1, "a", start=10, end=50, fencing=1)
+        .lease(2, "b", start=40, end=90, fencing=2)
+    )
     result = check_history(h.events)
     assert result.liveness and result.fencing
     again = CheckResult.from_dict(json.loads(json.dumps(result.to_dict())))
@@ -271,18 +284,30 @@ def histories(draw: st.DrawFn) -> list[Event]:
             outcome = draw(st.sampled_from(outcomes))
             depth = draw(st.sampled_from([1, 1, 1, 2]))
             value = {"depth": depth} if outcome == "ok" and depth > 1 else None
-            rows.append((t, process, outcome, "acquire", key, token if outcome == "ok" else None,
-                         value))  # fmt: skip
+            rows.append(
+                (t, process, outcome, "acquire", key, token if outcome == "ok" else None, value)
+            )
             if outcome != "ok" or draw(st.integers(0, 5)) == 0:
                 continue  # never released: held to the process's last event
             t += draw(st.integers(0, 3))
-            rows.append((t, process, "invoke", "release", key, token,
-                         {"depth": depth} if depth > 1 else None))  # fmt: skip
+            rows.append(
+                (
+                    t,
+                    process,
+                    "invoke",
+                    "release",
+                    key,
+                    token,
+                    {"depth": depth} if depth > 1 else None,
+                )
+            )
             t += draw(st.integers(0, 2))
             rows.append((t, process, "ok", "release", key, token, None))
     rows.sort(key=lambda r: r[0])  # stable: each process's own order kept at equal times
-    return [Event(i, p, kind, f, t, t, key, token, value)
-            for i, (t, p, kind, f, key, token, value) in enumerate(rows)]  # fmt: skip
+    return [
+        Event(i, p, kind, f, t, t, key, token, value)
+        for i, (t, p, kind, f, key, token, value) in enumerate(rows)
+    ]
 
 
 @settings(max_examples=400, deadline=None)
@@ -302,6 +327,12 @@ def test_a_typed_duration_in_a_value_is_written_as_its_integer() -> None:
     class Shift(int):
         pass
 
-    event = Event(index=0, process="nemesis", type="info", f="clock-bump", time=1,
-                  value={"delta_ns": Shift(5_000_000_000)})  # fmt: skip
+    event = Event(
+        index=0,
+        process="nemesis",
+        type="info",
+        f="clock-bump",
+        time=1,
+        value={"delta_ns": Shift(5_000_000_000)},
+    )
     assert b'"delta_ns":5000000000' in event.to_line()

@@ -45,9 +45,17 @@ def suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str],
     junit, html = tmp_path / "out" / "junit.xml", tmp_path / "out" / "index.html"
     store = tmp_path / "store"
     done = lockharness(
-        "suite", *args, "--store", str(store), "--junit", str(junit), "--html", str(html),
-        cwd=tmp_path, timeout=150,
-    )  # fmt: skip
+        "suite",
+        *args,
+        "--store",
+        str(store),
+        "--junit",
+        str(junit),
+        "--html",
+        str(html),
+        cwd=tmp_path,
+        timeout=150,
+    )
     return done, junit, html
 
 
@@ -90,9 +98,15 @@ def test_matrix_junit_failures_exactly_where_expected_and_html_links(tmp_path: P
     # hold 5-20 ms on a 1 s TTL: even a token-less DEL only ever deletes its own lock.
     scenario_file(wrong, "baseline-expects-invalid", "single-baseline", expect="invalid")
     done, junit, html = suite(
-        tmp_path, "unsafe-release-demo", str(wrong),
-        "--clients", "unsafe-del,single", "--seeds", "2", *SHORT,
-    )  # fmt: skip
+        tmp_path,
+        "unsafe-release-demo",
+        str(wrong),
+        "--clients",
+        "unsafe-del,single",
+        "--seeds",
+        "2",
+        *SHORT,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
 
@@ -120,10 +134,13 @@ def test_matrix_junit_failures_exactly_where_expected_and_html_links(tmp_path: P
     # Each scenario's clients faced the same seeds.
     for name in ("unsafe-release-demo", "unsafe-expects-valid", "baseline-expects-invalid"):
         seeds = {
-            c: sorted(props(k)["seed"] for k in cases if props(k)["scenario"] == name
-                      and props(k)["client"] == c)
+            c: sorted(
+                props(k)["seed"]
+                for k in cases
+                if props(k)["scenario"] == name and props(k)["client"] == c
+            )
             for c in ("unsafe-del", "single")
-        }  # fmt: skip
+        }
         assert seeds["unsafe-del"] == seeds["single"] and len(set(seeds["single"])) == 2
 
     linked = linked_files(html)
@@ -151,9 +168,12 @@ def test_unknown_without_mismatch_exits_2(tmp_path: Path) -> None:
     # Redlock's validity is ttl - elapsed - (1% of ttl + 2 ms): with a 1 ms TTL it is always
     # negative, so every acquire is refused and the history can prove nothing.
     never = scenario_file(
-        tmp_path / "s", "ttl-below-drift", "redlock-baseline",
-        cluster={"nodes": 1}, workload={"workers": 1, "threads": 2, "ttl": "1ms"},
-    )  # fmt: skip
+        tmp_path / "s",
+        "ttl-below-drift",
+        "redlock-baseline",
+        cluster={"nodes": 1},
+        workload={"workers": 1, "threads": 2, "ttl": "1ms"},
+    )
     done, junit, _ = suite(tmp_path, str(never), "single-baseline", *SHORT)
     assert done.returncode == 2, done.stdout + done.stderr
     by_name = {props(c)["scenario"]: c for c in junit_cases(junit)}
@@ -166,10 +186,26 @@ def test_unknown_without_mismatch_exits_2(tmp_path: Path) -> None:
 def test_ctrl_c_tears_down_and_still_writes_the_reports(tmp_path: Path) -> None:
     junit, html, store = tmp_path / "junit.xml", tmp_path / "index.html", tmp_path / "store"
     argv = [
-        sys.executable, "-m", "harness", "suite", "single-baseline", "--seeds", "3",
-        "--duration", "4s", "--workers", "1", "--threads", "2",
-        "--store", str(store), "--junit", str(junit), "--html", str(html),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "harness",
+        "suite",
+        "single-baseline",
+        "--seeds",
+        "3",
+        "--duration",
+        "4s",
+        "--workers",
+        "1",
+        "--threads",
+        "2",
+        "--store",
+        str(store),
+        "--junit",
+        str(junit),
+        "--html",
+        str(html),
+    ]
     with subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True) as harness:
         try:
             wait_for(lambda: history_has_events(tmp_path), 30, "the first run's events")
@@ -219,9 +255,15 @@ def test_a_client_matrix_holds_each_client_to_its_own_expectation(tmp_path: Path
     # The Redlock restart counter-example: pottery's Redlock breaks like redlock does;
     # redlock-py is never granted a lease (expect_clients says so) under the ring partition.
     done, junit, _ = suite(
-        tmp_path, "redlock-restart-no-persistence", "--clients", "pottery-redlock,redlock-py",
-        "--duration", "12s", "--seed", "1",  # stuck: over 3 x the 3 s TTL without a lease
-    )  # fmt: skip
+        tmp_path,
+        "redlock-restart-no-persistence",
+        "--clients",
+        "pottery-redlock,redlock-py",
+        "--duration",
+        "12s",
+        "--seed",
+        "1",  # stuck: over 3 x the 3 s TTL without a lease
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     outcomes = {props(case)["client"]: props(case) for case in junit_cases(junit)}
     assert outcomes["pottery-redlock"]["verdict"] == "invalid"

@@ -130,10 +130,12 @@ def _busy_history(cycles: int, planted: int) -> list[Event]:
             if cycle == planted and p == 1:
                 key, token = "k0", "intruder"
             release = t + (8 if p == 0 else 2)
-            raw += [(t, p, "invoke", "acquire", key, None, None),
-                    (t + 1, p, "ok", "acquire", key, token, _lease(t + 1)),
-                    (release, p, "invoke", "release", key, token, None),
-                    (release + 1, p, "ok", "release", key, token, None)]  # fmt: skip
+            raw += [
+                (t, p, "invoke", "acquire", key, None, None),
+                (t + 1, p, "ok", "acquire", key, token, _lease(t + 1)),
+                (release, p, "invoke", "release", key, token, None),
+                (release + 1, p, "ok", "release", key, token, None),
+            ]
     raw.sort(key=lambda e: e[0])
     return _history(*raw)
 
@@ -195,9 +197,13 @@ def test_history_text_is_escaped_everywhere() -> None:
     assert "<script" not in page
     assert "&lt;script&gt;" in page
     # Each place the text lands: key, tokens, fault name and kind, reasons, legend.
-    for where in ('data-key="&lt;script&gt;', 'data-token="&lt;script&gt;',
-                  'data-second-token="&lt;script&gt;', "<li>&lt;script&gt;",
-                  '<span style="background:#666699">&lt;script&gt;'):  # fmt: skip
+    for where in (
+        'data-key="&lt;script&gt;',
+        'data-token="&lt;script&gt;',
+        'data-second-token="&lt;script&gt;',
+        "<li>&lt;script&gt;",
+        '<span style="background:#666699">&lt;script&gt;',
+    ):
         assert where in page, where
 
 

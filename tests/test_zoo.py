@@ -23,8 +23,16 @@ from workloads.setnx_del import SetnxDelLock
 from workloads.setnx_expire import SetnxExpireLock
 from workloads.setnx_getset import SetnxGetsetLock
 
-ZOO = ["setnx-del", "setnx-expire", "setnx-getset", "set-nx-watch", "redlock-naive",
-       "reentrant", "redlock-extend", "redlock-fenced"]  # fmt: skip
+ZOO = [
+    "setnx-del",
+    "setnx-expire",
+    "setnx-getset",
+    "set-nx-watch",
+    "redlock-naive",
+    "reentrant",
+    "redlock-extend",
+    "redlock-fenced",
+]
 SINGLE_NODE = {"setnx-del", "setnx-expire", "setnx-getset", "set-nx-watch", "reentrant"}
 
 

@@ -102,10 +102,13 @@ def _options(raw: object, label: str) -> dict[str, tuple[str, str]]:
     options: dict[str, tuple[str, str]] = {}
     for name, spec in raw.items():
         ok = (
-            isinstance(name, str) and name.isidentifier()
-            and isinstance(spec, tuple | list) and len(spec) == 2
-            and option_kind_ok(spec[0]) and isinstance(spec[1], str)
-        )  # fmt: skip
+            isinstance(name, str)
+            and name.isidentifier()
+            and isinstance(spec, tuple | list)
+            and len(spec) == 2
+            and option_kind_ok(spec[0])
+            and isinstance(spec[1], str)
+        )
         if not ok:
             raise DeclarationError(
                 f"{label}.OPTIONS[{name!r}] is {spec!r}; expected: {_OPTIONS_EXPECTED}"

@@ -120,9 +120,7 @@ def _load(private: str, found: importlib.machinery.ModuleSpec) -> types.ModuleTy
     return module
 
 
-def _run(
-    module_name: str, do: Callable[[], types.ModuleType], private: str
-) -> types.ModuleType:
+def _run(module_name: str, do: Callable[[], types.ModuleType], private: str) -> types.ModuleType:
     """``do()``, with what went wrong said in the user's names, not the private one."""
     top = module_name.partition(".")[0]
     try:
@@ -149,9 +147,10 @@ def _raised(module_name: str, e: BaseException, private: str) -> str:
     """Importing ran the module and it raised: show what and where."""
     machinery = str(Path(importlib.__file__).parent)
     frames = [
-        f for f in traceback.extract_tb(e.__traceback__)
+        f
+        for f in traceback.extract_tb(e.__traceback__)
         if not f.filename.startswith(("<", machinery)) and f.filename != __file__
-    ]  # fmt: skip
+    ]
     # A SyntaxError names its file and line itself; its traceback has no frame there.
     shown = frames and not isinstance(e, SyntaxError)
     where = f" at {frames[-1].filename}:{frames[-1].lineno}" if shown else ""

@@ -89,7 +89,9 @@ def load_plugin(
     inherited = env_path()  # in a worker: the directories the runner handed on
     unique: dict[str, tuple[str, str]] = {}  # a directory named twice: looked in once
     for directory, why in [
-        *((d, "client.path") for d in path), *((d, PLUGIN_PATH_ENV) for d in inherited), *also
+        *((d, "client.path") for d in path),
+        *((d, PLUGIN_PATH_ENV) for d in inherited),
+        *also,
     ]:
         unique.setdefault(directory, (directory, why))
     places = list(unique.values())
@@ -151,9 +153,10 @@ def _attribute(module: types.ModuleType, module_name: str, attr: str, class_path
         if not hasattr(obj, part):
             origin = getattr(module, "__file__", None) or "a namespace package"
             classes = sorted(
-                name for name, value in vars(module).items()
+                name
+                for name, value in vars(module).items()
                 if inspect.isclass(value) and value.__module__ == module.__name__
-            )  # fmt: skip
+            )
             there = f" (classes there: {', '.join(classes)})" if classes else ""
             raise PluginError(
                 f"module '{module_name}' ({origin}) has no attribute '{attr}'; expected: "
@@ -196,9 +199,7 @@ def _check_method(
             raise PluginError(f"{class_path} has no method '{name}'; expected: {_PROTOCOL}")
         return
     if not callable(getattr(cls, name)):
-        raise PluginError(
-            f"{class_path}.{name} is {_a(raw)}, not a method; expected: {_PROTOCOL}"
-        )
+        raise PluginError(f"{class_path}.{name} is {_a(raw)}, not a method; expected: {_PROTOCOL}")
     if isinstance(raw, types.FunctionType):  # a plain method: it is called with self first
         try:
             inspect.signature(raw).bind(None, *args)

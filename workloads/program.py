@@ -49,9 +49,12 @@ class _Running:
         self.command = list(command)
         try:
             self.process = spawn(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, bufsize=0,
-            )  # fmt: skip
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+            )
         except OSError as e:
             raise ProgramError(f"{self.name}: cannot start: {e.strerror or e}") from None
         self.replies: queue.SimpleQueue[bytes] = queue.SimpleQueue()
@@ -83,11 +86,13 @@ class _Running:
         try:
             line = self.replies.get(timeout=timeout_s)
         except queue.Empty:
-            raise ProgramError(f"{self.name}: no reply to request {request_id} within "
-                               f"{timeout_s:g} s") from None  # fmt: skip
+            raise ProgramError(
+                f"{self.name}: no reply to request {request_id} within {timeout_s:g} s"
+            ) from None
         if line == _EOF:
-            raise ProgramError(f"{self.name}: exited ({self._exit()}) before replying to "
-                               f"request {request_id}")  # fmt: skip
+            raise ProgramError(
+                f"{self.name}: exited ({self._exit()}) before replying to request {request_id}"
+            )
         try:
             reply = json.loads(line)
         except ValueError:
@@ -96,8 +101,10 @@ class _Running:
                 "for replies only; log to stderr)"
             ) from None
         if not isinstance(reply, dict) or reply.get("id") != request_id:
-            raise ProgramError(f"{self.name}: printed {_shown(line)}; expected the reply to "
-                               f"request {request_id}, with its id")  # fmt: skip
+            raise ProgramError(
+                f"{self.name}: printed {_shown(line)}; expected the reply to "
+                f"request {request_id}, with its id"
+            )
         return reply
 
     def _exit(self) -> str:
@@ -130,17 +137,25 @@ class _Session:
     ) -> None:
         self.program = _Running(command)
         self.last_id = 0
-        init = {"op": "init", "protocol": PROTOCOL_VERSION, "client": command[0],
-                "nodes": [node.to_dict() for node in nodes], "options": options}  # fmt: skip
+        init = {
+            "op": "init",
+            "protocol": PROTOCOL_VERSION,
+            "client": command[0],
+            "nodes": [node.to_dict() for node in nodes],
+            "options": options,
+        }
         try:
             reply = self.call(init, START_TIMEOUT_NS / 1e9)
             if reply.get("ok") is not True:
-                raise ProgramError(f"{self.program.name}: init refused: "
-                                   f"{reply.get('error', reply)}")  # fmt: skip
+                raise ProgramError(
+                    f"{self.program.name}: init refused: {reply.get('error', reply)}"
+                )
             abilities = reply.get("abilities", [])
             if not isinstance(abilities, list) or not all(isinstance(a, str) for a in abilities):
-                raise ProgramError(f"{self.program.name}: init's abilities must be a list of "
-                                   f"strings, not {abilities!r}")  # fmt: skip
+                raise ProgramError(
+                    f"{self.program.name}: init's abilities must be a list of "
+                    f"strings, not {abilities!r}"
+                )
         except ProgramError:
             self.program.stop()
             raise
@@ -191,6 +206,7 @@ class ProgramClient:
             session.program.stop()
             self._session = None
             raise
+
     def _outcome(self, reply: dict[str, Any], field: str) -> bool:
         """granted / released: True or False; an `error` (or anything else) raises."""
         if "error" in reply:
@@ -205,8 +221,9 @@ class ProgramClient:
         if validity is None:
             return None
         if isinstance(validity, bool) or not isinstance(validity, int | float):
-            raise ProgramError(f"{self.command[0]}: validity_ms must be a number or null, "
-                               f"not {validity!r}")  # fmt: skip
+            raise ProgramError(
+                f"{self.command[0]}: validity_ms must be a number or null, not {validity!r}"
+            )
         return invoked + int(validity * 1_000_000)
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
@@ -223,9 +240,12 @@ class ProgramClient:
             grants = self.observer.granted(reply["redis_key"], str(reply.get("value", token)))
         fencing = reply.get("fencing")
         return Lease(
-            key, token, deadline, tuple(str(g) for g in grants or ()),
+            key,
+            token,
+            deadline,
+            tuple(str(g) for g in grants or ()),
             fencing if isinstance(fencing, int) and not isinstance(fencing, bool) else None,
-        )  # fmt: skip
+        )
 
     def release(self, lease: Lease) -> bool:
         lease_fields = {"key": lease.key, "token": lease.token}

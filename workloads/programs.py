@@ -23,27 +23,48 @@ def clients_dir() -> Path:
     return Path(os.environ.get("LOCKHARNESS_CLIENTS_DIR", _REPO / ".tools" / "clients"))
 
 
-def _program(
-    name: str, description: str, needs_masters: bool, extends: bool
-) -> ClientInfo:
+def _program(name: str, description: str, needs_masters: bool, extends: bool) -> ClientInfo:
     launcher = str(clients_dir() / "bin" / name)
     return ClientInfo(
-        name, description, FACTORY, {"timeout_ms": _TIMEOUT},
-        needs_masters=needs_masters, extends=extends, command=(launcher,),
-    )  # fmt: skip
+        name,
+        description,
+        FACTORY,
+        {"timeout_ms": _TIMEOUT},
+        needs_masters=needs_masters,
+        extends=extends,
+        command=(launcher,),
+    )
 
 
 PROGRAM_CLIENTS: dict[str, ClientInfo] = {
     info.name: info
     for info in (
-        _program("redsync", "Go: go-redsync/redsync v4.18.1, Redlock over every node, one "
-                 "TryLock; release Unlock, extend Extend", True, True),
-        _program("node-redlock", "Node: redlock 5.0.0-beta.2 (ioredis), Redlock over every "
-                 "node, retryCount 0; release, extend", True, True),
-        _program("redisson-redlock", "Java: Redisson 3.52.0 RedissonRedLock over every node, "
-                 "tryLock(0, ttl); unlock", True, False),
-        _program("redisson-rlock", "Java: Redisson 3.52.0 RLock on node 1, watchdog renewing "
-                 "every ttl/3; unlock", False, False),
+        _program(
+            "redsync",
+            "Go: go-redsync/redsync v4.18.1, Redlock over every node, one "
+            "TryLock; release Unlock, extend Extend",
+            True,
+            True,
+        ),
+        _program(
+            "node-redlock",
+            "Node: redlock 5.0.0-beta.2 (ioredis), Redlock over every "
+            "node, retryCount 0; release, extend",
+            True,
+            True,
+        ),
+        _program(
+            "redisson-redlock",
+            "Java: Redisson 3.52.0 RedissonRedLock over every node, tryLock(0, ttl); unlock",
+            True,
+            False,
+        ),
+        _program(
+            "redisson-rlock",
+            "Java: Redisson 3.52.0 RLock on node 1, watchdog renewing every ttl/3; unlock",
+            False,
+            False,
+        ),
     )
 }
 
@@ -52,9 +73,12 @@ def command_client(command: Sequence[str]) -> ClientInfo:
     """A user's own program: options pass through as written; no extension assumed (the
     program says what it can do only when it starts)."""
     return ClientInfo(
-        f"command:{Path(command[0]).name}", f"a program: {' '.join(command)}", FACTORY,
-        free_options=True, command=tuple(command),
-    )  # fmt: skip
+        f"command:{Path(command[0]).name}",
+        f"a program: {' '.join(command)}",
+        FACTORY,
+        free_options=True,
+        command=tuple(command),
+    )
 
 
 def missing(info: ClientInfo) -> str | None:
@@ -63,6 +87,7 @@ def missing(info: ClientInfo) -> str | None:
         return None
     program = Path(info.command[0])
     if "/" in info.command[0] and not os.access(program, os.X_OK):
-        return (f"{program} is not an executable program"
-                + ("; run `make clients`" if info.name in PROGRAM_CLIENTS else ""))  # fmt: skip
+        return f"{program} is not an executable program" + (
+            "; run `make clients`" if info.name in PROGRAM_CLIENTS else ""
+        )
     return None

@@ -58,4 +58,3 @@ class ReentrantLock(OneNodeClient):
         if left <= 0 and self.tokens.get(lease.key) == lease.token:
             del self.tokens[lease.key]  # gone (released or lost): the next acquire starts afresh
         return left >= 0
-

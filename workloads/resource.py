@@ -35,15 +35,21 @@ end
 """
 # KEYS: occupants hash, highest-token key. ARGV: token, fencing token.
 # Returns {accepted, highest before ("" for none), occupants...}.
-_ENTER = _FENCE + """
+_ENTER = (
+    _FENCE
+    + """
 if accepted == 1 then redis.call("hset", KEYS[1], ARGV[1], 1) end
 return {accepted, highest or "", unpack(redis.call("hkeys", KEYS[1]))}
 """
+)
 # The caller leaves whether or not its last write is taken. Returns {accepted, highest}.
-_EXIT = _FENCE + """
+_EXIT = (
+    _FENCE
+    + """
 redis.call("hdel", KEYS[1], ARGV[1])
 return {accepted, highest or ""}
 """
+)
 
 
 @dataclass(frozen=True)

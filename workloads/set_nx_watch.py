@@ -81,4 +81,3 @@ class SetNxWatchLock(OneNodeClient):
                 except WatchError:
                     continue  # written since WATCH: look again
         raise ReleaseContended(f"{lease.key}: written during each of {self.attempts} releases")
-

@@ -37,4 +37,3 @@ class SetnxDelLock(OneNodeClient):
         if self.redis.get(lease.key) != lease.token.encode():
             return False
         return bool(self.redis.delete(lease.key))
-

@@ -58,4 +58,3 @@ class SetnxExpireLock(OneNodeClient):
         if self.redis.get(lease.key) != lease.token.encode():
             return False
         return bool(self.redis.delete(lease.key))  # not atomic with the GET (see above)
-

@@ -83,4 +83,3 @@ class SetnxGetsetLock(OneNodeClient):
         if expiry_of(lease.token) <= self.wall_ms():
             return False  # ours has expired: the key may be someone else's by now
         return bool(self.redis.delete(lease.key))
-

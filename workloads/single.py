@@ -59,9 +59,10 @@ class SingleInstanceLock:
         if not redis.set(key, token, nx=True, px=ttl_ms):
             return None
         lease = Lease(key, token, validity_deadline(started, ttl_ms), (node,))
-        if self.wait_replicas and redis.execute_command(
-            "WAIT", self.wait_replicas, self.wait_ms
-        ) < self.wait_replicas:
+        if (
+            self.wait_replicas
+            and redis.execute_command("WAIT", self.wait_replicas, self.wait_ms) < self.wait_replicas
+        ):
             self.release(lease)  # not on enough replicas in time: do not use it
             return None
         return lease

@@ -176,8 +176,11 @@ class ClientLoop:
                 lease = None
             else:
                 if lease is not None:
-                    value = {"deadline": lease.deadline, "grants": list(lease.grants),
-                             "fencing": lease.fencing}  # fmt: skip
+                    value = {
+                        "deadline": lease.deadline,
+                        "grants": list(lease.grants),
+                        "fencing": lease.fencing,
+                    }
                     if lease.depth != 1:  # reentrant: nested by the same owner
                         value["depth"] = lease.depth
                     self.rec.record(self.process, OK, ACQUIRE, key, lease.token, value)
@@ -194,8 +197,9 @@ class ClientLoop:
         when the worker means to invoke its release (``planned_end``): by then at the latest,
         if the harness is on time. Recorded with the release, it lets the checker tell a
         late harness (CPU starvation, a hung resource) from a lock that let two in."""
-        hold_end = self.clock() + int(self.rng.uniform(self.config.hold_min_ns,
-                                                       self.config.hold_max_ns))  # fmt: skip
+        hold_end = self.clock() + int(
+            self.rng.uniform(self.config.hold_min_ns, self.config.hold_max_ns)
+        )
         if self.usable_until(lease, hold_end) <= self.clock():
             # The lease is too short to use safely: release it untouched, right away.
             return lease, self.clock() + EXIT_BUDGET_NS
@@ -209,8 +213,11 @@ class ClientLoop:
             others = [t for t in entry.occupants if t != token]
             value: dict[str, Any] = {"occupancy": len(entry.occupants), "others": others}
             if lease.fencing is not None:
-                value |= {"fencing": lease.fencing, "accepted": entry.accepted,
-                          "highest": entry.highest}  # fmt: skip
+                value |= {
+                    "fencing": lease.fencing,
+                    "accepted": entry.accepted,
+                    "highest": entry.highest,
+                }
             self.rec.record(self.process, OK, ENTER, key, token, value)
         if self.config.nesting and self.rng.random() < self.config.nesting:
             self.nested(lease, self.usable_until(lease, hold_end))
@@ -277,8 +284,11 @@ class ClientLoop:
             return
         value = None
         if lease.fencing is not None:
-            value = {"fencing": lease.fencing, "accepted": written.accepted,
-                     "highest": written.highest}  # fmt: skip
+            value = {
+                "fencing": lease.fencing,
+                "accepted": written.accepted,
+                "highest": written.highest,
+            }
         self.rec.record(self.process, OK, EXIT, key, token, value)
 
     def nested(self, outer: Lease, end: int) -> None:
@@ -343,10 +353,12 @@ def run_worker(config: WorkerConfig) -> int:
     # Built side by side: a client program may take seconds to start (a JVM), and the run's
     # clock is already going.
     with ThreadPoolExecutor(config.threads) as pool:
-        loops = list(pool.map(
-            lambda t: ClientLoop(config, config.first_process + t, recorder, stop),
-            range(config.threads),
-        ))  # fmt: skip
+        loops = list(
+            pool.map(
+                lambda t: ClientLoop(config, config.first_process + t, recorder, stop),
+                range(config.threads),
+            )
+        )
     if config.go_path is not None:
         started = _await_go(config, stop)
         if started is None:  # stopped (or abandoned) before the run began: nothing to record

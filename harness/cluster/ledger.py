@@ -87,8 +87,9 @@ class ProcessLedger:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()  # the nemesis thread restarts nodes too
-        self._controller = ProcessRecord.of("controller", os.getpid(), process_cmdline(
-            os.getpid()) or ["lockharness"])  # fmt: skip
+        self._controller = ProcessRecord.of(
+            "controller", os.getpid(), process_cmdline(os.getpid()) or ["lockharness"]
+        )
         self._processes: list[ProcessRecord] = []
         self._description: dict[str, Any] = {}
         self._stopped = False
@@ -152,9 +153,15 @@ def _record(raw: Any) -> ProcessRecord | None:
         return None
     name, pid, argv = raw.get("name"), raw.get("pid"), raw.get("argv")
     exe, start = raw.get("exe"), raw.get("start")
-    if not (isinstance(name, str) and type(pid) is int and pid > 0 and isinstance(argv, list)
-            and all(isinstance(a, str) for a in argv) and (exe is None or isinstance(exe, str))
-            and (start is None or type(start) is int)):  # fmt: skip
+    if not (
+        isinstance(name, str)
+        and type(pid) is int
+        and pid > 0
+        and isinstance(argv, list)
+        and all(isinstance(a, str) for a in argv)
+        and (exe is None or isinstance(exe, str))
+        and (start is None or type(start) is int)
+    ):
         return None
     return ProcessRecord(name, pid, argv, exe, start)
 

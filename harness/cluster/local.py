@@ -44,19 +44,25 @@ class LocalCluster:
         library = shim_library() if config.clock_shim else None
         self._nodes = [
             LocalRedisNode(
-                name, config.redis_server, base / "data" / name, base / f"redis-{name}.log",
+                name,
+                config.redis_server,
+                base / "data" / name,
+                base / f"redis-{name}.log",
                 config.persistence,
                 env=shim_env(library, self._clocks[name].path) if library else None,
                 ledger=self.ledger,
             )
             for name in names
-        ]  # fmt: skip
+        ]
         self._by_name = {node.name: node for node in self._nodes}
         # The resource sits outside the fault domain: no proxy, never faulted, no persistence.
         self._resource = LocalRedisNode(
-            "resource", config.redis_server, base / "data" / "resource",
-            base / "redis-resource.log", ledger=self.ledger,
-        )  # fmt: skip
+            "resource",
+            config.redis_server,
+            base / "data" / "resource",
+            base / "redis-resource.log",
+            ledger=self.ledger,
+        )
         self._toxiproxy = ToxiproxyServer(
             config.toxiproxy_server, base / "toxiproxy.log", self.ledger
         )

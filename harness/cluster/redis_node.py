@@ -22,12 +22,17 @@ from harness.cluster.process import ManagedProcess, ServerProcess
 # start; never rewrite, so the incr file the AofTracker watches is not rotated under it;
 # plain RESP in the AOF, no RDB preamble.
 _AOF_COMMON = [
-    "--save", "",
-    "--appendonly", "yes",
-    "--aof-load-truncated", "yes",
-    "--auto-aof-rewrite-percentage", "0",
-    "--aof-use-rdb-preamble", "no",
-]  # fmt: skip
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--aof-load-truncated",
+    "yes",
+    "--auto-aof-rewrite-percentage",
+    "0",
+    "--aof-use-rdb-preamble",
+    "no",
+]
 PERSISTENCE_ARGS: dict[str, list[str]] = {
     "none": ["--save", "", "--appendonly", "no"],  # a restart comes back empty
     "aof-always": [*_AOF_COMMON, "--appendfsync", "always"],
@@ -77,14 +82,19 @@ class LocalRedisNode(ServerProcess):
     def _argv(self, port: int) -> list[str]:
         return [
             str(self.binary),
-            "--port", str(port),
-            "--bind", "127.0.0.1",
-            "--dir", str(self.data_dir),
-            "--logfile", "",  # log to stdout, which ManagedProcess sends to log_path
-            "--daemonize", "no",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.data_dir),
+            "--logfile",
+            "",  # log to stdout, which ManagedProcess sends to log_path
+            "--daemonize",
+            "no",
             *PERSISTENCE_ARGS[self.persistence],
             *self.extra_args,
-        ]  # fmt: skip
+        ]
 
     def reserve_port(self, taken: Collection[int] = ()) -> int:
         """Choose the port before the first start (when others must know it in advance),
@@ -101,7 +111,10 @@ class LocalRedisNode(ServerProcess):
         if self.port is None:
             self.port = free_port()
         self._process = ManagedProcess(
-            f"redis-server {self.name}", self._argv(self.port), self.log_path, self.env,
+            f"redis-server {self.name}",
+            self._argv(self.port),
+            self.log_path,
+            self.env,
             self.ledger,
         )
         self._process.start()

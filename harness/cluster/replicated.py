@@ -121,11 +121,14 @@ class ReplicatedCluster(LocalCluster):
                 announce = self._shared[node.name]
                 node.extra_args = [
                     # Full syncs start at once instead of waiting 5 s for more replicas.
-                    "--repl-diskless-sync-delay", "0",
-                    "--replica-announce-ip", announce.host,
-                    "--replica-announce-port", str(announce.port),
+                    "--repl-diskless-sync-delay",
+                    "0",
+                    "--replica-announce-ip",
+                    announce.host,
+                    "--replica-announce-port",
+                    str(announce.port),
                     *(["--replicaof", primary.host, str(primary.port)] if i else []),
-                ]  # fmt: skip
+                ]
                 node.spawn()
             for node in self._nodes:
                 node.wait_ready()
@@ -159,16 +162,24 @@ class ReplicatedCluster(LocalCluster):
             self._shared[node.name] = info.listen
         # Announced address (a shared proxy) -> node: fixed from here on, whatever fails over.
         self._aliases = {f"{e.host}:{e.port}": name for name, e in self._shared.items()}
+
     def _start_sentinels(self, primary: Endpoint) -> None:
         r, base = self.replication, self.config.base_dir
         self._sentinels = [
             LocalSentinel(
-                f"s{j}", self.config.redis_server, base / "data" / f"s{j}",
-                base / f"sentinel-s{j}.log", r.master_name, primary, r.quorum,
-                r.down_after_ms, r.failover_timeout_ms, self.ledger,
+                f"s{j}",
+                self.config.redis_server,
+                base / "data" / f"s{j}",
+                base / f"sentinel-s{j}.log",
+                r.master_name,
+                primary,
+                r.quorum,
+                r.down_after_ms,
+                r.failover_timeout_ms,
+                self.ledger,
             )
             for j in range(1, r.sentinels + 1)
-        ]  # fmt: skip
+        ]
         for sentinel in self._sentinels:
             sentinel.spawn()
         for sentinel in self._sentinels:
@@ -282,10 +293,12 @@ class ReplicatedCluster(LocalCluster):
             began.clear()
             on_switch(old or f"{old_ip}:{old_port}", new or f"{new_ip}:{new_port}", start)
 
-        pubsub.subscribe(**{
-            "+failover-state-send-slaveof-noone": promoting,
-            "+switch-master": switched,
-        })  # fmt: skip
+        pubsub.subscribe(
+            **{
+                "+failover-state-send-slaveof-noone": promoting,
+                "+switch-master": switched,
+            }
+        )
         thread = pubsub.run_in_thread(sleep_time=0.05, daemon=True)
 
         def stop() -> None:
@@ -317,6 +330,3 @@ def _online_replicas(master: Endpoint) -> int:
         return 0
     slaves = [v for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
     return sum(1 for s in slaves if s.get("state") == "online")
-
-
-

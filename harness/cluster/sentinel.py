@@ -48,18 +48,20 @@ class LocalSentinel(ServerProcess):
 
     def _config(self) -> str:
         m = self.master_name
-        return "\n".join([
-            f"port {self.port}",
-            "bind 127.0.0.1",
-            "daemonize no",
-            'logfile ""',
-            f"dir {self.directory}",
-            f"sentinel monitor {m} {self.master.host} {self.master.port} {self.quorum}",
-            f"sentinel down-after-milliseconds {m} {self.down_after_ms}",
-            f"sentinel failover-timeout {m} {self.failover_timeout_ms}",
-            f"sentinel parallel-syncs {m} 1",
-            "",
-        ])  # fmt: skip
+        return "\n".join(
+            [
+                f"port {self.port}",
+                "bind 127.0.0.1",
+                "daemonize no",
+                'logfile ""',
+                f"dir {self.directory}",
+                f"sentinel monitor {m} {self.master.host} {self.master.port} {self.quorum}",
+                f"sentinel down-after-milliseconds {m} {self.down_after_ms}",
+                f"sentinel failover-timeout {m} {self.failover_timeout_ms}",
+                f"sentinel parallel-syncs {m} 1",
+                "",
+            ]
+        )
 
     def spawn(self) -> None:
         # Sentinel rewrites its config file as it learns: it must be its own, writable.

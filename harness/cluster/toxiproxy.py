@@ -135,9 +135,12 @@ class ToxiproxyAPI:
     def add_toxic(self, spec: ToxicSpec) -> None:
         with self._bound():
             self._handle(spec.proxy).add_toxic(
-                type=spec.type, name=spec.name, stream=spec.stream,
-                toxicity=spec.toxicity, attributes=spec.attributes,
-            )  # fmt: skip
+                type=spec.type,
+                name=spec.name,
+                stream=spec.stream,
+                toxicity=spec.toxicity,
+                attributes=spec.attributes,
+            )
 
     def add_toxics(self, specs: Iterable[ToxicSpec]) -> None:
         self._each(list(specs), self.add_toxic)

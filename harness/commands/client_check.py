@@ -123,8 +123,10 @@ def conformance(cluster: LocalCluster, command: list[str]) -> Session:
 def command(args: argparse.Namespace, console: Console) -> int:
     program: list[str] = [part for part in args.program if part != "--"]
     if not program:
-        raise BadInput("client-check: name the program after --, e.g. "
-                       "lockharness client-check -- ./my-client --flag")  # fmt: skip
+        raise BadInput(
+            "client-check: name the program after --, e.g. "
+            "lockharness client-check -- ./my-client --flag"
+        )
     binaries = find_binaries(args)
     check_store(args.store)
     base = create_run_dir(args.store, "client-check")

@@ -23,8 +23,12 @@ def warn_leftovers(store: Path) -> None:
     and ports."""
     found = gc.survey(store)
     described = [leftover.describe() for leftover in found.leftovers]
-    described += [f"{held} ({run_dir})" for run_dir, items in found.containers.items()
-                  for held in items if held.startswith("container ")]  # fmt: skip
+    described += [
+        f"{held} ({run_dir})"
+        for run_dir, items in found.containers.items()
+        for held in items
+        if held.startswith("container ")
+    ]
     if not described:
         return
     shown = "; ".join(described[:5])

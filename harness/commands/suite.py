@@ -13,16 +13,25 @@ from harness.suite import SuiteRequest, check_report_paths, plan_suite, run_suit
 
 def command(args: argparse.Namespace, console: Console) -> int:
     request = SuiteRequest(
-        targets=args.targets, clients=args.clients, seeds=args.seeds, seed=args.seed,
-        duration_ns=args.duration, workers=args.workers, threads=args.threads,
+        targets=args.targets,
+        clients=args.clients,
+        seeds=args.seeds,
+        seed=args.seed,
+        duration_ns=args.duration,
+        workers=args.workers,
+        threads=args.threads,
         backend=args.backend,
-    )  # fmt: skip
+    )
     cases = plan_suite(request)  # every bad argument is reported before anything starts
     binaries = find_binaries(args)
     check_report_paths(junit=args.junit, html=args.html)
     check_store(args.store)
     warn_leftovers(args.store)
     return run_suite(
-        cases, store=args.store, binaries=binaries, console=console,
-        junit=args.junit, html=args.html,
-    )  # fmt: skip
+        cases,
+        store=args.store,
+        binaries=binaries,
+        console=console,
+        junit=args.junit,
+        html=args.html,
+    )

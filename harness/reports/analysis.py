@@ -45,8 +45,17 @@ class FaultPeriod:
 
 
 def _open_op(invoke: Event, end: int) -> Op:
-    return Op(invoke.process, invoke.f, INFO, invoke.time, max(end, invoke.time),
-              invoke.index, invoke.key, invoke.token, completed=False)  # fmt: skip
+    return Op(
+        invoke.process,
+        invoke.f,
+        INFO,
+        invoke.time,
+        max(end, invoke.time),
+        invoke.index,
+        invoke.key,
+        invoke.token,
+        completed=False,
+    )
 
 
 def client_ops(history: Sequence[Event]) -> list[Op]:
@@ -75,8 +84,19 @@ def client_ops(history: Sequence[Event]) -> list[Op]:
         start, index = (event.time, event.index) if invoke is None else (invoke.time, invoke.index)
         key = event.key if event.key is not None or invoke is None else invoke.key
         token = event.token if event.token is not None or invoke is None else invoke.token
-        ops.append(Op(event.process, event.f, event.type, start, event.time, index, key, token,
-                      completed=True))  # fmt: skip
+        ops.append(
+            Op(
+                event.process,
+                event.f,
+                event.type,
+                start,
+                event.time,
+                index,
+                key,
+                token,
+                completed=True,
+            )
+        )
     ops.extend(_open_op(invoke, last) for invoke in pending.values())
     ops.sort(key=lambda op: (op.start, op.index))
     return ops

@@ -51,14 +51,21 @@ def _shade_faults(ax: Axes, periods: Sequence[FaultPeriod]) -> None:
     for period in periods:
         label = None if period.name in named else f"fault: {period.name}"
         named.add(period.name)
-        ax.axvspan(period.start / 1e9, period.end / 1e9, color=fault_colour(period.kind),
-                   alpha=0.2, linewidth=0, label=label)  # fmt: skip
+        ax.axvspan(
+            period.start / 1e9,
+            period.end / 1e9,
+            color=fault_colour(period.kind),
+            alpha=0.2,
+            linewidth=0,
+            label=label,
+        )
 
 
 def _legend(ax: Axes) -> None:
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False,
-                  markerscale=2.5)  # fmt: skip
+        ax.legend(
+            loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False, markerscale=2.5
+        )
 
 
 def _save(fig: Figure, axes: list[Axes], title: str, end_s: float, path: Path) -> Path:
@@ -100,8 +107,16 @@ def plot_latency(history: Sequence[Event], title: str, path: Path) -> Path:
         if outcome in points:
             times, latencies = points[outcome]
             label = f"acquire {outcome} ({len(times):,})"
-            ax.plot(times, latencies, ".", color=_OUTCOME_COLOURS[outcome], markersize=3.5,
-                    alpha=0.65, rasterized=True, label=label)  # fmt: skip
+            ax.plot(
+                times,
+                latencies,
+                ".",
+                color=_OUTCOME_COLOURS[outcome],
+                markersize=3.5,
+                alpha=0.65,
+                rasterized=True,
+                label=label,
+            )
     if points:
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -157,20 +172,38 @@ def plot_rate(history: Sequence[Event], title: str, path: Path) -> Path:
         _shade_faults(ax, periods)
     # Steps, not lines: each bucket's rate holds for the bucket's whole width.
     cycles = series["cycles"]
-    cycles_ax.step(mids, _per_second(cycles, edges, width), where="mid", color=_CYCLE_COLOUR,
-                   linewidth=2, label=f"lock cycles ({len(cycles):,})")  # fmt: skip
+    cycles_ax.step(
+        mids,
+        _per_second(cycles, edges, width),
+        where="mid",
+        color=_CYCLE_COLOUR,
+        linewidth=2,
+        label=f"lock cycles ({len(cycles):,})",
+    )
     for outcome in (OK, FAIL, INFO):
         times = series[outcome]
         if times:
-            attempts_ax.step(mids, _per_second(times, edges, width), where="mid",
-                             color=_OUTCOME_COLOURS[outcome], linewidth=1.4,
-                             label=f"acquire {outcome} ({len(times):,})")  # fmt: skip
+            attempts_ax.step(
+                mids,
+                _per_second(times, edges, width),
+                where="mid",
+                color=_OUTCOME_COLOURS[outcome],
+                linewidth=1.4,
+                label=f"acquire {outcome} ({len(times):,})",
+            )
     if not any(series.values()):
         _empty(attempts_ax, "no acquire completed")
     cycles_ax.set_ylabel("lock cycles / s")
     attempts_ax.set_ylabel("acquires / s")
     for ax in (cycles_ax, attempts_ax):
         ax.set_ylim(bottom=0)
-    fig.text(0.995, 0.005, f"buckets of {width / 1e6:g} ms", ha="right", va="bottom",
-             fontsize=8, color="#777")  # fmt: skip
+    fig.text(
+        0.995,
+        0.005,
+        f"buckets of {width / 1e6:g} ms",
+        ha="right",
+        va="bottom",
+        fontsize=8,
+        color="#777",
+    )
     return _save(fig, [cycles_ax, attempts_ax], title, end / 1e9, path)

@@ -95,11 +95,15 @@ def _witness_list(entries: Sequence[WitnessEntry]) -> Html:
     if not entries:
         return _NO_WITNESS
     items = [
-        fill(_ENTRY, n=e.number, leases=join([_lease_ref(r) for r in e.parties], " and "),
-             where="" if e.drawn else " (outside the windows drawn)",
-             description=e.description)
+        fill(
+            _ENTRY,
+            n=e.number,
+            leases=join([_lease_ref(r) for r in e.parties], " and "),
+            where="" if e.drawn else " (outside the windows drawn)",
+            description=e.description,
+        )
         for e in entries
-    ]  # fmt: skip
+    ]
     return fill(_ENTRIES, items=join(items))
 
 
@@ -113,8 +117,13 @@ def _windowed(note: Windowing | None) -> Html:
     if note is None:
         return Html()
     around = "around the violations" if note.around_violations else "at the beginning of the run"
-    return fill(_WINDOWED, total=f"{note.total_ops:,}", shown=f"{note.shown_ops:,}",
-                windows=note.windows, around=around)  # fmt: skip
+    return fill(
+        _WINDOWED,
+        total=f"{note.total_ops:,}",
+        shown=f"{note.shown_ops:,}",
+        windows=note.windows,
+        around=around,
+    )
 
 
 def render_page(page: Page) -> str:
@@ -125,14 +134,20 @@ def render_page(page: Page) -> str:
     return fill(
         template("timeline.html"),
         css=fill(template("timeline.css"), **CSS_SIZES),
-        name=page.name, verdict=page.verdict, verdict_shown=page.verdict.upper(),
-        expect_class="yes" if page.as_expected else "no", expectation=page.expectation,
+        name=page.name,
+        verdict=page.verdict,
+        verdict_shown=page.verdict.upper(),
+        expect_class="yes" if page.as_expected else "no",
+        expectation=page.expectation,
         expect_word="as expected" if page.as_expected else "NOT as expected",
-        facts=fill(_FACTS, rows=facts), reasons=reason_list,
-        witness_count=len(page.witnesses), witness_list=_witness_list(page.witnesses),
-        windowed=_windowed(page.windowing), legend=_legend(page),
+        facts=fill(_FACTS, rows=facts),
+        reasons=reason_list,
+        witness_count=len(page.witnesses),
+        witness_list=_witness_list(page.witnesses),
+        windowed=_windowed(page.windowing),
+        legend=_legend(page),
         windows=join([draw_window(view, page.columns) for view in page.windows], "\n"),
-    )  # fmt: skip
+    )
 
 
 def render_timeline(

@@ -88,9 +88,16 @@ def short(token: str | None) -> str:
 
 
 def _ticks(canvas: Canvas, ticks: Sequence[Tick]) -> list[Html]:
-    return [fill(_TICK, y=f"{canvas.y(t.time):.1f}", width=canvas.columns_right,
-                 label_y=f"{canvas.y(t.time) - TICK_NUDGE:.1f}", label=t.label)
-            for t in ticks]  # fmt: skip
+    return [
+        fill(
+            _TICK,
+            y=f"{canvas.y(t.time):.1f}",
+            width=canvas.columns_right,
+            label_y=f"{canvas.y(t.time) - TICK_NUDGE:.1f}",
+            label=t.label,
+        )
+        for t in ticks
+    ]
 
 
 def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
@@ -98,13 +105,39 @@ def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
     until = seconds(p.end) if p.ended else "the end (never stopped)"
     title = f"{band.label}: {seconds(p.start)} → {until}"
     box = canvas.span(p.start, p.end, min_h=MIN_FAULT_H)
-    out = [fill(_BAND, cls="fault", box=box, left=AXIS_W, width=canvas.columns_right - AXIS_W,
-                colour=band.colour, title=title)]  # fmt: skip
-    out += [fill(_BAND, cls="fault hit", box=box, left=canvas.x(c), width=COL_W,
-                 colour=band.colour, title=title)
-            for c in band.hit_columns]  # fmt: skip
-    out.append(fill(_LABEL, box=box, left=canvas.label_x(band.lane), colour=band.colour,
-                    title=title, label=band.label))  # fmt: skip
+    out = [
+        fill(
+            _BAND,
+            cls="fault",
+            box=box,
+            left=AXIS_W,
+            width=canvas.columns_right - AXIS_W,
+            colour=band.colour,
+            title=title,
+        )
+    ]
+    out += [
+        fill(
+            _BAND,
+            cls="fault hit",
+            box=box,
+            left=canvas.x(c),
+            width=COL_W,
+            colour=band.colour,
+            title=title,
+        )
+        for c in band.hit_columns
+    ]
+    out.append(
+        fill(
+            _LABEL,
+            box=box,
+            left=canvas.label_x(band.lane),
+            colour=band.colour,
+            title=title,
+            label=band.label,
+        )
+    )
     return out
 
 
@@ -123,12 +156,28 @@ def _lease(canvas: Canvas, frame: LeaseFrame) -> list[Html]:
     left = canvas.x(frame.column) + LEASE_INSET
     anchor = fill(_ANCHOR, index=s.acquire_index) if frame.anchor else Html()
     cls = "lease bad" if frame.witnesses else "lease"
-    out = [fill(_LEASE, cls=cls, anchor=anchor, token=s.token, box=canvas.span(s.start, s.end),
-                left=left, title=title)]  # fmt: skip
+    out = [
+        fill(
+            _LEASE,
+            cls=cls,
+            anchor=anchor,
+            token=s.token,
+            box=canvas.span(s.start, s.end),
+            left=left,
+            title=title,
+        )
+    ]
     if frame.deadline_shown and s.deadline is not None:
         # Where a lease should have ended: the overrun below it is the hazard.
-        out.append(fill(_DEADLINE, y=f"{canvas.y(s.deadline):.1f}", left=left,
-                        token=short(s.token), time=seconds(s.deadline)))  # fmt: skip
+        out.append(
+            fill(
+                _DEADLINE,
+                y=f"{canvas.y(s.deadline):.1f}",
+                left=left,
+                token=short(s.token),
+                time=seconds(s.deadline),
+            )
+        )
     return out
 
 
@@ -139,8 +188,13 @@ def _op(canvas: Canvas, box: OpBox) -> Html:
     title = f"p{op.process} {op.f} {op.outcome} {seconds(op.start)} {took}"
     if op.token:
         title += f" {short(op.token)}"
-    return fill(_OP, outcome=op.outcome, box=canvas.span(op.start, op.end),
-                left=canvas.x(box.column) + OP_INSET, title=title)  # fmt: skip
+    return fill(
+        _OP,
+        outcome=op.outcome,
+        box=canvas.span(op.start, op.end),
+        left=canvas.x(box.column) + OP_INSET,
+        title=title,
+    )
 
 
 def _mark(canvas: Canvas, mark: WitnessMark) -> Html:
@@ -149,24 +203,43 @@ def _mark(canvas: Canvas, mark: WitnessMark) -> Html:
     first, last = mark.columns[0], mark.columns[-1]
     across = canvas.x(last) - canvas.x(first)
     if mark.leases:
-        data = fill(_OVERLAP_DATA, first=mark.tokens[0], second=mark.tokens[1],
-                    first_lease=mark.leases[0], second_lease=mark.leases[1])  # fmt: skip
+        data = fill(
+            _OVERLAP_DATA,
+            first=mark.tokens[0],
+            second=mark.tokens[1],
+            first_lease=mark.leases[0],
+            second_lease=mark.leases[1],
+        )
     else:
         data = fill(_TOKEN_DATA, token=mark.tokens[0])
     boxes = join([fill(_MARK_BOX, left=canvas.x(c) - canvas.x(first)) for c in mark.columns])
     bridge = fill(_BRIDGE, width=across) if last > first else Html()
     return fill(
-        _MARK, kind=mark.kind, n=mark.number, key=mark.key, tokens=" ".join(mark.tokens),
-        data=data, box=canvas.span(mark.start, mark.end, min_h=MIN_WITNESS_H),
-        left=canvas.x(first) + LEASE_INSET, width=across + LEASE_W,
-        description=mark.description, boxes=boxes, bridge=bridge,
-    )  # fmt: skip
+        _MARK,
+        kind=mark.kind,
+        n=mark.number,
+        key=mark.key,
+        tokens=" ".join(mark.tokens),
+        data=data,
+        box=canvas.span(mark.start, mark.end, min_h=MIN_WITNESS_H),
+        left=canvas.x(first) + LEASE_INSET,
+        width=across + LEASE_W,
+        description=mark.description,
+        boxes=boxes,
+        bridge=bridge,
+    )
 
 
 def _headings(canvas: Canvas, columns: Sequence[Column]) -> Html:
-    cells = [fill(_HEADING, left=canvas.x(i), process=c.process,
-                  worker=Html() if c.worker is None else fill(_WORKER, worker=c.worker))
-             for i, c in enumerate(columns)]  # fmt: skip
+    cells = [
+        fill(
+            _HEADING,
+            left=canvas.x(i),
+            process=c.process,
+            worker=Html() if c.worker is None else fill(_WORKER, worker=c.worker),
+        )
+        for i, c in enumerate(columns)
+    ]
     return fill(_HEADINGS, width=canvas.width, cells=join(cells), right=canvas.columns_right)
 
 
@@ -185,5 +258,11 @@ def draw_window(view: WindowView, columns: Sequence[Column]) -> Html:
     caption = f"{seconds(w.start)} → {seconds(w.end)}: {len(view.ops)} operations"
     if w.truncated:
         caption += " (cut short to stay within the page's budget)"
-    return fill(_WINDOW, caption=caption, headings=_headings(canvas, columns),
-                width=canvas.width, height=f"{canvas.height:.0f}", parts=join(parts))  # fmt: skip
+    return fill(
+        _WINDOW,
+        caption=caption,
+        headings=_headings(canvas, columns),
+        width=canvas.width,
+        height=f"{canvas.height:.0f}",
+        parts=join(parts),
+    )

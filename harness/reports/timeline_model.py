@@ -158,11 +158,14 @@ def _facts(scenario: Scenario, result: CheckResult) -> tuple[tuple[str, str], ..
         ("client", scenario.client.name),
         ("seed", "not recorded" if scenario.seed is None else str(scenario.seed)),
         ("duration", _span(scenario.duration_ns)),
-        ("workload", f"{w.workers} workers, {w.threads} threads each, {w.keys} key(s), "
-                     f"TTL {_span(w.ttl_ns)}, hold {_span(w.hold_min_ns)} to "
-                     f"{_span(w.hold_max_ns)}"),
+        (
+            "workload",
+            f"{w.workers} workers, {w.threads} threads each, {w.keys} key(s), "
+            f"TTL {_span(w.ttl_ns)}, hold {_span(w.hold_min_ns)} to "
+            f"{_span(w.hold_max_ns)}",
+        ),
         ("stats", describe_stats(result.stats)),
-    )  # fmt: skip
+    )
 
 
 def fault_lanes(periods: Sequence[FaultPeriod]) -> list[int]:
@@ -204,8 +207,11 @@ def _band(run: _Run, period: FaultPeriod, lane: int) -> FaultBand:
     label = period.name + (f" [{', '.join(period.targets)}]" if period.targets else "")
     # A paused worker (w1, w2, ...) freezes exactly its own clients.
     workers = {int(t[1:]) for t in period.targets if t[:1] == "w" and t[1:].isdigit()}
-    hit = tuple(column for process, column in run.columns.items()
-                if workers and _worker(process, run.threads) in workers)  # fmt: skip
+    hit = tuple(
+        column
+        for process, column in run.columns.items()
+        if workers and _worker(process, run.threads) in workers
+    )
     return FaultBand(period, label, lane, fault_colour(period.kind), hit)
 
 
@@ -221,9 +227,17 @@ def _mark(run: _Run, number: int, witness: dict[str, Any], window: Window) -> Wi
     if witness.get("kind") == "overlap":
         first, second = witness.get("first") or {}, witness.get("second") or {}
         leases = (first.get("acquire_index"), second.get("acquire_index"))
-    return WitnessMark(number, str(witness.get("kind")), witness.get("key"), span[0], span[1],
-                       tuple(columns), tuple(t for _, t in parties), leases,
-                       describe_witness(witness))  # fmt: skip
+    return WitnessMark(
+        number,
+        str(witness.get("kind")),
+        witness.get("key"),
+        span[0],
+        span[1],
+        tuple(columns),
+        tuple(t for _, t in parties),
+        leases,
+        describe_witness(witness),
+    )
 
 
 def _window(run: _Run, window: Window, anchored: set[int], marked: set[int]) -> WindowView:
@@ -247,10 +261,15 @@ def _window(run: _Run, window: Window, anchored: set[int], marked: set[int]) -> 
             marked.add(number)
             marks.append(mark)
     return WindowView(
-        window, px_per_ns, max(lanes, default=0) + 1, _ticks(window, px_per_ns),
+        window,
+        px_per_ns,
+        max(lanes, default=0) + 1,
+        _ticks(window, px_per_ns),
         tuple(_band(run, p, lane) for p, lane in zip(periods, lanes, strict=True)),
-        tuple(leases), tuple(OpBox(run.columns[op.process], op) for op in ops), tuple(marks),
-    )  # fmt: skip
+        tuple(leases),
+        tuple(OpBox(run.columns[op.process], op) for op in ops),
+        tuple(marks),
+    )
 
 
 def _entry(run: _Run, number: int, witness: dict[str, Any], drawn: bool) -> WitnessEntry:
@@ -282,25 +301,43 @@ def build_page(
     sections = critical_sections(history)
     periods = fault_periods(history)
     witnesses = result.witnesses
-    processes = sorted({op.process for op in ops} | {s.process for s in sections},
-                       key=_process_order)  # fmt: skip
+    processes = sorted(
+        {op.process for op in ops} | {s.process for s in sections}, key=_process_order
+    )
     token_section = {str(s.token): s for s in sections if s.token}
     threads = scenario.workload.threads
-    run = _Run(ops, sections, periods, witnesses, {p: i for i, p in enumerate(processes)},
-               threads, token_section, _convicting(witnesses, token_section))  # fmt: skip
+    run = _Run(
+        ops,
+        sections,
+        periods,
+        witnesses,
+        {p: i for i, p in enumerate(processes)},
+        threads,
+        token_section,
+        _convicting(witnesses, token_section),
+    )
     windows, windowed = choose_windows(ops, witnesses, max_ops)
     anchored: set[int] = set()
     marked: set[int] = set()
     views = tuple(_window(run, w, anchored, marked) for w in windows)
-    entries = tuple(_entry(run, number, witness, number in marked)
-                    for number, witness in enumerate(witnesses, start=1))  # fmt: skip
+    entries = tuple(
+        _entry(run, number, witness, number in marked)
+        for number, witness in enumerate(witnesses, start=1)
+    )
     windowing = None
     if windowed:
         shown = sum(len(view.ops) for view in views)
         windowing = Windowing(len(ops), shown, len(views), bool(witnesses))
     return Page(
-        scenario.name, result.verdict.value, str(scenario.expectation),
-        scenario.expectation.met_by(result), _facts(scenario, result), tuple(result.reasons),
-        entries, tuple((k, fault_colour(k)) for k in sorted({p.kind for p in periods})),
-        tuple(Column(p, _worker(p, threads)) for p in processes), views, windowing,
-    )  # fmt: skip
+        scenario.name,
+        result.verdict.value,
+        str(scenario.expectation),
+        scenario.expectation.met_by(result),
+        _facts(scenario, result),
+        tuple(result.reasons),
+        entries,
+        tuple((k, fault_colour(k)) for k in sorted({p.kind for p in periods})),
+        tuple(Column(p, _worker(p, threads)) for p in processes),
+        views,
+        windowing,
+    )

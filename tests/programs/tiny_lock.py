@@ -21,8 +21,7 @@ import uuid
 import redis
 
 RELEASE = (
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
-    "return 0"
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 )
 EXTEND = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
@@ -69,9 +68,17 @@ def main() -> int:
                 continue
             elapsed_ms = (time.monotonic() - received) * 1000
             rid = rid + 1000 if mode == "wrong-id" else rid
-            reply({"id": rid, "granted": True, "token": token,
-                   "validity_ms": request["ttl_ms"] - elapsed_ms,
-                   "redis_key": request["key"], "value": token, "fencing": None})
+            reply(
+                {
+                    "id": rid,
+                    "granted": True,
+                    "token": token,
+                    "validity_ms": request["ttl_ms"] - elapsed_ms,
+                    "redis_key": request["key"],
+                    "value": token,
+                    "fencing": None,
+                }
+            )
         elif op == "release":
             lease = request["lease"]
             released = node.eval(RELEASE, 1, lease["key"], lease["token"])
