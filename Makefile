@@ -60,7 +60,7 @@ docker-engine:
 
 # The Compose backend's images, built offline from this machine's redis-server and Toxiproxy.
 images: python-env redis-server toxiproxy docker-engine
-	$(BIN)/python -m compose.images
+	$(BIN)/python -m harness images
 
 # The mission in about two minutes: safe baselines, a broken release, the Redlock restart
 # counter-example and its recovery policy, a GC pause and a failover, each at its own

@@ -30,6 +30,7 @@ _COMMANDS = {
     "gc": "gc",
     "schema": "schema",
     "client-check": "client_check",
+    "images": "images",
 }
 
 
@@ -133,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
 
     commands.add_parser("schema", help="the scenario file's JSON Schema (draft-07), to stdout")
+
+    images = commands.add_parser(
+        "images", help="build the Compose backend's images from this machine's binaries"
+    )
+    images.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    _binary_flags(images)
 
     client_check = commands.add_parser(
         "client-check", help="a conformance session of a lock-client program: -- PROG ARGS"

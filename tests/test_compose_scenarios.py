@@ -67,3 +67,12 @@ def test_no_engine_is_bad_input_naming_what_to_do(tmp_path: Path) -> None:
     assert done.returncode == 254, done.stdout + done.stderr
     assert "no Docker engine answers" in done.stderr and "make docker-engine" in done.stderr
     assert not (tmp_path / "store").exists() or not any((tmp_path / "store").iterdir())
+
+
+def test_the_images_command_says_the_images_are_up_to_date(
+    docker_engine: None, tmp_path: Path
+) -> None:
+    done = lockharness("images", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "lockharness/redis:" in done.stdout and "lockharness/toxiproxy:" in done.stdout
+    assert done.stdout.count("up to date") == 2  # the fixture built them: nothing to do

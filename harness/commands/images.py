@@ -1,0 +1,24 @@
+"""`lockharness images`: the Compose backend's images, built here from this machine's
+redis-server and toxiproxy-server (no registry), or left alone when up to date."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Console
+
+from core.errors import EXIT_AS_EXPECTED
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    from compose.images import KINDS, REDIS, TOXIPROXY, ensure, find_host_binary
+
+    explicit = {REDIS: args.redis_server, TOXIPROXY: args.toxiproxy_server}
+    for kind in KINDS:
+        binary = find_host_binary(kind, explicit[kind])
+        started = time.monotonic()
+        tag, built = ensure(kind, binary, args.force)
+        what = f"built in {time.monotonic() - started:.1f}s" if built else "up to date"
+        console.print(f"{tag}: {what} (from {binary})", highlight=False)
+    return EXIT_AS_EXPECTED
