@@ -167,15 +167,19 @@ def with_overrides(
         new_workers = _whole("--workers", workers, w.workers, 1, 64)
         needed, fault = max(workers_named(s.faults), default=(0, ""))
         if needed > new_workers:
-            raise Invalid("--workers", f"{new_workers} is too few for fault '{fault}', which "
-                          f"names w{needed}; allowed: an integer from {needed} to 64")
+            raise Invalid(
+                "--workers",
+                f"{new_workers} is too few for fault '{fault}', which "
+                f"names w{needed}; allowed: an integer from {needed} to 64",
+            )
         changed = dataclasses.replace(
             s,
             duration_ns=_run_length(duration_ns, s.duration_ns),
             backend=s.backend if backend is None else backend,
             seed=_whole("--seed", seed, s.seed, 0, MAX_SEED),
-            client=s.client if client is None else _switch_client(
-                s.client, client, _source_dir(s), client_flag),
+            client=s.client
+            if client is None
+            else _switch_client(s.client, client, _source_dir(s), client_flag),
             workload=msgspec.structs.replace(
                 w, workers=new_workers, threads=_whole("--threads", threads, w.threads, 1, 64)
             ),

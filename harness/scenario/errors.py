@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, cast, get_args, get_origin
 
 import msgspec
 from msgspec import inspect as mi
@@ -100,7 +100,7 @@ def _keys(struct: mi.StructType) -> str:
     return ", ".join([*tag, *(f.encode_name for f in struct.fields)]) or "(none)"
 
 
-_PLAIN = {
+_PLAIN: dict[type, str] = {
     mi.BoolType: "true or false",
     mi.StrType: "a string",
     mi.DictType: "a mapping",
@@ -182,7 +182,7 @@ def explain(e: msgspec.ValidationError, data: Any, root: Any, room: Room, path: 
         else:
             nxt = getattr(t, "item_type", getattr(t, "value_type", None))
         # msgspec's path goes into a list by an int index, into a mapping by its key
-        value = value[step] if isinstance(value, dict | list) else None
+        value = cast(Any, value)[step] if isinstance(value, dict | list) else None
         t, path = _resolve(nxt, value), join(path, step)
     if found := re.match(r"Object (contains unknown|missing required) field `(.+)`", message):
         name = join(path, found[2])

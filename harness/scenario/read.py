@@ -13,7 +13,7 @@ from core.durations import Duration
 from faults.registry import KINDS
 from faults.spec import FaultPlan, FaultSpec, Room, TimelineEntry, names_problem
 from harness.expectation import EXPECTATIONS, Expectation
-from harness.scenario.checks import SCENARIO_CHECKS, fault_problems
+from harness.scenario.checks import fault_problems, scenario_problems
 from harness.scenario.errors import Invalid, explain, join, show
 from harness.scenario.model import (
     ENTRY_KEYS,
@@ -116,11 +116,15 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
     """``client: redlock``, ``{name: redlock, options: {...}}``, a user's own class:
     ``{class: "my_lock:MyLock", options: {...}}``, or a program: ``{command: [...]}``."""
     if isinstance(value, str) and is_plugin_path(value):
-        raise Invalid("client", f"{value!r} names a plug-in class; allowed: a client name, "
-                                f"or the class under class: client: {{class: '{value}'}}")
+        raise Invalid(
+            "client",
+            f"{value!r} names a plug-in class; allowed: a client name, "
+            f"or the class under class: client: {{class: '{value}'}}",
+        )
     if isinstance(value, str) and value not in CLIENTS:
-        raise Invalid("client", f"{show(value)} is not one of the choices; allowed: "
-                                f"{', '.join(CLIENTS)}")
+        raise Invalid(
+            "client", f"{show(value)} is not one of the choices; allowed: {', '.join(CLIENTS)}"
+        )
     if isinstance(value, str):
         return ClientSpec(value)
     if value.command is not None:
@@ -129,11 +133,17 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
     if value.class_ is not None:
         info, path = _plugin(value, base)
     elif value.path is not None:
-        raise Invalid("client.path", "only with client.class; allowed: directories a plug-in "
-                                     "class's module is imported from")
+        raise Invalid(
+            "client.path",
+            "only with client.class; allowed: directories a plug-in "
+            "class's module is imported from",
+        )
     elif value.name is None:
-        raise Invalid("client.name", f"missing; allowed: {', '.join(CLIENTS)}; or "
-                                     "client.class, a plug-in class as 'module:ClassName'")
+        raise Invalid(
+            "client.name",
+            f"missing; allowed: {', '.join(CLIENTS)}; or "
+            "client.class, a plug-in class as 'module:ClassName'",
+        )
     else:
         info = CLIENTS[value.name]
         if problem := missing(info):
@@ -148,13 +158,19 @@ def _plugin(doc: ClientDoc, base: Path | None) -> tuple[ClientInfo, tuple[str, .
     directory, then sys.path."""
     assert doc.class_ is not None
     if doc.name is not None:
-        raise Invalid("client", "both name and class given; allowed: name (a built-in "
-                                "client) or class (a plug-in), not both")
+        raise Invalid(
+            "client",
+            "both name and class given; allowed: name (a built-in "
+            "client) or class (a plug-in), not both",
+        )
     dirs = (doc.path,) if isinstance(doc.path, str) else tuple(doc.path or ())
     if not all(dirs):
-        raise Invalid("client.path", f"{show(doc.path)} is not a list of directories; allowed: "
-                      "a directory or a list of directories (relative to the scenario's "
-                      "directory)")
+        raise Invalid(
+            "client.path",
+            f"{show(doc.path)} is not a list of directories; allowed: "
+            "a directory or a list of directories (relative to the scenario's "
+            "directory)",
+        )
     cwd = Path.cwd()
     also = [(str(base.resolve()), "the scenario's directory")] if base is not None else []
     also.append((str(cwd.resolve()), "the current directory"))
@@ -169,8 +185,10 @@ def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
     """``{command: [program, args...], options}``: a program given by a relative path is
     found beside the scenario file (or in the current directory, for a built-in)."""
     if doc.name is not None or doc.class_ is not None or doc.path is not None:
-        raise Invalid("client.command", "with name, class or path; allowed: command alone "
-                                        "(a program), with options")
+        raise Invalid(
+            "client.command",
+            "with name, class or path; allowed: command alone (a program), with options",
+        )
     if not doc.command:
         raise Invalid("client.command", "an empty list; allowed: [program, args...]")
     program, *args = doc.command
@@ -178,8 +196,9 @@ def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
         program = str(((base or Path.cwd()) / program).resolve())
     info = command_client((program, *args))
     if problem := missing(info):
-        raise Invalid("client.command", f"{problem}; allowed: a program that speaks "
-                                        "docs/client-protocol.md")
+        raise Invalid(
+            "client.command", f"{problem}; allowed: a program that speaks docs/client-protocol.md"
+        )
     return ClientSpec(info.name, dict(doc.options or {}), command=(program, *args))
 
 
@@ -205,8 +224,11 @@ def _entry(path: str, value: object, names: list[Any]) -> object:
         value = dict(zip(("at", "fault", "targets"), value, strict=False))
     if not isinstance(value, dict):
         shown = f"a {len(value)}-item list" if isinstance(value, list) else show(value)
-        raise Invalid(path, f"{shown} is not a timeline entry; allowed: [at, fault], "
-                            f"[at, fault, targets], or a mapping with keys {ENTRY_KEYS}")
+        raise Invalid(
+            path,
+            f"{shown} is not a timeline entry; allowed: [at, fault], "
+            f"[at, fault, targets], or a mapping with keys {ENTRY_KEYS}",
+        )
     if "fault" not in value:
         raise Invalid(join(path, "fault"), f"missing; allowed: {_ref(names)}")
     return value
@@ -240,19 +262,19 @@ def _check(f: FaultSpec, room: Room, path: str) -> FaultSpec:
 def read_faults(docs: list[FaultDoc], room: Room) -> list[FaultSpec]:
     faults: list[FaultSpec] = []
     for i, doc in enumerate(docs):
-        kind, name, where = type(doc).__struct_config__.tag, doc.name, f"faults[{i}].name"
-        taken = [f.name for f in faults]
-        if (name or kind) in taken:
-            default = "" if name else " (a name defaults to the kind)"
-            raise Invalid(where, f"'{name or kind}' already names faults["
-                                 f"{taken.index(name or kind)}]{default}; allowed: a name no "
-                                 "other fault has")
+        kind, where = str(type(doc).__struct_config__.tag), f"faults[{i}].name"
+        name, taken = doc.name or kind, [f.name for f in faults]
+        if name in taken:
+            default = "" if doc.name else " (a name defaults to the kind)"
+            why = f"'{name}' already names faults[{taken.index(name)}]{default}"
+            raise Invalid(where, f"{why}; allowed: a name no other fault has")
         if name in KINDS and name != kind:
-            raise Invalid(where, f"'{name}' is the name of another kind; allowed: '{kind}' or "
-                                 "a name that is not a kind")
-        f = FaultSpec(str(kind), name or str(kind), doc.targets, doc.every_ns, doc.duration_ns,
-                      doc.start_after_ns, doc.probability, doc.options)
-        faults.append(_check(f, room, f"faults[{i}]"))
+            why = f"'{name}' is the name of another kind"
+            raise Invalid(where, f"{why}; allowed: '{kind}' or a name that is not a kind")
+        # The doc's fields are FaultSpec's, but for the aliases (_fault moved their values).
+        given = msgspec.structs.asdict(doc)
+        given = {k: v for k, v in given.items() if k not in KINDS[kind].aliases}
+        faults.append(_check(FaultSpec(kind, **{**given, "name": name}), room, f"faults[{i}]"))
     return faults
 
 
@@ -262,14 +284,14 @@ def read_timeline(entries: list[TimelineEntry], faults: list[FaultSpec], room: R
     for i, entry in enumerate(entries):
         path, kind = f"timeline[{i}]", kinds.get(entry.fault, entry.fault)
         if kind not in KINDS:
-            problem = f"{show(entry.fault)} is not a fault; allowed: {_ref(list(kinds))}"
-            raise Invalid(f"{path}.fault", problem)
+            why = f"{show(entry.fault)} is not a fault; allowed: {_ref(list(kinds))}"
+            raise Invalid(f"{path}.fault", why)
         if entry.fault not in kinds:  # the fault a bare kind stands for: all defaults
             options = KINDS[kind].Options
             if required := [f.encode_name for f in msgspec.structs.fields(options) if f.required]:
-                raise Invalid(f"{path}.fault", f"{kind} needs options ({', '.join(required)}), "
-                              "so a bare kind will not do; allowed: the name of a fault of kind "
-                              f"{kind} defined under faults")
+                why = f"{kind} needs options ({', '.join(required)}), so a bare kind will not do"
+                why += f"; allowed: the name of a fault of kind {kind} defined under faults"
+                raise Invalid(f"{path}.fault", why)
             faults.append(_check(FaultSpec(kind, kind, options=options()), room, f"{path}.fault"))
             kinds[kind] = kind
         problem = names_problem(entry.targets, KINDS[kind].target_kind, room)
@@ -306,7 +328,6 @@ def read_scenario(data: Any, stem: str, base: Path | None) -> Scenario:
         faults=FaultPlan(tuple(faults), tuple(doc.timeline or ())),
         expect_clients=others,
     )
-    for check in SCENARIO_CHECKS:
-        if (broken := check(scenario)) is not None:
-            raise Invalid(*broken)
+    for path, reason in scenario_problems(scenario):
+        raise Invalid(path, reason)
     return scenario
