@@ -12,59 +12,52 @@ import os
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import msgspec
 import yaml
 
 from core.errors import BadInput
+from faults.spec import Room
 from harness.expectation import Expectation
 from harness.limits import MAX_SEED
 from harness.scenario.checks import workers_named
 from harness.scenario.errors import Invalid, show
-from harness.scenario.model import (
-    MAX_RUN_NS,
-    PERSISTENCE_MODES,
-    TOPOLOGIES,
-    ClientDoc,
-    ClientSpec,
-    ClusterSpec,
-    Scenario,
-    WorkloadSpec,
-)
-from harness.scenario.read import read_client, read_scenario
+from harness.scenario.model import MAX_RUN_NS, PERSISTENCE_MODES, ClientDoc, ClientSpec, Scenario
+from harness.scenario.read import convert, read_client, read_scenario
 from harness.scenario.write import json_schema, to_plain, to_yaml
 from harness.scenario.yaml_read import TooMuch, read_yaml
 from workloads.plugins import is_plugin_path
 from workloads.registry import CLIENTS
 
 __all__ = [
-    "PERSISTENCE_MODES", "TOPOLOGIES", "ClientSpec", "ClusterSpec", "Expectation", "Scenario",
-    "WorkloadSpec", "builtin_scenarios", "json_schema", "load_scenario", "to_yaml",
+    "PERSISTENCE_MODES",
+    "ClientSpec",
+    "Expectation",
+    "Scenario",
+    "builtin_scenarios",
+    "json_schema",
+    "load_scenario",
+    "to_yaml",
     "with_overrides",
-]  # fmt: skip
+]
 
 MAX_FILE_BYTES = 1 << 20  # a scenario file
 
 
-def _scenario_folder() -> Traversable:
+def _builtins() -> dict[str, Traversable]:
     try:
-        return resources.files("harness") / "scenarios"
+        folder = resources.files("harness") / "scenarios"
     except NotADirectoryError:
         # Python 3.11 under a setuptools editable install: the finder's placeholder entry in
         # harness.__path__ trips MultiplexedPath (python/importlib_resources#311).
-        return Path(__file__).parent.parent / "scenarios"
-
-
-def _builtins() -> dict[str, Traversable]:
-    folder = _scenario_folder()
+        folder = Path(__file__).parent.parent / "scenarios"
     return {p.name.removesuffix(".yaml"): p for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 
 def load_scenario(ref: str | os.PathLike[str]) -> Scenario:
     """A built-in scenario by name, or a scenario file by path."""
-    builtins = _builtins()
-    ref = os.fspath(ref)
+    builtins, ref = _builtins(), os.fspath(ref)
     if ref in builtins:
         return _parse(builtins[ref].read_text(encoding="utf-8"), str(builtins[ref]), ref)
     path = Path(ref)
@@ -89,15 +82,6 @@ def builtin_scenarios() -> list[Scenario]:
     return sorted((load_scenario(name) for name in _builtins()), key=lambda s: s.name)
 
 
-def _line(lines: dict[str, int], path: str) -> str:
-    """" (line N)" for the value at ``path``, or the nearest enclosing one written."""
-    while path:
-        if path in lines:
-            return f" (line {lines[path]})"
-        path = path[: max(path.rfind("."), path.rfind("["), 0)]
-    return ""
-
-
 def _parse(text: str, source: str, stem: str, directory: Path | None = None) -> Scenario:
     try:
         data, lines = read_yaml(text)
@@ -112,10 +96,14 @@ def _parse(text: str, source: str, stem: str, directory: Path | None = None) -> 
     try:
         return dataclasses.replace(read_scenario(data, stem, directory), source=source)
     except Invalid as e:
-        raise BadInput(f"{source}: {e}{_line(lines, e.path)}") from None
+        # The line of the value at the key path, or of the nearest enclosing one written.
+        path = e.path
+        while path and path not in lines:
+            path = path[: max(path.rfind("."), path.rfind("["), 0)]
+        raise BadInput(f"{source}: {e}" + (f" (line {lines[path]})" if path else "")) from None
 
 
-# ---- command-line overrides ---------------------------------------------------------------
+# ---- command-line overrides: errors name the flag -----------------------------------------
 
 _T = TypeVar("_T")  # what an override leaves when it is not given
 
@@ -123,23 +111,18 @@ _T = TypeVar("_T")  # what an override leaves when it is not given
 def _whole(flag: str, value: int | None, current: _T, lo: int, hi: int) -> int | _T:
     if value is None:
         return current
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(f"{flag}: {show(value)} is not an integer; allowed: an integer from "
-                       f"{lo} to {hi}")  # fmt: skip
-    if not lo <= value <= hi:
-        raise BadInput(f"{flag}: {value} is out of range; allowed: an integer from {lo} to {hi}")
-    return value
+    return convert(value, Annotated[int, msgspec.Meta(ge=lo, le=hi)], Room(), flag)
 
 
 def _run_length(value: int | None, current: int) -> int:
-    allowed = f"a duration above 0 and up to {MAX_RUN_NS // 3_600_000_000_000}h"
+    allowed = f"allowed: a duration above 0 and up to {MAX_RUN_NS // 3_600_000_000_000}h"
     if value is None:
         return current
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BadInput(f"--duration: {show(value)} is not a positive number of nanoseconds; "
-                       f"allowed: {allowed}")  # fmt: skip
+        problem = f"{show(value)} is not a positive number of nanoseconds; {allowed}"
+        raise Invalid("--duration", problem)
     if value > MAX_RUN_NS:
-        raise BadInput(f"--duration: {value // 1_000_000_000}s is too long; allowed: {allowed}")
+        raise Invalid("--duration", f"{value // 1_000_000_000}s is too long; {allowed}")
     return value
 
 
@@ -147,18 +130,17 @@ def _switch_client(old: ClientSpec, name: str, base: Path | None, flag: str) -> 
     """Another client keeps only the options it accepts, with the same kind of value (none
     of a plug-in's that declares no OPTIONS). A plug-in class is looked for as in a
     scenario file, ``base`` being the scenario's directory."""
-    if not is_plugin_path(name) and name not in CLIENTS:
-        raise BadInput(f"{flag}: {show(name)} is not a lock client; allowed: "
-                       f"{', '.join(CLIENTS)}, or a plug-in class as module:ClassName")
-    doc = {"class": name} if is_plugin_path(name) else {"name": name}
+    plugin = is_plugin_path(name)
+    if not plugin and name not in CLIENTS:
+        allowed = f"{', '.join(CLIENTS)}, or a plug-in class as module:ClassName"
+        raise Invalid(flag, f"{show(name)} is not a lock client; allowed: {allowed}")
     try:
-        new = read_client(msgspec.convert(doc, ClientDoc), doc, base)
+        new = read_client(ClientDoc(class_=name) if plugin else ClientDoc(name=name), base)
     except Invalid as e:
-        raise BadInput(f"{flag}: {str(e).removeprefix('client.class: ')}") from None
+        raise Invalid(flag, e.reason if e.path == "client.class" else str(e)) from None
     before, after = old.info().options, new.info().options
-    kept = {o: v for o, v in old.options.items()
-            if o in after and o in before and after[o][0] == before[o][0]}  # fmt: skip
-    return dataclasses.replace(new, options=kept)
+    same = {o for o in before.keys() & after.keys() if before[o][0] == after[o][0]}
+    return dataclasses.replace(new, options={o: v for o, v in old.options.items() if o in same})
 
 
 def _source_dir(s: Scenario) -> Path | None:
@@ -181,24 +163,29 @@ def with_overrides(
 ) -> Scenario:
     """``s`` with command-line overrides; errors name the flag."""
     w = s.workload
-    new_workers = _whole("--workers", workers, w.workers, 1, 64)
-    needed = max(workers_named(s.faults), default=None)
-    if needed is not None and needed[0] > new_workers:
-        raise BadInput(
-            f"--workers: {new_workers} is too few for fault '{needed[1]}', which names "
-            f"w{needed[0]}; allowed: an integer from {needed[0]} to 64"
+    try:
+        new_workers = _whole("--workers", workers, w.workers, 1, 64)
+        needed, fault = max(workers_named(s.faults), default=(0, ""))
+        if needed > new_workers:
+            raise Invalid(
+                "--workers",
+                f"{new_workers} is too few for fault '{fault}', which "
+                f"names w{needed}; allowed: an integer from {needed} to 64",
+            )
+        changed = dataclasses.replace(
+            s,
+            duration_ns=_run_length(duration_ns, s.duration_ns),
+            backend=s.backend if backend is None else backend,
+            seed=_whole("--seed", seed, s.seed, 0, MAX_SEED),
+            client=s.client
+            if client is None
+            else _switch_client(s.client, client, _source_dir(s), client_flag),
+            workload=msgspec.structs.replace(
+                w, workers=new_workers, threads=_whole("--threads", threads, w.threads, 1, 64)
+            ),
         )
-    changed = dataclasses.replace(
-        s,
-        duration_ns=_run_length(duration_ns, s.duration_ns),
-        backend=s.backend if backend is None else backend,
-        seed=_whole("--seed", seed, s.seed, 0, MAX_SEED) if seed is not None else s.seed,
-        client=s.client if client is None else _switch_client(
-            s.client, client, _source_dir(s), client_flag),
-        workload=msgspec.structs.replace(
-            w, workers=new_workers, threads=_whole("--threads", threads, w.threads, 1, 64)
-        ),
-    )  # fmt: skip
+    except Invalid as e:
+        raise BadInput(str(e)) from None
     # Re-read the whole thing so that rules across keys hold for the result too.
     try:
         again = read_scenario(to_plain(changed), changed.name, None)

@@ -4,12 +4,13 @@ names), and the resolved Scenario the harness runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast, get_args
 
 import msgspec
 from msgspec import Meta
 
 from core.durations import duration_type
+from faults.base import Fault
 from faults.registry import KINDS
 from faults.spec import (
     Delay,
@@ -35,8 +36,10 @@ from workloads.plugins import is_plugin_path
 from workloads.programs import command_client
 from workloads.registry import CLIENTS, client_info
 
-PERSISTENCE_MODES: tuple[str, ...] = ("none", "aof-always", "aof-everysec")
-TOPOLOGIES: tuple[str, ...] = ("masters", "replicated")
+Persistence = Literal["none", "aof-always", "aof-everysec"]
+Topology = Literal["masters", "replicated"]
+PERSISTENCE_MODES: tuple[str, ...] = get_args(Persistence)
+TOPOLOGIES: tuple[str, ...] = get_args(Topology)
 _MS, _S, _H = 1_000_000, 1_000_000_000, 3_600_000_000_000
 MAX_RUN_NS = 168 * _H  # a week: the harness waits for the run in one timed wait
 
@@ -47,8 +50,6 @@ if TYPE_CHECKING:
     RunLength = int
     Ttl = int
     Timeout = int
-    Persistence = str
-    Topology = str
     Safety = str
     Liveness = str
     Resource = str
@@ -60,8 +61,6 @@ else:
     RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
     Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
     Timeout = duration_type("Timeout", positive=True)
-    Persistence = Literal[PERSISTENCE_MODES]
-    Topology = Literal[TOPOLOGIES]
     Safety = Literal[(*EXPECTATIONS, "unknown")]
     Liveness = Literal[LIVENESS_EXPECTATIONS]
     Resource = Literal[RESOURCE_EXPECTATIONS]
@@ -75,8 +74,8 @@ Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"
 # let a final newline through).
 _END = r"(?![\s\S])"
 RunName = Annotated[str, Meta(pattern=rf"^(?:{NAME_PATTERN}){_END}", extra={"allowed": NAME_RULE})]
-FaultName = Annotated[str, Meta(pattern=rf"^[A-Za-z0-9._-]+{_END}",
-                                extra={"allowed": "letters, digits, '.', '_' and '-'"})]
+_NAME_CHARS = {"allowed": "letters, digits, '.', '_' and '-'"}
+FaultName = Annotated[str, Meta(pattern=rf"^[A-Za-z0-9._-]+{_END}", extra=_NAME_CHARS)]
 
 
 class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -185,9 +184,8 @@ class ExpectDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tokens: Tokens | None = None
 
 
-Expect = Annotated[ExpectName | ExpectDoc, Meta(
-    extra={"allowed": EXPECT_ALLOWED, "problem": "is not an expectation"}
-)]  # fmt: skip
+_NOT_EXPECTATION = {"allowed": EXPECT_ALLOWED, "problem": "is not an expectation"}
+Expect = Annotated[ExpectName | ExpectDoc, Meta(extra=_NOT_EXPECTATION)]
 
 
 class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -198,9 +196,10 @@ class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     command: list[Text] | None = None  # a program speaking docs/client-protocol.md
 
 
-class _FaultDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
-                tag_field="kind"):  # fmt: skip
-    name: FaultName | None = None  # default: the kind
+class _FaultDoc(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind"
+):
+    name: FaultName | None = None  # None: the kind
     targets: NodeTargets = "one"
     every_ns: Every | None = msgspec.field(name="every", default=None)
     duration_ns: Length = msgspec.field(name="duration", default=1 * _S)
@@ -209,24 +208,33 @@ class _FaultDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     options: FaultOptions | None = None  # None: every option's default
 
 
-# One Struct per kind, tagged by `kind`: its targets and its own Options (a _FaultDoc, its
-# base).
-FAULT_DOCS: dict[str, type[_FaultDoc]] = {
-    kind: cast("type[_FaultDoc]", msgspec.defstruct(
-        f"{cls.__name__}Fault",
-        [("targets", WorkerTargets if cls.target_kind == "workers" else NodeTargets, "one"),
-         ("options", cls.Options | None, None),
-         *((alias, Length | None, None) for alias in cls.aliases)],
-        bases=(_FaultDoc,), tag=kind, frozen=True, kw_only=True, forbid_unknown_fields=True,
-    ))
-    for kind, cls in KINDS.items()
-}
+def _fault_doc(kind: str, cls: type[Fault]) -> type[_FaultDoc]:
+    """A kind's Struct, tagged by `kind`: its targets, its own Options, its aliases."""
+    fields = [
+        ("targets", WorkerTargets if cls.target_kind == "workers" else NodeTargets, "one"),
+        ("options", cls.Options | None, None),
+        *((alias, Length | None, None) for alias in cls.aliases),
+    ]
+    # frozen and forbid_unknown_fields come with the base
+    doc = msgspec.defstruct(
+        f"{cls.__name__}Fault", fields, bases=(_FaultDoc,), tag=kind, kw_only=True
+    )
+    return cast("type[_FaultDoc]", doc)
+
+
+FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in KINDS.items()}
 if TYPE_CHECKING:
     FaultDoc = _FaultDoc  # what every kind's Struct is
 else:
     FaultDoc = Union[tuple(FAULT_DOCS.values())]  # noqa: UP007  (built from a tuple)
 FAULT_KEYS = ", ".join(["kind", *(f.encode_name for f in msgspec.structs.fields(_FaultDoc))])
 ENTRY_KEYS = ", ".join(f.encode_name for f in msgspec.structs.fields(TimelineEntry))
+_NOT_CLIENT = {"allowed": CLIENT_ALLOWED, "problem": "is not a client"}
+_FAULTS = {"allowed": f"a list of faults, each a mapping with keys {FAULT_KEYS}"}
+_TIMELINE = {
+    "allowed": "a list of entries, each [at, fault], [at, fault, targets] or a mapping with "
+    f"keys {ENTRY_KEYS}"
+}
 
 
 class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -239,15 +247,8 @@ class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     seed: Annotated[int, Meta(ge=0, le=MAX_SEED)] | None = None
     backend: Backend = DEFAULT_BACKEND  # local processes, or Docker Compose containers
     cluster: ClusterSpec = ClusterSpec()
-    client: Annotated[str | ClientDoc, Meta(
-        extra={"allowed": CLIENT_ALLOWED, "problem": "is not a client"}
-    )]  # fmt: skip
+    client: Annotated[str | ClientDoc, Meta(extra=_NOT_CLIENT)]
     workload: WorkloadSpec = WorkloadSpec()
-    faults: Annotated[list[FaultDoc] | None, Meta(
-        extra={"allowed": f"a list of faults, each a mapping with keys {FAULT_KEYS}"}
-    )] = None  # fmt: skip
-    timeline: Annotated[list[TimelineEntry] | None, Meta(extra={"allowed": (
-        f"a list of entries, each [at, fault], [at, fault, targets] or a mapping with keys "
-        f"{ENTRY_KEYS}"
-    )})] = None  # fmt: skip
+    faults: Annotated[list[FaultDoc] | None, Meta(extra=_FAULTS)] = None
+    timeline: Annotated[list[TimelineEntry] | None, Meta(extra=_TIMELINE)] = None
     expect_clients: dict[ClientName, Expect] = {}

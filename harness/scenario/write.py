@@ -3,6 +3,7 @@ scenario file's JSON Schema, both from the Structs of model.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, cast, get_args
 
@@ -11,6 +12,7 @@ import yaml
 
 from core.durations import Duration, format_duration, format_signed_duration
 from faults.registry import KINDS
+from faults.spec import FaultSpec
 from harness.expectation import Expectation
 from harness.scenario.model import FAULT_DOCS, ClientSpec, Scenario, ScenarioDoc
 
@@ -28,8 +30,8 @@ def _value(value: Any, tp: Any = None) -> Any:
     if (duration := _duration(tp)) is not None:
         return duration.encode(value)
     if isinstance(value, msgspec.Struct):
-        return {f.encode_name: _value(getattr(value, f.name), f.type)
-                for f in msgspec.structs.fields(value)}  # fmt: skip
+        fields = msgspec.structs.fields(value)
+        return {f.encode_name: _value(getattr(value, f.name), f.type) for f in fields}
     if isinstance(value, tuple | list):
         return [_value(v) for v in value]
     if isinstance(value, dict):
@@ -38,19 +40,17 @@ def _value(value: Any, tp: Any = None) -> Any:
 
 
 def _expect(e: Expectation) -> object:
-    written = {"safety": e.safety, "liveness": e.liveness, "resource": e.resource,
-               "tokens": e.tokens}  # fmt: skip
-    if list(written.values())[1:] == [None, None, None]:
-        return e.safety
-    return {k: v for k, v in written.items() if v is not None}
+    written = {k: v for k, v in dataclasses.asdict(e).items() if v is not None}
+    return e.safety if len(written) == 1 else written
 
 
 def _client(c: ClientSpec) -> object:
-    info = c.info()
-    kinds = {o: kind for o, (kind, _) in info.options.items()}
+    kinds = {o: kind for o, (kind, _) in c.info().options.items()}
     # A duration option holds int ns (client_options read it so).
-    options = {o: format_duration(cast(int, v)) if kinds.get(o) == "duration" else _value(v)
-               for o, v in c.options.items()}  # fmt: skip
+    options = {
+        o: format_duration(cast(int, v)) if kinds.get(o) == "duration" else _value(v)
+        for o, v in c.options.items()
+    }
     if c.plugin:  # where it was found, so the written scenario finds it again
         return {"class": c.name, "path": list(c.path), "options": options}
     if c.command:
@@ -58,27 +58,27 @@ def _client(c: ClientSpec) -> object:
     return {"name": c.name, "options": options}
 
 
+def _fault(f: FaultSpec) -> dict[str, Any]:
+    doc = _value(FAULT_DOCS[f.kind](**{k: v for k, v in vars(f).items() if k != "kind"}))
+    return {"kind": f.kind, **{k: v for k, v in doc.items() if k not in KINDS[f.kind].aliases}}
+
+
 def to_plain(s: Scenario) -> dict[str, Any]:
     """The scenario as the YAML document that reads back to it, every key explicit."""
-    docs = [
-        FAULT_DOCS[f.kind](
-            name=f.name, targets=f.targets, every_ns=f.every_ns, duration_ns=f.duration_ns,
-            start_after_ns=f.start_after_ns, probability=f.probability, options=f.options,
-        )
-        for f in s.faults.faults
-    ]
-    faults = [
-        {"kind": f.kind, **{k: v for k, v in _value(doc).items() if k not in KINDS[f.kind].aliases}}
-        for f, doc in zip(s.faults.faults, docs, strict=True)
-    ]
     return {
-        "name": s.name, "description": s.description, "expect": _expect(s.expect_default),
-        "duration": format_duration(s.duration_ns), "seed": s.seed, "backend": s.backend,
-        "cluster": _value(s.cluster), "client": _client(s.client),
-        "workload": _value(s.workload), "faults": faults,
+        "name": s.name,
+        "description": s.description,
+        "expect": _expect(s.expect_default),
+        "duration": format_duration(s.duration_ns),
+        "seed": s.seed,
+        "backend": s.backend,
+        "cluster": _value(s.cluster),
+        "client": _client(s.client),
+        "workload": _value(s.workload),
+        "faults": [_fault(f) for f in s.faults.faults],
         "timeline": [_value(e) for e in s.faults.timeline],
         "expect_clients": {name: _expect(e) for name, e in s.expect_clients.items()},
-    }  # fmt: skip
+    }
 
 
 class _Dumper(yaml.SafeDumper):
@@ -125,6 +125,6 @@ def json_schema() -> str:
     schema = _durations(msgspec.json.schema(ScenarioDoc, schema_hook=_schema_hook))
     text = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False)
     text = text.replace('"$defs"', '"definitions"').replace('"#/$defs/', '"#/definitions/')
-    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#",
-              "title": "lockharness scenario", **json.loads(text)}  # fmt: skip
-    return json.dumps(draft7, indent=2, ensure_ascii=False) + "\n"
+    draft7 = "http://json-schema.org/draft-07/schema#"
+    schema = {"$schema": draft7, "title": "lockharness scenario", **json.loads(text)}
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

@@ -3,7 +3,6 @@ where each value stands (its line), so that a message can point at it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -11,6 +10,8 @@ import yaml
 MAX_YAML_DEPTH = 64  # nested lists and mappings; PyYAML's composer recurses on each level
 MAX_YAML_NODES = 10_000  # values, lists and mappings, with aliases expanded
 MAX_YAML_TEXT = 1 << 20  # characters of all values, with aliases expanded
+_NODES = f"more than {MAX_YAML_NODES} values, lists and mappings"
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 class TooMuch(Exception):
@@ -40,132 +41,94 @@ def read_yaml(text: str) -> tuple[Any, dict[str, int]]:
     """``yaml.safe_load``, bounded, and the line of each value by key path
     ("faults[1].options.delta"). Depth is checked on the event stream before PyYAML's
     recursive composer runs, then the node graph (aliases shared) before it is expanded."""
-    _check_depth(text)
+    depth = nodes = 0  # as written: PyYAML's composer takes ~1 KB of memory a node
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        nodes += isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent)
+        if nodes > MAX_YAML_NODES:
+            raise TooMuch(f"{_at(event)}: {_NODES}; allowed: at most {MAX_YAML_NODES}")
+        depth += isinstance(event, yaml.CollectionStartEvent)
+        depth -= isinstance(event, yaml.CollectionEndEvent)
+        if depth > MAX_YAML_DEPTH:
+            raise TooMuch(
+                f"{_at(event)}: lists and mappings nested more than {MAX_YAML_DEPTH} deep; "
+                f"allowed: at most {MAX_YAML_DEPTH} levels"
+            )
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
         if root is None:
             return None, {}
         lines: dict[str, int] = {}
-        _check_nodes(root, lines)
+        _size(root, "", lines, {}, set())
         return loader.construct_document(root), lines
     finally:
         loader.dispose()
 
 
-def _check_depth(text: str) -> None:
-    """Depth, and the nodes written out: PyYAML's composer takes ~1 KB of memory a node."""
-    depth = nodes = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent):
-            nodes += 1
-            if nodes > MAX_YAML_NODES:
-                raise TooMuch(f"{_at(event)}: more than {MAX_YAML_NODES} values, lists and "
-                               f"mappings; allowed: at most {MAX_YAML_NODES}")  # fmt: skip
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                raise TooMuch(
-                    f"{_at(event)}: lists and mappings nested more than {MAX_YAML_DEPTH} "
-                    f"deep; allowed: at most {MAX_YAML_DEPTH} levels"
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-
-
-@dataclass(frozen=True)
-class _Size:
-    """A node with every alias under it expanded: its nodes, depth and characters."""
-
-    nodes: int
-    depth: int
-    text: int
+def _size(
+    node: yaml.Node, path: str, lines: dict[str, int], sizes: dict[int, Any], open_: set[int]
+) -> tuple[int, int, int]:
+    """(nodes, depth, characters) under ``node`` with every alias expanded, each node
+    sized once (so this is linear in the file); duplicate keys. Fills ``lines`` with each
+    node's line by key path (an alias's: where its anchor stands)."""
+    lines.setdefault(path.lstrip("."), node.start_mark.line + 1)
+    where = f"{_at(node)}: {path.lstrip('.') or 'top level'}"
+    if id(node) in sizes:  # an alias of a node already sized
+        return sizes[id(node)]
+    if id(node) in open_:  # an ancestor: the node's size would be infinite
+        raise TooMuch(
+            f"{where}: an alias refers to a list or mapping that holds it; allowed: aliases of "
+            "earlier, finished values"
+        )
+    if isinstance(node, yaml.MappingNode):
+        _check_keys(node, path)
+    open_.add(id(node))
+    parts = [_size(child, path + step, lines, sizes, open_) for step, child in _children(node)]
+    text = len(node.value) if isinstance(node, yaml.ScalarNode) else sum(p[2] for p in parts)
+    nodes, depth = 1 + sum(p[0] for p in parts), 1 + max((p[1] for p in parts), default=0)
+    expanded = "with aliases expanded"
+    if nodes > MAX_YAML_NODES:
+        raise TooMuch(f"{where}: {_NODES} {expanded}; allowed: at most {MAX_YAML_NODES}")
+    if depth > MAX_YAML_DEPTH + 1:  # scalars sit one below the deepest collection
+        raise TooMuch(
+            f"{where}: nested more than {MAX_YAML_DEPTH} deep {expanded}; allowed: at most "
+            f"{MAX_YAML_DEPTH} levels"
+        )
+    if text > MAX_YAML_TEXT:
+        raise TooMuch(
+            f"{where}: more than {MAX_YAML_TEXT} characters {expanded}; allowed: at most "
+            f"{MAX_YAML_TEXT}"
+        )
+    open_.discard(id(node))
+    sizes[id(node)] = (nodes, depth, text)
+    return nodes, depth, text
 
 
 def _children(node: yaml.Node) -> list[tuple[str, yaml.Node]]:
     """(key path step, child) for each child: ``[0]`` in a list, ``.key`` in a mapping."""
     if isinstance(node, yaml.SequenceNode):
         return [(f"[{i}]", child) for i, child in enumerate(node.value)]
-    if isinstance(node, yaml.MappingNode):
-        pairs = [(f".{key.value}" if isinstance(key, yaml.ScalarNode) else ".?", key, value)
-                 for key, value in node.value]  # fmt: skip
-        return [item for step, key, value in pairs for item in ((step, key), (step, value))]
-    return []
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    steps = [f".{k.value}" if isinstance(k, yaml.ScalarNode) else ".?" for k, _ in node.value]
+    return [(step, child) for step, pair in zip(steps, node.value, strict=True) for child in pair]
 
 
-def _check_nodes(root: yaml.Node, lines: dict[str, int]) -> None:
-    """Duplicate keys, and limits on the graph as if its aliases were expanded: each node
-    is sized once (memoized, so this is linear in the file), without recursion. Fills
-    ``lines`` with each node's line by key path (an alias's: where its anchor stands)."""
-    keys = yaml.constructor.SafeConstructor()  # to compare keys as values: 1 == 0x1
-    sizes: dict[int, _Size] = {}
-    expanding: set[int] = set()  # started, not finished: the ancestors of the node on top
-    stack: list[tuple[yaml.Node, str, bool]] = [(root, "", False)]
-    while stack:
-        node, path, finished = stack.pop()
-        lines.setdefault(path.lstrip("."), node.start_mark.line + 1)
-        if finished:
-            expanding.discard(id(node))
-            sizes[id(node)] = _size(node, path, sizes)
-            continue
-        if id(node) in sizes:  # an alias of a node already sized
-            continue
-        if id(node) in expanding:
-            raise TooMuch(f"{_at(node)}: {path.lstrip('.') or 'top level'}: an alias refers "
-                           "to a list or mapping that holds it; allowed: aliases of earlier, "
-                           "finished values")  # fmt: skip
-        if isinstance(node, yaml.MappingNode):
-            _check_keys(node, path, keys)
-        expanding.add(id(node))
-        stack.append((node, path, True))
-        # Reversed: the first child is sized first, so a limit names the first path to it.
-        stack.extend((child, path + step, False) for step, child in reversed(_children(node)))
-
-
-def _size(node: yaml.Node, path: str, sizes: dict[int, _Size]) -> _Size:
-    parts = [sizes[id(child)] for _, child in _children(node)]
-    text = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
-    size = _Size(
-        1 + sum(p.nodes for p in parts),
-        1 + max((p.depth for p in parts), default=0),
-        text + sum(p.text for p in parts),
-    )
-    where = f"{_at(node)}: {path.lstrip('.') or 'top level'}"
-    expanded = "with aliases expanded"
-    if size.nodes > MAX_YAML_NODES:
-        raise TooMuch(f"{where}: more than {MAX_YAML_NODES} values, lists and mappings "
-                       f"{expanded}; allowed: at most {MAX_YAML_NODES}")  # fmt: skip
-    if size.depth > MAX_YAML_DEPTH + 1:  # scalars sit one below the deepest collection
-        raise TooMuch(f"{where}: nested more than {MAX_YAML_DEPTH} deep {expanded}; "
-                       f"allowed: at most {MAX_YAML_DEPTH} levels")  # fmt: skip
-    if size.text > MAX_YAML_TEXT:
-        raise TooMuch(f"{where}: more than {MAX_YAML_TEXT} characters {expanded}; "
-                       f"allowed: at most {MAX_YAML_TEXT}")  # fmt: skip
-    return size
-
-
-_MERGE = "tag:yaml.org,2002:merge"
-
-
-def _check_keys(
-    node: yaml.MappingNode, path: str, constructor: yaml.constructor.SafeConstructor
-) -> None:
+def _check_keys(node: yaml.MappingNode, path: str) -> None:
     """A key given twice: PyYAML keeps the last silently, hiding the first."""
+    keys = yaml.constructor.SafeConstructor()  # to compare keys as values: 1 == 0x1
     first: dict[object, yaml.Node] = {}
     for key, _ in node.value:
         if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
             continue  # `<<` merges may be overridden; a non-scalar key fails later
         try:
-            value: object = constructor.construct_object(key)
+            value: object = keys.construct_object(key)
             hash(value)
         except (ValueError, TypeError, yaml.YAMLError):
             value = (key.tag, key.value)
         if value in first:
-            where = f"{path.lstrip('.')}.{key.value}".lstrip(".")
             raise TooMuch(
-                f"{_at(key)}: {where}: duplicate key (first at line "
+                f"{_at(key)}: {f'{path}.{key.value}'.lstrip('.')}: duplicate key (first at line "
                 f"{first[value].start_mark.line + 1}); allowed: each key once in a mapping"
             )
         first[value] = key
-
-
