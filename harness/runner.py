@@ -158,9 +158,9 @@ GO_FILE = "go"  # the run's t0, written once every worker's clients are built
 _READY_TIMEOUT_S = 120.0  # a JVM client on a loaded machine takes seconds; minutes is broken
 
 
-def _start_barrier(workers: list[ManagedProcess], run_dir: Path, console: Console) -> int:
-    """Wait until every worker has built its clients, then start the run: its t0, which
-    every worker reads from the go file. A worker that dies first is WorkerDied."""
+def _await_ready(workers: list[ManagedProcess], run_dir: Path, console: Console) -> None:
+    """Wait until every worker has built its clients; a worker that dies first is
+    WorkerDied."""
     waiting_since = time.monotonic()
     said = False
     while not all(ready_file(run_dir, i).exists() for i in range(1, len(workers) + 1)):
@@ -177,13 +177,15 @@ def _start_barrier(workers: list[ManagedProcess], run_dir: Path, console: Consol
             console.print("starting the clients...", highlight=False)
             said = True
         time.sleep(_POLL_S)
-    t0_ns = time.monotonic_ns()
+    log.info("clients ready after %.2fs", time.monotonic() - waiting_since)
+
+
+def _go(run_dir: Path, t0_ns: int) -> None:
+    """Start the workers' clients: the run's t0, which every worker reads from the go file."""
     go = run_dir / GO_FILE
     partial = go.with_suffix(".partial")
     partial.write_text(f"{t0_ns}\n")
     partial.replace(go)  # whole or not at all, as the workers read it
-    log.info("clients ready after %.2fs; the run starts", time.monotonic() - waiting_since)
-    return t0_ns
 
 
 def _watch(
@@ -278,7 +280,8 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Conso
         configs = _worker_configs(scenario, cluster, run_dir, 0)  # t0: at the go, below
         client_clocks = _client_clocks(scenario, configs, run_dir)  # before workers map them
         workers = _start_workers(configs, run_dir, _worker_env(scenario), cluster.ledger)
-        t0_ns = _start_barrier(workers, run_dir, console)
+        _await_ready(workers, run_dir, console)
+        t0_ns = time.monotonic_ns()
         live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
         ctx = FaultContext(
             cluster,
@@ -297,7 +300,8 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Conso
         recorder = Recorder(run_dir / NEMESIS_SHARD, clock)
         stop_watching = _watch_failovers(cluster, recorder, t0_ns)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
-        nemesis.start()
+        nemesis.start()  # what is due at 0 s is in effect before any client acts
+        _go(run_dir, t0_ns)
         with ProgressLine(console, scenario.name) as progress:
             killed = ctx.killed_workers
             _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s, killed=killed)

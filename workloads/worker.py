@@ -26,6 +26,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,14 @@ from core.discovery import Discovery
 from core.endpoints import Endpoint
 from core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from workloads.program import ProgramClient, start_program_client
-from workloads.protocol import CrashPoint, Extending, Lease, LockClient, TrustsClientClock
+from workloads.protocol import (
+    ClientFactory,
+    CrashPoint,
+    Extending,
+    Lease,
+    LockClient,
+    TrustsClientClock,
+)
 from workloads.recorder import Recorder
 from workloads.registry import client_info
 from workloads.resource import Resource
@@ -111,7 +119,12 @@ class ClientLoop:
     """One logical process: its own client, resource connection and random stream."""
 
     def __init__(
-        self, config: WorkerConfig, process: int, recorder: Recorder, stop: threading.Event
+        self,
+        config: WorkerConfig,
+        process: int,
+        recorder: Recorder,
+        stop: threading.Event,
+        factory: ClientFactory,
     ) -> None:
         self.config = config
         self.process = process
@@ -120,16 +133,9 @@ class ClientLoop:
         self.clock = lambda: time.monotonic_ns() - self.config.t0_ns
         self.rng = random.Random(f"{config.seed}:{process}")
         discovery = Discovery.from_dict(config.discovery) if config.discovery else None
-        self.client: LockClient
-        if config.client_command:  # a program speaking docs/client-protocol.md
-            self.client = start_program_client(
-                config.client_command, config.nodes, self.clock, config.client_options, discovery
-            )
-        else:
-            factory = client_info(config.client).factory()  # a plug-in: LOCKHARNESS_PLUGIN_PATH
-            self.client = factory(
-                config.nodes, self.clock, config.client_options, discovery=discovery
-            )
+        self.client: LockClient = factory(
+            config.nodes, self.clock, config.client_options, discovery=discovery
+        )
         if isinstance(self.client, CrashPoint):  # e.g. setnx-expire, between its two commands
             self.client.crash_between = self._crash_if_armed
         run_dir = Path(config.history_path).parent  # the worker's files live beside its shard
@@ -317,6 +323,14 @@ class ClientLoop:
             self.rec.record(self.process, OK if released else FAIL, RELEASE, lease.key, lease.token)
 
 
+def client_factory(config: WorkerConfig) -> ClientFactory:
+    """What builds this worker's clients: a program speaking docs/client-protocol.md, or a
+    class (a plug-in's module is imported now, through LOCKHARNESS_PLUGIN_PATH)."""
+    if config.client_command:
+        return partial(start_program_client, config.client_command)
+    return client_info(config.client).factory()
+
+
 def ready_file(run_dir: Path, worker: int) -> Path:
     """Written by worker ``worker`` once its clients are built (the start barrier)."""
     return run_dir / f"ready.w{worker}"
@@ -352,10 +366,11 @@ def run_worker(config: WorkerConfig) -> int:
     recorder = Recorder(Path(config.history_path), clock, on_failure=stop.set)
     # Built side by side: a client program may take seconds to start (a JVM), and the run's
     # clock is already going.
+    factory = client_factory(config)  # once: a plug-in's module is imported here
     with ThreadPoolExecutor(config.threads) as pool:
         loops = list(
             pool.map(
-                lambda t: ClientLoop(config, config.first_process + t, recorder, stop),
+                lambda t: ClientLoop(config, config.first_process + t, recorder, stop, factory),
                 range(config.threads),
             )
         )

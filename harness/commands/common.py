@@ -18,25 +18,37 @@ def find_binaries(args: argparse.Namespace) -> Binaries:
     )
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def warn_leftovers(store: Path) -> None:
     """Say so when earlier runs left processes or containers running: they compete for CPU
     and ports."""
     found = gc.survey(store)
-    described = [leftover.describe() for leftover in found.leftovers]
-    described += [
+    processes = [leftover.describe() for leftover in found.leftovers]
+    containers = [
         f"{held} ({run_dir})"
         for run_dir, items in found.containers.items()
         for held in items
         if held.startswith("container ")
     ]
+    described = processes + containers
     if not described:
         return
+    counts = [
+        _count(len(things), one, many)
+        for things, one, many in (
+            (processes, "process", "processes"),
+            (containers, "container", "containers"),
+        )
+        if things
+    ]
     shown = "; ".join(described[:5])
     more = f" and {len(described) - 5} more" if len(described) > 5 else ""
+    verb = "is" if len(described) == 1 else "are"
     Console(stderr=True).print(
-        f"[yellow]lockharness: warning:[/] {len(described)} "
-        f"{'process or container' if len(described) == 1 else 'processes or containers'} "
-        f"of earlier runs {'is' if len(described) == 1 else 'are'} still running: "
-        f"{shown}{more}. `lockharness gc --store {store}` stops them.",
+        f"[yellow]lockharness: warning:[/] {' and '.join(counts)} of earlier runs {verb} still "
+        f"running: {shown}{more}. `lockharness gc --store {store}` stops them.",
         highlight=False,
     )
