@@ -28,7 +28,7 @@ from core.endpoints import Endpoint
 from core.errors import ClusterError
 from harness.cluster.aof import AofTracker, AofTruncation
 from harness.cluster.process import pid_alive
-from harness.cluster.redis_node import AOF_MODES
+from harness.cluster.redis_node import AofWatch
 
 _ALIVE = ("running", "paused")  # a paused process still exists, as under SIGSTOP
 
@@ -77,7 +77,7 @@ def _newest_child(pid: int) -> int | None:
     return max(started, key=started.__getitem__) if started else None
 
 
-class ContainerNode:
+class ContainerNode(AofWatch):
     def __init__(
         self, name: str, container: str, host_port: int, data_dir: Path, persistence: str
     ) -> None:
@@ -255,15 +255,3 @@ class ContainerNode:
 
     def stop_watching(self) -> None:
         self._stop_tracker()
-
-    def _start_tracker(self) -> None:
-        self._stop_tracker()
-        if self.persistence in AOF_MODES:
-            self.aof_tracker = AofTracker(self.data_dir)
-            self.aof_tracker.start()
-
-    def _stop_tracker(self) -> AofTracker | None:
-        tracker, self.aof_tracker = self.aof_tracker, None
-        if tracker is not None:
-            tracker.stop()
-        return tracker

@@ -43,7 +43,28 @@ AOF_MODES = frozenset({"aof-always", "aof-everysec"})
 _START_ATTEMPTS = 5  # a free port can be taken by someone else before redis binds it
 
 
-class LocalRedisNode(ServerProcess):
+class AofWatch:
+    """What a node of either backend does with its AOF while it is up: track its size over
+    time, so that a power loss can cut back what was not fsynced (harness.cluster.aof)."""
+
+    persistence: str
+    data_dir: Path
+    aof_tracker: AofTracker | None
+
+    def _start_tracker(self) -> None:
+        self._stop_tracker()
+        if self.persistence in AOF_MODES:
+            self.aof_tracker = AofTracker(self.data_dir)
+            self.aof_tracker.start()
+
+    def _stop_tracker(self) -> AofTracker | None:
+        tracker, self.aof_tracker = self.aof_tracker, None
+        if tracker is not None:
+            tracker.stop()
+        return tracker
+
+
+class LocalRedisNode(ServerProcess, AofWatch):
     """One node. The port is chosen at first start and kept across restarts,
     so proxies pointing at it stay valid."""
 
@@ -179,18 +200,6 @@ class LocalRedisNode(ServerProcess):
     def terminate(self) -> None:
         self._stop_tracker()
         super().terminate()
-
-    def _start_tracker(self) -> None:
-        self._stop_tracker()
-        if self.persistence in AOF_MODES:
-            self.aof_tracker = AofTracker(self.data_dir)
-            self.aof_tracker.start()
-
-    def _stop_tracker(self) -> AofTracker | None:
-        tracker, self.aof_tracker = self.aof_tracker, None
-        if tracker is not None:
-            tracker.stop()
-        return tracker
 
     def _await_ping(self, timeout_s: float) -> bool:
         assert self.port is not None and self._process is not None
