@@ -30,7 +30,17 @@ from core.durations import _show, duration_type
 
 # holders: every node that granted the lease held now; holder: one of them, at random.
 # master: the current master; replica: one of its replicas (replicated topology only).
-NODE_TARGETS = ("one", "minority", "majority", "all", "holders", "holder", "master", "replica")
+NODE_TARGETS = (
+    "one",
+    "minority",
+    "majority",
+    "all",
+    "holders",
+    "holder",
+    "holder-minority",
+    "master",
+    "replica",
+)
 REPLICATED_TARGETS = ("master", "replica")
 WORKER_TARGETS = ("one", "all", "holders")
 

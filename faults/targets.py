@@ -23,8 +23,8 @@ def pick_nodes(
     live: Holders,
     master: str | None = None,
 ) -> list[str]:
-    """Node names; empty when `holders`/`holder` finds no lease held right now, or when
-    `master`/`replica` finds no agreed master (mid-failover)."""
+    """Node names; empty when `holders`/`holder`/`holder-minority` finds no lease held right
+    now, or when `master`/`replica` finds no agreed master (mid-failover)."""
     if not isinstance(targets, str):
         return list(targets)
     if targets in ("master", "replica"):
@@ -47,6 +47,8 @@ def pick_nodes(
         return grants
     if targets == "holder":
         return [rng.choice(grants)] if grants else []
+    if targets == "holder-minority":  # as many of them as stay a minority of the cluster
+        return sorted(rng.sample(grants, min(len(grants), (n - 1) // 2)))
     raise ValueError(f"unknown node target {targets!r}")
 
 

@@ -249,8 +249,11 @@ def test_holder_target_is_a_node_that_granted_the_held_lease(
     picks = {tuple(_pick(nemesis, "holder")) for _ in range(20)}
     assert picks <= {("n3",), ("n4",), ("n5",)} and len(picks) > 1
     assert _pick(nemesis, "holders") == ["n3", "n4", "n5"]
+    pairs = {tuple(_pick(nemesis, "holder-minority")) for _ in range(30)}
+    assert pairs <= {("n3", "n4"), ("n3", "n5"), ("n4", "n5")} and len(pairs) > 1
     shard.record(0, "invoke", "release", "k", lease.token)
     assert _pick(nemesis, "holder") == []  # released: nobody holds it now
+    assert _pick(nemesis, "holder-minority") == []
 
 
 def _pick(nemesis: Nemesis, word: str) -> list[str]:
