@@ -38,6 +38,7 @@ pytest_plugins = ("pytester",)
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "plugin"
+TINY_LOCK = REPO / "tests" / "programs" / "tiny_lock.py"  # a client program (JSON Lines)
 INNER_TIMEOUT_S = 120.0
 USAGE_ERROR = pytest.ExitCode.USAGE_ERROR
 
@@ -171,13 +172,22 @@ def test_p_no_lockharness_turns_it_off(user_pytest: pytest.Pytester) -> None:
 # ---- a user's lock class, passing and failing ---------------------------------------------
 
 
-def test_a_correct_lock_passes_and_a_broken_one_fails_with_its_witness(
+def test_correct_locks_pass_and_a_broken_one_fails_with_its_witness(
     user_pytest: pytest.Pytester,
 ) -> None:
     user_pytest.makepyfile(locks=LOCKS)
     user_pytest.makepyfile(
-        test_user_locks="""
+        test_user_locks=f"""
+        import sys
+
         from locks import BrokenLock, CorrectLock
+
+        def test_a_program_in_any_language(lockharness_run):
+            program = {{"command": [sys.executable, "{TINY_LOCK}"]}}
+            result = lockharness_run(
+                "single-baseline", client=program, duration="1s", workers=1, threads=2
+            )
+            assert result.client.startswith("command:") and result.verdict == "valid"
 
         def test_correct(lockharness_run):
             result = lockharness_run("single-baseline", client=CorrectLock, duration="2s", seed=1)
@@ -191,7 +201,7 @@ def test_a_correct_lock_passes_and_a_broken_one_fails_with_its_witness(
     )
     result = user_pytest.runpytest_subprocess(timeout=INNER_TIMEOUT_S)
     output = output_of(result)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)
     # Under the assertion: the checker's witness, as `lockharness run` prints it.
     result.stdout.fnmatch_lines(
         [
@@ -211,7 +221,7 @@ def test_a_correct_lock_passes_and_a_broken_one_fails_with_its_witness(
         ]
     )
     assert "client locks:CorrectLock" not in output  # a passing test's report is not shown
-    assert assert_nothing_running(user_pytest.path, output) == 2
+    assert assert_nothing_running(user_pytest.path, output) == 3
 
 
 def test_the_readme_example_runs(user_pytest: pytest.Pytester) -> None:
