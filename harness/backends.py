@@ -20,6 +20,7 @@ from harness.limits import BACKENDS
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
+    from harness.scenario.model import ClusterSpec
 
 
 def check_backend(backend: str) -> None:
@@ -49,9 +50,23 @@ def _images() -> tuple[str | None, str | None]:
 
 def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: Path) -> Cluster:
     """The cluster for ``scenario`` on ``backend``, not started yet."""
-    spec = scenario.cluster
     kinds = {fault.kind for fault in scenario.faults.faults}
     clock_shim = any(kind.startswith("clock-") for kind in kinds)
+    return build_cluster(
+        backend, scenario.cluster, scenario.workload.workers, binaries, run_dir, clock_shim
+    )
+
+
+def build_cluster(
+    backend: str,
+    spec: ClusterSpec,
+    workers: int,
+    binaries: Binaries,
+    run_dir: Path,
+    clock_shim: bool = False,
+) -> Cluster:
+    """A cluster of ``spec``'s shape with proxies for ``workers`` workers, not started yet
+    (the pytest plug-in's cluster fixtures build one without a scenario)."""
     replication = ReplicationConfig(
         sentinels=spec.sentinels,
         quorum=spec.sentinels // 2 + 1,
@@ -65,7 +80,7 @@ def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: 
         config = ComposeConfig(
             base_dir=run_dir,
             nodes=spec.nodes,
-            workers=scenario.workload.workers,
+            workers=workers,
             persistence=spec.persistence,
             clock_shim=clock_shim,
             redis_image=redis_image,
@@ -81,7 +96,7 @@ def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: 
         toxiproxy_server=binaries.toxiproxy_server,
         base_dir=run_dir,
         nodes=spec.nodes,
-        workers=scenario.workload.workers,
+        workers=workers,
         persistence=spec.persistence,
         clock_shim=clock_shim,
     )

@@ -30,6 +30,7 @@ from faults.spec import (
 )
 from harness.scenario import (
     PERSISTENCE_MODES,
+    ClientDoc,
     ClientSpec,
     Expectation,
     Scenario,
@@ -373,6 +374,30 @@ def test_override_client_drops_options_it_does_not_accept(tmp_path: Path) -> Non
         "redlock", {"timeout": 50_000_000}
     )
     assert with_overrides(s, client="unsafe-del").client.options == s.client.options
+
+
+def test_a_program_client_survives_overrides_and_the_written_scenario(tmp_path: Path) -> None:
+    # Its name ("command:prog") has a colon like a plug-in class's; it was once read back
+    # as one, so `run --seed` refused every command client and scenario.yaml named a class.
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    path = write(tmp_path, GOOD.replace("client: single", "client: {command: [./prog, -v]}"))
+    s = load_scenario(str(path))
+    assert with_overrides(s, seed=3).client == s.client
+    assert not s.client.plugin
+    assert f"command:\n  - {program}\n  - -v\n" in to_yaml(s)
+
+
+def test_override_client_as_a_scenario_file_gives_it(tmp_path: Path) -> None:
+    s = load_scenario("single-baseline")
+    doc = ClientDoc(name="single", options={"timeout": "20ms"})
+    assert with_overrides(s, client=doc).client == ClientSpec("single", {"timeout": 20_000_000})
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    command = with_overrides(s, client=ClientDoc(command=[str(program)])).client
+    assert (command.command, command.options) == ((str(program),), {})
 
 
 @pytest.mark.parametrize(

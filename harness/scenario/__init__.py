@@ -32,6 +32,7 @@ from workloads.registry import CLIENTS
 
 __all__ = [
     "PERSISTENCE_MODES",
+    "ClientDoc",
     "ClientSpec",
     "Expectation",
     "Scenario",
@@ -126,18 +127,27 @@ def _run_length(value: int | None, current: int) -> int:
     return value
 
 
-def _switch_client(old: ClientSpec, name: str, base: Path | None, flag: str) -> ClientSpec:
+def _switch_client(
+    old: ClientSpec, client: str | ClientDoc, base: Path | None, flag: str
+) -> ClientSpec:
     """Another client keeps only the options it accepts, with the same kind of value (none
-    of a plug-in's that declares no OPTIONS). A plug-in class is looked for as in a
-    scenario file, ``base`` being the scenario's directory."""
-    plugin = is_plugin_path(name)
-    if not plugin and name not in CLIENTS:
-        allowed = f"{', '.join(CLIENTS)}, or a plug-in class as module:ClassName"
-        raise Invalid(flag, f"{show(name)} is not a lock client; allowed: {allowed}")
+    of a plug-in's that declares no OPTIONS), unless it comes with options of its own (a
+    ``ClientDoc``, as a scenario's ``client:`` mapping). A plug-in class is looked for as
+    in a scenario file, ``base`` being the scenario's directory."""
+    if isinstance(client, str):
+        plugin = is_plugin_path(client)
+        if not plugin and client not in CLIENTS:
+            allowed = f"{', '.join(CLIENTS)}, or a plug-in class as module:ClassName"
+            raise Invalid(flag, f"{show(client)} is not a lock client; allowed: {allowed}")
+        doc = ClientDoc(class_=client) if plugin else ClientDoc(name=client)
+    else:
+        doc = client
     try:
-        new = read_client(ClientDoc(class_=name) if plugin else ClientDoc(name=name), base)
+        new = read_client(doc, base)
     except Invalid as e:
         raise Invalid(flag, e.reason if e.path == "client.class" else str(e)) from None
+    if doc.options is not None:
+        return new  # its own options, checked against it
     before, after = old.info().options, new.info().options
     same = {o for o in before.keys() & after.keys() if before[o][0] == after[o][0]}
     return dataclasses.replace(new, options={o: v for o, v in old.options.items() if o in same})
@@ -157,11 +167,12 @@ def with_overrides(
     seed: int | None = None,
     workers: int | None = None,
     threads: int | None = None,
-    client: str | None = None,
+    client: str | ClientDoc | None = None,
     client_flag: str = "--client",
     backend: str | None = None,
 ) -> Scenario:
-    """``s`` with command-line overrides; errors name the flag."""
+    """``s`` with command-line overrides; errors name the flag. ``client`` is a client's
+    name or class path (``--client``), or a whole client as a scenario file gives it."""
     w = s.workload
     try:
         new_workers = _whole("--workers", workers, w.workers, 1, 64)

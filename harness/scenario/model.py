@@ -120,7 +120,8 @@ class ClientSpec:
 
     @property
     def plugin(self) -> bool:
-        return is_plugin_path(self.name)
+        # A program's name ("command:prog") has a colon too, but it is no class.
+        return is_plugin_path(self.name) and not self.command
 
     def info(self) -> ClientInfo:
         """What the registry knows of it; a plug-in's class was checked when it was read."""

@@ -278,6 +278,16 @@ def read_faults(docs: list[FaultDoc], room: Room) -> list[FaultSpec]:
     return faults
 
 
+def read_fault(value: object, room: Room, path: str) -> FaultSpec:
+    """One fault mapping, as an entry of a scenario's ``faults`` is read and checked, for a
+    fault put in effect by hand (the pytest plug-in's nemesis); errors name ``path``."""
+    doc = convert(_fault(value, path), FaultDoc, room, path)
+    try:
+        return read_faults([doc], room)[0]
+    except Invalid as e:
+        raise Invalid(path + e.path.removeprefix("faults[0]"), e.reason) from None
+
+
 def read_timeline(entries: list[TimelineEntry], faults: list[FaultSpec], room: Room) -> None:
     """Checks the entries against the faults; a bare kind adds that kind's default fault."""
     kinds = {f.name: f.kind for f in faults}

@@ -1,0 +1,202 @@
+"""lockharness's pytest plug-in: test your own lock code from your own test suite.
+
+Registered through the ``pytest11`` entry point as ``lockharness`` (``-p no:lockharness``
+turns it off). It provides:
+
+- ``lockharness_run(scenario, client=..., seed=..., duration=..., **overrides)``: one
+  scenario run, as `lockharness run` does it, returning a LockRun;
+- ``lock_cluster`` (5 masters behind Toxiproxy), ``lock_cluster_factory`` (other shapes)
+  and ``nemesis`` (``with nemesis.kill("n1"): ...``), for a test's own workload;
+- the marker ``@pytest.mark.lockharness(seeds=N)``: the test once per seed 1..N;
+- the options ``--lockharness-redis-server``, ``--lockharness-toxiproxy-server``,
+  ``--lockharness-store``, ``--lockharness-backend``, also as ini keys (settings.py).
+
+Everything a fixture starts is stopped at the fixture's end, when the test fails and
+when it is interrupted too. Only light modules are imported here, since pytest imports
+this module in every session once the package is installed; the harness's runner and
+nemesis load when a fixture first needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import pytest
+
+from harness.limits import MAX_SEEDS
+from harness.pytest_plugin import settings
+from harness.pytest_plugin.failures import bad_input_fails
+from harness.pytest_plugin.result import LockRun, RunVerdict
+
+if TYPE_CHECKING:
+    from harness.cluster.base import Cluster
+    from harness.pytest_plugin.clusters import ClusterFactory
+    from harness.pytest_plugin.injector import Nemesis
+    from harness.pytest_plugin.runs import RunPlace
+
+__all__ = ["LockRun", "RunScenario", "RunVerdict"]
+
+MARKER = "lockharness"
+SEED_FIXTURE = "lockharness_seed"
+STORE_DIR = "lockharness"  # under pytest's temporary directory, unless a store is given
+_SETTINGS = pytest.StashKey[settings.Settings]()
+
+
+class RunScenario(Protocol):
+    """The type of the ``lockharness_run`` fixture, for test functions' annotations."""
+
+    def __call__(
+        self,
+        scenario: str | Path,
+        client: object = None,
+        seed: int | None = None,
+        duration: object = None,
+        **overrides: object,
+    ) -> LockRun: ...
+
+
+# ---- hooks ------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    settings.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(seeds=N): run the test once per seed 1..N (ids seed1..seedN); "
+        f"lockharness_run and nemesis use the item's seed, the {SEED_FIXTURE} fixture gives it",
+    )
+    config.stash[_SETTINGS] = settings.resolve(config)  # a wrong value: a usage error now
+
+
+def _seeds(marker: pytest.Mark) -> list[int]:
+    allowed = f"allowed: @pytest.mark.{MARKER}(seeds=N), N a whole number from 1 to {MAX_SEEDS}"
+    if marker.args or set(marker.kwargs) != {"seeds"}:
+        pytest.fail(f"{MARKER} marker: takes seeds=N only; {allowed}", pytrace=False)
+    seeds = marker.kwargs["seeds"]
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        pytest.fail(f"{MARKER} marker: seeds={seeds!r}; {allowed}", pytrace=False)
+    return list(range(1, seeds + 1))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One test item per seed of the lockharness marker, whatever fixtures it uses."""
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    seeds = _seeds(marker)
+    if SEED_FIXTURE not in metafunc.fixturenames:
+        metafunc.fixturenames.append(SEED_FIXTURE)  # a test that asks for no fixture of ours
+    ids = [f"seed{seed}" for seed in seeds]
+    metafunc.parametrize(SEED_FIXTURE, seeds, ids=ids, indirect=True)
+
+
+def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str] | None:
+    """`assert result.verdict == "valid"`: below the comparison, the first witness (or why
+    there is no verdict), the run's figures and its directory."""
+    verdict = next((side for side in (left, right) if isinstance(side, RunVerdict)), None)
+    if verdict is None:
+        return None
+    return [f"{left!r} {op} {right!r}", *verdict.evidence.splitlines()]
+
+
+# ---- fixtures ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lockharness_seed(request: pytest.FixtureRequest) -> int | None:
+    """This item's seed under ``@pytest.mark.lockharness(seeds=N)``; None without it."""
+    seed: int | None = getattr(request, "param", None)
+    return seed
+
+
+@pytest.fixture(scope="session")
+def lockharness_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Where run directories go: the store option, else lockharness/ in pytest's temporary
+    directory (pytest keeps the last few sessions')."""
+    given = request.config.stash[_SETTINGS].store
+    return given if given is not None else tmp_path_factory.getbasetemp() / STORE_DIR
+
+
+def _place(request: pytest.FixtureRequest, store: Path, seed: int | None) -> RunPlace:
+    from harness.pytest_plugin.runs import RunPlace
+
+    return RunPlace(request.config.stash[_SETTINGS], store, request.path.parent, seed)
+
+
+@pytest.fixture
+def lockharness_run(
+    request: pytest.FixtureRequest, lockharness_seed: int | None, lockharness_store: Path
+) -> RunScenario:
+    """``lockharness_run(scenario, client=..., seed=..., duration=..., **overrides)``.
+
+    ``scenario``: a built-in name or a YAML file (relative to the test file's directory).
+    ``client``: your lock class (imported in the test), a built-in client's name, or
+    ``{"command": [program, args...], "options": {...}}``; ``duration``: "4s";
+    ``overrides``: workers, threads, backend. Returns a LockRun; its summary is added to
+    the test's report (a "lockharness" section, shown when the test fails).
+    """
+    from harness.pytest_plugin.runs import prepare, run
+
+    place = _place(request, lockharness_store, lockharness_seed)
+
+    def run_scenario(
+        scenario: str | Path,
+        client: object = None,
+        seed: int | None = None,
+        duration: object = None,
+        **overrides: object,
+    ) -> LockRun:
+        __tracebackhide__ = True
+        with bad_input_fails():
+            prepared = prepare(place, scenario, client, seed, duration, **overrides)
+            result, interrupted = run(place, prepared)
+        request.node.add_report_section("call", "lockharness", result.summary)
+        if interrupted:  # Ctrl-C: the run tore down and was checked; the session stops
+            raise KeyboardInterrupt
+        return result
+
+    return run_scenario
+
+
+@pytest.fixture
+def lock_cluster_factory(
+    request: pytest.FixtureRequest, lockharness_seed: int | None, lockharness_store: Path
+) -> Iterator[ClusterFactory]:
+    """``lock_cluster_factory(nodes=3, persistence="aof-always", workers=2, ...)``: a
+    started cluster of another shape; every one is stopped at the test's end."""
+    from harness.pytest_plugin.clusters import ClusterFactory
+
+    factory = ClusterFactory(_place(request, lockharness_store, lockharness_seed))
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture
+def lock_cluster(lock_cluster_factory: ClusterFactory) -> Cluster:
+    """5 Redis masters, each behind Toxiproxy, with proxies for 2 client groups:
+    ``lock_cluster.worker_endpoints(1)`` are the nodes as group 1 reaches them."""
+    return lock_cluster_factory()
+
+
+@pytest.fixture
+def nemesis(
+    lock_cluster: Cluster, lock_cluster_factory: ClusterFactory, lockharness_seed: int | None
+) -> Iterator[Nemesis]:
+    """Faults on lock_cluster, each in effect for a with block: ``kill``, ``pause``,
+    ``partition``, ``latency``, or ``fault(kind, targets, **options)``."""
+    from harness.pytest_plugin.injector import Nemesis
+
+    faults = Nemesis(lock_cluster, lock_cluster_factory, lockharness_seed)
+    try:
+        yield faults
+    finally:
+        faults.heal()

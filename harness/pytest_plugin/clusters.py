@@ -1,0 +1,93 @@
+"""Clusters for a test's own workload: started by the factory, all stopped at its end.
+
+Each is the harness's own cluster (harness.backends.build_cluster), the shape given as a
+scenario file's `cluster:` mapping gives it and checked the same way, in a directory of
+its own in the store (its cluster.json lists every process it started, for
+`lockharness gc`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.errors import BadInput, ClusterError
+from core.interrupts import shielded
+from faults.spec import Room
+from harness.backends import build_cluster, check_backend
+from harness.cluster.base import Cluster
+from harness.limits import DEFAULT_BACKEND
+from harness.pytest_plugin.failures import bad_input_fails
+from harness.pytest_plugin.runs import RunPlace
+from harness.scenario.errors import Invalid
+from harness.scenario.model import ClusterSpec
+from harness.scenario.read import convert
+from harness.store import check_store, create_run_dir
+
+CLUSTER_DIR = "lock-cluster"  # the store's directory for fixtures' clusters
+MAX_WORKERS = 64
+
+
+class ClusterFactory:
+    """``factory(nodes=3, persistence="aof-always", workers=2, clock_shim=True)``: a
+    started cluster. ``workers``: how many sets of proxies (one per client group, as per
+    worker in a run) — ``cluster.worker_endpoints(w)`` gives group ``w`` its nodes."""
+
+    def __init__(self, place: RunPlace) -> None:
+        self._place = place
+        self._started: list[Cluster] = []
+        self._rooms: dict[int, Room] = {}  # id(cluster): what its faults may name
+
+    @bad_input_fails()
+    def __call__(
+        self,
+        *,
+        workers: int = 2,
+        clock_shim: bool = False,
+        backend: str | None = None,
+        **cluster: Any,
+    ) -> Cluster:
+        """A started cluster of the shape ``cluster`` gives (nodes, persistence, topology,
+        sentinels, restart_delay, down_after, failover_timeout: as in a scenario file)."""
+        try:
+            spec: ClusterSpec = convert(cluster, ClusterSpec, Room(), "cluster")
+        except Invalid as e:
+            raise BadInput(f"lock cluster: {e}") from None
+        if isinstance(workers, bool) or not isinstance(workers, int):
+            raise BadInput(f"workers=: {workers!r} is not a whole number; allowed: 1 to 64")
+        if not 1 <= workers <= MAX_WORKERS:
+            raise BadInput(f"workers=: {workers}; allowed: 1 to {MAX_WORKERS}")
+        chosen = backend or self._place.settings.backend or DEFAULT_BACKEND
+        check_backend(chosen)
+        binaries = self._place.settings.binaries()
+        check_store(self._place.store)
+        run_dir = create_run_dir(self._place.store, CLUSTER_DIR)
+        made = build_cluster(chosen, spec, workers, binaries, run_dir, clock_shim)
+        self._started.append(made)  # before start: a start cut short is stopped too
+        made.start()  # on any error (a Ctrl-C too) it stops what did start, then raises
+        self._rooms[id(made)] = Room(spec.nodes, workers, spec.persistence, spec.topology)
+        return made
+
+    def room(self, cluster: Cluster) -> Room:
+        """What a fault on ``cluster`` may name; it must be one of this factory's."""
+        try:
+            return self._rooms[id(cluster)]
+        except KeyError:
+            raise BadInput(
+                "nemesis.on: not a cluster of this test's; allowed: lock_cluster, or "
+                "one that lock_cluster_factory made"
+            ) from None
+
+    def stop_all(self) -> None:
+        """Stop every cluster, newest first; no stop signal cuts this short. ClusterError
+        (after trying all) if a process would not stop."""
+        problems = []
+        with shielded():
+            while self._started:
+                made = self._started.pop()
+                self._rooms.pop(id(made), None)
+                try:
+                    made.stop()
+                except ClusterError as e:
+                    problems.append(str(e))
+        if problems:
+            raise ClusterError("; ".join(problems))

@@ -1,0 +1,76 @@
+"""What `lockharness_run` returns: one run's outcome, typed, and a verdict that explains
+itself when an assertion on it fails."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class RunVerdict(str):
+    """A run's safety verdict: equal to "valid", "invalid" or "unknown" like the plain
+    string. It also carries what shows why (the first witness, the run directory), which
+    the plug-in adds to pytest's report when `assert result.verdict == "valid"` fails
+    (pytest_assertrepr_compare)."""
+
+    evidence: str
+
+    def __new__(cls, value: str, evidence: str = "") -> RunVerdict:
+        verdict = super().__new__(cls, value)
+        verdict.evidence = evidence
+        return verdict
+
+    def __reduce__(self) -> tuple[type[RunVerdict], tuple[str, str]]:
+        return RunVerdict, (str(self), self.evidence)  # pickle and copy keep the evidence
+
+
+@dataclass(frozen=True, repr=False)
+class LockRun:
+    """One scenario run, checked. ``verdict`` is safety alone; ``expectation_met`` also
+    weighs the scenario's other expectations (liveness, fencing), as `lockharness run`'s
+    exit code does."""
+
+    scenario: str
+    client: str  # a built-in name, "module:ClassName", or the program a command runs
+    seed: int
+    verdict: RunVerdict
+    expected: str  # the scenario's expectation for this client, e.g. "valid, stuck"
+    expectation_met: bool
+    witnesses: tuple[dict[str, Any], ...]  # as in results.json; the first is explained
+    first_witness: str | None  # the checker's witness, as `lockharness run` prints it
+    reasons: tuple[str, ...]  # why the verdict is what it is (unknown: why not decided)
+    stats: Mapping[str, Any]
+    liveness: Mapping[str, Any]
+    fencing: Mapping[str, Any]
+    run_dir: Path  # history.jsonl, results.json, timeline.html, logs
+    summary: str  # what `lockharness run` prints at the end of a run
+
+    def __repr__(self) -> str:
+        # Short: pytest shows it beside a failed `assert result.expectation_met`, cut to
+        # a line; the witness is in the report's "lockharness" section.
+        return (
+            f"LockRun({self.scenario}, client {self.client}, seed {self.seed}: "
+            f"{self.verdict!s}, expected {self.expected}, "
+            f"{len(self.witnesses)} witnesses, run_dir {self.run_dir})"
+        )
+
+
+def evidence(
+    witness: str | None,
+    witnesses: int,
+    reasons: tuple[str, ...],
+    stats_line: str,
+    run_dir: Path,
+) -> str:
+    """The lines a failed assertion on the verdict shows, below the comparison."""
+    lines = []
+    if witness is not None:
+        more = f" (of {witnesses})" if witnesses > 1 else ""
+        lines.append(f"first witness{more}: {witness}")
+    else:
+        lines += [f"reason: {reason}" for reason in reasons[:2]]
+    lines.append(stats_line)
+    lines.append(f"run directory: {run_dir}")
+    return "\n".join(lines)
