@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from compose import engine, images
 from compose.cleanup import leftovers, remove_containers, remove_run
-from compose.node import ContainerNode, answers_ping
+from compose.node import ContainerNode
 from compose.project import (
     COMPOSE_FILE,
     REDIS_PORT,
@@ -30,11 +28,12 @@ from compose.project import (
 )
 from compose.project import write as write_project
 from compose.proxies import ProxyPlan, populate, wait_api
-from core.clock import ClockControl, shim_library
+from core.clock import shim_library
 from core.endpoints import Endpoint
 from core.errors import BadInput, ClusterError
 from harness.cluster.ledger import LEDGER_NAME, ProcessLedger
 from harness.cluster.ports import free_port_except
+from harness.cluster.proxied import ProxiedCluster, clock_controls
 from harness.cluster.redis_node import PERSISTENCE_ARGS
 from harness.cluster.toxiproxy import ToxiproxyAPI
 
@@ -54,7 +53,7 @@ class ComposeConfig:
     toxiproxy_image: str | None = None  # None: lockharness/toxiproxy:<host's version>
 
 
-class ComposeCluster:
+class ComposeCluster(ProxiedCluster[ContainerNode]):
     def __init__(self, config: ComposeConfig) -> None:
         if config.persistence not in PERSISTENCE_ARGS:
             allowed = ", ".join(sorted(PERSISTENCE_ARGS))
@@ -65,10 +64,7 @@ class ComposeCluster:
         self.compose_file = self.run_dir / COMPOSE_FILE
         self.ledger = ProcessLedger(self.run_dir / LEDGER_NAME)  # workers are recorded here
         names = [f"n{i}" for i in range(1, config.nodes + 1)]
-        self._clocks: dict[str, ClockControl] = {}
-        if config.clock_shim:
-            (self.run_dir / "clock").mkdir(parents=True, exist_ok=True)
-            self._clocks = {n: ClockControl(self.run_dir / "clock" / f"{n}.ctl") for n in names}
+        self._clocks = clock_controls(self.run_dir, names) if config.clock_shim else {}
         self._nodes = [self._node(name, config.persistence) for name in names]
         self._by_name = {node.name: node for node in self._nodes}
         self._resource = self._node("resource", "none")
@@ -99,27 +95,7 @@ class ComposeCluster:
             for node in self._nodes
         }
 
-    # --- the Cluster protocol: what LocalCluster offers -----------------------------------
-
-    @property
-    def nodes(self) -> list[ContainerNode]:
-        return self._nodes
-
-    def node(self, name: str) -> ContainerNode:
-        return self._by_name[name]
-
-    def clock(self, name: str) -> ClockControl:
-        if name not in self._clocks:
-            raise ClusterError(f"node {name} runs without the clock shim (no clock faults planned)")
-        return self._clocks[name]
-
-    def reset_clocks(self) -> None:
-        for control in self._clocks.values():
-            control.reset()
-
-    @property
-    def resource(self) -> Endpoint:
-        return self._resource.endpoint
+    # --- the Cluster protocol: what LocalCluster offers (the rest: ProxiedCluster) --------
 
     @property
     def toxiproxy(self) -> ToxiproxyAPI:
@@ -129,33 +105,10 @@ class ComposeCluster:
     def worker_count(self) -> int:
         return self.config.workers
 
-    def proxy_name(self, worker: int, node: str) -> str:
-        return f"w{worker}-{node}"  # as LocalCluster names them: faults address proxies so
-
-    def worker_endpoints(self, worker: int) -> list[Endpoint]:
-        return [
-            Endpoint(node.name, "127.0.0.1", self._proxies[(worker, node.name)].listen_port)
-            for node in self._nodes
-        ]
-
-    def wait_reachable(self, timeout_s: float = 10.0) -> None:
-        """Every node answers PING through every proxy, or ClusterError names those that don't."""
-        deadline = time.monotonic() + timeout_s
-        pending = {
+    def _proxy_endpoints(self) -> dict[tuple[int, str], Endpoint]:
+        return {
             key: Endpoint(key[1], "127.0.0.1", p.listen_port) for key, p in self._proxies.items()
         }
-        while pending and time.monotonic() < deadline:
-            for key, endpoint in list(pending.items()):
-                if answers_ping(endpoint):
-                    del pending[key]
-            if pending:
-                time.sleep(0.02)
-        if pending:
-            names = ", ".join(self.proxy_name(w, n) for w, n in sorted(pending))
-            raise ClusterError(f"no PING answer through proxies {names} within {timeout_s:.0f}s")
-
-    def wait_healthy(self) -> None:
-        self.wait_reachable()
 
     def current_master(self) -> str | None:
         return None  # independent masters
@@ -281,27 +234,9 @@ class ComposeCluster:
                 }
                 for node in self._nodes
             ],
-            "proxies": {
-                p.name: Endpoint(node, "127.0.0.1", p.listen_port).to_dict()
-                for (_, node), p in sorted(self._proxies.items())
-            },
+            "proxies": self._describe_proxies(self._proxy_endpoints()),
             "pids": [],  # containers: gc removes them by label (compose.cleanup.remove_run)
         }
-
-    def _write_description(self) -> None:
-        self.ledger.describe(self.describe())
-
-    def __enter__(self) -> ComposeCluster:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _container_alive(name: str) -> bool:

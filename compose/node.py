@@ -19,28 +19,17 @@ import time
 from pathlib import Path
 
 import docker.errors
-import redis
 from docker.models.containers import Container
 
 from compose.engine import client
-from core.connect import single_try_client
 from core.endpoints import Endpoint
 from core.errors import ClusterError
 from harness.cluster.aof import AofTracker, AofTruncation
 from harness.cluster.process import pid_alive
+from harness.cluster.proxied import answers_ping
 from harness.cluster.redis_node import AofWatch
 
 _ALIVE = ("running", "paused")  # a paused process still exists, as under SIGSTOP
-
-
-def answers_ping(endpoint: Endpoint, timeout_s: float = 0.5) -> bool:
-    client_ = single_try_client(endpoint, timeout_s)
-    try:
-        return bool(client_.ping())
-    except redis.exceptions.RedisError:  # refused, reset, or loading its data set
-        return False
-    finally:
-        client_.close()
 
 
 def _children(pid: int) -> list[int]:

@@ -1,5 +1,6 @@
 """The `replicated` topology on containers: ReplicatedCluster's behaviour and interface
-(harness/cluster/replicated.py), one container per server.
+(harness/cluster/replicated.py), one container per server. What the two backends do alike
+is harness.cluster.replication.ReplicatedTopology; the bring-up here is the containers'.
 
 Nodes n1..nN (n1 starts as master, the rest replicate it), the resource, Toxiproxy and
 S sentinels s1..sS, on the run's network. As in the local backend:
@@ -24,28 +25,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
 import docker.errors
-import redis
 
 from compose import engine
 from compose.cleanup import remove_containers
 from compose.cluster import ComposeCluster, ComposeConfig, _container_alive
-from compose.failovers import OnSwitch, watch_switches
+from compose.node import ContainerNode
 from compose.project import SENTINEL_PORT, NodePlan, ProjectPlan, SentinelPlan, container_name
 from compose.project import write as write_project
 from compose.proxies import ProxyPlan, populate, wait_api
 from compose.sentinel import ContainerSentinel, sentinel_config
 from core.clock import shim_library
-from core.connect import single_try_client
-from core.discovery import POINTER_KEY, Discovery
 from core.endpoints import Endpoint
 from core.errors import ClusterError
 from harness.cluster.ports import free_port_except
-from harness.cluster.replicated import ReplicationConfig
+from harness.cluster.replication import ReplicatedTopology, ReplicationConfig
 
 log = logging.getLogger("lockharness.cluster")
 
@@ -53,12 +50,12 @@ TOXIPROXY_HOST = "toxiproxy"  # Toxiproxy's service name: how containers reach t
 _UP_ATTEMPTS = 3
 
 
-class ComposeReplicatedCluster(ComposeCluster):
+class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster):
     def __init__(self, config: ComposeConfig, replication: ReplicationConfig) -> None:
         # Before the base's __init__: it chooses the ports, ours included (_choose_ports).
         self.replication = replication
         run_dir = config.base_dir.resolve()
-        self._sentinels = [
+        self._sentinels: list[ContainerSentinel] = [
             ContainerSentinel(
                 f"s{j}", container_name(run_dir, f"s{j}"), 0, run_dir / "data" / f"s{j}"
             )
@@ -87,10 +84,7 @@ class ComposeReplicatedCluster(ComposeCluster):
             self._shared[node.name] = ProxyPlan(
                 self.shared_proxy_name(node.name), port, f"{node.name}:{node.host_port}"
             )
-        # Announced address (a shared proxy) -> node: fixed from here on, whatever fails over.
-        self._aliases = {
-            f"{TOXIPROXY_HOST}:{p.listen_port}": name for name, p in self._shared.items()
-        }
+        self._alias_shared_proxies()
         self._sentinel_proxies = {}
         for worker in range(1, self.config.workers + 1):
             for sentinel in self._sentinels:
@@ -123,112 +117,14 @@ class ComposeReplicatedCluster(ComposeCluster):
     def sentinels(self) -> list[ContainerSentinel]:
         return self._sentinels if self._sentinels_up else []
 
-    def shared_proxy_name(self, node: str) -> str:
-        return f"shared-{node}"
+    def _shared_endpoints(self) -> dict[str, Endpoint]:
+        return {n: Endpoint(n, TOXIPROXY_HOST, p.listen_port) for n, p in self._shared.items()}
 
-    def worker_sentinels(self, worker: int) -> list[Endpoint]:
-        return [
-            Endpoint(s.name, "127.0.0.1", self._sentinel_proxies[(worker, s.name)].listen_port)
-            for s in self.sentinels
-        ]
-
-    def discovery(self, worker: int) -> Discovery:
-        return Discovery(
-            master_name=self.replication.master_name,
-            sentinels=self.worker_sentinels(worker),
-            aliases=self._aliases,
-            pointer=self.resource,
-            ports={node.host_port: node.name for node in self._nodes},
-        )
-
-    def current_master(self) -> str | None:
-        """The node the sentinels agree is master (or the pointer, without sentinels)."""
-        sentinels = self.sentinels
-        if not sentinels:
-            pointer = single_try_client(self.resource, 1.0, decode_responses=True)
-            try:
-                master = pointer.get(POINTER_KEY)
-                return None if master is None else str(master)
-            finally:
-                pointer.close()
-        answers = [self._ask_master(s) for s in sentinels]
-        votes = [a for a in answers if a is not None]
-        top = max(set(votes), key=votes.count, default=None)
-        return top if top is not None and votes.count(top) > len(sentinels) // 2 else None
-
-    def _ask_master(self, sentinel: ContainerSentinel) -> str | None:
-        client = sentinel.client()
-        try:
-            addr = client.execute_command(
-                "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.replication.master_name
-            )
-        except redis.RedisError:
-            return None
-        finally:
-            client.close()
-        return self._aliases.get(f"{addr[0]}:{addr[1]}") if addr else None
-
-    def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
-        """REPLICAOF NO ONE on ``node``, then point clients at it (and, with demote_old,
-        make the old master its replica), as an operator or a failover script would."""
-        old = self.current_master()
-        _direct(self.node(node).endpoint, "REPLICAOF", "NO", "ONE")
-        self._set_pointer(node)
-        if demote_old and old is not None and old != node and self.node(old).running():
-            shared = self._shared[node]
-            _direct(self.node(old).endpoint, "REPLICAOF", TOXIPROXY_HOST, str(shared.listen_port))
-        return {"from": old, "to": node}
-
-    def wait_healthy(self) -> None:
-        if not self.sentinels:  # nobody else will: every other node follows the pointer
-            master = self.current_master() or self._nodes[0].name
-            shared = self._shared[master]
-            _direct(self.node(master).endpoint, "REPLICAOF", "NO", "ONE")
-            for node in self._nodes:
-                if node.name != master:
-                    _direct(node.endpoint, "REPLICAOF", TOXIPROXY_HOST, str(shared.listen_port))
-        self.wait_converged()
-        self.wait_reachable()
-
-    def wait_converged(self, timeout_s: float = 30.0) -> None:
-        """A master everyone agrees on, every replica online behind it, and every sentinel
-        knowing every replica and every other sentinel (so a failover can be voted)."""
-        deadline = time.monotonic() + timeout_s
-        problem: str | None = "not checked yet"
-        while time.monotonic() < deadline:
-            problem = self._convergence_problem()
-            if problem is None:
-                return
-            time.sleep(0.1)
-        raise ClusterError(f"replicated cluster did not converge in {timeout_s:.0f}s: {problem}")
-
-    def _convergence_problem(self) -> str | None:
-        master = self.current_master()
-        if master is None:
-            return "no agreed master"
-        online = _online_replicas(self.node(master).endpoint)
-        if online < len(self._nodes) - 1:
-            return f"{master} has {online} of {len(self._nodes) - 1} replicas online"
-        name, sentinels = self.replication.master_name, self.sentinels
-        for sentinel in sentinels:
-            client = sentinel.client()
-            try:
-                replicas = client.execute_command("SENTINEL", "REPLICAS", name)
-                peers = client.execute_command("SENTINEL", "SENTINELS", name)
-            except redis.RedisError as e:
-                return f"{sentinel.name}: {e}"
-            finally:
-                client.close()
-            if len(replicas) < len(self._nodes) - 1 or len(peers) < len(sentinels) - 1:
-                return f"{sentinel.name} knows {len(replicas)} replicas, {len(peers)} sentinels"
-        return None
-
-    def watch_failovers(self, on_switch: OnSwitch) -> Callable[[], None]:
-        """Call ``on_switch(old, new, began_ns)`` for every +switch-master (see
-        compose.failovers), watching the first sentinel through its published port."""
-        if not self.sentinels:
-            return lambda: None
-        return watch_switches(self._sentinels[0].client(timeout_s=5.0), self._aliases, on_switch)
+    def _sentinel_proxy_endpoints(self) -> dict[tuple[int, str], Endpoint]:
+        return {
+            key: Endpoint(key[1], "127.0.0.1", p.listen_port)
+            for key, p in self._sentinel_proxies.items()
+        }
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -345,28 +241,6 @@ class ComposeReplicatedCluster(ComposeCluster):
             )
         )
 
-    def _replication_args(self, index: int) -> tuple[str, ...]:
-        """ReplicatedCluster's extra args: announce the shared proxy; n2.. follow n1's."""
-        announce = self._shared[self._nodes[index].name]
-        primary = self._shared[self._nodes[0].name]
-        return (
-            # Full syncs start at once instead of waiting 5 s for more replicas.
-            "--repl-diskless-sync-delay",
-            "0",
-            "--replica-announce-ip",
-            TOXIPROXY_HOST,
-            "--replica-announce-port",
-            str(announce.listen_port),
-            *(("--replicaof", TOXIPROXY_HOST, str(primary.listen_port)) if index else ()),
-        )
-
-    def _set_pointer(self, node: str) -> None:
-        pointer = single_try_client(self.resource, 1.0)
-        try:
-            pointer.set(POINTER_KEY, node)
-        finally:
-            pointer.close()
-
     def _save_logs(self) -> None:
         super()._save_logs()
         for sentinel in self._sentinels:  # as LocalSentinel's log files are named
@@ -374,45 +248,4 @@ class ComposeReplicatedCluster(ComposeCluster):
             (self.run_dir / f"sentinel-{sentinel.name}.log").write_text(text)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            **super().describe(),
-            "topology": "replicated",
-            "shared_proxies": {
-                n: Endpoint(n, TOXIPROXY_HOST, p.listen_port).to_dict()
-                for n, p in self._shared.items()
-            },
-            "sentinels": [
-                {**s.endpoint.to_dict(), "pid": None, "container": s.container_name}
-                for s in self._sentinels
-            ],
-            "sentinel_proxies": {
-                p.name: Endpoint(s, "127.0.0.1", p.listen_port).to_dict()
-                for (_, s), p in sorted(self._sentinel_proxies.items())
-            },
-        }
-
-    def __enter__(self) -> ComposeReplicatedCluster:
-        self.start()
-        return self
-
-
-def _direct(endpoint: Endpoint, *command: str) -> None:
-    client = single_try_client(endpoint, 2.0)
-    try:
-        client.execute_command(*command)
-    finally:
-        client.close()
-
-
-def _online_replicas(master: Endpoint) -> int:
-    client = single_try_client(master, 1.0, decode_responses=True)
-    try:
-        info = client.info("replication")
-    except redis.RedisError:
-        return 0
-    finally:
-        client.close()
-    if info.get("role") != "master":
-        return 0
-    slaves = [v for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
-    return sum(1 for s in slaves if s.get("state") == "online")
+        return {**super().describe(), **self._describe_replication()}

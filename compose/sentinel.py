@@ -11,17 +11,15 @@ and reports as such (not as the proxy container's IP) only with announce-hostnam
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Any
 
 import docker.errors
-import redis
 
 from compose.engine import client as engine
 from compose.project import SENTINEL_PORT
-from core.connect import single_try_client
 from core.endpoints import Endpoint
-from core.errors import ClusterError
+from harness.cluster.sentinel import SentinelHandle
 
 CONFIG_NAME = "sentinel.conf"
 
@@ -55,7 +53,7 @@ def sentinel_config(
     )
 
 
-class ContainerSentinel:
+class ContainerSentinel(SentinelHandle):
     def __init__(self, name: str, container: str, host_port: int, directory: Path) -> None:
         self.name = name
         self.container_name = container
@@ -71,34 +69,20 @@ class ContainerSentinel:
     def pid(self) -> None:
         return None  # a container: removed by label, never by pid
 
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "container": self.container_name}
+
     def write_config(self, text: str) -> None:
         """A fresh config before each bring-up (Sentinel's rewrites of an old one would
         carry the previous attempt's ports)."""
         self.directory.mkdir(parents=True, exist_ok=True)  # before Docker makes it as root
         (self.directory / CONFIG_NAME).write_text(text)
 
-    def client(self, timeout_s: float = 1.0) -> redis.Redis:
-        return single_try_client(self.endpoint, timeout_s, decode_responses=True)
-
     def running(self) -> bool:
         try:
             return engine().containers.get(self.container_name).status == "running"
         except docker.errors.DockerException:
             return False
-
-    def wait_ready(self, timeout_s: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        client = self.client(0.5)
-        try:
-            while time.monotonic() < deadline and self.running():
-                try:
-                    if client.ping():
-                        return
-                except redis.RedisError:
-                    time.sleep(0.02)  # Docker's port forward accepts before Sentinel listens
-        finally:
-            client.close()
-        raise ClusterError(f"sentinel {self.name} did not answer PING; log:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 20) -> str:
         try:

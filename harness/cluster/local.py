@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-import redis
-
-from core.clock import ClockControl, shim_env, shim_library
-from core.connect import single_try_client
+from core.clock import shim_env, shim_library
 from core.endpoints import Endpoint
 from core.errors import ClusterError
 from harness.cluster.ledger import LEDGER_NAME, ProcessLedger
 from harness.cluster.process import ServerProcess, pid_alive
+from harness.cluster.proxied import ProxiedCluster, clock_controls
 from harness.cluster.redis_node import LocalRedisNode
 from harness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
 
@@ -34,13 +30,13 @@ class ClusterConfig:
     clock_shim: bool = False  # nodes run under the clock shim, so clock faults can move them
 
 
-class LocalCluster:
+class LocalCluster(ProxiedCluster[LocalRedisNode]):
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         base = config.base_dir
         self.ledger = ProcessLedger(base / LEDGER_NAME)  # every process, as it starts
         names = [f"n{i}" for i in range(1, config.nodes + 1)]
-        self._clocks = _clock_controls(base, names) if config.clock_shim else {}
+        self._clocks = clock_controls(base, names) if config.clock_shim else {}
         library = shim_library() if config.clock_shim else None
         self._nodes = [
             LocalRedisNode(
@@ -69,26 +65,6 @@ class LocalCluster:
         self._proxies: dict[tuple[int, str], Endpoint] = {}
 
     @property
-    def nodes(self) -> list[LocalRedisNode]:
-        return self._nodes
-
-    def node(self, name: str) -> LocalRedisNode:
-        return self._by_name[name]
-
-    def clock(self, name: str) -> ClockControl:
-        if name not in self._clocks:
-            raise ClusterError(f"node {name} runs without the clock shim (no clock faults planned)")
-        return self._clocks[name]
-
-    def reset_clocks(self) -> None:
-        for control in self._clocks.values():
-            control.reset()
-
-    @property
-    def resource(self) -> Endpoint:
-        return self._resource.endpoint
-
-    @property
     def toxiproxy(self) -> ToxiproxyAPI:
         return self._toxiproxy.api
 
@@ -96,11 +72,8 @@ class LocalCluster:
     def worker_count(self) -> int:
         return self.config.workers
 
-    def proxy_name(self, worker: int, node: str) -> str:
-        return f"w{worker}-{node}"
-
-    def worker_endpoints(self, worker: int) -> list[Endpoint]:
-        return [self._proxies[(worker, node.name)] for node in self._nodes]
+    def _proxy_endpoints(self) -> dict[tuple[int, str], Endpoint]:
+        return self._proxies
 
     def start(self) -> None:
         """Start everything, or stop what did start and raise."""
@@ -126,23 +99,6 @@ class LocalCluster:
                 name = self.proxy_name(worker, node.name)
                 info = api.create_proxy(name, node.endpoint, node.name)
                 self._proxies[(worker, node.name)] = info.listen
-
-    def wait_reachable(self, timeout_s: float = 10.0) -> None:
-        """Every node answers PING through every proxy, or ClusterError names those that don't."""
-        deadline = time.monotonic() + timeout_s
-        pending = dict(self._proxies)
-        while pending and time.monotonic() < deadline:
-            for key, endpoint in list(pending.items()):
-                if _answers_ping(endpoint):
-                    del pending[key]
-            if pending:
-                time.sleep(0.02)
-        if pending:
-            names = ", ".join(self.proxy_name(w, n) for w, n in sorted(pending))
-            raise ClusterError(f"no PING answer through proxies {names} within {timeout_s:.0f}s")
-
-    def wait_healthy(self) -> None:
-        self.wait_reachable()
 
     def stop(self) -> None:
         """Stop everything that was started; safe to call twice and after a failed start."""
@@ -180,27 +136,9 @@ class LocalCluster:
                 {**_address(node), "pid": node.pid, "persistence": node.persistence}
                 for node in self._nodes
             ],
-            "proxies": {
-                self.proxy_name(worker, node): endpoint.to_dict()
-                for (worker, node), endpoint in sorted(self._proxies.items())
-            },
+            "proxies": self._describe_proxies(self._proxies),
             "pids": self.pids(),
         }
-
-    def _write_description(self) -> None:
-        self.ledger.describe(self.describe())
-
-    def __enter__(self) -> LocalCluster:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _address(node: LocalRedisNode) -> dict[str, Any]:
@@ -208,18 +146,3 @@ def _address(node: LocalRedisNode) -> dict[str, Any]:
     if node.port is None:
         return {"name": node.name, "host": "127.0.0.1", "port": None}
     return node.endpoint.to_dict()
-
-
-def _clock_controls(base: Path, names: list[str]) -> dict[str, ClockControl]:
-    (base / "clock").mkdir(parents=True, exist_ok=True)
-    return {name: ClockControl(base / "clock" / f"{name}.ctl") for name in names}
-
-
-def _answers_ping(endpoint: Endpoint) -> bool:
-    client = single_try_client(endpoint, 0.5)
-    try:
-        return bool(client.ping())
-    except redis.exceptions.RedisError:
-        return False
-    finally:
-        client.close()

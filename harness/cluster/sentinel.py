@@ -1,9 +1,11 @@
-"""A Redis Sentinel process (`redis-server CONF --sentinel`) on a loopback port."""
+"""A Redis Sentinel process (`redis-server CONF --sentinel`) on a loopback port, and
+what a sentinel of either backend does alike (SentinelHandle)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -15,7 +17,44 @@ from harness.cluster.ports import free_port
 from harness.cluster.process import ManagedProcess, ServerProcess
 
 
-class LocalSentinel(ServerProcess):
+class SentinelHandle:
+    """One Redis Sentinel as the harness reaches it: directly, outside the fault domain.
+    LocalSentinel (a process) and compose.sentinel.ContainerSentinel share this."""
+
+    name: str
+
+    if TYPE_CHECKING:  # each backend's own
+
+        @property
+        def endpoint(self) -> Endpoint: ...
+        @property
+        def pid(self) -> int | None: ...
+        def running(self) -> bool: ...
+        def log_tail(self, lines: int = ...) -> str: ...
+
+    def client(self, timeout_s: float = 1.0) -> redis.Redis:
+        return single_try_client(self.endpoint, timeout_s, decode_responses=True)
+
+    def wait_ready(self, timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        client = self.client(0.5)
+        try:
+            while time.monotonic() < deadline and self.running():
+                try:
+                    if client.ping():
+                        return
+                except redis.RedisError:
+                    time.sleep(0.02)  # Docker's port forward accepts before Sentinel listens
+        finally:
+            client.close()
+        raise ClusterError(f"sentinel {self.name} did not answer PING; log:\n{self.log_tail()}")
+
+    def describe(self) -> dict[str, Any]:
+        """Its entry in the cluster's describe()."""
+        return {**self.endpoint.to_dict(), "pid": self.pid}
+
+
+class LocalSentinel(ServerProcess, SentinelHandle):
     def __init__(
         self,
         name: str,
@@ -74,20 +113,5 @@ class LocalSentinel(ServerProcess):
         )
         self._process.start()
 
-    def client(self, timeout_s: float = 1.0) -> redis.Redis:
-        return single_try_client(self.endpoint, timeout_s, decode_responses=True)
-
-    def wait_ready(self, timeout_s: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        client = self.client(0.5)
-        try:
-            while time.monotonic() < deadline and self.running():
-                try:
-                    if client.ping():
-                        return
-                except redis.RedisError:
-                    time.sleep(0.02)
-        finally:
-            client.close()
-        tail = self._process.log_tail() if self._process else ""
-        raise ClusterError(f"sentinel {self.name} did not answer PING; log:\n{tail}")
+    def log_tail(self, lines: int = 15) -> str:
+        return self._process.log_tail(lines) if self._process else ""
