@@ -227,3 +227,22 @@ def test_a_node_restarted_empty_breaks_fencing_token_order(tmp_path: Path) -> No
     assert first["later"]["time"] > first["earlier"]["time"]
     assert first["later"]["fencing"] <= first["earlier"]["fencing"]
     assert "granted out of order" in output
+
+
+@pytest.mark.parametrize(
+    ("scenario", "fault"),
+    [("redlock-extend-restart", "kill"), ("client-gc-pause-renewal", "client-pause")],
+)
+def test_extension_saves_no_lease_from_an_empty_restart_or_a_pause(
+    tmp_path: Path, scenario: str, fault: str
+) -> None:
+    # What users of the extending libraries report, with the built-in redlock-extend:
+    # leases are extended, and still overlap once a node comes back empty or the holder
+    # wakes from a pause past its TTL.
+    code, results, run_dir, output = run(tmp_path, scenario, "--duration", "10s")
+    assert code == 0, output
+    assert results["verdict"] == "invalid"
+    history = read_history(run_dir / "history.jsonl")
+    assert any(e.f == "extend" and e.type == "ok" for e in history)
+    kinds = {value(e).get("kind") for e in history if e.process == "nemesis"}
+    assert fault in kinds, kinds
