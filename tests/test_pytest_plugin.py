@@ -479,16 +479,20 @@ def test_nemesis_faults_take_effect_and_are_taken_out(user_pytest: pytest.Pytest
 
         def test_worker_faults_are_refused(nemesis):
             nemesis.fault("client-pause")
+
+        def test_lease_targets_are_refused(nemesis):
+            nemesis.kill("holder-minority")
         """
     )
     result = inline(
         user_pytest,
     )
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=2, failed=3)
     result.stdout.fnmatch_lines(
         [
             "*lockharness: nemesis.kill.targets: 'n9' is not a node name; allowed: one, *",
             "*lockharness: nemesis: 'client-pause' is not a fault on nodes; allowed: kill, *",
+            "*lockharness: nemesis.kill: targets 'holder-minority' follows the leases *",
         ]
     )
     assert "During handling" not in output_of(result)

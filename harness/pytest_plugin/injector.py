@@ -30,9 +30,9 @@ from harness.scenario.errors import Invalid
 from harness.scenario.read import read_fault
 
 # Faults on the harness's worker processes (client-pause, …) have no workers to act on
-# in a test's own workload; holders/holder need the harness's live history of leases.
+# in a test's own workload; the holder targets need the harness's live history of leases.
 NODE_KINDS = tuple(kind for kind, cls in KINDS.items() if cls.target_kind == "nodes")
-_LEASE_TARGETS = ("holders", "holder")
+_LEASE_TARGETS = tuple(word for word in NODE_TARGETS if word.startswith("holder"))
 Targets = str | Sequence[str]
 
 
