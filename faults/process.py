@@ -49,9 +49,10 @@ class Kill(Fault):
     summary = (
         "SIGKILL the nodes; restart them after `duration` (or `restart_delay`, if longer). "
         "What a restarted node remembers depends on `persistence`: `none` comes back empty; "
-        "`aof-always` keeps every acknowledged write; `aof-everysec` keeps everything too on "
-        "a plain SIGKILL (the page cache survives a process), and loses its un-fsynced last "
-        "second with `power_loss`"
+        "`aof-always` keeps every acknowledged write; `aof-everysec` keeps what it wrote to "
+        "its AOF on a plain SIGKILL (the page cache survives a process; Redis may hold a "
+        "write back for up to 2 s while an fsync is in progress, and that write is lost), "
+        "and loses its un-fsynced last second with `power_loss`"
     )
     colour, legend = "#7f7f7f", "node killed"
 
