@@ -253,6 +253,10 @@ def test_fixtures_stop_everything_when_a_test_fails_or_is_interrupted(
         import signal
         import threading
 
+        # Ctrl-C as from a terminal: a background job (nohup, a CI script's make) starts
+        # with SIGINT ignored, and then this session would never see the signal below.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
         def test_fails_inside_a_fault(lock_cluster, nemesis, lock_cluster_factory):
             lock_cluster_factory(nodes=3, workers=1)
             with nemesis.kill("minority"), nemesis.partition("n1"), nemesis.latency():
