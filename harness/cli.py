@@ -18,7 +18,7 @@ from rich.console import Console
 from core.durations import parse_duration
 from core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from core.interrupts import install_stop_handlers
-from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_SEED, MAX_SEEDS
+from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_COUNT, MAX_SEED, MAX_SEEDS
 
 _COMMANDS = {
     "list": "listing",
@@ -57,7 +57,7 @@ def _whole(text: str, lo: int, hi: int) -> int:
 
 
 def _count(text: str) -> int:
-    return _whole(text, 1, 64)
+    return _whole(text, 1, MAX_COUNT)
 
 
 def _seed(text: str) -> int:

@@ -364,8 +364,8 @@ def run_worker(config: WorkerConfig) -> int:
 
     # Clients must not go on unrecorded: a shard that cannot be written stops the worker.
     recorder = Recorder(Path(config.history_path), clock, on_failure=stop.set)
-    # Built side by side: a client program may take seconds to start (a JVM), and the run's
-    # clock is already going.
+    # Built side by side: a client program may take seconds to start (a JVM), and every
+    # worker's clients must be built before the controller's go (the start barrier).
     factory = client_factory(config)  # once: a plug-in's module is imported here
     with ThreadPoolExecutor(config.threads) as pool:
         loops = list(

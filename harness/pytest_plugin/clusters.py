@@ -15,7 +15,7 @@ from core.interrupts import shielded
 from faults.spec import Room
 from harness.backends import build_cluster, check_backend
 from harness.cluster.base import Cluster
-from harness.limits import DEFAULT_BACKEND
+from harness.limits import DEFAULT_BACKEND, MAX_COUNT
 from harness.pytest_plugin.failures import bad_input_fails
 from harness.pytest_plugin.runs import RunPlace
 from harness.scenario.errors import Invalid
@@ -24,7 +24,6 @@ from harness.scenario.read import convert
 from harness.store import check_store, create_run_dir
 
 CLUSTER_DIR = "lock-cluster"  # the store's directory for fixtures' clusters
-MAX_WORKERS = 64
 
 
 class ClusterFactory:
@@ -52,10 +51,11 @@ class ClusterFactory:
             spec: ClusterSpec = convert(cluster, ClusterSpec, Room(), "cluster")
         except Invalid as e:
             raise BadInput(f"lock cluster: {e}") from None
+        allowed = f"allowed: 1 to {MAX_COUNT}"
         if isinstance(workers, bool) or not isinstance(workers, int):
-            raise BadInput(f"workers=: {workers!r} is not a whole number; allowed: 1 to 64")
-        if not 1 <= workers <= MAX_WORKERS:
-            raise BadInput(f"workers=: {workers}; allowed: 1 to {MAX_WORKERS}")
+            raise BadInput(f"workers=: {workers!r} is not a whole number; {allowed}")
+        if not 1 <= workers <= MAX_COUNT:
+            raise BadInput(f"workers=: {workers}; {allowed}")
         chosen = backend or self._place.settings.backend or DEFAULT_BACKEND
         check_backend(chosen)
         binaries = self._place.settings.binaries()

@@ -15,6 +15,7 @@ from core.durations import parse_duration
 from core.errors import BadInput
 from harness.backends import check_backend
 from harness.console import describe_stats, describe_witness, print_summary
+from harness.limits import MAX_COUNT
 from harness.pytest_plugin.clients import client_doc
 from harness.pytest_plugin.result import LockRun, RunVerdict, evidence
 from harness.pytest_plugin.settings import Settings
@@ -57,7 +58,7 @@ def _scenario(ref: str | Path, test_dir: Path) -> Scenario:
 
 def _count(name: str, value: object) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise BadInput(f"{name}=: {value!r} is not a whole number; allowed: 1 to 64")
+        raise BadInput(f"{name}=: {value!r} is not a whole number; allowed: 1 to {MAX_COUNT}")
     return value
 
 

@@ -37,11 +37,7 @@ class Setting:
         return f"--lockharness-{self.name.replace('_', '-')}"
 
     @property
-    def ini(self) -> str:
-        return f"lockharness_{self.name}"
-
-    @property
-    def dest(self) -> str:
+    def ini(self) -> str:  # also the option's dest
         return f"lockharness_{self.name}"
 
 
@@ -69,7 +65,7 @@ def add_options(parser: pytest.Parser) -> None:
     for s in SETTINGS:
         group.addoption(
             s.flag,
-            dest=s.dest,
+            dest=s.ini,
             metavar=s.metavar,
             default=None,
             help=f"{s.help} (ini {s.ini}, environment ${s.env})",
@@ -83,11 +79,16 @@ class Given:
     origin: str  # for messages: "--lockharness-store", "lockharness_store (ini)", "$VAR"
     base: Path  # what a relative path is relative to
 
+    @property
+    def path(self) -> Path:
+        path = Path(self.value).expanduser()
+        return path if path.is_absolute() else self.base / path
+
 
 def given(config: pytest.Config, s: Setting) -> Given | None:
     """The value that wins, or None: command line > ini > environment."""
     cwd = Path.cwd()
-    flag = config.getoption(s.dest)
+    flag = config.getoption(s.ini)
     if flag:
         return Given(str(flag), s.flag, cwd)
     ini = config.getini(s.ini)
@@ -120,11 +121,9 @@ def _binary(config: pytest.Config, s: Setting, binary: Binary) -> Path | None:
     g = given(config, s)
     if g is None:
         return None
-    path = Path(g.value).expanduser()
-    path = path if path.is_absolute() else g.base / path
     try:
         # The same check as the command line's --redis-server, its message naming our origin.
-        return find_binary(dataclasses.replace(binary, flag=g.origin), str(path))
+        return find_binary(dataclasses.replace(binary, flag=g.origin), str(g.path))
     except BadInput as e:
         raise pytest.UsageError(f"{e}; allowed: the path of an executable {binary.name}") from None
 
@@ -133,13 +132,11 @@ def _store(config: pytest.Config) -> Path | None:
     g = given(config, STORE)
     if g is None:
         return None
-    path = Path(g.value).expanduser()
-    path = path if path.is_absolute() else g.base / path
     try:
-        check_store(path, flag=g.origin)
+        check_store(g.path, flag=g.origin)
     except BadInput as e:
         raise pytest.UsageError(str(e)) from None
-    return path
+    return g.path
 
 
 def _backend(config: pytest.Config) -> str | None:

@@ -20,7 +20,7 @@ import yaml
 from core.errors import BadInput
 from faults.spec import Room
 from harness.expectation import Expectation
-from harness.limits import MAX_SEED
+from harness.limits import MAX_COUNT, MAX_SEED
 from harness.scenario.checks import workers_named
 from harness.scenario.errors import Invalid, show
 from harness.scenario.model import MAX_RUN_NS, PERSISTENCE_MODES, ClientDoc, ClientSpec, Scenario
@@ -175,13 +175,13 @@ def with_overrides(
     name or class path (``--client``), or a whole client as a scenario file gives it."""
     w = s.workload
     try:
-        new_workers = _whole("--workers", workers, w.workers, 1, 64)
+        new_workers = _whole("--workers", workers, w.workers, 1, MAX_COUNT)
         needed, fault = max(workers_named(s.faults), default=(0, ""))
         if needed > new_workers:
             raise Invalid(
                 "--workers",
                 f"{new_workers} is too few for fault '{fault}', which "
-                f"names w{needed}; allowed: an integer from {needed} to 64",
+                f"names w{needed}; allowed: an integer from {needed} to {MAX_COUNT}",
             )
         changed = dataclasses.replace(
             s,
@@ -192,7 +192,9 @@ def with_overrides(
             if client is None
             else _switch_client(s.client, client, _source_dir(s), client_flag),
             workload=msgspec.structs.replace(
-                w, workers=new_workers, threads=_whole("--threads", threads, w.threads, 1, 64)
+                w,
+                workers=new_workers,
+                threads=_whole("--threads", threads, w.threads, 1, MAX_COUNT),
             ),
         )
     except Invalid as e:

@@ -29,7 +29,7 @@ from harness.expectation import (
     TOKEN_EXPECTATIONS,
     Expectation,
 )
-from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_SEED
+from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_COUNT, MAX_SEED
 from harness.store import NAME_PATTERN, NAME_RULE
 from workloads.client_info import ClientInfo
 from workloads.plugins import is_plugin_path
@@ -68,7 +68,7 @@ else:
     ExpectName = Literal[EXPECTATIONS]
     ClientName = Literal[tuple(CLIENTS)]
     Backend = Literal[BACKENDS]
-Count = Annotated[int, Meta(ge=1, le=64)]
+Count = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
 Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"})]
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
 # let a final newline through).
