@@ -3,7 +3,12 @@ the expected-invalid ones the detection rate and the median time from run start 
 first violation. Also the median delay from the nemesis deciding a fault to the fault
 being in effect, per fault kind, from the same runs' histories.
 
-    python -m bench.scenarios [--seeds 10] [NAME ...]
+With ``--backend compose`` the runs are on the Docker Compose backend; ``--compare`` runs
+the expected-invalid scenarios on both backends, seed by seed side by side (a busy shared
+machine slows both alike), and compares their detection rates (issue 12's target: the
+same rates, here within one seed of the N).
+
+    python -m bench.scenarios [--seeds 10] [--backend local|compose] [--compare] [NAME ...]
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from rich.console import Console
 from checker.verdict import first_violation_ns
 from core.history import INFO, NEMESIS, read_history
 from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from harness.limits import BACKENDS
 from harness.runner import RunOutcome, run_scenario
-from harness.scenario import builtin_scenarios, with_overrides
+from harness.scenario import Scenario, builtin_scenarios, with_overrides
 
 
 def first_violation_s(outcome: RunOutcome) -> float | None:
@@ -46,46 +52,99 @@ def fault_delays_ms(run_dir: Path) -> dict[str, list[float]]:
     return delays
 
 
-def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
-    binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
+def fault_scenarios(names: list[str] | None = None, invalid_only: bool = False) -> list[Scenario]:
+    """The built-in scenarios with faults (those named, if any)."""
     chosen = [s for s in builtin_scenarios() if not names or s.name in names]
-    scenarios = [s for s in chosen if s.faults.faults]
-    quiet = Console(file=io.StringIO())
-    report: dict[str, Any] = {"seeds": seeds, "scenarios": {}, "delays_ms": defaultdict(list)}
+    return [s for s in chosen if s.faults.faults and (s.expect == "invalid" or not invalid_only)]
+
+
+def _new_report(seeds: int, backend: str) -> dict[str, Any]:
+    return {"seeds": seeds, "backend": backend, "scenarios": {}, "delays_ms": defaultdict(list)}
+
+
+def _run_one(
+    scenario: Scenario, seed: int, backend: str, store: Path, report: dict[str, Any]
+) -> None:
+    """One run of ``scenario`` at ``seed`` on ``backend``, added to ``report``."""
+    binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
+    outcome = run_scenario(
+        with_overrides(scenario, seed=seed, backend=backend),
+        store=store,
+        binaries=binaries,
+        console=Console(file=io.StringIO()),
+    )
+    for kind, delays in fault_delays_ms(outcome.run_dir).items():
+        report["delays_ms"][kind] += delays
+    entry = report["scenarios"].setdefault(
+        scenario.name,
+        {
+            "expect": scenario.expect,
+            "expectation": str(scenario.expectation),
+            "duration_s": scenario.duration_ns / 1e9,
+            "runs": [],
+        },
+    )
+    entry["runs"].append(
+        {
+            "seed": seed,
+            "verdict": outcome.result.verdict.value,
+            "as_expected": outcome.as_expected,
+            "first_violation_s": first_violation_s(outcome),
+            "cycles_per_s": outcome.result.stats.get("cycles_per_s") or 0.0,
+        }
+    )
+    shown = f"{scenario.name} seed {seed}" + ("" if backend == "local" else f" ({backend})")
+    mismatch = "" if outcome.as_expected else "  (NOT as expected)"
+    print(f"  {shown}: {outcome.result.verdict.value}{mismatch}", file=sys.stderr, flush=True)
+
+
+def run(seeds: int = 10, names: list[str] | None = None, backend: str = "local") -> dict[str, Any]:
+    report = _new_report(seeds, backend)
     with tempfile.TemporaryDirectory(prefix="lockharness-scenarios-") as tmp:
-        for scenario in scenarios:
-            runs = []
+        for scenario in fault_scenarios(names):
             for seed in range(1, seeds + 1):
-                outcome = run_scenario(
-                    with_overrides(scenario, seed=seed),
-                    store=Path(tmp),
-                    binaries=binaries,
-                    console=quiet,
-                )
-                for kind, delays in fault_delays_ms(outcome.run_dir).items():
-                    report["delays_ms"][kind] += delays
-                runs.append(
-                    {
-                        "seed": seed,
-                        "verdict": outcome.result.verdict.value,
-                        "as_expected": outcome.as_expected,
-                        "first_violation_s": first_violation_s(outcome),
-                        "cycles_per_s": outcome.result.stats.get("cycles_per_s") or 0.0,
-                    }
-                )
-                print(
-                    f"  {scenario.name} seed {seed}: {runs[-1]['verdict']}"
-                    f"{'' if outcome.as_expected else '  (NOT as expected)'}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            report["scenarios"][scenario.name] = {
-                "expect": scenario.expect,
-                "expectation": str(scenario.expectation),
-                "duration_s": scenario.duration_ns / 1e9,
-                "runs": runs,
-            }
+                _run_one(scenario, seed, backend, Path(tmp), report)
     return report
+
+
+def run_both(seeds: int = 10, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The expected-invalid scenarios on both backends, each seed on local then compose."""
+    reports = {backend: _new_report(seeds, backend) for backend in BACKENDS}
+    with tempfile.TemporaryDirectory(prefix="lockharness-backends-") as tmp:
+        for scenario in fault_scenarios(names, invalid_only=True):
+            for seed in range(1, seeds + 1):
+                for backend, report in reports.items():
+                    _run_one(scenario, seed, backend, Path(tmp), report)
+    return reports
+
+
+def _detection(s: dict[str, Any]) -> tuple[int, list[float]]:
+    found = [r["first_violation_s"] for r in s["runs"] if r["first_violation_s"] is not None]
+    return len(found), found
+
+
+def comparison_rows(local: dict[str, Any], compose: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Detection rate and median first violation of each expected-invalid scenario that
+    ran on both backends; met when the two rates are within one seed of each other."""
+    head = (
+        "scenario",
+        "detected local",
+        "detected compose",
+        "first violation local",
+        "compose",
+        "same rate",
+    )
+    rows: list[tuple[str, ...]] = [head]
+    for name, theirs in compose["scenarios"].items():
+        ours = local["scenarios"].get(name)
+        if ours is None or theirs["expect"] != "invalid":
+            continue
+        (a, a_times), (b, b_times) = _detection(ours), _detection(theirs)
+        na, nb = len(ours["runs"]), len(theirs["runs"])
+        first = [f"{statistics.median(t):.1f} s" if t else "-" for t in (a_times, b_times)]
+        same = abs(a / na - b / nb) <= 1 / min(na, nb) + 1e-9
+        rows.append((name, f"{a}/{na}", f"{b}/{nb}", *first, "met" if same else "NOT met"))
+    return rows
 
 
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -128,9 +187,18 @@ def print_table(rows: list[tuple[str, ...]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scenarios")
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--backend", choices=BACKENDS, default="local")
+    parser.add_argument(
+        "--compare", action="store_true", help="the expected-invalid ones on both backends"
+    )
     parser.add_argument("names", nargs="*", help="built-in fault scenarios (default: all)")
     args = parser.parse_args(argv)
-    report = run(args.seeds, args.names)
+    if args.compare:
+        both = run_both(args.seeds, args.names)
+        rows = comparison_rows(both["local"], both["compose"])
+        print_table(rows)
+        return 0 if all(row[-1] == "met" for row in rows[1:]) else 1
+    report = run(args.seeds, args.names, args.backend)
     print_table(summary_rows(report))
     print()
     print_table(delay_rows(report))
