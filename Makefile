@@ -115,14 +115,15 @@ test-server: setup compose-ready
 test-all: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ''
 
-bench: setup
+# With an engine (compose-ready), the Compose backend is measured beside the local one.
+bench: setup compose-ready
 	$(BIN)/python -m bench
 
 # Compose beside local: bring-up and teardown of 5 nodes + resource + Toxiproxy, median of 5.
 bench-compose: setup images
 	$(BIN)/python -m bench.compose_bringup
 
-bench-quick: setup
+bench-quick: setup compose-ready
 	$(BIN)/python -m bench --seeds 2
 
 lint: python-env

@@ -1,6 +1,8 @@
 """`python -m bench [--seeds N]`: bring-up, throughput, checker, fault delays, failover
 duration, then every built-in fault scenario over N seeds (default 10; about 50 minutes);
-one table of figures on stdout.
+then, when a Docker engine answers, the Compose backend beside the local one: its bring-up,
+and the expected-invalid scenarios over the same seeds (about 55 minutes more); one table
+of figures on stdout.
 
 Progress goes to stderr as each part runs; nothing is written into the repository.
 Exit code 0 when every target is met, 1 otherwise (as bench.checker_bench does).
@@ -17,7 +19,16 @@ import statistics
 import sys
 from typing import Any
 
-from bench import bringup, checker_bench, failover, fault_delays, scenarios, throughput
+from bench import (
+    bringup,
+    checker_bench,
+    compose_bringup,
+    failover,
+    fault_delays,
+    scenarios,
+    throughput,
+)
+from core.errors import BadInput
 
 Row = tuple[str, str, str]  # figure, value, note
 
@@ -96,6 +107,31 @@ def _table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _compose(seeds: int) -> dict[str, Any] | str:
+    """The Compose backend's figures, or why there are none."""
+    try:
+        from compose.engine import client
+
+        client()
+    except BadInput as e:
+        return str(e)
+    print("bench: compose bring-up ...", file=sys.stderr, flush=True)
+    up = compose_bringup.run()
+    print(f"bench: expected-invalid scenarios on compose x {seeds} seeds ...", file=sys.stderr)
+    names = [s.name for s in scenarios.fault_scenarios(invalid_only=True)]
+    return {"bringup": up, "scenarios": scenarios.run(seeds, names, backend="compose")}
+
+
+def _print_compose(compose: dict[str, Any] | str, local: dict[str, Any]) -> bool:
+    if isinstance(compose, str):
+        print(f"compose backend: not measured: {compose}")
+        return True  # nothing to hold against a machine without an engine
+    up_ok = compose_bringup.describe(compose["bringup"])
+    rows = scenarios.comparison_rows(local, compose["scenarios"])
+    scenarios.print_table(rows)
+    return up_ok and all(row[-1] == "met" for row in rows[1:])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--seeds", type=int, default=10, help="seeds per fault scenario")
@@ -113,6 +149,7 @@ def main() -> int:
     fo = failover.run()
     print(f"bench: fault scenarios x {seeds} seeds ...", file=sys.stderr, flush=True)
     sc = scenarios.run(seeds)
+    compose = _compose(seeds)
     # ru_maxrss is in KiB on Linux; this process ran the harness controller for every run.
     own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = [
@@ -136,13 +173,15 @@ def main() -> int:
     scenarios.print_table(scenarios.summary_rows(sc))
     print()
     scenarios.print_table(scenarios.delay_rows(sc))
+    print()
+    compose_ok = _print_compose(compose, sc)
     checker_ok = all(r["met"] for r in ck)
     delays_ok = all(statistics.median(d) < fault_delays.TARGET_MS for d in fd["delays_ms"].values())
     scenarios_ok = all(
         sum(r["as_expected"] for r in s["runs"]) >= 0.9 * len(s["runs"])
         for s in sc["scenarios"].values()
     )
-    targets = (tp["single_meets_target"], checker_ok, delays_ok, scenarios_ok)
+    targets = (tp["single_meets_target"], checker_ok, delays_ok, scenarios_ok, compose_ok)
     return 0 if all(targets) else 1
 
 
