@@ -23,14 +23,15 @@ if TYPE_CHECKING:
     from harness.scenario.model import ClusterSpec
 
 
-def check_backend(backend: str) -> None:
-    """BadInput unless ``backend`` can run here (the engine and images, for compose)."""
+def check_backend(backend: str, spec: ClusterSpec | None = None) -> None:
+    """BadInput unless ``backend`` can run here (the engine and the images ``spec`` names,
+    or ours, for compose)."""
     if backend not in BACKENDS:
         raise BadInput(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
     if backend == "compose":
         from compose.images import KINDS, image_tag, require  # the docker SDK: only when asked
 
-        chosen = dict(zip(KINDS, _images(), strict=True))
+        chosen = dict(zip(KINDS, images(spec), strict=True))
         for kind in KINDS:
             named = chosen[kind]
             if named:
@@ -39,12 +40,13 @@ def check_backend(backend: str) -> None:
                 require(image_tag(kind), kind)  # ours: built with this supervisor
 
 
-def _images() -> tuple[str | None, str | None]:
-    """Images a user names instead of the ones built here (e.g. redis:7.4, if they can
-    pull it): LOCKHARNESS_REDIS_IMAGE and LOCKHARNESS_TOXIPROXY_IMAGE."""
+def images(spec: ClusterSpec | None) -> tuple[str | None, str | None]:
+    """(redis, toxiproxy) images a user names instead of the ones built here (e.g. redis:7.4,
+    if they can pull it): the scenario's cluster keys or flags, else the environment's
+    LOCKHARNESS_REDIS_IMAGE and LOCKHARNESS_TOXIPROXY_IMAGE; None: ours."""
     return (
-        os.environ.get("LOCKHARNESS_REDIS_IMAGE") or None,
-        os.environ.get("LOCKHARNESS_TOXIPROXY_IMAGE") or None,
+        (spec and spec.redis_image) or os.environ.get("LOCKHARNESS_REDIS_IMAGE") or None,
+        (spec and spec.toxiproxy_image) or os.environ.get("LOCKHARNESS_TOXIPROXY_IMAGE") or None,
     )
 
 
@@ -76,7 +78,7 @@ def build_cluster(
     if backend == "compose":
         from compose.cluster import ComposeCluster, ComposeConfig
 
-        redis_image, toxiproxy_image = _images()
+        redis_image, toxiproxy_image = images(spec)
         config = ComposeConfig(
             base_dir=run_dir,
             nodes=spec.nodes,

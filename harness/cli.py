@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -18,7 +19,15 @@ from rich.console import Console
 from core.durations import parse_duration
 from core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from core.interrupts import install_stop_handlers
-from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_COUNT, MAX_SEED, MAX_SEEDS
+from harness.limits import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    IMAGE_PATTERN,
+    IMAGE_RULE,
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_SEEDS,
+)
 
 _COMMANDS = {
     "list": "listing",
@@ -68,6 +77,12 @@ def _runs(text: str) -> int:
     return _whole(text, 1, MAX_SEEDS)
 
 
+def _image(text: str) -> str:
+    if not re.fullmatch(IMAGE_PATTERN, text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an image; allowed: {IMAGE_RULE}")
+    return text
+
+
 def _backend_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
@@ -75,6 +90,14 @@ def _backend_flag(parser: argparse.ArgumentParser) -> None:
         help=f"where the cluster runs: local processes or Docker Compose containers "
         f"(default: the scenario's backend, else {DEFAULT_BACKEND})",
     )
+    for kind in ("redis", "toxiproxy"):
+        parser.add_argument(
+            f"--{kind}-image",
+            type=_image,
+            metavar="IMAGE",
+            help=f"with --backend compose: the {kind} image to use instead of the one "
+            f"`lockharness images` builds here (default: the scenario's cluster.{kind}_image)",
+        )
 
 
 def _binary_flags(parser: argparse.ArgumentParser) -> None:

@@ -5,3 +5,11 @@ MAX_COUNT = 64  # worker processes, and client threads per worker
 MAX_SEEDS = 1_000  # runs per scenario and client; a typo of 10^9 should not plan for hours
 BACKENDS: tuple[str, ...] = ("local", "compose")  # where the cluster runs (harness.backends)
 DEFAULT_BACKEND = "local"
+# A Docker image the Compose backend may use instead of the ones built here (redis:7.4,
+# for a user who can pull): Docker's reference grammar, [host[:port]/]name[:tag][@digest].
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_PATTERN = (
+    rf"(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[a-z0-9]+:[a-f0-9]{32,})?"
+)
+IMAGE_RULE = "a Docker image, [host[:port]/]name[:tag][@digest], such as redis:7.4"

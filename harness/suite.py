@@ -70,6 +70,8 @@ class SuiteRequest:
     workers: int | None = None
     threads: int | None = None
     backend: str | None = None  # None: each scenario's own (local unless it says)
+    redis_image: str | None = None  # None: each scenario's own (compose: ours unless it says)
+    toxiproxy_image: str | None = None
 
 
 def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[Case]:
@@ -97,10 +99,13 @@ def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[
                     client=client if clients else None,
                     client_flag="--clients",
                     backend=request.backend,
+                    redis_image=request.redis_image,
+                    toxiproxy_image=request.toxiproxy_image,
                 )
                 cases.append(Case(len(cases) + 1, resolved))
-    for backend in sorted({case.scenario.backend for case in cases}):
-        check_backend(backend)  # an engine or image missing: before any run
+    # An engine or image missing: before any run.
+    for backend, cluster in {(c.scenario.backend, c.scenario.cluster) for c in cases}:
+        check_backend(backend, cluster)
     return cases
 
 

@@ -36,6 +36,17 @@ def test_unknown_key_lists_the_allowed_ones(tmp_path: Path) -> None:
     )
 
 
+def test_a_bad_image_in_yaml_names_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "image.yaml"
+    bad.write_text(
+        "description: d\nexpect: valid\nduration: 1s\nclient: redlock\n"
+        "backend: compose\ncluster: {redis_image: 'redis 7'}\n"
+    )
+    assert_rejected(
+        tmp_path, "run", str(bad), mentions=["image.yaml", "cluster.redis_image", "redis:7.4"]
+    )
+
+
 def test_unknown_client_in_yaml(tmp_path: Path) -> None:
     bad = tmp_path / "client.yaml"
     bad.write_text("description: d\nexpect: valid\nduration: 1s\nclient: redlokc\n")
@@ -49,6 +60,8 @@ def test_unknown_client_in_yaml(tmp_path: Path) -> None:
         (["--workers", "0"], ["--workers"]),
         (["--client", "nope"], ["--client", "nope", "redlock"]),
         (["--seed", "-1"], ["--seed"]),
+        (["--redis-image", "Redis Latest"], ["--redis-image", "Redis Latest", "redis:7.4"]),
+        (["--toxiproxy-image", "x:"], ["--toxiproxy-image", "'x:'", "allowed"]),
     ],
 )
 def test_bad_flags(tmp_path: Path, flags: list[str], mentions: list[str]) -> None:

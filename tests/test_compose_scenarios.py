@@ -46,6 +46,39 @@ def test_a_claim_holds_on_containers(
     assert labelled(run_dir) == []  # compose down -v: nothing of the run is left
 
 
+def test_images_named_by_flag_are_the_ones_the_nodes_run(
+    docker_engine: None, tmp_path: Path
+) -> None:
+    # A user who can pull names other images; here, our own under other names (no registry).
+    from compose import images
+    from compose.engine import client
+
+    engine, named = client(), {}
+    for kind in images.KINDS:
+        named[kind] = f"lockharness-test/{kind.name}:named"
+        engine.images.get(images.image_tag(kind)).tag(named[kind])
+    try:
+        flags = ["--redis-image", named[images.REDIS], "--toxiproxy-image", named[images.TOXIPROXY]]
+        code, results, run_dir, output = run(
+            tmp_path, "redlock-baseline", "--backend", "compose", "--duration", "3s", *flags
+        )
+        assert results["verdict"] == "valid" and code == 0, output
+        project = (run_dir / "compose.yaml").read_text()
+        assert project.count(named[images.REDIS]) == 6  # five nodes and the resource
+        assert project.count(named[images.TOXIPROXY]) == 1
+        assert images.image_tag(images.REDIS) not in project
+        missing = lockharness(
+            "run", "redlock-baseline", "--backend", "compose", "--redis-image",
+            "lockharness-test/redis:no-such", "--store", str(tmp_path / "nothing"), cwd=tmp_path,
+        )  # fmt: skip
+        assert missing.returncode == 254, missing.stdout + missing.stderr
+        assert "lockharness-test/redis:no-such" in missing.stderr
+        assert not (tmp_path / "nothing").exists()
+    finally:
+        for image in named.values():
+            engine.images.remove(image)
+
+
 def test_no_engine_is_bad_input_naming_what_to_do(tmp_path: Path) -> None:
     env_before = os.environ.get("DOCKER_HOST")
     os.environ["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"

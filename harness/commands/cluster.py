@@ -12,31 +12,24 @@ from rich.table import Table
 
 from core.errors import EXIT_AS_EXPECTED
 from core.interrupts import shielded
-from harness.backends import check_backend
-from harness.cluster.base import Cluster
-from harness.cluster.local import ClusterConfig, LocalCluster
+from harness.backends import build_cluster, check_backend
 from harness.commands.common import find_binaries
 from harness.limits import DEFAULT_BACKEND
 from harness.runlog import run_log
+from harness.scenario.model import ClusterSpec
 from harness.store import check_store, create_run_dir
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
     binaries = find_binaries(args)
     backend = args.backend or DEFAULT_BACKEND
-    check_backend(backend)
+    spec = ClusterSpec(
+        nodes=args.nodes, redis_image=args.redis_image, toxiproxy_image=args.toxiproxy_image
+    )
+    check_backend(backend, spec)
     check_store(args.store)
     base = create_run_dir(args.store, "cluster")
-    cluster: Cluster
-    if backend == "compose":
-        from compose.cluster import ComposeCluster, ComposeConfig
-
-        cluster = ComposeCluster(ComposeConfig(base, args.nodes, args.workers))
-    else:
-        config = ClusterConfig(
-            binaries.redis_server, binaries.toxiproxy_server, base, args.nodes, args.workers
-        )
-        cluster = LocalCluster(config)
+    cluster = build_cluster(backend, spec, args.workers, binaries, base)
     with run_log(base):
         try:
             cluster.start()

@@ -23,8 +23,10 @@ def command(args: argparse.Namespace, console: Console) -> int:
         threads=args.threads,
         client=args.client,
         backend=args.backend,
+        redis_image=args.redis_image,
+        toxiproxy_image=args.toxiproxy_image,
     )
-    check_backend(scenario.backend)
+    check_backend(scenario.backend, scenario.cluster)
     binaries = find_binaries(args)
     check_store(args.store)
     warn_leftovers(args.store)

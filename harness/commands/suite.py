@@ -21,6 +21,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
         workers=args.workers,
         threads=args.threads,
         backend=args.backend,
+        redis_image=args.redis_image,
+        toxiproxy_image=args.toxiproxy_image,
     )
     cases = plan_suite(request)  # every bad argument is reported before anything starts
     binaries = find_binaries(args)

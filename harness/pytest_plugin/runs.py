@@ -106,7 +106,7 @@ def prepare(
 def run(place: RunPlace, scenario: Scenario) -> tuple[LockRun, bool]:
     """Run ``scenario`` (everything it starts is stopped before this returns, however it
     ends); the LockRun, and whether a stop signal cut the run short."""
-    check_backend(scenario.backend)
+    check_backend(scenario.backend, scenario.cluster)
     binaries = place.settings.binaries()
     check_store(place.store)
     progress = Console(file=io.StringIO())  # the progress line: not for a test report

@@ -23,7 +23,14 @@ from harness.expectation import Expectation
 from harness.limits import MAX_COUNT, MAX_SEED
 from harness.scenario.checks import workers_named
 from harness.scenario.errors import Invalid, show
-from harness.scenario.model import MAX_RUN_NS, PERSISTENCE_MODES, ClientDoc, ClientSpec, Scenario
+from harness.scenario.model import (
+    MAX_RUN_NS,
+    PERSISTENCE_MODES,
+    ClientDoc,
+    ClientSpec,
+    Image,
+    Scenario,
+)
 from harness.scenario.read import convert, read_client, read_scenario
 from harness.scenario.write import json_schema, to_plain, to_yaml
 from harness.scenario.yaml_read import TooMuch, read_yaml
@@ -115,6 +122,10 @@ def _whole(flag: str, value: int | None, current: _T, lo: int, hi: int) -> int |
     return convert(value, Annotated[int, msgspec.Meta(ge=lo, le=hi)], Room(), flag)
 
 
+def _image(flag: str, value: str | None, current: str | None) -> str | None:
+    return current if value is None else convert(value, Image, Room(), flag)
+
+
 def _run_length(value: int | None, current: int) -> int:
     allowed = f"allowed: a duration above 0 and up to {MAX_RUN_NS // 3_600_000_000_000}h"
     if value is None:
@@ -170,10 +181,12 @@ def with_overrides(
     client: str | ClientDoc | None = None,
     client_flag: str = "--client",
     backend: str | None = None,
+    redis_image: str | None = None,
+    toxiproxy_image: str | None = None,
 ) -> Scenario:
     """``s`` with command-line overrides; errors name the flag. ``client`` is a client's
     name or class path (``--client``), or a whole client as a scenario file gives it."""
-    w = s.workload
+    w, c = s.workload, s.cluster
     try:
         new_workers = _whole("--workers", workers, w.workers, 1, MAX_COUNT)
         needed, fault = max(workers_named(s.faults), default=(0, ""))
@@ -187,6 +200,11 @@ def with_overrides(
             s,
             duration_ns=_run_length(duration_ns, s.duration_ns),
             backend=s.backend if backend is None else backend,
+            cluster=msgspec.structs.replace(
+                c,
+                redis_image=_image("--redis-image", redis_image, c.redis_image),
+                toxiproxy_image=_image("--toxiproxy-image", toxiproxy_image, c.toxiproxy_image),
+            ),
             seed=_whole("--seed", seed, s.seed, 0, MAX_SEED),
             client=s.client
             if client is None

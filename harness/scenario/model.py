@@ -29,7 +29,14 @@ from harness.expectation import (
     TOKEN_EXPECTATIONS,
     Expectation,
 )
-from harness.limits import BACKENDS, DEFAULT_BACKEND, MAX_COUNT, MAX_SEED
+from harness.limits import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    IMAGE_PATTERN,
+    IMAGE_RULE,
+    MAX_COUNT,
+    MAX_SEED,
+)
 from harness.store import NAME_PATTERN, NAME_RULE
 from workloads.client_info import ClientInfo
 from workloads.plugins import is_plugin_path
@@ -76,6 +83,7 @@ _END = r"(?![\s\S])"
 RunName = Annotated[str, Meta(pattern=rf"^(?:{NAME_PATTERN}){_END}", extra={"allowed": NAME_RULE})]
 _NAME_CHARS = {"allowed": "letters, digits, '.', '_' and '-'"}
 FaultName = Annotated[str, Meta(pattern=rf"^[A-Za-z0-9._-]+{_END}", extra=_NAME_CHARS)]
+Image = Annotated[str, Meta(pattern=rf"^(?:{IMAGE_PATTERN}){_END}", extra={"allowed": IMAGE_RULE})]
 
 
 class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -89,6 +97,10 @@ class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     sentinels: Annotated[int, Meta(ge=0, le=7)] = 3
     down_after_ns: Ttl = msgspec.field(name="down_after", default=1 * _S)  # Sentinel's
     failover_timeout_ns: Ttl = msgspec.field(name="failover_timeout", default=3 * _S)
+    # backend compose: images to use instead of the ones built here (None: ours, or the
+    # LOCKHARNESS_REDIS_IMAGE / LOCKHARNESS_TOXIPROXY_IMAGE environment's).
+    redis_image: Image | None = None
+    toxiproxy_image: Image | None = None
 
 
 class WorkloadSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
