@@ -117,7 +117,11 @@ def _compose(seeds: int) -> dict[str, Any] | str:
         return str(e)
     print("bench: compose bring-up ...", file=sys.stderr, flush=True)
     up = compose_bringup.run()
-    print(f"bench: expected-invalid scenarios on compose x {seeds} seeds ...", file=sys.stderr)
+    print(
+        f"bench: expected-invalid scenarios on compose x {seeds} seeds ...",
+        file=sys.stderr,
+        flush=True,
+    )
     names = [s.name for s in scenarios.fault_scenarios(invalid_only=True)]
     return {"bringup": up, "scenarios": scenarios.run(seeds, names, backend="compose")}
 
