@@ -122,8 +122,8 @@ def _compose(seeds: int) -> dict[str, Any] | str:
         file=sys.stderr,
         flush=True,
     )
-    names = [s.name for s in scenarios.fault_scenarios(invalid_only=True)]
-    return {"bringup": up, "scenarios": scenarios.run(seeds, names, backend="compose")}
+    found = scenarios.run(seeds, backend="compose", invalid_only=True)
+    return {"bringup": up, "scenarios": found}
 
 
 def _print_compose(compose: dict[str, Any] | str, local: dict[str, Any]) -> bool:

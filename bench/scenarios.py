@@ -63,10 +63,14 @@ def _new_report(seeds: int, backend: str) -> dict[str, Any]:
 
 
 def _run_one(
-    scenario: Scenario, seed: int, backend: str, store: Path, report: dict[str, Any]
+    scenario: Scenario,
+    seed: int,
+    backend: str,
+    binaries: Binaries,
+    store: Path,
+    report: dict[str, Any],
 ) -> None:
     """One run of ``scenario`` at ``seed`` on ``backend``, added to ``report``."""
-    binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
     outcome = run_scenario(
         with_overrides(scenario, seed=seed, backend=backend),
         store=store,
@@ -98,29 +102,38 @@ def _run_one(
     print(f"  {shown}: {outcome.result.verdict.value}{mismatch}", file=sys.stderr, flush=True)
 
 
-def run(seeds: int = 10, names: list[str] | None = None, backend: str = "local") -> dict[str, Any]:
-    report = _new_report(seeds, backend)
+def _study(
+    scenarios: list[Scenario], seeds: int, backends: tuple[str, ...]
+) -> dict[str, dict[str, Any]]:
+    """A report per backend; each seed runs on every backend in turn, so that a busy shared
+    machine slows them alike."""
+    binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
+    reports = {backend: _new_report(seeds, backend) for backend in backends}
     with tempfile.TemporaryDirectory(prefix="lockharness-scenarios-") as tmp:
-        for scenario in fault_scenarios(names):
+        for scenario in scenarios:
             for seed in range(1, seeds + 1):
-                _run_one(scenario, seed, backend, Path(tmp), report)
-    return report
+                for backend, report in reports.items():
+                    _run_one(scenario, seed, backend, binaries, Path(tmp), report)
+    return reports
+
+
+def run(
+    seeds: int = 10,
+    names: list[str] | None = None,
+    backend: str = "local",
+    invalid_only: bool = False,
+) -> dict[str, Any]:
+    return _study(fault_scenarios(names, invalid_only), seeds, (backend,))[backend]
 
 
 def run_both(seeds: int = 10, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """The expected-invalid scenarios on both backends, each seed on local then compose."""
-    reports = {backend: _new_report(seeds, backend) for backend in BACKENDS}
-    with tempfile.TemporaryDirectory(prefix="lockharness-backends-") as tmp:
-        for scenario in fault_scenarios(names, invalid_only=True):
-            for seed in range(1, seeds + 1):
-                for backend, report in reports.items():
-                    _run_one(scenario, seed, backend, Path(tmp), report)
-    return reports
+    return _study(fault_scenarios(names, invalid_only=True), seeds, BACKENDS)
 
 
-def _detection(s: dict[str, Any]) -> tuple[int, list[float]]:
-    found = [r["first_violation_s"] for r in s["runs"] if r["first_violation_s"] is not None]
-    return len(found), found
+def _detections(s: dict[str, Any]) -> list[float]:
+    """The first-violation times of the runs that found one."""
+    return [r["first_violation_s"] for r in s["runs"] if r["first_violation_s"] is not None]
 
 
 def comparison_rows(local: dict[str, Any], compose: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -139,8 +152,8 @@ def comparison_rows(local: dict[str, Any], compose: dict[str, Any]) -> list[tupl
         ours = local["scenarios"].get(name)
         if ours is None or theirs["expect"] != "invalid":
             continue
-        (a, a_times), (b, b_times) = _detection(ours), _detection(theirs)
-        na, nb = len(ours["runs"]), len(theirs["runs"])
+        a_times, b_times = _detections(ours), _detections(theirs)
+        a, b, na, nb = len(a_times), len(b_times), len(ours["runs"]), len(theirs["runs"])
         first = [f"{statistics.median(t):.1f} s" if t else "-" for t in (a_times, b_times)]
         same = abs(a / na - b / nb) <= 1 / min(na, nb) + 1e-9
         rows.append((name, f"{a}/{na}", f"{b}/{nb}", *first, "met" if same else "NOT met"))
@@ -160,7 +173,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
     for name, s in report["scenarios"].items():
         runs, n = s["runs"], len(s["runs"])
         matched = sum(r["as_expected"] for r in runs)
-        found = [r["first_violation_s"] for r in runs if r["first_violation_s"] is not None]
+        found = _detections(s)
         detected = f"{len(found)}/{n}" if s["expect"] == "invalid" else "-"
         first = f"{statistics.median(found):.1f} s" if found and s["expect"] == "invalid" else "-"
         rate = statistics.median(r["cycles_per_s"] for r in runs)

@@ -28,7 +28,7 @@ from core.errors import (
     BadInput,
 )
 from core.interrupts import shielded
-from harness.backends import check_backend
+from harness.backends import check_backend, images
 from harness.binaries import Binaries
 from harness.junit import write_junit
 from harness.limits import MAX_SEEDS
@@ -103,9 +103,10 @@ def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[
                     toxiproxy_image=request.toxiproxy_image,
                 )
                 cases.append(Case(len(cases) + 1, resolved))
-    # An engine or image missing: before any run.
-    for backend, cluster in {(c.scenario.backend, c.scenario.cluster) for c in cases}:
-        check_backend(backend, cluster)
+    # An engine or image missing: before any run, once per backend and images.
+    checks = {(c.scenario.backend, images(c.scenario.cluster)): c.scenario for c in cases}
+    for scenario in checks.values():
+        check_backend(scenario.backend, scenario.cluster)
     return cases
 
 

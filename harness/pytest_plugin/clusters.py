@@ -57,7 +57,7 @@ class ClusterFactory:
         if not 1 <= workers <= MAX_COUNT:
             raise BadInput(f"workers=: {workers}; {allowed}")
         chosen = backend or self._place.settings.backend or DEFAULT_BACKEND
-        check_backend(chosen)
+        check_backend(chosen, spec)
         binaries = self._place.settings.binaries()
         check_store(self._place.store)
         run_dir = create_run_dir(self._place.store, CLUSTER_DIR)

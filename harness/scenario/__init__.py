@@ -28,7 +28,6 @@ from harness.scenario.model import (
     PERSISTENCE_MODES,
     ClientDoc,
     ClientSpec,
-    Image,
     Scenario,
 )
 from harness.scenario.read import convert, read_client, read_scenario
@@ -122,10 +121,6 @@ def _whole(flag: str, value: int | None, current: _T, lo: int, hi: int) -> int |
     return convert(value, Annotated[int, msgspec.Meta(ge=lo, le=hi)], Room(), flag)
 
 
-def _image(flag: str, value: str | None, current: str | None) -> str | None:
-    return current if value is None else convert(value, Image, Room(), flag)
-
-
 def _run_length(value: int | None, current: int) -> int:
     allowed = f"allowed: a duration above 0 and up to {MAX_RUN_NS // 3_600_000_000_000}h"
     if value is None:
@@ -202,8 +197,9 @@ def with_overrides(
             backend=s.backend if backend is None else backend,
             cluster=msgspec.structs.replace(
                 c,
-                redis_image=_image("--redis-image", redis_image, c.redis_image),
-                toxiproxy_image=_image("--toxiproxy-image", toxiproxy_image, c.toxiproxy_image),
+                # Checked as the parser reads the flags, and by the re-read below.
+                redis_image=redis_image or c.redis_image,
+                toxiproxy_image=toxiproxy_image or c.toxiproxy_image,
             ),
             seed=_whole("--seed", seed, s.seed, 0, MAX_SEED),
             client=s.client
