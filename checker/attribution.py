@@ -1,9 +1,12 @@
 """Whose doing an overlap is: the lock's, or a late harness's.
 
 Two owners inside one key at once is a violation by definition, but the lock promises
-exclusion only for the lease it granted. When B's acquire began only after A's lease had
-run out, the lock kept its word, and the overlap exists because A stayed inside past its
-deadline. That is still a violation when A was meant to be or forced to be there:
+exclusion only for the lease it granted. When B heard of its grant only after A's lease
+had run out, the overlap lies wholly outside A's lease: had A left when its worker meant
+to, within the lease, there would be none, whenever the lock granted B (a grant inside
+A's lease that B hears of only after it leaves no trace in a history). So the overlap
+exists because A stayed inside past its deadline. That is still a violation when A was
+meant to be or forced to be there:
 
 - a client pause (GC pause) froze A's worker during A's section: the mission's hazard;
 - A's worker did not mean to leave within the lease (no ``planned_end`` recorded, or one
@@ -99,8 +102,8 @@ def _excuse(first: Section, second: Section, facts: _Facts) -> str | None:
     """Why the harness, not the lock, made ``first`` and ``second`` overlap; None when the
     overlap is the lock's (or the workload's) doing."""
     deadline, planned = first.deadline, first.planned_end
-    if deadline is None or second.invoked < deadline:
-        return None  # B asked while A's lease stood (or A had none): the lock let B in
+    if deadline is None or second.start < deadline:
+        return None  # B held while A's lease stood (or A had none): the lock let B in
     if planned is None or planned > deadline:
         return None  # A's worker never meant to leave within its lease
     if facts.paused(first.process, first.start, first.end):
