@@ -98,6 +98,14 @@ def _checker_rows(reports: list[dict[str, Any]]) -> list[Row]:
                 f"targets met: {_met(r['met'])}",
             ),
         ]
+        if "conclude_s" in r:
+            rows.append(
+                (
+                    f"run conclusion {size}",
+                    f"{r['conclude_s']:.2f} s",
+                    f"peak {r['conclude_rss_mb']:.0f} MB: shards merged, checked, reports drawn",
+                )
+            )
     return rows
 
 

@@ -26,6 +26,7 @@ from typing import Any
 EVENTS = 1_000_000
 LARGE_EVENTS = 10_000_000
 PROCESSES = 12
+THREADS = 3  # per worker: 4 workers, as _SCENARIO says
 REPEATS = 3
 # Targets (issue 10): 1M events, whole CLI, at most 0.4 x the json.loads read and 400 MB;
 # 10M events within 15 s and 1.5 GB.
@@ -35,6 +36,13 @@ TARGET_LARGE_S = 15.0
 TARGET_LARGE_RSS_MB = 1536
 KEY = "k0"
 MS = 1_000_000
+_SCENARIO = """\
+description: the checker benchmark's synthetic run (bench/checker_bench.py)
+expect: valid
+duration: 2h
+client: redlock
+workload: {workers: 4, threads: 3}
+"""
 
 
 def _cycle(rng: random.Random, t: int, fencing: int) -> tuple[list[tuple], int]:
@@ -77,11 +85,17 @@ def _cycle(rng: random.Random, t: int, fencing: int) -> tuple[list[tuple], int]:
     return rows, times[7] + rng.randint(10_000, MS)
 
 
-def generate(path: Path, events: int = EVENTS, seed: int = 1) -> int:
-    """Write a synthetic history of exactly ``events`` events; returns the count."""
+def generate(path: Path, events: int = EVENTS, seed: int = 1, run_dir: Path | None = None) -> int:
+    """Write a synthetic history of exactly ``events`` events; returns the count. With
+    ``run_dir``, also the shards a run of THREADS clients per worker would have left there
+    (each worker's events, the nemesis's), and its scenario.yaml: a run not yet concluded."""
     rng = random.Random(seed)
     wall0 = 1_700_000_000 * 10**9
     t, fencing, index = 0, 0, 0
+    shards: dict[str, Any] = {}
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "scenario.yaml").write_text(_SCENARIO)
     with path.open("w", encoding="utf-8") as out:
         while index < events:
             fencing += 1
@@ -98,9 +112,16 @@ def generate(path: Path, events: int = EVENTS, seed: int = 1) -> int:
                     "wall": wall0 + time,
                     "value": value,
                 }
-                out.write(json.dumps(event, separators=(",", ":")))
-                out.write("\n")
+                line = json.dumps(event, separators=(",", ":")) + "\n"
+                out.write(line)
+                if run_dir is not None:
+                    shard = "nemesis" if process == "nemesis" else f"w{process // THREADS + 1}"
+                    if shard not in shards:
+                        shards[shard] = (run_dir / f"history.{shard}.jsonl").open("w")
+                    shards[shard].write(line)
                 index += 1
+    for shard in shards.values():
+        shard.close()
     return index
 
 
@@ -120,6 +141,20 @@ _MSGSPEC = (
     "        data = rest + chunk\n"
     "        cut = data.rfind(b'\\n') + 1\n"
     "        decode(data[:cut]); rest = data[cut:]\n"
+)
+
+
+# A run's conclusion, as the runner makes it once its workers are gone: the shards merged
+# into history.jsonl, checked, results.json and the reports written.
+_CONCLUDE = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from harness.runner import Execution, conclude\n"
+    "from harness.scenario import load_scenario\n"
+    "run_dir = Path(sys.argv[1])\n"
+    "scenario = load_scenario(str(run_dir / 'scenario.yaml'))\n"
+    "outcome = conclude(scenario, run_dir, Execution(), {})\n"
+    "print(outcome.result.verdict.value, *outcome.result.reasons)\n"
 )
 
 
@@ -163,13 +198,22 @@ def measure(path: Path, repeats: int) -> dict[str, Any]:
     }
 
 
-def run(events: int = EVENTS, repeats: int = REPEATS) -> dict[str, Any]:
-    """Generate the history and measure it; the figures and whether targets are met."""
+def conclusion(run_dir: Path) -> dict[str, Any]:
+    """A run's conclusion over the shards in ``run_dir``: wall s, peak RSS, verdict."""
+    wall, rss, out = _timed([sys.executable, "-c", _CONCLUDE, str(run_dir)])
+    return {"conclude_s": wall, "conclude_rss_mb": rss, "conclude_verdict": out.strip()[:400]}
+
+
+def run(events: int = EVENTS, repeats: int = REPEATS, conclude: bool = True) -> dict[str, Any]:
+    """Generate the history and measure it; the figures and whether targets are met.
+    ``conclude``: also a run's conclusion over the same events as shards."""
     with tempfile.TemporaryDirectory(prefix="lockharness-bench-") as tmp:
-        path = Path(tmp) / "history.jsonl"
-        count = generate(path, events)
+        path, run_dir = Path(tmp) / "history.jsonl", Path(tmp) / "run"
+        count = generate(path, events, run_dir=run_dir if conclude else None)
         size_mb = path.stat().st_size / 2**20
         report = measure(path, repeats)
+        if conclude:
+            report.update(conclusion(run_dir))
     report.update(events=count, file_mb=size_mb, repeats=repeats)
     if events >= LARGE_EVENTS:
         report["met"] = (
@@ -180,6 +224,8 @@ def run(events: int = EVENTS, repeats: int = REPEATS) -> dict[str, Any]:
             report["ratio_to_json"] <= TARGET_RATIO and report["check_rss_mb"] <= TARGET_RSS_MB
         )
     report["met"] = report["met"] and report["verdict"] == "valid"
+    if conclude:
+        report["met"] = report["met"] and report["conclude_verdict"] == "valid"
     return report
 
 
@@ -193,6 +239,14 @@ def describe(report: dict[str, Any]) -> list[str]:
         f"  msgspec alone      {r['msgspec_s']:.2f} s  peak {r['msgspec_rss_mb']:.0f} MB",
         f"  check / json.loads {r['ratio_to_json']:.2f}   "
         f"(check / msgspec {r['check_s'] / r['msgspec_s']:.2f})",
+        *(
+            [
+                f"  run conclusion     {r['conclude_s']:.2f} s  peak {r['conclude_rss_mb']:.0f} MB"
+                f"  (shards merged, checked, reports drawn; {r['conclude_verdict']})"
+            ]
+            if "conclude_s" in r
+            else []
+        ),
     ]
 
 

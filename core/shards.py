@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from core.history import Event, merge_histories, parse_lines, read_history
+from core.history import (
+    Event,
+    HistoryFile,
+    merge_histories,
+    parse_lines,
+    read_history,
+    write_history,
+)
 
 log = logging.getLogger("lockharness.run")
 
@@ -49,6 +57,40 @@ def shard_paths(run_dir: Path) -> list[Path]:
     numbered = [(_SHARD.fullmatch(p.name), p) for p in run_dir.glob("history.w*.jsonl")]
     workers = sorted((int(match[1]), path) for match, path in numbered if match)
     return [path for _, path in workers] + list(run_dir.glob(NEMESIS_SHARD))
+
+
+class MergedShards:
+    """The shards merged by time, streamed anew on each pass and never held whole: a long
+    soak's history is checked and drawn in memory bounded by its lock cycles, not its
+    events. Torn last lines dropped are said in ``notes`` (once, however many passes)."""
+
+    def __init__(self, shards: Sequence[Path], notes: list[str]) -> None:
+        self.shards, self.notes = tuple(shards), notes
+
+    def __iter__(self) -> Iterator[Event]:
+        present = [HistoryFile(path, self.notes) for path in self.shards if path.exists()]
+        return merge_histories(present)
+
+
+def merge_into(
+    path: Path, shards: Sequence[Path], notes: list[str]
+) -> tuple[Iterable[Event], OSError | None]:
+    """Merge the shards into the history file ``path`` in one streaming pass; returns the
+    history to read from then on and why the file could not be written: the file and
+    None, or, on a full disk, the shards merged anew on each pass and the error. A shard
+    that cannot be read raises HistoryError (and leaves no file)."""
+    merged = MergedShards(shards, notes)
+    try:
+        write_history(path, merged)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            path.unlink()  # never a truncated history to re-check
+        return merged, e
+    except BaseException:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
+    return HistoryFile(path, notes), None
 
 
 def merge_shards(shards: Sequence[Path], notes: list[str]) -> list[Event]:

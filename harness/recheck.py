@@ -9,7 +9,6 @@ is a run that never finished (its controller was killed): the same rule, with th
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 from collections.abc import Iterable
@@ -17,8 +16,8 @@ from pathlib import Path
 
 from checker.verdict import CheckResult, Verdict
 from core.errors import BadInput
-from core.history import Event, HistoryError, HistoryFile, merge_histories, write_history
-from core.shards import merge_shards, shard_paths
+from core.history import Event, HistoryError, HistoryFile
+from core.shards import merge_into, shard_paths
 
 HISTORY, RESULTS = "history.jsonl", "results.json"
 UNFINISHED = (
@@ -64,19 +63,14 @@ def run_history(run_dir: Path, notes: list[str]) -> tuple[Iterable[Event], Path 
     shards = shard_paths(run_dir)
     if not shards:
         raise BadInput(f"{run_dir}: no {HISTORY} and no history shards (history.w*.jsonl)")
-    merged = merge_histories([HistoryFile(shard, notes) for shard in shards])
     try:
-        try:
-            write_history(path, merged)
-        except OSError as e:
-            with contextlib.suppress(OSError):
-                path.unlink(missing_ok=True)  # what there was of it: it did not exist before
-            history = merge_shards(shards, notes)
-            notes.append(f"merged the shards in memory; {path} not written: {e.strerror or e}")
-            return history, None
+        history, error = merge_into(path, shards, notes)
     except HistoryError as e:
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
         raise BadInput(str(e)) from None
+    if error is not None:
+        notes.append(
+            f"merged the shards as they are read; {path} not written: {error.strerror or error}"
+        )
+        return history, None
     notes.append(f"merged {len(shards)} shards into {path} (the run had not)")
     return HistoryFile(path, notes), path

@@ -15,7 +15,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,10 +25,10 @@ from rich.console import Console
 from checker.verdict import CheckResult, Verdict, check_history
 from core.clock import ClockControl
 from core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
-from core.history import INFO, NEMESIS, Event, write_history
+from core.history import INFO, NEMESIS, Event
 from core.interrupts import shielded
 from core.live import LiveHistory
-from core.shards import NEMESIS_SHARD, merge_shards, shard_paths
+from core.shards import NEMESIS_SHARD, merge_into, shard_paths
 from faults.base import FaultContext
 from faults.nemesis import Nemesis
 from harness.backends import make_cluster
@@ -255,7 +255,7 @@ def _client_clocks(
 
 
 @dataclass
-class _Execution:
+class Execution:
     """What happened while the run went, beside its history."""
 
     problems: list[str] = field(default_factory=list)
@@ -263,13 +263,13 @@ class _Execution:
     exits: dict[int, int | None] = field(default_factory=dict)
 
 
-def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Console) -> _Execution:
+def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Console) -> Execution:
     """Cluster up, workers and nemesis go, faults healed, everything down: always."""
     w, seed = scenario.workload, scenario.seed
     assert seed is not None
     total_s = scenario.duration_ns / 1e9
     grace_s = w.hold_max_ns / 1e9 + _WORKER_STOP_GRACE_S
-    execution = _Execution()
+    execution = Execution()
     workers: list[ManagedProcess] = []
     nemesis: Nemesis | None = None
     stop_watching: Callable[[], None] = _nothing
@@ -360,27 +360,28 @@ def run_scenario(
         cluster = make_cluster(scenario.backend, scenario, binaries, run_dir)
         execution = _execute(scenario, cluster, run_dir, console)
         with shielded() as shield:  # checking what was recorded is not cut short either
-            outcome = _conclude(scenario, run_dir, execution, cluster.describe())
+            outcome = conclude(scenario, run_dir, execution, cluster.describe())
         if shield.received:  # the check is whole: stop after this run, keep the verdict
             outcome = dataclasses.replace(outcome, interrupted=True)
         log.info("verdict %s (expected %s)", outcome.result.verdict, scenario.expectation)
     return outcome
 
 
-def _conclude(
-    scenario: Scenario, run_dir: Path, execution: _Execution, cluster: dict[str, Any]
+def conclude(
+    scenario: Scenario, run_dir: Path, execution: Execution, cluster: dict[str, Any]
 ) -> RunOutcome:
     """Merge the shards, check, keep results.json and the reports. A file that cannot be
     written (a full disk) costs that file and becomes a reason, never the verdict."""
     w = scenario.workload
     notes: list[str] = []  # torn last lines dropped from shards
-    history = merge_shards(shard_paths(run_dir), notes)
+    # Streamed, never held whole: a soak of millions of events is merged, checked and
+    # drawn in memory bounded by its lock cycles.
+    history, error = merge_into(run_dir / HISTORY, shard_paths(run_dir), notes)
     problems = list(execution.problems)
-    try:
-        write_history(run_dir / HISTORY, history)
-    except OSError as e:
-        (run_dir / HISTORY).unlink(missing_ok=True)  # never a truncated history to re-check
-        notes.append(f"{HISTORY} not written ({e.strerror or e}); `check` merges the shards")
+    if error is not None:
+        notes.append(
+            f"{HISTORY} not written ({error.strerror or error}); `check` merges the shards"
+        )
     result = check_history(history, expected_processes=range(w.workers * w.threads))
     result = apply_run_problems(result, problems)
     result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
@@ -405,7 +406,7 @@ def _save_results(outcome: RunOutcome, cluster: dict[str, Any]) -> RunOutcome:
     return outcome
 
 
-def _write_reports(outcome: RunOutcome, history: Sequence[Event]) -> RunOutcome:
+def _write_reports(outcome: RunOutcome, history: Iterable[Event]) -> RunOutcome:
     """Draw the reports; a failure costs the reports, never the run: it becomes a reason."""
     try:
         write_reports(outcome.run_dir, history, outcome.result, outcome.scenario)

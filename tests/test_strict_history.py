@@ -95,6 +95,37 @@ def test_shards_merge_by_time_whatever_their_order(tmp_path: Path) -> None:
     assert check_history(merged).verdict is Verdict.INVALID
 
 
+def test_shards_merge_into_a_file_or_else_anew_on_each_pass(tmp_path: Path) -> None:
+    """A run's shards are merged straight into history.jsonl, never held whole; on a disk
+    that refuses the file, the merge is read again from the shards on each pass."""
+    from core.history import HistoryFile
+    from core.shards import merge_into
+
+    a = History().lease(1, "a", start=10, end=50)
+    b = History().lease(2, "b", start=40, end=90)
+    shards = [tmp_path / "history.w1.jsonl", tmp_path / "history.w2.jsonl"]
+    for shard, h in zip(shards, (a, b), strict=True):
+        shard.write_text("".join(e.to_json() + "\n" for e in h.events))
+    with shards[1].open("a") as torn:
+        torn.write('{"index": 9, "proc')  # its writer killed mid-line
+    notes: list[str] = []
+    history, error = merge_into(tmp_path / "history.jsonl", shards, notes)
+    assert error is None and isinstance(history, HistoryFile)
+    events = list(history)
+    assert [e.time for e in events] == sorted(e.time for e in a.events + b.events)
+    assert check_history(history).verdict is Verdict.INVALID
+    (note,) = notes
+    assert "dropped a torn last line" in note
+
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("")  # a file where the history's directory should be
+    notes = []
+    history, error = merge_into(blocked / "history.jsonl", shards, notes)
+    assert isinstance(error, NotADirectoryError)
+    assert list(history) == list(history) == events  # merged anew, the same each pass
+    assert len(notes) == 1  # said once, however many passes
+
+
 # ---- types: every field ---------------------------------------------------------------------
 
 

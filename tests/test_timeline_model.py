@@ -4,6 +4,7 @@ no browser. (tests/test_reports.py draws a real run's page and opens it in Chrom
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from itertools import pairwise
 from string import Template
 from typing import Any
@@ -14,6 +15,7 @@ from checker.verdict import check_history
 from core.history import Event
 from harness.reports.colours import fault_colour
 from harness.reports.markup import Html, fill, template
+from harness.reports.analysis import ops_to_draw
 from harness.reports.timeline import choose_windows, client_ops, render_timeline
 from harness.reports.timeline_layout import CSS_SIZES
 from harness.reports.timeline_model import Page, build_page
@@ -157,6 +159,46 @@ def test_a_long_history_is_windowed_around_its_witness() -> None:
     assert page.windowing.total_ops == len(ops) > page.windowing.shown_ops
     (view,) = page.windows
     assert [m.tokens for m in view.witnesses] == [("t0-150", "intruder")]
+
+
+class _Passes:
+    """A history read anew on each pass, as a run's history file is, counting passes."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events, self.passes = events, 0
+
+    def __iter__(self) -> Iterator[Event]:
+        self.passes += 1
+        return iter(self.events)
+
+
+@pytest.mark.parametrize("max_ops", [100, 10_000])
+def test_a_history_streamed_in_passes_draws_the_same_page(max_ops: int) -> None:
+    """A run's reports read its history file pass by pass, never whole: the page must be
+    the one the list gives, windowed (a second pass picks the operations) or not."""
+    history = _busy_history(cycles=200, planted=150)
+    result = check_history(history)
+    streamed = _Passes(history)
+    page = render_timeline(streamed, result, _scenario(), max_ops)
+    assert page == render_timeline(history, result, _scenario(), max_ops)
+    windowed = max_ops < len(client_ops(history))
+    assert ("around the violations" in page) is windowed
+    # ops_to_draw: one pass when the history is short, two when windowed; then sections
+    # and fault periods.
+    assert streamed.passes == (4 if windowed else 3)
+
+
+def test_ops_to_draw_keeps_only_the_operations_in_its_windows() -> None:
+    history = _busy_history(cycles=200, planted=150)
+    result = check_history(history)
+    drawn = ops_to_draw(_Passes(history), result.witnesses, max_ops=100)
+    ops = client_ops(history)
+    windows, windowed = choose_windows(ops, result.witnesses, max_ops=100)
+    assert drawn.windowed and windowed and drawn.windows == windows
+    assert drawn.total == len(ops) > 4 * len(drawn.ops)
+    inside = [op for op in ops if any(op.start <= w.end and op.end >= w.start for w in windows)]
+    assert drawn.ops == inside
+    assert drawn.processes == {op.process for op in ops}
 
 
 def test_ticks_fall_on_round_times_inside_the_window() -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from checker.verdict import CheckResult, check_history
 from core.errors import BadInput, LockharnessError
-from core.history import Event, HistoryError, read_history
+from core.history import Event, HistoryError, HistoryFile
 from harness.reports.timeline import write_timeline
 from harness.scenario import Scenario, load_scenario
 
@@ -30,9 +30,10 @@ class ReportError(LockharnessError):
 
 
 def write_reports(
-    run_dir: Path, history: Sequence[Event], result: CheckResult, scenario: Scenario
+    run_dir: Path, history: Iterable[Event], result: CheckResult, scenario: Scenario
 ) -> list[Path]:
-    """Draw every report into ``run_dir``; returns the files written.
+    """Draw every report into ``run_dir``; returns the files written. ``history`` is a
+    list, or a file read anew on each pass (a long one is never held whole).
 
     Each report is drawn even when another fails; then ReportError names the failures.
     """
@@ -85,8 +86,10 @@ def rebuild_reports(run_dir: Path) -> list[Path]:
     if not scenario_file.is_file():
         raise BadInput(f"{run_dir}: no scenario.yaml there, so it is not a run directory")
     scenario = load_scenario(str(scenario_file))
+    history = HistoryFile(run_dir / "history.jsonl")
     try:
-        history = read_history(run_dir / "history.jsonl")
+        for _ in history.batches():  # read through once: a bad line is bad input, not a
+            pass  # report that fails to draw
     except HistoryError as e:
         raise BadInput(str(e)) from None
     result = _stored_result(run_dir / "results.json")

@@ -4,9 +4,14 @@ time a long history is cut down to. Shared by the timeline and the graphs; no dr
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
+
+import numpy
+from numpy.typing import NDArray
 
 from checker.sections import Section
 from core.history import INFO, INVOKE, NEMESIS, Event
@@ -58,48 +63,54 @@ def _open_op(invoke: Event, end: int) -> Op:
     )
 
 
-def client_ops(history: Sequence[Event]) -> list[Op]:
-    """Pair each client invoke with its process's next completion; ordered by start.
+def stream_ops(history: Iterable[Event]) -> Iterator[Op]:
+    """Each client invoke paired with its process's next completion, in one pass, in the
+    order they complete (``client_ops`` sorts them).
 
     A logical client does one thing at a time, so the next completion of the same process
     is its invoke's. A completion without an invoke becomes a zero-length op, and an invoke
     that never completed runs to the end of the history as info (Jepsen's convention).
     """
     pending: dict[int | str, Event] = {}
-    ops: list[Op] = []
-    last = history[-1].time if history else 0
+    last = 0  # the history's last time (it is in time order)
     for event in history:
+        last = event.time
         if event.process == NEMESIS:
             continue
         if event.type == INVOKE:
             stale = pending.pop(event.process, None)
             if stale is not None:  # a new invoke: the previous op never completed
-                ops.append(_open_op(stale, event.time))
+                yield _open_op(stale, event.time)
             pending[event.process] = event
             continue
         invoke = pending.pop(event.process, None)
         if invoke is not None and invoke.f != event.f:
-            ops.append(_open_op(invoke, event.time))
+            yield _open_op(invoke, event.time)
             invoke = None
         start, index = (event.time, event.index) if invoke is None else (invoke.time, invoke.index)
         key = event.key if event.key is not None or invoke is None else invoke.key
         token = event.token if event.token is not None or invoke is None else invoke.token
-        ops.append(
-            Op(
-                event.process,
-                event.f,
-                event.type,
-                start,
-                event.time,
-                index,
-                key,
-                token,
-                completed=True,
-            )
+        yield Op(
+            event.process,
+            event.f,
+            event.type,
+            start,
+            event.time,
+            index,
+            key,
+            token,
+            completed=True,
         )
-    ops.extend(_open_op(invoke, last) for invoke in pending.values())
-    ops.sort(key=lambda op: (op.start, op.index))
-    return ops
+    for invoke in pending.values():
+        yield _open_op(invoke, last)
+
+
+_op_order = attrgetter("start", "index")
+
+
+def client_ops(history: Iterable[Event]) -> list[Op]:
+    """Every client operation (see ``stream_ops``), ordered by start."""
+    return sorted(stream_ops(history), key=_op_order)
 
 
 def _targets(value: dict[str, Any]) -> tuple[str, ...]:
@@ -107,8 +118,15 @@ def _targets(value: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(t) for t in raw) if isinstance(raw, list | tuple) else (str(raw),)
 
 
-def fault_periods(history: Sequence[Event]) -> list[FaultPeriod]:
-    """Each fault occurrence from its start ``info`` to its stop ``info``, plus the final heal.
+def fault_periods(history: Iterable[Event]) -> list[FaultPeriod]:
+    """See ``periods_and_end``."""
+    return periods_and_end(history)[0]
+
+
+def periods_and_end(history: Iterable[Event]) -> tuple[list[FaultPeriod], int]:
+    """The fault periods, and the history's last time, in one pass.
+
+    Each fault occurrence from its start ``info`` to its stop ``info``, plus the final heal.
 
     Occurrences of one fault on the same targets may overlap; they are paired first in,
     first out. A skipped occurrence (no target) was never in effect, so it has no period.
@@ -116,7 +134,9 @@ def fault_periods(history: Sequence[Event]) -> list[FaultPeriod]:
     opened: dict[tuple[str, tuple[str, ...]], list[Event]] = {}
     periods: list[FaultPeriod] = []
     heal_started: int | None = None
+    last = 0  # the history's last time (it is in time order)
     for event in history:
+        last = event.time
         if event.process != NEMESIS:
             continue
         value = event.value or {}
@@ -139,13 +159,12 @@ def fault_periods(history: Sequence[Event]) -> list[FaultPeriod]:
                 began = starts.pop(0)
                 kind = str((began.value or {}).get("kind", event.f))
                 periods.append(FaultPeriod(event.f, kind, targets, began.time, event.time, True))
-    last = history[-1].time if history else 0
     for (name, targets), starts in opened.items():
         for began in starts:
             kind = str((began.value or {}).get("kind", name))
             periods.append(FaultPeriod(name, kind, targets, began.time, last, False))
     periods.sort(key=lambda p: (p.start, p.name))
-    return periods
+    return periods, last
 
 
 # ---- which parts of a long history to draw ----------------------------------------------
@@ -179,17 +198,26 @@ def choose_windows(
 
     Up to ``max_ops`` operations, the whole history. Beyond, a window around each violation
     sized by operation count (not time), so a dense stretch does not blow the budget; with
-    no violation, the beginning of the history.
+    no violation, the beginning of the history. ``ops`` are ordered by start.
     """
     if not ops:
         return [Window(0, 0)], False
-    first, last = ops[0].start, max(op.end for op in ops)
-    if len(ops) <= max_ops:
-        return [Window(first, last)], False
+    last = max(op.end for op in ops)
+    return _windows([op.start for op in ops], last, witnesses, max_ops)
+
+
+def _windows(
+    starts: Sequence[int] | NDArray[numpy.int64],
+    last: int,
+    witnesses: Sequence[dict[str, Any]],
+    max_ops: int,
+) -> tuple[list[Window], bool]:
+    """``choose_windows`` from the operations' starts (sorted) and their latest end."""
+    if len(starts) <= max_ops:
+        return [Window(int(starts[0]), last)], False
     spans = sorted(s for s in map(witness_span, witnesses) if s is not None)
     if not spans:
-        spans = [(first, first)]
-    starts = [op.start for op in ops]
+        spans = [(int(starts[0]), int(starts[0]))]
     budget = max(max_ops // len(spans), _MIN_WINDOW_OPS)
     # A quarter of the budget before the violation (what led to it), a quarter after (what
     # followed), half for the violation itself; a longer one is cut short.
@@ -201,9 +229,56 @@ def choose_windows(
         end_in = first_in + inside if truncated else past_end
         lo = max(first_in - context, 0)
         hi = min(end_in + context, len(starts) - 1)
-        end = starts[hi] if truncated else max(starts[hi], b)
-        windows.append(Window(starts[lo], max(end, a), truncated))
+        end = int(starts[hi]) if truncated else max(int(starts[hi]), b)
+        windows.append(Window(int(starts[lo]), max(end, a), truncated))
     return _merge(windows), True
+
+
+@dataclass(frozen=True, slots=True)
+class OpsToDraw:
+    """The operations a page draws and the windows they lie in (see ``ops_to_draw``)."""
+
+    ops: list[Op]  # those with some part in a window, by start
+    windows: list[Window]
+    windowed: bool  # less than the whole history
+    total: int  # operations in the whole history
+    processes: frozenset[int | str]  # every client process with an operation
+
+
+def ops_to_draw(
+    history: Iterable[Event], witnesses: Sequence[dict[str, Any]], max_ops: int = MAX_OPS
+) -> OpsToDraw:
+    """``choose_windows`` and the operations in the windows, without holding a long
+    history's operations: the first pass keeps at most ``max_ops`` of them and notes only
+    the start of the rest; when there were more, a second pass over ``history`` (a list,
+    or a file streamed anew) picks those in the windows."""
+    kept: list[Op] = []
+    starts = array("q")  # 8 bytes an operation
+    last = 0
+    processes: set[int | str] = set()
+    for op in stream_ops(history):
+        starts.append(op.start)
+        last = max(last, op.end)
+        processes.add(op.process)
+        if len(kept) <= max_ops:
+            kept.append(op)
+    total = len(starts)
+    if total <= max_ops:
+        kept.sort(key=_op_order)
+        windows, windowed = choose_windows(kept, witnesses, max_ops)
+        return OpsToDraw(kept, windows, windowed, total, frozenset(processes))
+    del kept
+    ordered = numpy.sort(numpy.frombuffer(starts, dtype=numpy.int64))
+    windows, _ = _windows(ordered, last, witnesses, max_ops)
+    del ordered, starts
+    lows = [w.start for w in windows]
+    drawn = []
+    for op in stream_ops(history):
+        at = bisect.bisect_right(lows, op.end) - 1  # the last window starting by its end
+        if at >= 0 and op.start <= windows[at].end:
+            drawn.append(op)
+    drawn.sort(key=_op_order)
+    return OpsToDraw(drawn, windows, True, total, frozenset(processes))
 
 
 def _merge(windows: list[Window]) -> list[Window]:

@@ -12,7 +12,8 @@ display is needed, and a run's controller can draw while other threads go on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from core.history import ACQUIRE, FAIL, INFO, NEMESIS, OK, RELEASE, Event
-from harness.reports.analysis import FaultPeriod, Op, client_ops, fault_periods
+from harness.reports.analysis import FaultPeriod, Op, periods_and_end, stream_ops
 from harness.reports.colours import fault_colour
 
 # Jepsen's outcome colours, darkened a little: points must stand out on white.
@@ -83,25 +84,23 @@ def _empty(ax: Axes, what: str) -> None:
     ax.text(0.5, 0.5, what, transform=ax.transAxes, ha="center", va="center", color="#777")
 
 
-def _end_s(history: Sequence[Event]) -> float:
-    return history[-1].time / 1e9 if history else 0.0
-
-
-def acquire_points(ops: Sequence[Op]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def acquire_points(ops: Iterable[Op]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per outcome: (invoke time in s, latency in ms) of each completed acquire."""
-    points: dict[str, tuple[list[float], list[float]]] = {}
+    points: dict[str, tuple[array[float], array[float]]] = {}
     for op in ops:
         if op.f == ACQUIRE and op.completed:
-            times, latencies = points.setdefault(op.outcome, ([], []))
+            times, latencies = points.setdefault(op.outcome, (array("d"), array("d")))
             times.append(op.start / 1e9)
             latencies.append(max((op.end - op.start) / 1e6, _MIN_LATENCY_MS))
     return {k: (np.asarray(t), np.asarray(lat)) for k, (t, lat) in points.items()}
 
 
-def plot_latency(history: Sequence[Event], title: str, path: Path) -> Path:
+def plot_latency(history: Iterable[Event], title: str, path: Path) -> Path:
+    """``history``: a list, or a file read anew on each of its two passes."""
     fig, (ax,) = _figure()
-    _shade_faults(ax, fault_periods(history))
-    points = acquire_points(client_ops(history))
+    periods, end = periods_and_end(history)
+    _shade_faults(ax, periods)
+    points = acquire_points(stream_ops(history))
     # The rarer outcomes last, so thousands of refusals do not hide the grants.
     for outcome in (FAIL, OK, INFO):
         if outcome in points:
@@ -123,7 +122,7 @@ def plot_latency(history: Sequence[Event], title: str, path: Path) -> Path:
     else:
         _empty(ax, "no acquire completed")
     ax.set_ylabel("acquire latency (ms, log scale)")
-    return _save(fig, [ax], title, _end_s(history), path)
+    return _save(fig, [ax], title, end / 1e9, path)
 
 
 def bucket_ns(span_ns: int) -> int:
@@ -135,10 +134,10 @@ def bucket_ns(span_ns: int) -> int:
     return minute * max(-(-span_ns // (minute * _BUCKETS)), 1)
 
 
-def rate_series(history: Sequence[Event]) -> dict[str, list[int]]:
+def rate_series(history: Iterable[Event]) -> dict[str, array[int]]:
     """Completion times (ns) of acquires by outcome, and of lock cycles (a release ok of a
     lease that was acquired), counted as compute_stats counts them."""
-    series: dict[str, list[int]] = {OK: [], FAIL: [], INFO: [], "cycles": []}
+    series = {name: array("q") for name in (OK, FAIL, INFO, "cycles")}
     held: set[tuple[int | str, str | None]] = set()
     for event in history:
         if event.process == NEMESIS:
@@ -155,16 +154,16 @@ def rate_series(history: Sequence[Event]) -> dict[str, list[int]]:
     return series
 
 
-def _per_second(times: list[int], edges: np.ndarray, width_ns: int) -> np.ndarray:
+def _per_second(times: array[int], edges: np.ndarray, width_ns: int) -> np.ndarray:
     counts, _ = np.histogram(np.asarray(times, dtype=np.int64), bins=edges)
     return counts / (width_ns / 1e9)
 
 
-def plot_rate(history: Sequence[Event], title: str, path: Path) -> Path:
+def plot_rate(history: Iterable[Event], title: str, path: Path) -> Path:
+    """``history``: a list, or a file read anew on each of its two passes."""
     fig, (cycles_ax, attempts_ax) = _figure(rows=2)
-    periods = fault_periods(history)
+    periods, end = periods_and_end(history)
     series = rate_series(history)
-    end = history[-1].time if history else 0
     width = bucket_ns(end)
     edges = np.arange(0, end + width, width, dtype=np.int64)
     mids = (edges[:-1] + width / 2) / 1e9

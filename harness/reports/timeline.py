@@ -17,7 +17,7 @@ and the markup comes from templates/timeline.html and timeline.css, filled in he
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from string import Template
 
@@ -151,14 +151,14 @@ def render_page(page: Page) -> str:
 
 
 def render_timeline(
-    history: Sequence[Event], result: CheckResult, scenario: Scenario, max_ops: int = MAX_OPS
+    history: Iterable[Event], result: CheckResult, scenario: Scenario, max_ops: int = MAX_OPS
 ) -> str:
     """The whole page, as a string: a pure function of its arguments."""
     return render_page(build_page(history, result, scenario, max_ops))
 
 
 def write_timeline(
-    path: Path, history: Sequence[Event], result: CheckResult, scenario: Scenario
+    path: Path, history: Iterable[Event], result: CheckResult, scenario: Scenario
 ) -> Path:
     path.write_text(render_timeline(history, result, scenario), encoding="utf-8")
     return path

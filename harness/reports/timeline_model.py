@@ -8,7 +8,7 @@ which the tick spacing depends on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +22,8 @@ from harness.reports.analysis import (
     FaultPeriod,
     Op,
     Window,
-    choose_windows,
-    client_ops,
     fault_periods,
+    ops_to_draw,
     overlapping,
     witness_parties,
     witness_span,
@@ -294,20 +293,19 @@ def _convicting(
 
 
 def build_page(
-    history: Sequence[Event], result: CheckResult, scenario: Scenario, max_ops: int = MAX_OPS
+    history: Iterable[Event], result: CheckResult, scenario: Scenario, max_ops: int = MAX_OPS
 ) -> Page:
-    """Everything the page shows."""
-    ops = client_ops(history)
+    """Everything the page shows. ``history`` is a list, or a file read anew on each pass:
+    a long one is never held whole (see ``ops_to_draw``)."""
+    witnesses = result.witnesses
+    drawn = ops_to_draw(history, witnesses, max_ops)
     sections = critical_sections(history)
     periods = fault_periods(history)
-    witnesses = result.witnesses
-    processes = sorted(
-        {op.process for op in ops} | {s.process for s in sections}, key=_process_order
-    )
+    processes = sorted(drawn.processes | {s.process for s in sections}, key=_process_order)
     token_section = {str(s.token): s for s in sections if s.token}
     threads = scenario.workload.threads
     run = _Run(
-        ops,
+        drawn.ops,
         sections,
         periods,
         witnesses,
@@ -316,7 +314,7 @@ def build_page(
         token_section,
         _convicting(witnesses, token_section),
     )
-    windows, windowed = choose_windows(ops, witnesses, max_ops)
+    windows, windowed = drawn.windows, drawn.windowed
     anchored: set[int] = set()
     marked: set[int] = set()
     views = tuple(_window(run, w, anchored, marked) for w in windows)
@@ -327,7 +325,7 @@ def build_page(
     windowing = None
     if windowed:
         shown = sum(len(view.ops) for view in views)
-        windowing = Windowing(len(ops), shown, len(views), bool(witnesses))
+        windowing = Windowing(drawn.total, shown, len(views), bool(witnesses))
     return Page(
         scenario.name,
         result.verdict.value,
