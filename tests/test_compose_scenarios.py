@@ -23,7 +23,9 @@ CLAIMS = [
     ("redlock-power-loss-everysec", 15, "invalid"),
     ("redlock-clock-jump", 10, "invalid"),
     ("client-gc-pause", 15, "invalid"),  # a pause finds no holder now and then: 5 chances
-    ("failover-promote-unsafe", 10, "invalid"),
+    # Its default 20 s: with 10 s, 2 of 3 runs missed (one promotion only: stopping the lag
+    # waits 10 s on Toxiproxy, see faults/nemesis.py), on local processes as on compose.
+    ("failover-promote-unsafe", 20, "invalid"),
 ]
 
 

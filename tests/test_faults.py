@@ -4,6 +4,7 @@ the schedule is reproducible, and healing restores every node through every prox
 from __future__ import annotations
 
 import json
+import logging
 import random
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
+import faults.nemesis as nemesis_module
 from core.connect import single_try_client
 from core.history import parse_lines
 from core.live import LiveHistory
@@ -116,6 +118,22 @@ def run_once(nemesis: Nemesis, fault: str, targets: tuple[str, ...] | str) -> in
 def stop_all(nemesis: Nemesis) -> None:
     for number in nemesis.active:
         nemesis.end(number)
+
+
+def test_a_stop_that_delays_the_schedule_is_said_in_the_log(
+    bench: Callable[..., Nemesis], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schedule runs on one thread, so a slow stop (Toxiproxy removing a latency toxic
+    whose connection closed takes 5 s a chunk) makes every fault due meanwhile late."""
+    nemesis = bench(FaultPlan())
+    run_once(nemesis, "kill", ("n4",))
+    with caplog.at_level(logging.WARNING, logger="lockharness.nemesis"):
+        stop_all(nemesis)  # a restart: quick, under the real threshold
+        assert "took" not in caplog.text
+        monkeypatch.setattr(nemesis_module, "_LATE_STOP_NS", 0)  # every stop is slow now
+        run_once(nemesis, "kill", ("n4",))
+        stop_all(nemesis)
+    assert "stopping kill took" in caplog.text and "started late" in caplog.text
 
 
 def test_kill_refuses_through_the_proxy_and_restarts_empty(fault_cluster, bench, tmp_path) -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from checker.verdict import check_history
 from core.history import Event
+from harness.reports.analysis import ops_to_draw
 from harness.reports.colours import fault_colour
 from harness.reports.markup import Html, fill, template
-from harness.reports.analysis import ops_to_draw
 from harness.reports.timeline import choose_windows, client_ops, render_timeline
 from harness.reports.timeline_layout import CSS_SIZES
 from harness.reports.timeline_model import Page, build_page
