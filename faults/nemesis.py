@@ -155,7 +155,7 @@ class Nemesis:
             # Seen: Toxiproxy 2.12 takes 5 s per chunk a latency toxic still holds for a
             # connection that has closed (a replica promoted while its link lagged).
             log.warning(
-                "stopping %s took %.1f s; faults due meanwhile started late (toxiproxy.log "
+                "stopping %s took %.1f s; faults due meanwhile started late (Toxiproxy's log "
                 "may say why)",
                 fault.spec.name,
                 (done - decided) / 1e9,
