@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -13,11 +12,8 @@ from core.history import (
     HistoryFile,
     merge_histories,
     parse_lines,
-    read_history,
     write_history,
 )
-
-log = logging.getLogger("lockharness.run")
 
 NEMESIS_SHARD = "history.nemesis.jsonl"
 _SHARD = re.compile(r"history\.w(\d+)\.jsonl")
@@ -44,14 +40,6 @@ class ShardTail:
         return list(parse_lines(lines, str(self.path)))  # bytes: decoded once, by msgspec
 
 
-def read_shard(path: Path, notes: list[str]) -> list[Event]:
-    """A whole shard (none yet: empty); a torn last line (a worker killed mid-write) is
-    dropped and said in ``notes``."""
-    if not path.exists():
-        return []
-    return read_history(path, notes)
-
-
 def shard_paths(run_dir: Path) -> list[Path]:
     """The shards a run directory holds: the workers' in worker order, the nemesis's last."""
     numbered = [(_SHARD.fullmatch(p.name), p) for p in run_dir.glob("history.w*.jsonl")]
@@ -60,9 +48,12 @@ def shard_paths(run_dir: Path) -> list[Path]:
 
 
 class MergedShards:
-    """The shards merged by time, streamed anew on each pass and never held whole: a long
-    soak's history is checked and drawn in memory bounded by its lock cycles, not its
-    events. Torn last lines dropped are said in ``notes`` (once, however many passes)."""
+    """The shards merged by time into one history with global indexes, streamed anew on
+    each pass and never held whole: a long soak's history is checked and drawn in memory
+    bounded by its lock cycles, not its events. Each shard is in time order (a worker
+    stamps and writes under one lock), so this is a k-way merge; ties keep shard order,
+    then line order. Torn last lines dropped are said in ``notes`` (once, however many
+    passes)."""
 
     def __init__(self, shards: Sequence[Path], notes: list[str]) -> None:
         self.shards, self.notes = tuple(shards), notes
@@ -91,15 +82,3 @@ def merge_into(
             path.unlink()
         raise
     return HistoryFile(path, notes), None
-
-
-def merge_shards(shards: Sequence[Path], notes: list[str]) -> list[Event]:
-    """Merge by time into one history with global indexes (write it with write_history).
-
-    Each shard is in time order (a worker stamps and writes under one lock), so this is a
-    k-way merge; ties keep shard order, then line order.
-    """
-    events = list(merge_histories([read_shard(path, notes) for path in shards]))
-    for note in notes:
-        log.warning("%s", note)
-    return events

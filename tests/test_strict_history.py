@@ -83,13 +83,13 @@ def test_a_duplicate_index_is_refused(tmp_path: Path) -> None:
 
 def test_shards_merge_by_time_whatever_their_order(tmp_path: Path) -> None:
     """A run directory's shards are each in time order; the merge interleaves them."""
-    from core.shards import merge_shards
+    from core.shards import MergedShards
 
     a = History().lease(1, "a", start=10, end=50)
     b = History().lease(2, "b", start=40, end=90)  # overlaps a by 10 ns
     for name, h in (("history.w1.jsonl", a), ("history.w2.jsonl", b)):
         (tmp_path / name).write_text("".join(e.to_json() + "\n" for e in h.events))
-    merged = merge_shards([tmp_path / "history.w2.jsonl", tmp_path / "history.w1.jsonl"], [])
+    merged = list(MergedShards([tmp_path / "history.w2.jsonl", tmp_path / "history.w1.jsonl"], []))
     assert [e.index for e in merged] == list(range(len(merged)))
     assert [e.time for e in merged] == sorted(e.time for e in merged)
     assert check_history(merged).verdict is Verdict.INVALID
