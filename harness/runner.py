@@ -359,12 +359,29 @@ def run_scenario(
         log.info("run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir)
         cluster = make_cluster(scenario.backend, scenario, binaries, run_dir)
         execution = _execute(scenario, cluster, run_dir, console)
+        if note := concluding_note(run_dir):
+            console.print(note, highlight=False)
         with shielded() as shield:  # checking what was recorded is not cut short either
             outcome = conclude(scenario, run_dir, execution, cluster.describe())
         if shield.received:  # the check is whole: stop after this run, keep the verdict
             outcome = dataclasses.replace(outcome, interrupted=True)
         log.info("verdict %s (expected %s)", outcome.result.verdict, scenario.expectation)
     return outcome
+
+
+_LONG_HISTORY_BYTES = 256 << 20  # about 1.7M events: concluding takes half a minute or more
+
+
+def concluding_note(run_dir: Path) -> str | None:
+    """What to say before concluding a long run: the conclusion prints nothing until the
+    verdict, and a Ctrl-C meanwhile waits for it. None for a history of ordinary size."""
+    size = sum(path.stat().st_size for path in shard_paths(run_dir) if path.exists())
+    if size < _LONG_HISTORY_BYTES:
+        return None
+    return (
+        f"concluding: merging, checking and drawing {size / 2**20:,.0f} MB of history; this "
+        "takes a while (about a minute per 600 MB here), and Ctrl-C waits for it"
+    )
 
 
 def conclude(

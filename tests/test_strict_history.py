@@ -126,6 +126,19 @@ def test_shards_merge_into_a_file_or_else_anew_on_each_pass(tmp_path: Path) -> N
     assert len(notes) == 1  # said once, however many passes
 
 
+def test_a_long_run_says_it_is_concluding(tmp_path: Path) -> None:
+    """A soak's conclusion takes minutes and prints nothing until the verdict: the run
+    says what it is doing first; an ordinary one says nothing."""
+    from harness.runner import concluding_note
+
+    (tmp_path / "history.w1.jsonl").write_text('{"index": 0}\n')
+    assert concluding_note(tmp_path) is None
+    with (tmp_path / "history.w2.jsonl").open("wb") as shard:
+        shard.truncate(300 << 20)  # sparse: its size, not its disk
+    note = concluding_note(tmp_path)
+    assert note is not None and "300 MB of history" in note and "Ctrl-C waits" in note
+
+
 # ---- types: every field ---------------------------------------------------------------------
 
 
