@@ -153,7 +153,11 @@ def main() -> int:
     up = bringup.run()
     print("bench: throughput (about 90 s) ...", file=sys.stderr, flush=True)
     tp = throughput.run()
-    print("bench: checker, 1M and 10M events (about 4 minutes) ...", file=sys.stderr, flush=True)
+    print(
+        "bench: checker and run conclusion, 1M and 10M events (about 7 minutes) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     ck = [checker_bench.run(checker_bench.EVENTS), checker_bench.run(checker_bench.LARGE_EVENTS, 1)]
     print("bench: fault delays ...", file=sys.stderr, flush=True)
     fd = fault_delays.run()
