@@ -73,4 +73,4 @@ def run_history(run_dir: Path, notes: list[str]) -> tuple[Iterable[Event], Path 
         )
         return history, None
     notes.append(f"merged {len(shards)} shards into {path} (the run had not)")
-    return HistoryFile(path, notes), path
+    return history, path

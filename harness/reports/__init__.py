@@ -16,6 +16,7 @@ from typing import Any
 from checker.verdict import CheckResult, check_history
 from core.errors import BadInput, LockharnessError
 from core.history import Event, HistoryError, HistoryFile
+from harness.reports.analysis import periods_and_end
 from harness.reports.timeline import write_timeline
 from harness.scenario import Scenario, load_scenario
 
@@ -42,10 +43,14 @@ def write_reports(
     from harness.reports import plots
 
     title = f"{scenario.name} (seed {scenario.seed})"
+    periods, end = periods_and_end(history)  # both graphs shade the same faults
     jobs: list[tuple[str, Callable[[Path], Path]]] = [
         (TIMELINE, lambda p: write_timeline(p, history, result, scenario)),
-        (LATENCY, lambda p: plots.plot_latency(history, f"{title}: acquire latency", p)),
-        (RATE, lambda p: plots.plot_rate(history, f"{title}: throughput", p)),
+        (
+            LATENCY,
+            lambda p: plots.plot_latency(history, periods, end, f"{title}: acquire latency", p),
+        ),
+        (RATE, lambda p: plots.plot_rate(history, periods, end, f"{title}: throughput", p)),
     ]
     written: list[Path] = []
     failures: list[str] = []

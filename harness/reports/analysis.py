@@ -254,7 +254,7 @@ def ops_to_draw(
     or a file streamed anew) picks those in the windows."""
     kept: list[Op] = []
     starts = array("q")  # 8 bytes an operation
-    last = 0
+    last = -(2**63)
     processes: set[int | str] = set()
     for op in stream_ops(history):
         starts.append(op.start)
@@ -263,14 +263,14 @@ def ops_to_draw(
         if len(kept) <= max_ops:
             kept.append(op)
     total = len(starts)
-    if total <= max_ops:
-        kept.sort(key=_op_order)
-        windows, windowed = choose_windows(kept, witnesses, max_ops)
-        return OpsToDraw(kept, windows, windowed, total, frozenset(processes))
-    del kept
+    if not total:
+        return OpsToDraw([], [Window(0, 0)], False, 0, frozenset())
     ordered = numpy.sort(numpy.frombuffer(starts, dtype=numpy.int64))
-    windows, _ = _windows(ordered, last, witnesses, max_ops)
-    del ordered, starts
+    windows, windowed = _windows(ordered, last, witnesses, max_ops)
+    if not windowed:  # every operation was kept
+        kept.sort(key=_op_order)
+        return OpsToDraw(kept, windows, False, total, frozenset(processes))
+    del kept, ordered, starts
     lows = [w.start for w in windows]
     drawn = []
     for op in stream_ops(history):

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from core.history import ACQUIRE, FAIL, INFO, NEMESIS, OK, RELEASE, Event
-from harness.reports.analysis import FaultPeriod, Op, periods_and_end, stream_ops
+from harness.reports.analysis import FaultPeriod, Op, stream_ops
 from harness.reports.colours import fault_colour
 
 # Jepsen's outcome colours, darkened a little: points must stand out on white.
@@ -95,10 +95,11 @@ def acquire_points(ops: Iterable[Op]) -> dict[str, tuple[np.ndarray, np.ndarray]
     return {k: (np.asarray(t), np.asarray(lat)) for k, (t, lat) in points.items()}
 
 
-def plot_latency(history: Iterable[Event], title: str, path: Path) -> Path:
-    """``history``: a list, or a file read anew on each of its two passes."""
+def plot_latency(
+    history: Iterable[Event], periods: Sequence[FaultPeriod], end: int, title: str, path: Path
+) -> Path:
+    """``periods`` and ``end``: ``periods_and_end(history)``, found once for both graphs."""
     fig, (ax,) = _figure()
-    periods, end = periods_and_end(history)
     _shade_faults(ax, periods)
     points = acquire_points(stream_ops(history))
     # The rarer outcomes last, so thousands of refusals do not hide the grants.
@@ -159,10 +160,11 @@ def _per_second(times: array[int], edges: np.ndarray, width_ns: int) -> np.ndarr
     return counts / (width_ns / 1e9)
 
 
-def plot_rate(history: Iterable[Event], title: str, path: Path) -> Path:
-    """``history``: a list, or a file read anew on each of its two passes."""
+def plot_rate(
+    history: Iterable[Event], periods: Sequence[FaultPeriod], end: int, title: str, path: Path
+) -> Path:
+    """``periods`` and ``end``: ``periods_and_end(history)``, found once for both graphs."""
     fig, (cycles_ax, attempts_ax) = _figure(rows=2)
-    periods, end = periods_and_end(history)
     series = rate_series(history)
     width = bucket_ns(end)
     edges = np.arange(0, end + width, width, dtype=np.int64)
