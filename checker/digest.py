@@ -18,8 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from operator import attrgetter
+from types import ModuleType
 from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
@@ -43,6 +45,12 @@ from core.history import (
     Event,
     HistoryFile,
 )
+
+_scan: ModuleType | None
+try:
+    from checker import _scan  # the loop below in C (checker/_scan.c), built by pip install
+except ImportError:  # pragma: no cover  (a tree without the build: the same answers, slower)
+    _scan = None
 
 _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
 # An open section: its acquire ok, the deadline, grants and token it states, and when
@@ -80,8 +88,26 @@ def _batches(history: Iterable[Event]) -> Iterable[list[Event]]:
 
 
 def digest(history: Iterable[Event]) -> Digest:
-    # The loop below is the whole cost of checking a large history, so it is written for
-    # speed: locals, no calls on the common path, each event dispatched once on ``f``.
+    """Everything the checkers need from ``history``, in one pass over it."""
+    if _scan is not None and isinstance(history, HistoryFile | list):
+        try:
+            return _c_digest(history)
+        except _scan.Irregular:
+            pass  # an event the C loop does not take: the Python loop reads them all anew
+        except _scan.OutOfOrder:
+            assert isinstance(history, HistoryFile)
+            for _ in history.batches():  # the checked reader names the line, and raises
+                pass
+            raise AssertionError("the reader found no order violation") from None
+    return _python_digest(history)
+
+
+def _python_digest(history: Iterable[Event]) -> Digest:
+    # The definition. checker/_scan.c follows this loop statement by statement, into the
+    # same containers; tests/test_scan.py holds the two equal.
+    # The loop is the whole cost of checking a large history without the C one, so it is
+    # written for speed: locals, no calls on the common path, each event dispatched once
+    # on ``f``.
     d = Digest()
     # sections
     held: dict[_Lease, _Opened] = {}
@@ -220,19 +246,86 @@ def digest(history: Iterable[Event]) -> Digest:
                         extended[lease] = moved_to
     counts = attempts.counts
     counts[INVOKE], counts[OK], counts[FAIL], counts[INFO] = n_invoke, n_ok, n_fail, n_info
+    d.events, d.nemesis_events = events, nemesis
+    if events:
+        d.first_time, d.last_time = int(lo), int(hi)
+    _finish(d, pending, held, extended, last)
+    return d
+
+
+def _finish(
+    d: Digest,
+    pending: dict[int | str, KeyAttempts],
+    held: dict[_Lease, _Opened],
+    extended: dict[_Lease, int | None],
+    last: dict[int | str, int],
+) -> None:
+    """What is left open at the history's end."""
     for key_attempts in pending.values():
         key_attempts.dones.append(math.inf)
-    for key_attempts in by_key.values():
+    for key_attempts in d.attempts.by_key.values():
         key_attempts.invokes.sort()  # a history in time order is sorted already: linear
         key_attempts.dones.sort()
     for open_lease, opened in held.items():  # never released: open to its last event
         moved = extended.get(open_lease, _UNSET)
-        sections.append(_close(opened, last[open_lease[0]], None, moved))
-    sections.sort(key=_acquire_index)
-    d.events, d.nemesis_events = events, nemesis
-    d.processes = set(last) | ({NEMESIS} if nemesis else set())
-    if events:
-        d.first_time, d.last_time = int(lo), int(hi)
+        d.sections.append(_close(opened, last[open_lease[0]], None, moved))
+    d.sections.sort(key=_acquire_index)
+    d.processes = set(last) | ({NEMESIS} if d.nemesis_events else set())
+
+
+def _c_digest(history: HistoryFile | list[Event]) -> Digest:
+    """``_python_digest`` by checker/_scan.c: a file's batches unchecked for order, which the
+    C loop checks as it goes (OutOfOrder), or a list's events in any order."""
+    assert _scan is not None
+    d = Digest()
+    attempts, view = d.attempts, d.resource
+    held: dict[_Lease, _Opened] = {}
+    extended: dict[_Lease, int | None] = {}
+    last: dict[int | str, int] = {}
+    pending: dict[int | str, KeyAttempts] = {}
+
+    def on_failover(event: Event) -> None:
+        found = failover(event)
+        if found is not None:
+            d.failovers.append(found)
+
+    ordered = isinstance(history, HistoryFile)
+    scanner = _scan.Scanner(
+        ordered=ordered,
+        event_type=Event,
+        held=held,
+        extended=extended,
+        invoked={},
+        last=last,
+        pending=pending,
+        by_key=attempts.by_key,
+        latencies=attempts.latencies,
+        ok_latencies=attempts.ok_latencies,
+        holding=set(),
+        nested_release=set(),
+        sections=d.sections,
+        resource_errors=view.errors,
+        key_attempts=KeyAttempts,
+        take_answer=partial(take_answer, view),
+        on_failover=on_failover,
+        int_field=_int,
+        names_field=_names,
+        depth_of=_depth,
+        section=Section,
+        unset=_UNSET,
+    )
+    batches = history.batches(checked=False) if isinstance(history, HistoryFile) else [history]
+    for batch in batches:
+        scanner.feed(batch)
+    totals = scanner.totals()
+    counts = attempts.counts
+    for kind in _TYPES:
+        counts[kind] = totals[kind]
+        d.extends[kind] = totals[f"extend_{kind}"]
+    d.cycles, d.events, d.nemesis_events = totals["cycles"], totals["events"], totals["nemesis"]
+    if d.events:
+        d.first_time, d.last_time = totals["lo"], totals["hi"]
+    _finish(d, pending, held, extended, last)
     return d
 
 

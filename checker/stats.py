@@ -6,7 +6,11 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from checker.digest import Digest, digest
+from checker.digest import (
+    Digest,
+    _scan,  # its C helpers, or None where not built
+    digest,
+)
 from checker.sections import Section
 from core.history import FAIL, INFO, INVOKE, OK, Event
 
@@ -24,10 +28,18 @@ def _nearest_rank(ordered: Sequence[int | float], p: float) -> int | float | Non
 
 
 def _latency_ms(latencies_ns: list[int]) -> tuple[float | None, float | None]:
-    """(p50, p99) in ms; sorted once for both."""
+    """(p50, p99) in ms: the nearest ranks, selected (in C, when built) or from a sorted copy."""
+    if not latencies_ns:
+        return None, None
+    ranks = tuple(max(math.ceil(p / 100 * len(latencies_ns)), 1) for p in (50, 99))
+    if _scan is not None:
+        try:
+            p50, p99 = _scan.kth_smallest(latencies_ns, ranks)
+            return p50 / 1e6, p99 / 1e6
+        except _scan.Irregular:
+            pass  # a latency beyond int64 (times at both ends of the range): sort
     ordered = sorted(latencies_ns)
-    p50, p99 = _nearest_rank(ordered, 50), _nearest_rank(ordered, 99)
-    return (None if p50 is None else p50 / 1e6, None if p99 is None else p99 / 1e6)
+    return ordered[ranks[0] - 1] / 1e6, ordered[ranks[1] - 1] / 1e6
 
 
 def compute_stats(history: Iterable[Event]) -> dict[str, Any]:

@@ -1,0 +1,684 @@
+/* checker._scan: the digest's event loop (checker/digest.py, `_python_digest`) in C.
+
+Why: at a million events the Python loop costs more than msgspec's strict decoding of
+the file, and the checker's speed target (issue 10) leaves no room for it. The Python loop
+stays the definition; this file follows it statement by statement, into the very same
+containers, and tests/test_scan.py holds the two equal on random histories.
+
+What it leaves to Python, by calling back: every error message (a value field of the wrong
+type: the helpers raise BadValue as the Python loop does), a fault's failover record, a
+resource answer that says more than "one occupant, no fencing", and new KeyAttempts. An
+event of a shape this loop does not take (not an Event, a field of another type than the
+reader gives) raises Irregular before anything of its batch is read: the caller then
+digests the whole history in Python. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+static PyObject *Irregular, *OutOfOrder;
+
+enum { INDEX, PROCESS, TYPE, F, TIME, KEY, TOKEN, VALUE, N_FIELDS };
+static const char *const FIELD_NAMES[N_FIELDS] = {
+    "index", "process", "type", "f", "time", "key", "token", "value",
+};
+enum { T_INVOKE, T_OK, T_FAIL, T_INFO };
+enum { F_ACQUIRE, F_RELEASE, F_EXTEND, F_ENTER, F_EXIT, F_OTHER };
+
+/* Interned names: dict lookups with them hash once. */
+static PyObject *s_nemesis, *s_to, *s_ttl_ms, *s_deadline, *s_depth, *s_grants, *s_fencing,
+    *s_planned_end, *s_occupancy, *s_highest, *s_accepted, *s_invokes, *s_dones;
+
+typedef struct {
+    PyObject_HEAD
+    int ordered; /* a file's batches: refuse time going back, indexes not increasing */
+    PyTypeObject *event_type;
+    Py_ssize_t offsets[N_FIELDS];
+    /* digest.py's locals, shared with Python */
+    PyObject *held, *extended, *invoked, *last, *pending, *by_key, *latencies, *ok_latencies,
+        *holding, *nested_release, *sections, *resource_errors;
+    /* callbacks and types */
+    PyObject *key_attempts, *take_answer, *on_failover, *int_field, *names_field, *depth_of,
+        *section, *unset;
+    long long events, nemesis, counts[4], extends[4], cycles;
+    long long lo, hi, last_time, last_index;
+} Scanner;
+
+#define FIELD(self, ev, i) (*(PyObject **)((char *)(ev) + (self)->offsets[i]))
+
+static int
+is(PyObject *s, const char *literal, Py_ssize_t n)
+{
+    return PyUnicode_GET_LENGTH(s) == n && PyUnicode_KIND(s) == PyUnicode_1BYTE_KIND &&
+           memcmp(PyUnicode_1BYTE_DATA(s), literal, (size_t)n) == 0;
+}
+
+static int
+type_code(PyObject *s)
+{
+    if (!PyUnicode_CheckExact(s)) return -1;
+    if (is(s, "invoke", 6)) return T_INVOKE;
+    if (is(s, "ok", 2)) return T_OK;
+    if (is(s, "fail", 4)) return T_FAIL;
+    if (is(s, "info", 4)) return T_INFO;
+    return -1;
+}
+
+static int
+f_code(PyObject *s)
+{
+    if (is(s, "acquire", 7)) return F_ACQUIRE;
+    if (is(s, "release", 7)) return F_RELEASE;
+    if (is(s, "extend", 6)) return F_EXTEND;
+    if (is(s, "enter", 5)) return F_ENTER;
+    if (is(s, "exit", 4)) return F_EXIT;
+    return F_OTHER;
+}
+
+static int
+int64_of(PyObject *o, long long *out)
+{
+    int overflow;
+    if (!PyLong_CheckExact(o)) return 0;
+    *out = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return !overflow;
+}
+
+static PyObject *
+irregular(Py_ssize_t at)
+{
+    PyErr_Format(Irregular, "event %zd of the batch is not of the reader's shape", at);
+    return NULL;
+}
+
+/* Every event of the batch is of the shape the reader gives, and (for a file) in order:
+   checked before any of it is digested, as the reader checks a batch before yielding it. */
+static int
+check_batch(Scanner *self, PyObject **items, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *ev = items[i];
+        long long t, index;
+        if (!Py_IS_TYPE(ev, self->event_type)) return irregular(i), -1;
+        for (int k = 0; k < N_FIELDS; k++)
+            if (FIELD(self, ev, k) == NULL) return irregular(i), -1;
+        PyObject *process = FIELD(self, ev, PROCESS), *key = FIELD(self, ev, KEY),
+                 *token = FIELD(self, ev, TOKEN), *value = FIELD(self, ev, VALUE);
+        if (!int64_of(FIELD(self, ev, INDEX), &index) || !int64_of(FIELD(self, ev, TIME), &t) ||
+            type_code(FIELD(self, ev, TYPE)) < 0 || !PyUnicode_CheckExact(FIELD(self, ev, F)) ||
+            !(PyLong_CheckExact(process) ||
+              (PyUnicode_CheckExact(process) && is(process, "nemesis", 7))) ||
+            !(key == Py_None || PyUnicode_CheckExact(key)) ||
+            !(token == Py_None || PyUnicode_CheckExact(token)) ||
+            !(value == Py_None || PyDict_CheckExact(value)))
+            return irregular(i), -1;
+        if (self->ordered) {
+            if (t < self->last_time || index <= self->last_index) {
+                PyErr_SetString(OutOfOrder, "a history out of order");
+                return -1;
+            }
+            self->last_time = t, self->last_index = index;
+        }
+        if (self->events == 0 && i == 0) self->lo = self->hi = t;
+        if (t < self->lo) self->lo = t;
+        if (t > self->hi) self->hi = t;
+    }
+    return 0;
+}
+
+/* value.get(name), borrowed; NULL with no error when absent */
+static PyObject *
+get(PyObject *value, PyObject *name)
+{
+    return value == Py_None ? NULL : PyDict_GetItemWithError(value, name);
+}
+
+static int
+nonempty(PyObject *value)
+{
+    return value != Py_None && PyDict_GET_SIZE(value) > 0;
+}
+
+/* The Python helper, which raises BadValue naming the event and field. */
+static int
+raise_with(PyObject *helper, PyObject *ev, PyObject *value, PyObject *name)
+{
+    PyObject *r = PyObject_CallFunctionObjArgs(helper, ev, value, name, NULL);
+    if (r == NULL) return -1;
+    Py_DECREF(r); /* it did not raise: a shape this loop misjudged */
+    PyErr_SetString(Irregular, "a value field the helper took");
+    return -1;
+}
+
+/* checker.values.int_field: None or an exact int, new reference; NULL on error */
+static PyObject *
+int_field(Scanner *self, PyObject *ev, PyObject *value, PyObject *name)
+{
+    PyObject *raw = get(value, name);
+    if (raw == NULL && PyErr_Occurred()) return NULL;
+    if (raw == NULL || raw == Py_None) Py_RETURN_NONE;
+    if (PyLong_CheckExact(raw)) return Py_NewRef(raw);
+    raise_with(self->int_field, ev, value, name);
+    return NULL;
+}
+
+/* checker.values.depth_of(...) > 1: 1 or 0, -1 on error */
+static int
+deeper(Scanner *self, PyObject *ev, PyObject *value)
+{
+    PyObject *raw = get(value, s_depth);
+    if (raw == NULL && PyErr_Occurred()) return -1;
+    if (raw == NULL || raw == Py_None) return 0;
+    if (PyLong_CheckExact(raw)) {
+        int overflow;
+        long long depth = PyLong_AsLongLongAndOverflow(raw, &overflow);
+        if (overflow > 0) return 1;
+        if (overflow == 0 && depth >= 1) return depth > 1;
+    }
+    return raise_with(self->depth_of, ev, value, NULL), -1;
+}
+
+static int
+append_to(PyObject *owner, PyObject *attribute, PyObject *item)
+{
+    PyObject *list = PyObject_GetAttr(owner, attribute);
+    if (list == NULL) return -1;
+    int r = PyList_Append(list, item);
+    Py_DECREF(list);
+    return r;
+}
+
+/* dict.pop(key, None): a new reference, NULL with no error when absent */
+static PyObject *
+pop(PyObject *dict, PyObject *key)
+{
+    PyObject *found = PyDict_GetItemWithError(dict, key);
+    if (found == NULL) return NULL;
+    Py_INCREF(found);
+    if (PyDict_DelItem(dict, key) < 0) return Py_DECREF(found), NULL;
+    return found;
+}
+
+static int
+acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
+{
+    PyObject *key = FIELD(self, ev, KEY), *token = FIELD(self, ev, TOKEN),
+             *value = FIELD(self, ev, VALUE);
+    if (type == T_INVOKE) {
+        self->counts[T_INVOKE]++;
+        if (PyDict_SetItem(self->invoked, process, t) < 0) return -1;
+        PyObject *abandoned = PyDict_GetItemWithError(self->pending, process);
+        if (abandoned == NULL && PyErr_Occurred()) return -1;
+        if (abandoned != NULL && append_to(abandoned, s_dones, t) < 0) return -1;
+        PyObject *attempts = PyDict_GetItemWithError(self->by_key, key);
+        if (attempts == NULL) {
+            if (PyErr_Occurred()) return -1;
+            PyObject *made = PyObject_CallNoArgs(self->key_attempts);
+            if (made == NULL) return -1;
+            int r = PyDict_SetItem(self->by_key, key, made);
+            Py_DECREF(made);
+            if (r < 0) return -1;
+            attempts = made; /* the dict holds it */
+        }
+        if (PyDict_SetItem(self->pending, process, attempts) < 0) return -1;
+        if (append_to(attempts, s_invokes, t) < 0) return -1;
+        if (!nonempty(value)) return 0;
+        PyObject *ttl = get(value, s_ttl_ms);
+        if (ttl == NULL) return PyErr_Occurred() ? -1 : 0;
+        if (ttl == Py_None) return 0;
+        if (!PyLong_CheckExact(ttl)) return raise_with(self->int_field, ev, value, s_ttl_ms);
+        PyObject *most = PyObject_GetAttr(attempts, s_ttl_ms);
+        if (most == NULL) return -1;
+        int above = most == Py_None ? 1 : PyObject_RichCompareBool(ttl, most, Py_GT);
+        Py_DECREF(most);
+        if (above < 0) return -1;
+        return above ? PyObject_SetAttr(attempts, s_ttl_ms, ttl) : 0;
+    }
+    PyObject *latency = NULL, *paired = pop(self->pending, process);
+    if (paired == NULL && PyErr_Occurred()) return -1;
+    if (paired != NULL) {
+        int r = append_to(paired, s_dones, t);
+        Py_DECREF(paired);
+        PyObject *since = r < 0 ? NULL : PyDict_GetItemWithError(self->invoked, process);
+        if (since == NULL) return PyErr_Occurred() ? -1 : (irregular(0), -1);
+        latency = PyNumber_Subtract(t, since);
+        if (latency == NULL || PyList_Append(self->latencies, latency) < 0)
+            return Py_XDECREF(latency), -1;
+    }
+    self->counts[type]++;
+    if (type != T_OK) return Py_XDECREF(latency), 0;
+    if (latency != NULL) {
+        int r = PyList_Append(self->ok_latencies, latency);
+        Py_DECREF(latency);
+        if (r < 0) return -1;
+    }
+    PyObject *owned = PyTuple_Pack(2, process, token);
+    if (owned == NULL) return -1;
+    int r = PySet_Add(self->holding, owned);
+    Py_DECREF(owned);
+    if (r < 0) return -1;
+    PyObject *deadline = Py_None, *grants = NULL, *fencing = NULL, *opened = NULL;
+    int depth_above_one = 0;
+    if (nonempty(value)) {
+        deadline = get(value, s_deadline);
+        if (deadline == NULL && PyErr_Occurred()) return -1;
+        if (deadline == NULL) deadline = Py_None;
+        if (deadline != Py_None && !PyLong_CheckExact(deadline))
+            return raise_with(self->int_field, ev, value, s_deadline);
+        if ((depth_above_one = deeper(self, ev, value)) < 0) return -1;
+    }
+    PyObject *lease = PyTuple_Pack(3, process, key, token);
+    if (lease == NULL) return -1;
+    r = PyDict_Contains(self->held, lease);
+    if (r != 0) { /* a nested acquire, inside the section */
+        if (r > 0 && deadline != Py_None && depth_above_one)
+            r = PyDict_SetItem(self->extended, lease, deadline);
+        Py_DECREF(lease);
+        return r < 0 ? -1 : 0;
+    }
+    if (nonempty(value)) {
+        PyObject *raw = get(value, s_grants);
+        if (raw == NULL && PyErr_Occurred()) goto fail;
+        if (raw == NULL || raw == Py_None) {
+            grants = PyTuple_New(0);
+        } else if (PyList_CheckExact(raw)) {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raw); i++)
+                if (!PyUnicode_CheckExact(PyList_GET_ITEM(raw, i))) {
+                    raise_with(self->names_field, ev, value, s_grants);
+                    goto fail;
+                }
+            grants = PyList_AsTuple(raw);
+        } else {
+            raise_with(self->names_field, ev, value, s_grants);
+            goto fail;
+        }
+        if (grants == NULL || (fencing = int_field(self, ev, value, s_fencing)) == NULL) goto fail;
+    } else {
+        grants = PyTuple_New(0);
+        fencing = Py_NewRef(Py_None);
+        if (grants == NULL) goto fail;
+    }
+    PyObject *since = PyDict_GetItemWithError(self->invoked, process);
+    if (since == NULL && PyErr_Occurred()) goto fail;
+    opened = PyTuple_Pack(5, ev, deadline, grants, fencing, since ? since : t);
+    if (opened == NULL || PyDict_SetItem(self->held, lease, opened) < 0) goto fail;
+    r = 0;
+    goto done;
+fail:
+    r = -1;
+done:
+    Py_DECREF(lease);
+    Py_XDECREF(grants);
+    Py_XDECREF(fencing);
+    Py_XDECREF(opened);
+    return r;
+}
+
+/* digest.py's _close: the section ``opened`` began, ending at ``end``. */
+static int
+close_section(Scanner *self, PyObject *opened, PyObject *end, PyObject *index, PyObject *moved,
+              PyObject *planned)
+{
+    PyObject *acquired = PyTuple_GET_ITEM(opened, 0);
+    PyObject *args[13] = {
+        FIELD(self, acquired, KEY),
+        FIELD(self, acquired, PROCESS),
+        FIELD(self, acquired, TOKEN),
+        FIELD(self, acquired, TIME),
+        end,
+        moved == self->unset ? PyTuple_GET_ITEM(opened, 1) : moved,
+        PyTuple_GET_ITEM(opened, 2),
+        PyTuple_GET_ITEM(opened, 3),
+        FIELD(self, acquired, INDEX),
+        index,
+        Py_True, /* released */
+        PyTuple_GET_ITEM(opened, 4),
+        planned,
+    };
+    PyObject *section = PyObject_Vectorcall(self->section, args, 13, NULL);
+    if (section == NULL) return -1;
+    int r = PyList_Append(self->sections, section);
+    Py_DECREF(section);
+    return r;
+}
+
+static int
+release(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
+{
+    PyObject *key = FIELD(self, ev, KEY), *token = FIELD(self, ev, TOKEN),
+             *value = FIELD(self, ev, VALUE);
+    int r;
+    if (type == T_INVOKE) {
+        PyObject *planned;
+        if (nonempty(value)) {
+            int deep = deeper(self, ev, value);
+            if (deep < 0) return -1;
+            if (deep) return PySet_Add(self->nested_release, process); /* still inside */
+            if ((planned = int_field(self, ev, value, s_planned_end)) == NULL) return -1;
+        } else {
+            planned = Py_NewRef(Py_None);
+        }
+        PyObject *lease = NULL, *opened = NULL, *moved = NULL;
+        r = -1;
+        if (PySet_Discard(self->nested_release, process) < 0) goto out;
+        if ((lease = PyTuple_Pack(3, process, key, token)) == NULL) goto out;
+        opened = pop(self->held, lease);
+        if (opened == NULL) {
+            r = PyErr_Occurred() ? -1 : 0;
+            goto out;
+        }
+        moved = pop(self->extended, lease);
+        if (moved == NULL && PyErr_Occurred()) goto out;
+        r = close_section(self, opened, t, FIELD(self, ev, INDEX), moved ? moved : self->unset,
+                          planned);
+    out:
+        Py_DECREF(planned);
+        Py_XDECREF(lease);
+        Py_XDECREF(opened);
+        Py_XDECREF(moved);
+        return r;
+    }
+    if ((r = PySet_Contains(self->nested_release, process)) != 0)
+        return r < 0 ? -1 : PySet_Discard(self->nested_release, process) < 0 ? -1 : 0;
+    if (type != T_OK) return 0;
+    PyObject *owned = PyTuple_Pack(2, process, token);
+    if (owned == NULL) return -1;
+    r = PySet_Discard(self->holding, owned); /* a duplicated ok is no second cycle */
+    Py_DECREF(owned);
+    if (r > 0) self->cycles++;
+    return r < 0 ? -1 : 0;
+}
+
+static int
+extend(Scanner *self, PyObject *ev, int type, PyObject *process)
+{
+    PyObject *value = FIELD(self, ev, VALUE);
+    self->extends[type]++;
+    if (type != T_OK || !nonempty(value)) return 0;
+    int has = PyDict_Contains(value, s_deadline);
+    if (has <= 0) return has;
+    PyObject *moved_to = int_field(self, ev, value, s_deadline);
+    if (moved_to == NULL) return -1;
+    PyObject *lease = PyTuple_Pack(3, process, FIELD(self, ev, KEY), FIELD(self, ev, TOKEN));
+    int r = lease == NULL ? -1 : PyDict_Contains(self->held, lease);
+    if (r > 0) r = PyDict_SetItem(self->extended, lease, moved_to);
+    Py_XDECREF(lease);
+    Py_DECREF(moved_to);
+    return r < 0 ? -1 : 0;
+}
+
+/* An answer take_answer would make nothing of: at most one occupant, no fencing word. */
+static int
+plain_answer(PyObject *value, int f)
+{
+    PyObject *names[3] = {s_fencing, s_highest, s_accepted};
+    for (int i = 0; i < 3; i++) {
+        PyObject *raw = PyDict_GetItemWithError(value, names[i]);
+        if (raw == NULL && PyErr_Occurred()) return -1;
+        if (raw != NULL && raw != Py_None) return 0;
+    }
+    if (f != F_ENTER) return 1;
+    PyObject *occupancy = PyDict_GetItemWithError(value, s_occupancy);
+    if (occupancy == NULL) return PyErr_Occurred() ? -1 : 1;
+    if (occupancy == Py_None) return 1;
+    if (!PyLong_CheckExact(occupancy)) return 0;
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(occupancy, &overflow);
+    return overflow < 0 || (overflow == 0 && n <= 1);
+}
+
+static int
+answer(Scanner *self, PyObject *ev, int type, int f)
+{
+    PyObject *value = FIELD(self, ev, VALUE);
+    if (type == T_INFO) return PyList_Append(self->resource_errors, ev);
+    if (type != T_OK || !nonempty(value)) return 0;
+    int plain = plain_answer(value, f);
+    if (plain != 0) return plain < 0 ? -1 : 0;
+    PyObject *r = PyObject_CallFunctionObjArgs(self->take_answer, ev, value, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+static PyObject *
+Scanner_feed(Scanner *self, PyObject *batch)
+{
+    if (!PyList_CheckExact(batch)) return PyErr_SetString(PyExc_TypeError, "a list"), NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batch);
+    PyObject **items = PySequence_Fast_ITEMS(batch);
+    if (n == 0) Py_RETURN_NONE;
+    if (check_batch(self, items, n) < 0) return NULL;
+    self->events += n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *ev = items[i], *process = FIELD(self, ev, PROCESS), *t = FIELD(self, ev, TIME);
+        PyObject *value = FIELD(self, ev, VALUE);
+        int type = type_code(FIELD(self, ev, TYPE)), r = 0;
+        if (!PyLong_CheckExact(process)) { /* the nemesis */
+            self->nemesis++;
+            if (type == T_INFO && nonempty(value)) {
+                int has = PyDict_Contains(value, s_to);
+                if (has < 0) return NULL;
+                if (has) {
+                    PyObject *found = PyObject_CallOneArg(self->on_failover, ev);
+                    if (found == NULL) return NULL;
+                    Py_DECREF(found);
+                }
+            }
+            continue;
+        }
+        if (PyDict_SetItem(self->last, process, t) < 0) return NULL;
+        switch (f_code(FIELD(self, ev, F))) {
+        case F_ACQUIRE: r = acquire(self, ev, type, process, t); break;
+        case F_RELEASE: r = release(self, ev, type, process, t); break;
+        case F_EXTEND: r = extend(self, ev, type, process); break;
+        case F_ENTER: r = answer(self, ev, type, F_ENTER); break;
+        case F_EXIT: r = answer(self, ev, type, F_EXIT); break;
+        default: break;
+        }
+        if (r < 0) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Scanner_totals(Scanner *self, PyObject *Py_UNUSED(ignored))
+{
+    return Py_BuildValue(
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsL}", "events", self->events, "nemesis", self->nemesis,
+        "invoke", self->counts[T_INVOKE], "ok", self->counts[T_OK], "fail", self->counts[T_FAIL],
+        "info", self->counts[T_INFO], "cycles", self->cycles, "extend_invoke",
+        self->extends[T_INVOKE], "extend_ok", self->extends[T_OK], "extend_fail",
+        self->extends[T_FAIL], "extend_info", self->extends[T_INFO], "lo", self->lo, "hi",
+        self->hi);
+}
+
+static PyObject **
+members(Scanner *self, int *count)
+{
+    static PyObject **slots[22];
+    PyObject **all[] = {
+        &self->held, &self->extended, &self->invoked, &self->last, &self->pending,
+        &self->by_key, &self->latencies, &self->ok_latencies, &self->holding,
+        &self->nested_release, &self->sections, &self->resource_errors, &self->key_attempts,
+        &self->take_answer, &self->on_failover, &self->int_field, &self->names_field,
+        &self->depth_of, &self->section, &self->unset,
+    };
+    *count = (int)(sizeof all / sizeof all[0]);
+    memcpy(slots, all, sizeof all);
+    return (PyObject **)slots;
+}
+
+static int
+Scanner_traverse(Scanner *self, visitproc visit, void *arg)
+{
+    int count;
+    PyObject ***slots = (PyObject ***)members(self, &count);
+    for (int i = 0; i < count; i++) Py_VISIT(*slots[i]);
+    Py_VISIT(self->event_type);
+    return 0;
+}
+
+static int
+Scanner_clear(Scanner *self)
+{
+    int count;
+    PyObject ***slots = (PyObject ***)members(self, &count);
+    for (int i = 0; i < count; i++) Py_CLEAR(*slots[i]);
+    Py_CLEAR(self->event_type);
+    return 0;
+}
+
+static void
+Scanner_dealloc(Scanner *self)
+{
+    PyObject_GC_UnTrack(self);
+    Scanner_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {
+        "ordered", "event_type", "held", "extended", "invoked", "last", "pending", "by_key",
+        "latencies", "ok_latencies", "holding", "nested_release", "sections",
+        "resource_errors", "key_attempts", "take_answer", "on_failover", "int_field",
+        "names_field", "depth_of", "section", "unset", NULL,
+    };
+    PyObject *got[21];
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOO", names, &self->ordered,
+            &PyType_Type, &got[0], &PyDict_Type, &got[1], &PyDict_Type, &got[2], &PyDict_Type,
+            &got[3], &PyDict_Type, &got[4], &PyDict_Type, &got[5], &PyDict_Type, &got[6],
+            &PyList_Type, &got[7], &PyList_Type, &got[8], &PySet_Type, &got[9], &PySet_Type,
+            &got[10], &PyList_Type, &got[11], &PyList_Type, &got[12], &got[13], &got[14],
+            &got[15], &got[16], &got[17], &got[18], &got[19], &got[20]))
+        return -1;
+    PyTypeObject *event_type = (PyTypeObject *)got[0];
+    for (int k = 0; k < N_FIELDS; k++) {
+        PyObject *descr = PyDict_GetItemString(event_type->tp_dict, FIELD_NAMES[k]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "event_type has no slot %s", FIELD_NAMES[k]);
+            return -1;
+        }
+        self->offsets[k] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    Scanner_clear(self);
+    self->event_type = (PyTypeObject *)Py_NewRef(event_type);
+    int count;
+    PyObject ***slots = (PyObject ***)members(self, &count);
+    for (int i = 0; i < count; i++) *slots[i] = Py_NewRef(got[i + 1]);
+    self->last_time = LLONG_MIN, self->last_index = -1;
+    return 0;
+}
+
+/* The k-th smallest (k from 1) of a list of ints, for each k of `ranks`: what
+   checker.stats's nearest-rank percentiles take from a sorted copy, without sorting millions
+   of latencies. Quickselect with a pseudo-random pivot, so that no history of latencies can
+   make it quadratic. Irregular for an item that is no int64 (the caller sorts instead). */
+static PyObject *
+kth_smallest(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *values, *ranks;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &values, &PyTuple_Type, &ranks))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    long long *a = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *a);
+    if (a == NULL) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!int64_of(PyList_GET_ITEM(values, i), &a[i])) {
+            PyMem_Free(a);
+            return irregular(i);
+        }
+    PyObject *found = PyTuple_New(PyTuple_GET_SIZE(ranks));
+    unsigned long long seed = 0x9E3779B97F4A7C15ull;
+    for (Py_ssize_t r = 0; found != NULL && r < PyTuple_GET_SIZE(ranks); r++) {
+        Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(ranks, r)) - 1;
+        if (k < 0 || k >= n) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "rank out of range");
+            Py_CLEAR(found);
+            break;
+        }
+        Py_ssize_t lo = 0, hi = n - 1;
+        while (lo < hi) { /* a[k] ends up where a sorted copy has it */
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            long long pivot = a[lo + (Py_ssize_t)(seed % (unsigned long long)(hi - lo + 1))];
+            Py_ssize_t i = lo, j = hi;
+            while (i <= j) {
+                while (a[i] < pivot) i++;
+                while (a[j] > pivot) j--;
+                if (i <= j) {
+                    long long swap = a[i];
+                    a[i++] = a[j], a[j--] = swap;
+                }
+            }
+            if (k <= j) hi = j;
+            else if (k >= i) lo = i;
+            else break;
+        }
+        PyTuple_SET_ITEM(found, r, PyLong_FromLongLong(a[k]));
+    }
+    PyMem_Free(a);
+    return found;
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"feed", (PyCFunction)Scanner_feed, METH_O, "Digest one batch (a list of events)."},
+    {"totals", (PyCFunction)Scanner_totals, METH_NOARGS, "The counts kept in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "checker._scan.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "digest.py's event loop over batches of events, into the caller's containers.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_traverse = (traverseproc)Scanner_traverse,
+    .tp_clear = (inquiry)Scanner_clear,
+    .tp_methods = Scanner_methods,
+};
+
+static PyMethodDef module_methods[] = {
+    {"kth_smallest", kth_smallest, METH_VARARGS,
+     "kth_smallest(values: list[int], ranks: tuple[int, ...]) -> tuple[int, ...]"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "checker._scan",
+    "The digest's event loop in C (see checker/digest.py).", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__scan(void)
+{
+    PyObject **interned[] = {&s_nemesis, &s_to, &s_ttl_ms, &s_deadline, &s_depth, &s_grants,
+                             &s_fencing, &s_planned_end, &s_occupancy, &s_highest, &s_accepted,
+                             &s_invokes, &s_dones};
+    const char *texts[] = {"nemesis", "to", "ttl_ms", "deadline", "depth", "grants", "fencing",
+                           "planned_end", "occupancy", "highest", "accepted", "invokes", "dones"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        if ((*interned[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
+    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Irregular = PyErr_NewExceptionWithDoc(
+        "checker._scan.Irregular", "An event this loop does not take: digest it in Python.",
+        NULL, NULL);
+    OutOfOrder = PyErr_NewExceptionWithDoc(
+        "checker._scan.OutOfOrder", "A file's batch out of order: read it checked for the line.",
+        NULL, NULL);
+    if (Irregular == NULL || OutOfOrder == NULL ||
+        PyModule_AddObjectRef(m, "Irregular", Irregular) < 0 ||
+        PyModule_AddObjectRef(m, "OutOfOrder", OutOfOrder) < 0 ||
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

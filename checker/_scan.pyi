@@ -1,0 +1,37 @@
+# checker/_scan.c, for type checkers.
+from collections.abc import Callable
+from typing import Any
+
+class Irregular(Exception): ...
+class OutOfOrder(Exception): ...
+
+class Scanner:
+    def __init__(
+        self,
+        ordered: bool,
+        event_type: type,
+        held: dict[Any, Any],
+        extended: dict[Any, Any],
+        invoked: dict[Any, Any],
+        last: dict[Any, Any],
+        pending: dict[Any, Any],
+        by_key: dict[Any, Any],
+        latencies: list[int],
+        ok_latencies: list[int],
+        holding: set[Any],
+        nested_release: set[Any],
+        sections: list[Any],
+        resource_errors: list[Any],
+        key_attempts: Callable[[], Any],
+        take_answer: Callable[..., Any],
+        on_failover: Callable[..., Any],
+        int_field: Callable[..., Any],
+        names_field: Callable[..., Any],
+        depth_of: Callable[..., Any],
+        section: Callable[..., Any],
+        unset: object,
+    ) -> None: ...
+    def feed(self, batch: list[Any]) -> None: ...
+    def totals(self) -> dict[str, int]: ...
+
+def kth_smallest(values: list[int], ranks: tuple[int, ...]) -> tuple[int, ...]: ...

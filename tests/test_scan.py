@@ -1,0 +1,188 @@
+"""The digest's loop in C (checker/_scan.c) gives what its definition, the Python loop in
+checker/digest.py, gives: on random histories with every kind of event, outcome, nesting
+and value (including values of the wrong type, where both must raise the same error), as
+a list and as a file, in order and not."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checker import digest as digest_module
+from checker.digest import Digest, _c_digest, _python_digest, digest
+from checker.stats import _latency_ms, percentile
+from core.history import Event, EventType, HistoryError, HistoryFile, write_history
+
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
+
+def test_the_c_loop_is_built() -> None:
+    # pip install builds it (setup.py); a build that failed would only make checks slow,
+    # so say so here rather than in a benchmark.
+    assert digest_module._scan is not None
+
+
+def plain(d: Digest) -> dict[str, Any]:
+    """A digest as comparable data (KeyAttempts has no equality of its own)."""
+    out = dict(vars(d))
+    out["attempts"] = {
+        **vars(d.attempts),
+        "by_key": {k: (a.invokes, a.dones, a.ttl_ms) for k, a in d.attempts.by_key.items()},
+    }
+    out["resource"] = vars(d.resource)
+    return out
+
+
+def outcome(run: Any, history: Any) -> tuple[str, Any]:
+    try:
+        return "digest", plain(run(history))
+    except HistoryError as e:  # BadValue too
+        return type(e).__name__, str(e)
+
+
+# Values of the right type, at the edges the rules care about (depth 1 or more, one
+# occupant or more), and of each wrong type a reader lets through (JSON). One history in
+# four may hold wrong ones: both loops must then raise the same error.
+WRONG = [True, "1", 1.5, [1], {"a": 1}, -(2**70), 2**70]
+INTS = [None, 0, 1, 2, 3, -1, 2**63]
+DEPTHS = [None, 1, 1, 2, 3, 2**63]  # below 1 is wrong: among WRONG
+NAMES = [None, [], ["n1"], ["n1", "n2"]]
+BOOLS = [None, True, False]
+FIELDS: dict[str, dict[str, list[Any]]] = {
+    "acquire": {"ttl_ms": INTS, "deadline": INTS, "depth": DEPTHS, "grants": NAMES,
+                "fencing": INTS},
+    "release": {"depth": DEPTHS, "planned_end": INTS},
+    "extend": {"deadline": INTS},
+    "enter": {"occupancy": INTS, "others": NAMES, "fencing": INTS, "highest": INTS,
+              "accepted": BOOLS},
+    "exit": {"occupancy": INTS, "fencing": INTS, "highest": INTS, "accepted": BOOLS},
+    "other": {"x": INTS},
+}  # fmt: skip
+
+
+@st.composite
+def values(draw: st.DrawFn, f: str, wrong: bool) -> dict[str, Any] | None:
+    if draw(st.integers(0, 3)) == 0:
+        return None
+    fields = FIELDS[f]
+    chosen = draw(st.lists(st.sampled_from(sorted(fields)), max_size=len(fields), unique=True))
+    bad = [*WRONG, 0, -1, ["n1", 2]] if wrong else []
+    return {name: draw(st.sampled_from(fields[name] + bad)) for name in chosen}
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Event]:
+    """Events of every kind by a few processes on two keys and no key, with few tokens (so
+    leases repeat and nest), times with ties, and nemesis events that may be failovers."""
+    events = []
+    t = 0
+    wrong = draw(st.integers(0, 3)) == 0
+    for index in range(draw(st.integers(0, 40))):
+        t += draw(st.integers(0, 2))
+        if draw(st.integers(0, 9)) == 0:
+            kind: EventType = draw(st.sampled_from(["invoke", "info"]))
+            value = draw(
+                st.sampled_from(
+                    [
+                        None,
+                        {"to": "n2"},
+                        {"to": "n2", "kind": "promote"},
+                        {"to": "n3", "began": "x"},
+                    ]
+                )
+            )
+            fault = draw(st.sampled_from(["failover", "kill", "promote"]))
+            events.append(Event(index, "nemesis", kind, fault, t, t, None, None, value))
+            continue
+        f = draw(st.sampled_from(["acquire", "acquire", "release", "extend", "enter", "exit", "x"]))
+        events.append(
+            Event(
+                index,
+                draw(st.integers(0, 3)),
+                draw(st.sampled_from(["invoke", "invoke", "ok", "ok", "fail", "info"])),
+                f,
+                t,
+                t,
+                draw(st.sampled_from(["k0", "k1", None])),
+                draw(st.sampled_from(["a", "b", None])),
+                draw(values(f if f in FIELDS else "other", wrong)),
+            )
+        )
+    return events
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_the_c_loop_agrees_with_the_python_loop(events: list[Event]) -> None:
+    assert outcome(_c_digest, events) == outcome(_python_digest, events)
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.randoms(use_true_random=False))
+def test_they_agree_on_lists_in_any_order(events: list[Event], random: Any) -> None:
+    random.shuffle(events)  # a list is digested in its order, whatever the times
+    assert outcome(_c_digest, events) == outcome(_python_digest, events)
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories(), st.booleans(), st.integers(0, 10**6), st.integers(0, 10**6))
+def test_they_agree_on_files_in_order_or_not(
+    events: list[Event], swap: bool, first: int, second: int
+) -> None:
+    if events and swap:  # an order the reader may refuse
+        i, j = first % len(events), second % len(events)
+        events[i], events[j] = events[j], events[i]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "history.jsonl"
+        write_history(path, events)
+        history = HistoryFile(path)
+        assert outcome(digest, history) == outcome(_python_digest, history)
+
+
+def test_an_event_of_another_shape_is_digested_in_python() -> None:
+    # Events made by hand are not checked by msgspec: a float time is not what the reader
+    # gives, so the C loop declines the history and the Python loop reads it all.
+    events = [
+        Event(0, 1, "invoke", "acquire", 0, 0, "k", None, {"ttl_ms": 100}),
+        Event(1, 1, "ok", "acquire", 1.5, 0, "k", "t", None),  # type: ignore[arg-type]
+    ]
+    assert digest_module._scan is not None
+    with pytest.raises(digest_module._scan.Irregular):
+        _c_digest(events)
+    assert plain(digest(events)) == plain(_python_digest(events))
+    assert digest(events).sections[0].start == 1.5
+
+
+def test_an_out_of_order_file_is_refused_with_its_line(tmp_path: Path) -> None:
+    lines = [
+        {"index": 0, "process": 1, "type": "invoke", "f": "acquire", "time": 5},
+        {"index": 1, "process": 1, "type": "ok", "f": "acquire", "time": 3, "token": "t"},
+    ]
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(HistoryError, match=r"history.jsonl:2: time 3 is before"):
+        digest(HistoryFile(path))
+
+
+def test_the_same_error_names_the_same_event() -> None:
+    events = [
+        Event(0, 1, "invoke", "acquire", 0, 0, "k", None, {"ttl_ms": "100"}),
+    ]
+    with pytest.raises(HistoryError, match=r"event 0 \(acquire invoke\): value.ttl_ms"):
+        _c_digest(events)
+    assert msgspec.json.encode(events)  # the events themselves are fine to write
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-5, 5), st.integers(-(2**64), 2**64)), max_size=60))
+def test_latency_percentiles_are_the_sorted_copys_nearest_ranks(latencies: list[int]) -> None:
+    ordered = sorted(latencies)
+    expected = tuple(percentile(ordered, p) for p in (50, 99))
+    assert _latency_ms(latencies) == tuple(None if v is None else v / 1e6 for v in expected)
