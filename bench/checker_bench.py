@@ -237,9 +237,12 @@ def run(events: int = EVENTS, repeats: int = REPEATS, conclude: bool = True) -> 
 
 def describe(report: dict[str, Any]) -> list[str]:
     r = report
+    from checker.digest import _scan  # what the children ran: the same venv
+
+    loop = "C (checker/_scan.c)" if _scan is not None else "Python (the C loop is not built)"
     return [
         f"checker: {r['events']:,} events ({r['file_mb']:.0f} MB), median of {r['repeats']}, "
-        f"verdict {r['verdict']}",
+        f"verdict {r['verdict']}, digest loop in {loop}",
         f"  lockharness check  {r['check_s']:.2f} s  peak {r['check_rss_mb']:.0f} MB",
         f"  json.loads a line  {r['json_s']:.2f} s  peak {r['json_rss_mb']:.0f} MB",
         f"  msgspec alone      {r['msgspec_s']:.2f} s  peak {r['msgspec_rss_mb']:.0f} MB",
