@@ -642,9 +642,215 @@ static PyTypeObject ScannerType = {
     .tp_methods = Scanner_methods,
 };
 
+/* ---- the sweeps over one key's sections (checker.mutex, checker.fencing, checker.liveness)
+   Each follows its Python function, which stays the definition; they read a section's int
+   fields into arrays and sort them with the list position as the last key, which is what
+   Python's stable sort gives. A field that is no int64 (sections made by hand) raises
+   Irregular, and the Python function runs instead. */
+
+enum { S_START, S_END, S_FENCING, S_INDEX, S_INVOKED, S_PROCESS, N_SECTION_FIELDS };
+static const char *const SECTION_FIELDS[N_SECTION_FIELDS] = {
+    "start", "end", "fencing", "acquire_index", "invoked", "process",
+};
+
+typedef struct {
+    long long a, b, c;
+    Py_ssize_t pos;
+} SortKey;
+
+static int
+by_key(const void *x, const void *y)
+{
+    const SortKey *p = x, *q = y;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    if (p->b != q->b) return p->b < q->b ? -1 : 1;
+    if (p->c != q->c) return p->c < q->c ? -1 : 1;
+    return p->pos < q->pos ? -1 : p->pos > q->pos;
+}
+
+/* The columns of `sections`: col[field][i]; fencing None reads as 0 (the sweep's `or 0`). */
+static long long *
+columns(PyObject *section_type, PyObject *sections, Py_ssize_t *n)
+{
+    Py_ssize_t offsets[N_SECTION_FIELDS];
+    PyObject *dict = ((PyTypeObject *)section_type)->tp_dict;
+    for (int k = 0; k < N_SECTION_FIELDS; k++) {
+        PyObject *descr = PyDict_GetItemString(dict, SECTION_FIELDS[k]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "section type has no slot %s", SECTION_FIELDS[k]);
+            return NULL;
+        }
+        offsets[k] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    *n = PyList_GET_SIZE(sections);
+    long long *col = PyMem_Malloc(sizeof *col * N_SECTION_FIELDS * (size_t)(*n ? *n : 1));
+    if (col == NULL) return (long long *)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *section = PyList_GET_ITEM(sections, i);
+        if (!Py_IS_TYPE(section, (PyTypeObject *)section_type)) goto irregular;
+        for (int k = 0; k < N_SECTION_FIELDS; k++) {
+            PyObject *v = *(PyObject **)((char *)section + offsets[k]);
+            long long *cell = &col[k * *n + i];
+            if (v == NULL) goto irregular;
+            if (k == S_FENCING && v == Py_None) *cell = 0;
+            else if (!int64_of(v, cell)) goto irregular;
+        }
+        /* held_until's start + 1 and the sweeps' sums stay inside int64 */
+        if (col[S_START * *n + i] == LLONG_MAX) goto irregular;
+    }
+    return col;
+irregular:
+    PyMem_Free(col);
+    PyErr_SetString(Irregular, "a section of another shape");
+    return NULL;
+}
+
+static SortKey *
+sorted_by(long long *col, Py_ssize_t n, int a, int b, int c)
+{
+    SortKey *keys = PyMem_Malloc(sizeof *keys * (size_t)(n ? n : 1));
+    if (keys == NULL) return (SortKey *)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        keys[i].a = col[a * n + i];
+        keys[i].b = b < 0 ? 0 : col[b * n + i];
+        keys[i].c = c < 0 ? 0 : col[c * n + i];
+        keys[i].pos = i;
+    }
+    qsort(keys, (size_t)n, sizeof *keys, by_key);
+    return keys;
+}
+
+static int
+add_pair(PyObject *pairs, Py_ssize_t first, Py_ssize_t second)
+{
+    PyObject *pair = Py_BuildValue("(nn)", first, second);
+    int r = pair == NULL ? -1 : PyList_Append(pairs, pair);
+    Py_XDECREF(pair);
+    return r;
+}
+
+#define COL(f, i) col[(f) * n + (i)]
+
+/* checker.mutex._check_key: (other, section) positions of each witness, in sweep order. */
+static PyObject *
+overlaps(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *section_type, *sections;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &section_type, &PyList_Type, &sections))
+        return NULL;
+    long long *col = columns(section_type, sections, &n);
+    if (col == NULL) return NULL;
+    SortKey *order = sorted_by(col, n, S_START, S_END, S_INDEX);
+    PyObject *pairs = order == NULL ? NULL : PyList_New(0);
+    Py_ssize_t best = -1, rival = -1;
+    long long best_until = 0, rival_until = 0;
+    for (Py_ssize_t o = 0; pairs != NULL && o < n; o++) {
+        Py_ssize_t s = order[o].pos, other;
+        long long start = COL(S_START, s), end = COL(S_END, s);
+        long long until = end > start ? end : start + 1, other_until;
+        if (best >= 0 && COL(S_PROCESS, best) != COL(S_PROCESS, s))
+            other = best, other_until = best_until;
+        else
+            other = rival, other_until = rival_until;
+        if (other >= 0 && start < other_until && add_pair(pairs, other, s) < 0) Py_CLEAR(pairs);
+        if (best < 0 || COL(S_PROCESS, s) == COL(S_PROCESS, best)) {
+            if (best < 0 || until > best_until) best = s, best_until = until;
+        } else if (until > best_until) {
+            rival = best, rival_until = best_until, best = s, best_until = until;
+        } else if (rival < 0 || until > rival_until) {
+            rival = s, rival_until = until;
+        }
+    }
+    PyMem_Free(order);
+    PyMem_Free(col);
+    return pairs;
+}
+
+/* checker.fencing._out_of_order: (earlier, later) positions of each grant out of order. */
+static PyObject *
+out_of_order(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *section_type, *granted;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &section_type, &PyList_Type, &granted))
+        return NULL;
+    long long *col = columns(section_type, granted, &n);
+    if (col == NULL) return NULL;
+    SortKey *begun = sorted_by(col, n, S_INVOKED, S_INDEX, -1);
+    SortKey *done = begun == NULL ? NULL : sorted_by(col, n, S_START, S_INDEX, -1);
+    PyObject *pairs = done == NULL ? NULL : PyList_New(0);
+    Py_ssize_t top = -1, finished = 0;
+    long long highest = 0;
+    for (Py_ssize_t b = 0; pairs != NULL && b < n; b++) {
+        Py_ssize_t s = begun[b].pos;
+        long long began = COL(S_INVOKED, s);
+        for (; finished < n && COL(S_START, done[finished].pos) < began; finished++) {
+            Py_ssize_t d = done[finished].pos;
+            if (top < 0 || COL(S_FENCING, d) > highest) top = d, highest = COL(S_FENCING, d);
+        }
+        if (top >= 0 && COL(S_FENCING, s) <= highest && add_pair(pairs, top, s) < 0)
+            Py_CLEAR(pairs);
+    }
+    PyMem_Free(begun);
+    PyMem_Free(done);
+    PyMem_Free(col);
+    return pairs;
+}
+
+/* checker.liveness._free, keeping only the periods longer than `bound` (what _stuck looks
+   at): (from, to, open), from -inf for the period before the first section. */
+static PyObject *
+long_free_periods(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *section_type, *sections, *end_object, *bound_object;
+    long long bound, end;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!O!OO", &PyType_Type, &section_type, &PyList_Type, &sections,
+                          &end_object, &bound_object))
+        return NULL;
+    if (!int64_of(end_object, &end) || !int64_of(bound_object, &bound)) return irregular(-1);
+    long long *col = columns(section_type, sections, &n);
+    if (col == NULL) return NULL;
+    SortKey *order = sorted_by(col, n, S_START, -1, -1);
+    PyObject *periods = order == NULL ? NULL : PyList_New(0);
+    int from_start = 1; /* free_from is -inf */
+    long long free_from = 0;
+    for (Py_ssize_t o = 0; periods != NULL && o <= n; o++) {
+        int last = o == n;
+        long long to = last ? end : COL(S_START, order[o].pos);
+        /* from - inf, every period is long; else compare without overflowing */
+        if (from_start || to > free_from) {
+            int long_one = from_start || (free_from < 0 && to > LLONG_MAX + free_from) ||
+                           to - free_from > bound;
+            if (long_one) {
+                PyObject *from = from_start ? PyFloat_FromDouble(-Py_HUGE_VAL)
+                                            : PyLong_FromLongLong(free_from);
+                PyObject *period =
+                    from == NULL ? NULL : Py_BuildValue("(NLO)", from, to, last ? Py_True : Py_False);
+                if (period == NULL || PyList_Append(periods, period) < 0) Py_CLEAR(periods);
+                Py_XDECREF(period);
+            }
+        }
+        if (!last) {
+            long long until = COL(S_END, order[o].pos);
+            if (from_start || until > free_from) free_from = until;
+            from_start = 0;
+        }
+    }
+    PyMem_Free(order);
+    PyMem_Free(col);
+    return periods;
+}
+
 static PyMethodDef module_methods[] = {
     {"kth_smallest", kth_smallest, METH_VARARGS,
      "kth_smallest(values: list[int], ranks: tuple[int, ...]) -> tuple[int, ...]"},
+    {"overlaps", overlaps, METH_VARARGS, "checker.mutex._check_key's witness pairs"},
+    {"out_of_order", out_of_order, METH_VARARGS, "checker.fencing._out_of_order's pairs"},
+    {"long_free_periods", long_free_periods, METH_VARARGS,
+     "checker.liveness._free's periods longer than a bound"},
     {NULL, NULL, 0, NULL},
 };
 

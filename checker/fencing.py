@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from checker.digest import digest
+from checker.digest import _scan, digest  # _scan: the C helpers, or None
 from checker.resource import ResourceView
 from checker.sections import Section
 from core.history import Event
@@ -51,6 +51,12 @@ def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any
     completed before their acquire was invoked; each is compared with that grant, so one
     bad grant is reported once. A sweep: grants by invoke time against the completed ones
     by ok time."""
+    if _scan is not None:
+        try:
+            pairs = _scan.out_of_order(Section, granted)
+            return [_disorder(key, granted[i], granted[j]) for i, j in pairs]
+        except _scan.Irregular:
+            pass  # a section made by hand, of another shape: the sweep below
     begun = sorted(granted, key=_began)
     done = sorted(granted, key=_completed)
     witnesses: list[dict[str, Any]] = []
@@ -64,15 +70,17 @@ def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any
                 top, highest = done[finished], done[finished].fencing or 0
             finished += 1
         if top is not None and (section.fencing or 0) <= highest:
-            witnesses.append(
-                {
-                    "kind": "fencing-out-of-order",
-                    "key": key,
-                    "earlier": _grant(top),
-                    "later": _grant(section),
-                }
-            )
+            witnesses.append(_disorder(key, top, section))
     return witnesses
+
+
+def _disorder(key: str | None, earlier: Section, later: Section) -> dict[str, Any]:
+    return {
+        "kind": "fencing-out-of-order",
+        "key": key,
+        "earlier": _grant(earlier),
+        "later": _grant(later),
+    }
 
 
 def _granted(sections: Iterable[Section]) -> dict[str | None, list[Section]]:

@@ -28,7 +28,7 @@ from operator import attrgetter
 from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
-from checker.digest import digest
+from checker.digest import _scan, digest  # _scan: the C helpers, or None
 from checker.sections import Section
 from core.history import Event
 
@@ -74,7 +74,16 @@ def _stuck(
     """One key's stretches longer than ``bound``; ``end`` is the history's last event."""
     last = attempts.last()
     found = []
-    for free_from, free_to, is_open in _free(sections, end if last == math.inf else last):
+    periods: Iterable[tuple[float, float, bool]] = ()
+    until = end if last == math.inf else last
+    if _scan is not None:
+        try:  # only the periods longer than the bound: the few the loop below looks at
+            periods = _scan.long_free_periods(Section, sections, until, bound)
+        except _scan.Irregular:
+            periods = _free(sections, until)  # a section made by hand, of another shape
+    else:
+        periods = _free(sections, until)
+    for free_from, free_to, is_open in periods:
         if free_to - free_from <= bound:
             continue  # a stretch lies inside its free period: it cannot be longer
         stretch = _stretch(attempts, free_from, free_to)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
+from checker.digest import _scan  # its C helpers, or None where not built
 from checker.sections import Section
 
 
@@ -56,6 +57,14 @@ def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]
     """Sweep by start. Besides the section with the greatest end so far (``best``), keep the
     greatest end among owners other than best's (``rival``), so that a section owned by
     best's owner is still compared with every other owner: exact, and still linear."""
+    if _scan is not None:
+        try:
+            return [
+                _witness(key, sections[i], sections[j])
+                for i, j in _scan.overlaps(Section, sections)
+            ]
+        except _scan.Irregular:
+            pass  # a section made by hand, of another shape: the sweep below
     sections.sort(key=_sweep_order)
     witnesses: list[dict[str, Any]] = []
     best: Section | None = None

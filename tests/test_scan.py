@@ -16,8 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker import digest as digest_module
+from checker import fencing, liveness, mutex, stats
 from checker.digest import Digest, _c_digest, _python_digest, digest
+from checker.resource import ResourceView
+from checker.sections import Section
 from checker.stats import _latency_ms, percentile
+from checker.verdict import check_history
 from core.history import Event, EventType, HistoryError, HistoryFile, write_history
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -186,3 +190,83 @@ def test_latency_percentiles_are_the_sorted_copys_nearest_ranks(latencies: list[
     ordered = sorted(latencies)
     expected = tuple(percentile(ordered, p) for p in (50, 99))
     assert _latency_ms(latencies) == tuple(None if v is None else v / 1e6 for v in expected)
+
+
+CHECKER_MODULES = [digest_module, mutex, fencing, liveness, stats]
+
+
+def without_c(run: Any, *args: Any) -> Any:
+    """``run`` with every checker module's C helpers taken away: the Python definitions."""
+    saved = [module._scan for module in CHECKER_MODULES]
+    try:
+        for module in CHECKER_MODULES:
+            module._scan = None  # type: ignore[attr-defined]
+        return run(*args)
+    finally:
+        for module, scan in zip(CHECKER_MODULES, saved, strict=True):
+            module._scan = scan  # type: ignore[attr-defined]
+
+
+def verdict_of(history: list[Event]) -> tuple[str, Any]:
+    try:
+        return "result", check_history(history).to_dict()
+    except HistoryError as e:
+        return type(e).__name__, str(e)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.randoms(use_true_random=False), st.booleans())
+def test_the_whole_check_agrees_with_the_python_one(
+    events: list[Event], random: Any, shuffled: bool
+) -> None:
+    # The sweeps over sections (overlaps, token order, free periods) too: on the digest's
+    # sections, in order or not, with ties, and bounds from the TTLs drawn.
+    if shuffled:
+        random.shuffle(events)
+    assert verdict_of(events) == without_c(verdict_of, events)
+
+
+def test_the_sweeps_take_sections_of_another_shape_in_python() -> None:
+    made = Section("k", 1, "t", 0.5, 2, None, (), 1, 0, 1, True, 0)  # type: ignore[arg-type]
+    other = Section("k", 2, "u", 1, 3, None, (), 1, 2, 3, True, 1)
+    assert mutex.check_mutual_exclusion([made, other]) == without_c(
+        mutex.check_mutual_exclusion, [made, other]
+    )
+    assert len(mutex.check_mutual_exclusion([made, other])) == 1
+
+
+@st.composite
+def sections(draw: st.DrawFn) -> list[Section]:
+    """Sections straight, denser than a history makes them: several owners on one key,
+    with ties in start, end, invoke time and token."""
+    found = []
+    for index in range(draw(st.integers(0, 12))):
+        start = draw(st.integers(0, 8))
+        found.append(
+            Section(
+                "k",
+                draw(st.integers(0, 3)),
+                None,
+                start,
+                start + draw(st.integers(0, 4)),
+                None,
+                (),
+                draw(st.sampled_from([None, 0, 1, 2, 3])),
+                index,
+                None,
+                False,
+                start - draw(st.integers(0, 3)),
+            )
+        )
+    return found
+
+
+@settings(max_examples=1000, deadline=None)
+@given(sections(), st.randoms(use_true_random=False))
+def test_the_sweeps_agree_with_their_python_definitions(found: list[Section], random: Any) -> None:
+    random.shuffle(found)
+    assert mutex.check_mutual_exclusion(found) == without_c(mutex.check_mutual_exclusion, found)
+    view = ResourceView()
+    assert fencing.check_fencing(sections=found, view=view) == without_c(
+        lambda: fencing.check_fencing(sections=found, view=view)
+    )
