@@ -209,29 +209,31 @@ def stream_batches(
     caller (the C digest checks it as it goes, and reads the file checked to say where)."""
     source = str(path)
     order = _Order(source)
-    base = 0  # the file offset of ``data``
-    rest = b""
+    base = 0  # the file offset of ``buffer``
     try:
         file = path.open("rb", buffering=0)
     except FileNotFoundError:
         raise HistoryError(f"{path}: no such history file") from None
     except OSError as e:
         raise HistoryError(f"{path}: cannot read: {e.strerror or e}") from None
-    with file:
-        while chunk := file.read(_READ_BYTES):
-            data = rest + chunk if rest else chunk
-            cut = data.rfind(b"\n") + 1
-            if len(data) - cut > MAX_LINE_BYTES:
+    # One buffer for the whole file: a line the last read did not end, then the next read.
+    # A fresh MiB for every read came and went through mmap, and faulted its pages in anew.
+    buffer = bytearray(MAX_LINE_BYTES + _READ_BYTES)
+    kept = 0  # bytes at the front of ``buffer``: the start of a line not yet ended
+    with file, memoryview(buffer) as view:
+        while read := file.readinto(view[kept : kept + _READ_BYTES]):
+            filled = kept + read
+            cut = buffer.rfind(b"\n", 0, filled) + 1
+            if filled - cut > MAX_LINE_BYTES:
                 where = f"{path}:{_line_at(path, base + cut)}"
                 raise HistoryError(
                     f"{where}: a line longer than {MAX_LINE_BYTES} bytes; a "
                     "history has one short JSON object a line"
                 )
-            rest = data[cut:]
             start = 0
             while start < cut:
-                end = data.find(b"\n", min(start + _BATCH_BYTES, cut) - 1) + 1
-                body = data[start:end]
+                end = buffer.find(b"\n", min(start + _BATCH_BYTES, cut) - 1, cut) + 1
+                body = bytes(view[start:end])
                 first_line = partial(_line_at, path, base + start)
                 events = _decode_chunk(body, source, first_line)
                 if events:
@@ -239,7 +241,10 @@ def stream_batches(
                         order.check(events, body, first_line)
                     yield events
                 start = end
+            kept = filled - cut
+            buffer[:kept] = buffer[cut:filled]  # a copy first: the two may overlap
             base += cut
+    rest = bytes(buffer[:kept])
     if rest.strip():
         line = _line_at(path, base)
         yield _torn_tail(rest, f"{path}:{line}", order, line, notes)
