@@ -440,6 +440,39 @@ answer(Scanner *self, PyObject *ev, int type, int f)
     return r == NULL ? -1 : 0;
 }
 
+/* digest.py's `last[process] = t` for every client event, once per process a batch: its
+   last event in the batch's order is the one that stays. The loop reads `last` only after
+   the history ends, so this is the same. */
+static int
+note_last(Scanner *self, PyObject **items, Py_ssize_t n)
+{
+    enum { FEW = 64 };
+    long long seen[FEW];
+    int count = 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        PyObject *process = FIELD(self, items[i], PROCESS);
+        long long p;
+        if (!PyLong_CheckExact(process)) continue; /* the nemesis */
+        if (count < FEW && int64_of(process, &p)) {
+            int known = 0;
+            for (int k = 0; k < count && !known; k++) known = seen[k] == p;
+            if (known) continue;
+            seen[count++] = p;
+            if (PyDict_SetItem(self->last, process, FIELD(self, items[i], TIME)) < 0) return -1;
+            continue;
+        }
+        /* many processes in one batch, or one beyond int64: every event, in order */
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *owner = FIELD(self, items[j], PROCESS);
+            if (PyLong_CheckExact(owner) &&
+                PyDict_SetItem(self->last, owner, FIELD(self, items[j], TIME)) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    return 0;
+}
+
 static PyObject *
 Scanner_feed(Scanner *self, PyObject *batch)
 {
@@ -466,7 +499,6 @@ Scanner_feed(Scanner *self, PyObject *batch)
             }
             continue;
         }
-        if (PyDict_SetItem(self->last, process, t) < 0) return NULL;
         switch (f_code(FIELD(self, ev, F))) {
         case F_ACQUIRE: r = acquire(self, ev, type, process, t); break;
         case F_RELEASE: r = release(self, ev, type, process, t); break;
@@ -477,6 +509,7 @@ Scanner_feed(Scanner *self, PyObject *batch)
         }
         if (r < 0) return NULL;
     }
+    if (note_last(self, items, n) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -270,3 +270,16 @@ def test_the_sweeps_agree_with_their_python_definitions(found: list[Section], ra
     assert fencing.check_fencing(sections=found, view=view) == without_c(
         lambda: fencing.check_fencing(sections=found, view=view)
     )
+
+
+@pytest.mark.parametrize("processes", [3, 70])  # 70: more than the C loop notes one by one
+def test_each_process_last_event_ends_its_open_section(processes: int) -> None:
+    events, index = [], 0
+    for t in range(3):
+        for p in [*range(processes), 2**70]:  # 2**70: an owner beyond int64
+            kind: EventType = "ok" if t == 0 else "invoke"
+            events.append(Event(index, p, kind, "acquire" if t == 0 else "x", 10 * t + p % 7, 0))
+            index += 1
+    c, python = _c_digest(events), _python_digest(events)
+    assert plain(c) == plain(python)
+    assert {s.process: s.end for s in c.sections}[1] == 21  # its event at t = 2
