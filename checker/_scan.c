@@ -1,16 +1,21 @@
-/* checker._scan: the digest's event loop (checker/digest.py, `_python_digest`) in C.
+/* checker._scan: the checker's hot loops in C, each beside the Python that defines it.
 
-Why: at a million events the Python loop costs more than msgspec's strict decoding of
-the file, and the checker's speed target (issue 10) leaves no room for it. The Python loop
-stays the definition; this file follows it statement by statement, into the very same
-containers, and tests/test_scan.py holds the two equal on random histories.
+- Scanner: the digest's event loop (checker/digest.py, `_python_digest`);
+- overlaps, out_of_order, long_free_periods: the sweeps over one key's sections
+  (checker.mutex, checker.fencing, checker.liveness);
+- kth_smallest: the nearest-rank latency percentiles (checker.stats).
 
-What it leaves to Python, by calling back: every error message (a value field of the wrong
-type: the helpers raise BadValue as the Python loop does), a fault's failover record, a
-resource answer that says more than "one occupant, no fencing", and new KeyAttempts. An
-event of a shape this loop does not take (not an Event, a field of another type than the
-reader gives) raises Irregular before anything of its batch is read: the caller then
-digests the whole history in Python. */
+Why: at a million events the Python loops cost more than msgspec's strict decoding of the
+file, and the checker's speed target (issue 10) leaves no room for them. The Python stays
+the definition; each function here follows its Python statement by statement, and
+tests/test_scan.py holds the two equal on random histories and sections.
+
+What the loop leaves to Python, by calling back: every error message (a value field of the
+wrong type: the helpers raise BadValue as the Python loop does), a fault's failover record,
+a resource answer that says more than "one occupant, no fencing", and new KeyAttempts. An
+event or section of a shape this code does not take (made by hand: not the reader's types,
+ints beyond int64) raises Irregular, and the caller runs the Python instead, from the start
+of the history or the sections. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

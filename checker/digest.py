@@ -11,6 +11,9 @@ It is one loop, not one pass per module, because on a large history the loop is 
 each event is dispatched once on ``f``. Values the checkers read are type-checked here, as
 they are read: a wrong type is a ``BadValue`` naming the event, the field and what it may
 hold (a grant list given as a number must not quietly become "no grants").
+
+The loop is also written in C (checker/_scan.c), which ``digest`` uses where it is built;
+``_python_digest`` below is the definition, and tests/test_scan.py holds the two equal.
 """
 
 from __future__ import annotations
