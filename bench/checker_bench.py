@@ -101,15 +101,18 @@ def generate(path: Path, events: int = EVENTS, seed: int = 1, run_dir: Path | No
             fencing += 1
             rows, t = _cycle(rng, t, fencing)
             for time, process, kind, f, token, value in rows[: events - index]:
+                # The keys in the order the harness writes them (core.history.Event's
+                # fields), which msgspec decodes about 7% faster than json.dumps's order
+                # here; json.loads takes either alike.
                 event = {
                     "index": index,
                     "process": process,
                     "type": kind,
                     "f": f,
-                    "key": None if process == "nemesis" else KEY,
-                    "token": token,
                     "time": time,
                     "wall": wall0 + time,
+                    "key": None if process == "nemesis" else KEY,
+                    "token": token,
                     "value": value,
                 }
                 line = json.dumps(event, separators=(",", ":")) + "\n"
