@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
 from operator import attrgetter
-from types import ModuleType
 from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
 from checker.failover import failover
+from checker.native import scan as _scan
 from checker.resource import ResourceView, take_answer
 from checker.sections import Section, new_section
 from checker.values import depth_of as _depth
@@ -48,12 +48,6 @@ from core.history import (
     Event,
     HistoryFile,
 )
-
-_scan: ModuleType | None
-try:
-    from checker import _scan  # the loop below in C (checker/_scan.c), built by pip install
-except ImportError:  # pragma: no cover  (a tree without the build: the same answers, slower)
-    _scan = None
 
 _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
 # An open section: its acquire ok, the deadline, grants and token it states, and when

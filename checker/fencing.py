@@ -26,7 +26,8 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from checker.digest import _scan, digest  # _scan: the C helpers, or None
+from checker.digest import digest
+from checker.native import scan as _scan
 from checker.resource import ResourceView
 from checker.sections import Section
 from core.history import Event

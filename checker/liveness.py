@@ -28,7 +28,8 @@ from operator import attrgetter
 from typing import Any
 
 from checker.attempts import Attempts, KeyAttempts
-from checker.digest import _scan, digest  # _scan: the C helpers, or None
+from checker.digest import digest
+from checker.native import scan as _scan
 from checker.sections import Section
 from core.history import Event
 
@@ -50,6 +51,19 @@ def _free(sections: list[Section], end: float) -> Iterable[tuple[float, float, b
         free_from = max(free_from, section.end)
     if end > free_from:
         yield free_from, end, True
+
+
+def _periods(
+    sections: list[Section], end: float, bound: int
+) -> Iterable[tuple[float, float, bool]]:
+    """``_free``'s periods; in C, only those longer than ``bound`` (the few ``_stuck`` looks
+    at), unless the sections are of another shape (made by hand)."""
+    if _scan is not None:
+        try:
+            return _scan.long_free_periods(Section, sections, end, bound)
+        except _scan.Irregular:
+            pass
+    return _free(sections, end)
 
 
 def _stretch(attempts: KeyAttempts, free_from: float, free_to: float) -> tuple[float, int] | None:
@@ -74,16 +88,7 @@ def _stuck(
     """One key's stretches longer than ``bound``; ``end`` is the history's last event."""
     last = attempts.last()
     found = []
-    periods: Iterable[tuple[float, float, bool]] = ()
-    until = end if last == math.inf else last
-    if _scan is not None:
-        try:  # only the periods longer than the bound: the few the loop below looks at
-            periods = _scan.long_free_periods(Section, sections, until, bound)
-        except _scan.Irregular:
-            periods = _free(sections, until)  # a section made by hand, of another shape
-    else:
-        periods = _free(sections, until)
-    for free_from, free_to, is_open in periods:
+    for free_from, free_to, is_open in _periods(sections, end if last == math.inf else last, bound):
         if free_to - free_from <= bound:
             continue  # a stretch lies inside its free period: it cannot be longer
         stretch = _stretch(attempts, free_from, free_to)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from checker.digest import _scan  # its C helpers, or None where not built
+from checker.native import scan as _scan
 from checker.sections import Section
 
 

@@ -6,11 +6,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from checker.digest import (
-    Digest,
-    _scan,  # its C helpers, or None where not built
-    digest,
-)
+from checker.digest import Digest, digest
+from checker.native import scan as _scan
 from checker.sections import Section
 from core.history import FAIL, INFO, INVOKE, OK, Event
 

@@ -185,9 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     # SIGINT, SIGTERM, SIGHUP and SIGQUIT all tear down and exit 130 (core.interrupts).
     install_stop_handlers()
-    args = build_parser().parse_args(argv)
-    console = Console()
-    try:
+    try:  # from here on a stop signal is a KeyboardInterrupt: exit 130, never a traceback
+        args = build_parser().parse_args(argv)
+        console = Console()
         module = importlib.import_module(f"harness.commands.{_COMMANDS[args.command]}")
         return module.command(args, console)
     except LockharnessError as e:

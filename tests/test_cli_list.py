@@ -30,3 +30,28 @@ def test_list_clients_shows_built_ins_and_third_party_adapters(tmp_path: Path) -
     for name in CLIENTS:
         assert f"│ {name} " in done.stdout, name
     assert {"pottery-redlock", "python-redis-lock-renewal", "redlock-fenced"} <= set(CLIENTS)
+
+
+def test_a_stop_signal_while_the_flags_are_read_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The stop handlers turn SIGTERM into KeyboardInterrupt from main's first line; one
+    # that came while argparse ran escaped main and killed Python by SIGINT (CI saw -2).
+    import signal
+
+    from harness import cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = cli.main(["list"])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped main")
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+    assert code == 130
+    assert "interrupted" in capsys.readouterr().err
