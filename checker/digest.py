@@ -311,6 +311,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         section=Section,
         unset=_UNSET,
     )
+    # A file's order is the C loop's to check (OutOfOrder); a list's is any.
     batches = history.batches(checked=False) if isinstance(history, HistoryFile) else [history]
     for batch in batches:
         scanner.feed(batch)

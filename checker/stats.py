@@ -17,18 +17,20 @@ def percentile(values: Sequence[int | float], p: float) -> int | float | None:
     return _nearest_rank(sorted(values), p)
 
 
+def _rank(p: float, count: int) -> int:
+    """The nearest rank of percentile ``p`` among ``count`` values, from 1."""
+    return max(math.ceil(p / 100 * count), 1)
+
+
 def _nearest_rank(ordered: Sequence[int | float], p: float) -> int | float | None:
-    if not ordered:
-        return None
-    rank = max(math.ceil(p / 100 * len(ordered)), 1)
-    return ordered[rank - 1]
+    return ordered[_rank(p, len(ordered)) - 1] if ordered else None
 
 
 def _latency_ms(latencies_ns: list[int]) -> tuple[float | None, float | None]:
     """(p50, p99) in ms: the nearest ranks, selected (in C, when built) or from a sorted copy."""
     if not latencies_ns:
         return None, None
-    ranks = tuple(max(math.ceil(p / 100 * len(latencies_ns)), 1) for p in (50, 99))
+    ranks = (_rank(50, len(latencies_ns)), _rank(99, len(latencies_ns)))
     if _scan is not None:
         try:
             p50, p99 = _scan.kth_smallest(latencies_ns, ranks)
