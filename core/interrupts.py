@@ -9,6 +9,11 @@ Two spans must not be cut at all: starting a child (a KeyboardInterrupt between 
 bookkeeping would lose track of it) and teardown. ``shielded()`` records a signal that
 arrives during them instead of raising; the caller decides what it means afterwards.
 
+Two places would spoil the KeyboardInterrupt, so a signal landing there is delivered
+again a millisecond later: inside exec() of a string (CPython would then die by SIGINT
+at exit although the CLI caught it) and inside a finalizer (Python would drop it, and
+the run would go on as if never told to stop).
+
 Signal dispositions belong to the process, and Python runs handlers in the main thread
 only: this module's state is per process by nature, and shields elsewhere do nothing.
 """
@@ -19,7 +24,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
@@ -41,6 +46,7 @@ class _State:
     installed: bool = False
     raised: bool = False  # the first stop signal has been turned into KeyboardInterrupt
     shields: list[Shield] = field(default_factory=list)
+    previous_unraisablehook: Callable[[sys.UnraisableHookArgs], object] = sys.unraisablehook
 
 
 _state = _State()
@@ -50,6 +56,31 @@ def _say(text: str) -> None:
     # A closed terminal (SIGHUP) must not turn a signal into an error.
     with contextlib.suppress(OSError, ValueError):
         print(f"lockharness: {text}", file=sys.stderr, flush=True)
+
+
+def _inside_exec_of_source(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs within an ``exec()`` or ``eval()`` of a string.
+
+    That is the top-level code of a string (file ``<string>``) called from Python; the
+    top-level code of ``python -c`` has no caller and does not count."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == "<string>" and code.co_name == "<module>" and frame.f_back:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_again(signum: int) -> None:
+    """Send ``signum`` to the main thread again in a millisecond, from another thread.
+
+    From the handler itself it would recur at once, in the same place; a real signal,
+    unlike ``_thread.interrupt_main``, also wakes a main thread blocked in a wait."""
+    main = threading.main_thread().ident
+    assert main is not None
+    again = threading.Timer(0.001, signal.pthread_kill, (main, signum))
+    again.daemon = True
+    again.start()
 
 
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
@@ -62,8 +93,29 @@ def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     if _state.raised:
         _say(f"{name}: already stopping; teardown goes on")
         return
+    if _inside_exec_of_source(frame):
+        # CPython (3.11 at least) marks the process to die by SIGINT at exit once a
+        # KeyboardInterrupt leaves exec() of a string, even when it is caught later (see
+        # gh-128130), and dataclasses make their methods so at every import. Raised a
+        # moment later, the interrupt comes once the exec() has returned.
+        _deliver_again(signum)
+        return
     _state.raised = True
-    raise KeyboardInterrupt(name)
+    stop = KeyboardInterrupt(name)
+    stop.stop_signal = signum  # type: ignore[attr-defined]  # for _on_unraisable
+    raise stop
+
+
+def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    signum = getattr(unraisable.exc_value, "stop_signal", None)
+    if signum is None:
+        _state.previous_unraisablehook(unraisable)
+        return
+    # Python drops what a finalizer raises (a __del__, a weakref callback: urllib3 closing
+    # a pool the garbage collector found), so the stop signal landed in one is lost: the
+    # run would go on and every later signal be taken for a teardown under way.
+    _state.raised = False
+    _deliver_again(signum)
 
 
 def install_stop_handlers() -> None:
@@ -73,6 +125,9 @@ def install_stop_handlers() -> None:
     it down ignored, and the run's own Ctrl-C handling must not depend on that."""
     for signum in STOP_SIGNALS:
         signal.signal(signum, _on_stop_signal)
+    if sys.unraisablehook is not _on_unraisable:
+        _state.previous_unraisablehook = sys.unraisablehook
+        sys.unraisablehook = _on_unraisable
     _state.installed = True
     _state.raised = False
 
