@@ -78,7 +78,12 @@ def _deliver_again(signum: int) -> None:
     unlike ``_thread.interrupt_main``, also wakes a main thread blocked in a wait."""
     main = threading.main_thread().ident
     assert main is not None
-    again = threading.Timer(0.001, signal.pthread_kill, (main, signum))
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the main thread has ended meanwhile
+            signal.pthread_kill(main, signum)
+
+    again = threading.Timer(0.001, send)
     again.daemon = True
     again.start()
 
