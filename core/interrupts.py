@@ -100,9 +100,10 @@ def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
         return
     if _inside_exec_of_source(frame):
         # CPython (3.11 at least) marks the process to die by SIGINT at exit once a
-        # KeyboardInterrupt leaves exec() of a string, even when it is caught later (see
-        # gh-128130), and dataclasses make their methods so at every import. Raised a
-        # moment later, the interrupt comes once the exec() has returned.
+        # KeyboardInterrupt leaves exec() of a string, even when it is caught later (its
+        # _Py_UnhandledKeyboardInterrupt, set there for `python -c`), and dataclasses make
+        # their methods so at every import. Raised a moment later, the interrupt comes
+        # once the exec() has returned.
         _deliver_again(signum)
         return
     _state.raised = True
