@@ -530,28 +530,29 @@ Scanner_totals(Scanner *self, PyObject *Py_UNUSED(ignored))
         self->hi);
 }
 
-static PyObject **
-members(Scanner *self, int *count)
+enum { N_MEMBERS = 20 };
+
+/* The addresses of the Python objects a Scanner holds besides event_type, for traverse and
+ * clear; the array's size makes the compiler refuse a list longer than N_MEMBERS. */
+static void
+members(Scanner *self, PyObject **slots[N_MEMBERS])
 {
-    static PyObject **slots[22];
-    PyObject **all[] = {
+    PyObject **all[N_MEMBERS] = {
         &self->held, &self->extended, &self->invoked, &self->last, &self->pending,
         &self->by_key, &self->latencies, &self->ok_latencies, &self->holding,
         &self->nested_release, &self->sections, &self->resource_errors, &self->key_attempts,
         &self->take_answer, &self->on_failover, &self->int_field, &self->names_field,
         &self->depth_of, &self->section, &self->unset,
     };
-    *count = (int)(sizeof all / sizeof all[0]);
     memcpy(slots, all, sizeof all);
-    return (PyObject **)slots;
 }
 
 static int
 Scanner_traverse(Scanner *self, visitproc visit, void *arg)
 {
-    int count;
-    PyObject ***slots = (PyObject ***)members(self, &count);
-    for (int i = 0; i < count; i++) Py_VISIT(*slots[i]);
+    PyObject **slots[N_MEMBERS];
+    members(self, slots);
+    for (int i = 0; i < N_MEMBERS; i++) Py_VISIT(*slots[i]);
     Py_VISIT(self->event_type);
     return 0;
 }
@@ -559,9 +560,9 @@ Scanner_traverse(Scanner *self, visitproc visit, void *arg)
 static int
 Scanner_clear(Scanner *self)
 {
-    int count;
-    PyObject ***slots = (PyObject ***)members(self, &count);
-    for (int i = 0; i < count; i++) Py_CLEAR(*slots[i]);
+    PyObject **slots[N_MEMBERS];
+    members(self, slots);
+    for (int i = 0; i < N_MEMBERS; i++) Py_CLEAR(*slots[i]);
     Py_CLEAR(self->event_type);
     return 0;
 }
@@ -583,7 +584,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
         "resource_errors", "key_attempts", "take_answer", "on_failover", "int_field",
         "names_field", "depth_of", "section", "unset", NULL,
     };
-    PyObject *got[21];
+    PyObject *got[N_MEMBERS + 1]; /* event_type, then the members in their order */
     if (!PyArg_ParseTupleAndKeywords(
             args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOO", names, &self->ordered,
             &PyType_Type, &got[0], &PyDict_Type, &got[1], &PyDict_Type, &got[2], &PyDict_Type,
@@ -604,9 +605,9 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
     }
     Scanner_clear(self);
     self->event_type = (PyTypeObject *)Py_NewRef(event_type);
-    int count;
-    PyObject ***slots = (PyObject ***)members(self, &count);
-    for (int i = 0; i < count; i++) *slots[i] = Py_NewRef(got[i + 1]);
+    PyObject **slots[N_MEMBERS];
+    members(self, slots);
+    for (int i = 0; i < N_MEMBERS; i++) *slots[i] = Py_NewRef(got[i + 1]);
     self->last_time = LLONG_MIN, self->last_index = -1;
     return 0;
 }

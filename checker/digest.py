@@ -286,9 +286,8 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         if found is not None:
             d.failovers.append(found)
 
-    ordered = isinstance(history, HistoryFile)
     scanner = _scan.Scanner(
-        ordered=ordered,
+        ordered=isinstance(history, HistoryFile),
         event_type=Event,
         held=held,
         extended=extended,
