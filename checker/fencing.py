@@ -29,7 +29,7 @@ from typing import Any
 from checker.digest import digest
 from checker.native import scan as _scan
 from checker.resource import ResourceView
-from checker.sections import Section
+from checker.sections import Section, SectionsByKey, by_key
 from core.history import Event
 
 _completed = attrgetter("start", "acquire_index")
@@ -84,31 +84,32 @@ def _disorder(key: str | None, earlier: Section, later: Section) -> dict[str, An
     }
 
 
-def _granted(sections: Iterable[Section]) -> dict[str | None, list[Section]]:
+def _granted(grouped: SectionsByKey) -> SectionsByKey:
     """Per key, the sections whose acquire ok granted a fencing token. Sections hold
     exactly the outermost oks (nested ones open none), so each is one grant."""
-    granted: dict[str | None, list[Section]] = {}
-    for section in sections:
-        if section.fencing is not None:
-            granted.setdefault(section.key, []).append(section)
-    return granted
+    granted = {
+        key: [s for s in sections if s.fencing is not None] for key, sections in grouped.items()
+    }
+    return {key: sections for key, sections in granted.items() if sections}
 
 
 def check_fencing(
     history: Iterable[Event] = (),
     sections: Iterable[Section] | None = None,
     view: ResourceView | None = None,
+    grouped: SectionsByKey | None = None,
 ) -> dict[str, Any]:
     """``{"fenced", "stale_writes_rejected", "out_of_order", "resource_consistent",
     "stale_writes_accepted"}``; the last is the evidence behind ``resource_consistent``.
 
     ``sections`` and ``view`` are ``critical_sections(history)`` and
-    ``resource_view(history)`` when the caller has them already.
+    ``resource_view(history)`` when the caller has them already, and ``grouped``
+    ``by_key(sections)``.
     """
     if sections is None or view is None:
         found = digest(history)
         sections, view = found.sections, found.resource
-    granted = _granted(sections)
+    granted = _granted(by_key(sections) if grouped is None else grouped)
     out_of_order = [w for key in sorted(granted, key=str) for w in _out_of_order(key, granted[key])]
     return {
         "fenced": view.fenced or bool(granted),

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 from checker.attempts import Attempts, KeyAttempts
 from checker.digest import digest
 from checker.native import scan as _scan
-from checker.sections import Section
+from checker.sections import Section, SectionsByKey, by_key
 from core.history import Event
 
 MS = 1_000_000
@@ -43,7 +42,7 @@ _start = attrgetter("start")
 def _free(sections: list[Section], end: float) -> Iterable[tuple[float, float, bool]]:
     """(from, to, open) of each period of one key when no section was open, in order;
     the last runs to ``end`` and is open: no acquire ok ended it."""
-    sections.sort(key=_start)
+    sections = sorted(sections, key=_start)  # a copy: the list is the caller's
     free_from = -math.inf
     for section in sections:
         if section.start > free_from:
@@ -115,11 +114,13 @@ def check_liveness(
     bound_ns: int | None = None,
     attempts: Attempts | None = None,
     end: int | None = None,
+    grouped: SectionsByKey | None = None,
 ) -> dict[str, Any]:
     """``{"verdict": "stuck"|"ok"|"unknown", "bound_ns", "intervals"}``.
 
     ``sections``, ``attempts`` and ``end`` (the history's last time) come from the
-    caller's digest of ``history`` (checker.digest) when it has one. ``bound_ns`` replaces
+    caller's digest of ``history`` (checker.digest) when it has one, and ``grouped``
+    ``by_key(sections)``. ``bound_ns`` replaces
     the per-key default of 3 x TTL. Unknown: nobody ever tried, or (without a stuck key)
     some key's attempts named no TTL to derive its bound from.
     ``intervals`` holds the stuck stretches, by start; ``open`` marks one that had not
@@ -131,9 +132,8 @@ def check_liveness(
     by_attempts = attempts.by_key
     if not by_attempts:
         return {"verdict": UNKNOWN, "bound_ns": bound_ns, "intervals": []}
-    by_key: defaultdict[str | None, list[Section]] = defaultdict(list)
-    for section in sections:
-        by_key[section.key].append(section)
+    if grouped is None:
+        grouped = by_key(sections)
     intervals: list[dict[str, Any]] = []
     bounds: list[int] = []
     unbounded = False
@@ -146,7 +146,7 @@ def check_liveness(
             unbounded = True
             continue
         bounds.append(bound)
-        intervals.extend(_stuck(key, key_attempts, by_key.get(key, []), bound, end))
+        intervals.extend(_stuck(key, key_attempts, grouped.get(key, []), bound, end))
     intervals.sort(key=lambda i: (i["start"], str(i["key"])))
     verdict = STUCK if intervals else UNKNOWN if unbounded else OK
     return {

@@ -7,7 +7,7 @@ from operator import attrgetter
 from typing import Any
 
 from checker.native import scan as _scan
-from checker.sections import Section
+from checker.sections import Section, SectionsByKey, by_key
 
 
 def _side(section: Section) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]
             ]
         except _scan.Irregular:
             pass  # a section made by hand, of another shape: the sweep below
-    sections.sort(key=_sweep_order)
+    sections = sorted(sections, key=_sweep_order)  # a copy: the list is the caller's
     witnesses: list[dict[str, Any]] = []
     best: Section | None = None
     rival: Section | None = None
@@ -89,18 +89,20 @@ def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]
     return witnesses
 
 
-def check_mutual_exclusion(sections: Iterable[Section]) -> list[dict[str, Any]]:
+def check_mutual_exclusion(
+    sections: Iterable[Section], grouped: SectionsByKey | None = None
+) -> list[dict[str, Any]]:
     """Witnesses of overlapping critical sections of different owners (owner = process).
 
     Two sections overlap when a nanosecond lies in both (checker.sections): touching ones
     (one's release invoked when the next is granted) do not; two granted at one time do.
     Each violating section yields one witness, against the earlier section of another
-    owner that reaches furthest into it.
+    owner that reaches furthest into it. ``grouped``: ``by_key(sections)``, when the caller
+    has it already.
     """
-    by_key: dict[str | None, list[Section]] = {}
-    for section in sections:
-        by_key.setdefault(section.key, []).append(section)
+    if grouped is None:
+        grouped = by_key(sections)
     witnesses: list[dict[str, Any]] = []
-    for key in sorted(by_key, key=str):
-        witnesses.extend(_check_key(key, by_key[key]))
+    for key in sorted(grouped, key=str):
+        witnesses.extend(_check_key(key, grouped[key]))
     return witnesses

@@ -32,7 +32,7 @@ from checker.failover import with_failovers
 from checker.fencing import check_fencing
 from checker.liveness import check_liveness
 from checker.mutex import check_mutual_exclusion
-from checker.sections import Section
+from checker.sections import Section, by_key
 from checker.stats import digest_stats, section_stats
 from core.history import OK, Event
 
@@ -151,15 +151,16 @@ def _check(
 ) -> CheckResult:
     found = digest(history)  # the one pass; the rest works on what it kept
     sections, view = found.sections, found.resource
-    mutex = with_failovers(check_mutual_exclusion(sections), found.failovers)
+    grouped = by_key(sections)  # once, for the three checkers that look at a key at a time
+    mutex = with_failovers(check_mutual_exclusion(sections, grouped), found.failovers)
     # Overlaps that only a late harness caused are excused: they make a run unknown.
     attribution = attribute(mutex, view.occupancy, sections, history)
     mutex, resource = attribution.mutex, attribution.resource
-    fencing = check_fencing(sections=sections, view=view)
+    fencing = check_fencing(sections=sections, view=view, grouped=grouped)
     stats = digest_stats(found)
     stats.update(section_stats(sections))
     end = found.last_time or 0
-    liveness = check_liveness(sections=sections, attempts=found.attempts, end=end)
+    liveness = check_liveness(sections=sections, attempts=found.attempts, end=end, grouped=grouped)
     stats.update(_evidence_counts(liveness, fencing))
     stats.update(_lateness_stats(sections, attribution.excused, view.errors))
     liveness["intervals"] = liveness["intervals"][:cap]

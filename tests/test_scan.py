@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +20,7 @@ from checker import digest as digest_module
 from checker import fencing, liveness, mutex, stats
 from checker.digest import Digest, _c_digest, _python_digest, digest
 from checker.resource import ResourceView
-from checker.sections import Section
+from checker.sections import Section, by_key
 from checker.stats import _latency_ms, percentile
 from checker.verdict import check_history
 from core.history import Event, EventType, HistoryError, HistoryFile, write_history
@@ -282,3 +283,26 @@ def test_each_process_last_event_ends_its_open_section(processes: int) -> None:
     c, python = _c_digest(events), _python_digest(events)
     assert plain(c) == plain(python)
     assert {s.process: s.end for s in c.sections}[1] == 21  # its event at t = 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(sections(), st.lists(st.sampled_from(["k", "j", None]), min_size=12, max_size=12))
+def test_one_grouping_serves_every_sweep_and_is_left_as_it_was(
+    found: list[Section], keys: list[str | None]
+) -> None:
+    found = [msgspec.structs.replace(s, key=k) for s, k in zip(found, keys, strict=False)]
+    grouped = by_key(found)
+    assert {k: [s for s in found if s.key == k] for k in {s.key for s in found}} == grouped
+    kept = {k: list(v) for k, v in grouped.items()}
+    view = ResourceView()
+    alone = mutex.check_mutual_exclusion(found), fencing.check_fencing(sections=found, view=view)
+
+    def sweeps() -> tuple[Any, Any]:
+        return (
+            mutex.check_mutual_exclusion(found, grouped),
+            fencing.check_fencing(sections=found, view=view, grouped=grouped),
+        )
+
+    assert sweeps() == alone
+    assert without_c(sweeps) == alone
+    assert grouped == kept  # the Python sweeps sort copies, not the caller's lists
