@@ -46,7 +46,7 @@ WORKER_TARGETS = ("one", "all", "holders")
 
 Names = str | tuple[str, ...]  # a target word, or node or worker names
 
-# Which names a field takes (msgspec reads only the shape; ``names_problem`` the rest, once
+# Which names a field takes (msgspec reads only the shape; ``Room.names_problem`` the rest, once
 # the cluster and workload are known). The marker is the Meta's `extra`.
 NodeTargets = Annotated[Names, msgspec.Meta(extra={"names": "nodes"})]
 WorkerTargets = Annotated[Names, msgspec.Meta(extra={"names": "workers"})]
@@ -72,43 +72,42 @@ else:
 
 @dataclass(frozen=True)
 class Room:
-    """What a fault may name and rely on: the scenario's cluster and workload."""
+    """What a fault may name and rely on: the scenario's cluster and workload. It says
+    which names a value marked ``names`` may hold (core.typed_input.NameRules)."""
 
     nodes: int = 5
     workers: int = 4
     persistence: str = "none"
     topology: str = "masters"
 
+    def names_allowed(self, kind: str) -> str:
+        words, p, counted_by = _NAMES[kind]
+        n = self.nodes if p == "n" else self.workers
+        names = f"{p}1" if n == 1 else f"{p}1..{p}{n}"
+        noun = {"n": "node", "w": "worker"}[p]
+        return (
+            f"{', '.join(words)}, or a non-empty list of {noun} names {names} "
+            f"({counted_by}) without duplicates"
+        )
 
-def names_allowed(kind: str, room: Room) -> str:
-    words, p, counted_by = _NAMES[kind]
-    n = room.nodes if p == "n" else room.workers
-    names = f"{p}1" if n == 1 else f"{p}1..{p}{n}"
-    noun = {"n": "node", "w": "worker"}[p]
-    return (
-        f"{', '.join(words)}, or a non-empty list of {noun} names {names} "
-        f"({counted_by}) without duplicates"
-    )
-
-
-def names_problem(value: object, kind: str, room: Room) -> str | None:
-    """None if ``value`` names targets of ``kind`` that exist; else "<value> <problem>;
-    allowed: ..."."""
-    words, p, _ = _NAMES[kind]
-    noun = {"n": "node", "w": "worker"}[p]
-    count = room.nodes if p == "n" else room.workers
-    reject = f"; allowed: {names_allowed(kind, room)}"
-    if isinstance(value, str) and value in words:
+    def names_problem(self, value: object, kind: str) -> str | None:
+        """None if ``value`` names targets of ``kind`` that exist; else "<value> <problem>;
+        allowed: ..."."""
+        words, p, _ = _NAMES[kind]
+        noun = {"n": "node", "w": "worker"}[p]
+        count = self.nodes if p == "n" else self.workers
+        reject = f"; allowed: {self.names_allowed(kind)}"
+        if isinstance(value, str) and value in words:
+            return None
+        if not isinstance(value, list | tuple) or not value:
+            return f"{_show(value)} is not a target of {noun}s{reject}"
+        for i, item in enumerate(value):
+            match = isinstance(item, str) and re.fullmatch(rf"{p}([1-9]\d*)", item)
+            if not match or int(match[1]) > count:
+                return f"{_show(item)} is not a {noun} name{reject}"
+            if item in value[:i]:
+                return f"{_show(item)} is listed twice{reject}"
         return None
-    if not isinstance(value, list | tuple) or not value:
-        return f"{_show(value)} is not a target of {noun}s{reject}"
-    for i, item in enumerate(value):
-        match = isinstance(item, str) and re.fullmatch(rf"{p}([1-9]\d*)", item)
-        if not match or int(match[1]) > count:
-            return f"{_show(item)} is not a {noun} name{reject}"
-        if item in value[:i]:
-            return f"{_show(item)} is listed twice{reject}"
-    return None
 
 
 class FaultOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -13,10 +13,10 @@ import yaml
 from faults.clock_faults import ClockStrobeOptions
 from faults.docs import fault_table
 from faults.nemesis import FAULTS
+from faults.plan_doc import FAULT_DOCS
 from faults.registry import FAULT_KINDS, KINDS, style
 from harness.reports.timeline import fault_colour
 from harness.scenario import load_scenario, to_yaml
-from harness.scenario.model import FAULT_DOCS
 from tests.conftest import lockharness
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import BadInput
-from faults.spec import Room
-from harness.scenario import ClientDoc
-from harness.scenario.errors import Invalid
-from harness.scenario.read import convert
+from core.typed_input import Invalid, convert
+from workloads.client_doc import ClientDoc
 
 _ALLOWED = (
     "a built-in client's name, a class (your lock class, imported in the test), "
@@ -77,7 +75,7 @@ def client_doc(client: object, base: Path) -> str | ClientDoc | None:
             program = str(base / program)
         data["command"] = [program, *args]
     try:
-        doc: ClientDoc = convert(data, ClientDoc, Room(), "client")
+        doc: ClientDoc = convert(data, ClientDoc, "client")
     except Invalid as e:
         raise BadInput(f"client=: {e}") from None
     return doc

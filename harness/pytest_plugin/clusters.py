@@ -12,15 +12,14 @@ from typing import Any
 
 from core.errors import BadInput, ClusterError
 from core.interrupts import shielded
+from core.typed_input import Invalid, convert
 from faults.spec import Room
 from harness.backends import build_cluster, check_backend
 from harness.cluster.base import Cluster
 from harness.limits import DEFAULT_BACKEND, MAX_COUNT
 from harness.pytest_plugin.failures import bad_input_fails
 from harness.pytest_plugin.runs import RunPlace
-from harness.scenario.errors import Invalid
 from harness.scenario.model import ClusterSpec
-from harness.scenario.read import convert
 from harness.store import check_store, create_run_dir
 
 CLUSTER_DIR = "lock-cluster"  # the store's directory for fixtures' clusters
@@ -48,7 +47,7 @@ class ClusterFactory:
         """A started cluster of the shape ``cluster`` gives (nodes, persistence, topology,
         sentinels, restart_delay, down_after, failover_timeout: as in a scenario file)."""
         try:
-            spec: ClusterSpec = convert(cluster, ClusterSpec, Room(), "cluster")
+            spec: ClusterSpec = convert(cluster, ClusterSpec, "cluster")
         except Invalid as e:
             raise BadInput(f"lock cluster: {e}") from None
         allowed = f"allowed: 1 to {MAX_COUNT}"

@@ -20,14 +20,14 @@ from typing import Any
 from core.errors import BadInput
 from core.interrupts import shielded
 from core.live import HeldLease
+from core.typed_input import Invalid
 from faults.base import Fault, FaultContext
+from faults.plan_doc import read_fault
 from faults.registry import KINDS
 from faults.spec import NODE_TARGETS, Room
 from harness.cluster.base import Cluster
 from harness.pytest_plugin.clusters import ClusterFactory
 from harness.pytest_plugin.failures import bad_input_fails
-from harness.scenario.errors import Invalid
-from harness.scenario.read import read_fault
 
 # Faults on the harness's worker processes (client-pause, …) have no workers to act on
 # in a test's own workload; the holder targets need the harness's live history of leases.

@@ -2,7 +2,8 @@
 file, the key path, what is allowed and the line; built-ins in harness/scenarios/.
 
 Faults (faults/spec.py shows the YAML) declare their own options and rules
-(faults/registry.py); the scenario schema takes them from there.
+(faults/registry.py), and clients theirs (workloads/registry.py, or the plug-in's class);
+the scenario schema takes them from there.
 """
 
 from __future__ import annotations
@@ -18,23 +19,15 @@ import msgspec
 import yaml
 
 from core.errors import BadInput
-from faults.spec import Room
+from core.typed_input import Invalid, convert, show
+from core.yaml_read import TooMuch, read_yaml
+from faults.plan_doc import workers_named
 from harness.expectation import Expectation
 from harness.limits import MAX_COUNT, MAX_SEED
-from harness.scenario.checks import workers_named
-from harness.scenario.errors import Invalid, show
-from harness.scenario.model import (
-    MAX_RUN_NS,
-    PERSISTENCE_MODES,
-    ClientDoc,
-    ClientSpec,
-    Scenario,
-)
-from harness.scenario.read import convert, read_client, read_scenario
+from harness.scenario.model import MAX_RUN_NS, PERSISTENCE_MODES, Scenario
+from harness.scenario.read import read_scenario
 from harness.scenario.write import json_schema, to_plain, to_yaml
-from harness.scenario.yaml_read import TooMuch, read_yaml
-from workloads.plugins import is_plugin_path
-from workloads.registry import CLIENTS
+from workloads.client_doc import ClientDoc, ClientSpec, switch_client
 
 __all__ = [
     "PERSISTENCE_MODES",
@@ -118,7 +111,7 @@ _T = TypeVar("_T")  # what an override leaves when it is not given
 def _whole(flag: str, value: int | None, current: _T, lo: int, hi: int) -> int | _T:
     if value is None:
         return current
-    return convert(value, Annotated[int, msgspec.Meta(ge=lo, le=hi)], Room(), flag)
+    return convert(value, Annotated[int, msgspec.Meta(ge=lo, le=hi)], flag)
 
 
 def _run_length(value: int | None, current: int) -> int:
@@ -131,32 +124,6 @@ def _run_length(value: int | None, current: int) -> int:
     if value > MAX_RUN_NS:
         raise Invalid("--duration", f"{value // 1_000_000_000}s is too long; {allowed}")
     return value
-
-
-def _switch_client(
-    old: ClientSpec, client: str | ClientDoc, base: Path | None, flag: str
-) -> ClientSpec:
-    """Another client keeps only the options it accepts, with the same kind of value (none
-    of a plug-in's that declares no OPTIONS), unless it comes with options of its own (a
-    ``ClientDoc``, as a scenario's ``client:`` mapping). A plug-in class is looked for as
-    in a scenario file, ``base`` being the scenario's directory."""
-    if isinstance(client, str):
-        plugin = is_plugin_path(client)
-        if not plugin and client not in CLIENTS:
-            allowed = f"{', '.join(CLIENTS)}, or a plug-in class as module:ClassName"
-            raise Invalid(flag, f"{show(client)} is not a lock client; allowed: {allowed}")
-        doc = ClientDoc(class_=client) if plugin else ClientDoc(name=client)
-    else:
-        doc = client
-    try:
-        new = read_client(doc, base)
-    except Invalid as e:
-        raise Invalid(flag, e.reason if e.path == "client.class" else str(e)) from None
-    if doc.options is not None:
-        return new  # its own options, checked against it
-    before, after = old.info().options, new.info().options
-    same = {o for o in before.keys() & after.keys() if before[o][0] == after[o][0]}
-    return dataclasses.replace(new, options={o: v for o, v in old.options.items() if o in same})
 
 
 def _source_dir(s: Scenario) -> Path | None:
@@ -204,7 +171,7 @@ def with_overrides(
             seed=_whole("--seed", seed, s.seed, 0, MAX_SEED),
             client=s.client
             if client is None
-            else _switch_client(s.client, client, _source_dir(s), client_flag),
+            else switch_client(s.client, client, _source_dir(s), client_flag),
             workload=msgspec.structs.replace(
                 w,
                 workers=new_workers,

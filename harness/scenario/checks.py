@@ -1,54 +1,17 @@
-"""Rules across keys: each broken one is (key path, reason), the reason ending with what is
-allowed; for the built scenario, or for one fault and the room it runs in."""
+"""Rules across keys of a built scenario: each broken one is (key path, reason), the reason
+ending with what is allowed (a fault's own, against its room: faults.plan_doc)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, get_args, get_origin
-
-import msgspec
 
 from core.durations import format_duration as shown
-from faults.base import Fault
-from faults.registry import KINDS
 from faults.schedule import MAX_OCCURRENCES, slot_count
-from faults.spec import NODE_TARGETS, REPLICATED_TARGETS, FaultPlan, FaultSpec, Room, names_problem
 from harness.scenario.model import Scenario
 from workloads.registry import CLIENTS
 
-Problems = Iterator[tuple[str, str]]
 
-
-def name_fields(fault: type[Fault]) -> Iterator[tuple[str, str]]:
-    """(option, names kind) for each option of a kind typed with faults.spec's markers."""
-    for f in msgspec.structs.fields(fault.Options):
-        metas = get_args(f.type)[1:] if get_origin(f.type) is Annotated else ()
-        kinds = [m.extra["names"] for m in metas if (m.extra or {}).get("names")]
-        if kinds:
-            yield f.name, kinds[0]
-
-
-def fault_problems(f: FaultSpec, room: Room) -> Problems:
-    """Keys relative to the fault: what does not fit the scenario."""
-    cls = KINDS[f.kind]
-    if (problem := names_problem(f.targets, cls.target_kind, room)) is not None:
-        yield "targets", problem
-    for option, kind in name_fields(cls):
-        if (problem := names_problem(getattr(f.options, option), kind, room)) is not None:
-            yield f"options.{option}", problem
-    if room.topology != "replicated":  # masters, replicas and shared links
-        why = "needs cluster.topology: replicated"
-        if cls.replicated_only:
-            yield "kind", f"{f.kind} {why}"
-        if cls.target_kind == "nodes" and f.targets in REPLICATED_TARGETS:
-            words = ", ".join(t for t in NODE_TARGETS if t not in REPLICATED_TARGETS)
-            yield "targets", f"{f.targets} {why}; allowed here: {words}, or node names"
-    for rule in cls.rules:
-        if (broken := rule(f, room)) is not None:
-            yield broken
-
-
-def scenario_problems(s: Scenario) -> Problems:
+def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
     """In the order they are reported."""
     w, nodes, client = s.workload, s.cluster.nodes, s.client.name
     for low, high in (("hold_min", "hold_max"), ("retry_delay_min", "retry_delay_max")):
@@ -102,16 +65,3 @@ def scenario_problems(s: Scenario) -> Problems:
             why += " occurrences in a run (a longer every, or a shorter duration)"
             yield f"faults[{i}].every", why
             return
-
-
-def workers_named(plan: FaultPlan) -> Iterator[tuple[int, str]]:
-    """(worker number, fault name) for each worker a fault names: targets or options."""
-    kinds = {f.name: KINDS[f.kind] for f in plan.faults}
-    named: list[tuple[str, object]] = [(f.name, f.targets) for f in plan.faults]
-    named += [(e.fault, e.targets) for e in plan.timeline if e.fault in kinds]
-    named = [(name, value) for name, value in named if kinds[name].target_kind == "workers"]
-    for f in plan.faults:
-        named += [(f.name, getattr(f.options, option)) for option, _ in name_fields(kinds[f.name])]
-    for fault, value in named:
-        if isinstance(value, tuple):  # not a word such as "all", nor None (the fault's own)
-            yield from ((int(w.removeprefix("w")), fault) for w in value)

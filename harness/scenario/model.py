@@ -4,31 +4,16 @@ names), and the resolved Scenario the harness runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import msgspec
 from msgspec import Meta
 
 from core.durations import duration_type
-from faults.base import Fault
-from faults.registry import KINDS
-from faults.spec import (
-    Delay,
-    Every,
-    FaultOptions,
-    FaultPlan,
-    Length,
-    NodeTargets,
-    TimelineEntry,
-    WorkerTargets,
-)
-from harness.expectation import (
-    EXPECTATIONS,
-    LIVENESS_EXPECTATIONS,
-    RESOURCE_EXPECTATIONS,
-    TOKEN_EXPECTATIONS,
-    Expectation,
-)
+from core.typed_input import Text
+from faults.plan_doc import FAULTS_META, TIMELINE_META, FaultDoc
+from faults.spec import Delay, FaultPlan, TimelineEntry
+from harness.expectation import Expect, Expectation
 from harness.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -38,10 +23,7 @@ from harness.limits import (
     MAX_SEED,
 )
 from harness.store import NAME_PATTERN, NAME_RULE
-from workloads.client_info import ClientInfo
-from workloads.plugins import is_plugin_path
-from workloads.programs import command_client
-from workloads.registry import CLIENTS, client_info
+from workloads.client_doc import CLIENT_META, ClientDoc, ClientName, ClientSpec, Timeout
 
 Persistence = Literal["none", "aof-always", "aof-everysec"]
 Topology = Literal["masters", "replicated"]
@@ -56,33 +38,16 @@ if TYPE_CHECKING:
     # int or str each value is.
     RunLength = int
     Ttl = int
-    Timeout = int
-    Safety = str
-    Liveness = str
-    Resource = str
-    Tokens = str
-    ExpectName = str
-    ClientName = str
     Backend = str
 else:
     RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
     Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
-    Timeout = duration_type("Timeout", positive=True)
-    Safety = Literal[(*EXPECTATIONS, "unknown")]
-    Liveness = Literal[LIVENESS_EXPECTATIONS]
-    Resource = Literal[RESOURCE_EXPECTATIONS]
-    Tokens = Literal[TOKEN_EXPECTATIONS]
-    ExpectName = Literal[EXPECTATIONS]
-    ClientName = Literal[tuple(CLIENTS)]
     Backend = Literal[BACKENDS]
 Count = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
-Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"})]
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
 # let a final newline through).
 _END = r"(?![\s\S])"
 RunName = Annotated[str, Meta(pattern=rf"^(?:{NAME_PATTERN}){_END}", extra={"allowed": NAME_RULE})]
-_NAME_CHARS = {"allowed": "letters, digits, '.', '_' and '-'"}
-FaultName = Annotated[str, Meta(pattern=rf"^[A-Za-z0-9._-]+{_END}", extra=_NAME_CHARS)]
 Image = Annotated[str, Meta(pattern=rf"^(?:{IMAGE_PATTERN}){_END}", extra={"allowed": IMAGE_RULE})]
 
 
@@ -119,29 +84,6 @@ class WorkloadSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     extend: bool = False  # sections extend their lease while the hold goes on
 
 
-@dataclass(frozen=True)
-class ClientSpec:
-    name: str  # a built-in client, or a plug-in class as "module:ClassName"
-    options: dict[str, object] = field(default_factory=dict)  # durations as int ns
-    # A plug-in: the directories (absolute) its module is imported from, ahead of
-    # sys.path, here and in the workers (empty: from sys.path). Empty for a built-in.
-    path: tuple[str, ...] = ()
-    # A program in any language (docs/client-protocol.md): its argv, the program made
-    # absolute when given relative to the scenario file. Empty for a class.
-    command: tuple[str, ...] = ()
-
-    @property
-    def plugin(self) -> bool:
-        # A program's name ("command:prog") has a colon too, but it is no class.
-        return is_plugin_path(self.name) and not self.command
-
-    def info(self) -> ClientInfo:
-        """What the registry knows of it; a plug-in's class was checked when it was read."""
-        if self.command:
-            return command_client(self.command)
-        return client_info(self.name, self.path)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
     name: str
@@ -175,81 +117,6 @@ class Scenario:
         return self.expectation.liveness
 
 
-# ---- the file's shape beyond the specs -------------------------------------------------------
-
-EXPECT_ALLOWED = (
-    f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
-    f"({', '.join(EXPECTATIONS)}; or unknown with liveness stuck), liveness "
-    f"({', '.join(LIVENESS_EXPECTATIONS)}), resource ({', '.join(RESOURCE_EXPECTATIONS)}) "
-    f"and tokens ({', '.join(TOKEN_EXPECTATIONS)})"
-)
-CLIENT_ALLOWED = (
-    f"a client name ({', '.join(CLIENTS)}) or a mapping with keys name, options; "
-    "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options; "
-    "for a program in any language, a mapping with keys command ([program, args...]), options"
-)
-
-
-class ExpectDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    safety: Safety = "valid"
-    liveness: Liveness | None = None
-    resource: Resource | None = None
-    tokens: Tokens | None = None
-
-
-_NOT_EXPECTATION = {"allowed": EXPECT_ALLOWED, "problem": "is not an expectation"}
-Expect = Annotated[ExpectName | ExpectDoc, Meta(extra=_NOT_EXPECTATION)]
-
-
-class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    name: ClientName | None = None
-    options: dict[str, Any] | None = None
-    class_: Text | None = msgspec.field(name="class", default=None)  # "module:ClassName"
-    path: str | list[str] | None = None  # a plug-in's module directories
-    command: list[Text] | None = None  # a program speaking docs/client-protocol.md
-
-
-class _FaultDoc(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind"
-):
-    name: FaultName | None = None  # None: the kind
-    targets: NodeTargets = "one"
-    every_ns: Every | None = msgspec.field(name="every", default=None)
-    duration_ns: Length = msgspec.field(name="duration", default=1 * _S)
-    start_after_ns: Delay = msgspec.field(name="start_after", default=0)
-    probability: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
-    options: FaultOptions | None = None  # None: every option's default
-
-
-def _fault_doc(kind: str, cls: type[Fault]) -> type[_FaultDoc]:
-    """A kind's Struct, tagged by `kind`: its targets, its own Options, its aliases."""
-    fields = [
-        ("targets", WorkerTargets if cls.target_kind == "workers" else NodeTargets, "one"),
-        ("options", cls.Options | None, None),
-        *((alias, Length | None, None) for alias in cls.aliases),
-    ]
-    # frozen and forbid_unknown_fields come with the base
-    doc = msgspec.defstruct(
-        f"{cls.__name__}Fault", fields, bases=(_FaultDoc,), tag=kind, kw_only=True
-    )
-    return cast("type[_FaultDoc]", doc)
-
-
-FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in KINDS.items()}
-if TYPE_CHECKING:
-    FaultDoc = _FaultDoc  # what every kind's Struct is
-else:
-    FaultDoc = Union[tuple(FAULT_DOCS.values())]  # noqa: UP007  (built from a tuple)
-FAULT_KEYS = ", ".join(["kind", *(f.encode_name for f in msgspec.structs.fields(_FaultDoc))])
-ENTRY_KEYS = ", ".join(f.encode_name for f in msgspec.structs.fields(TimelineEntry))
-_NOT_CLIENT = {"allowed": CLIENT_ALLOWED, "problem": "is not a client"}
-_FAULTS = {"allowed": f"a list of faults, each a mapping with keys {FAULT_KEYS}"}
-_TIMELINE = {
-    "allowed": "a list of entries, each [at, fault], [at, fault, targets] or a mapping with "
-    f"keys {ENTRY_KEYS}"
-}
-
-
 class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A scenario file (harness/scenario.schema.json is this, as JSON Schema)."""
 
@@ -260,8 +127,8 @@ class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     seed: Annotated[int, Meta(ge=0, le=MAX_SEED)] | None = None
     backend: Backend = DEFAULT_BACKEND  # local processes, or Docker Compose containers
     cluster: ClusterSpec = ClusterSpec()
-    client: Annotated[str | ClientDoc, Meta(extra=_NOT_CLIENT)]
+    client: Annotated[str | ClientDoc, CLIENT_META]
     workload: WorkloadSpec = WorkloadSpec()
-    faults: Annotated[list[FaultDoc] | None, Meta(extra=_FAULTS)] = None
-    timeline: Annotated[list[TimelineEntry] | None, Meta(extra=_TIMELINE)] = None
+    faults: Annotated[list[FaultDoc] | None, FAULTS_META] = None
+    timeline: Annotated[list[TimelineEntry] | None, TIMELINE_META] = None
     expect_clients: dict[ClientName, Expect] = {}

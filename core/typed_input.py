@@ -1,19 +1,46 @@
-"""Messages for bad scenarios: the key path, the value as written, the problem, and what is
-allowed, whichever part found it (msgspec, or a rule across keys)."""
+"""Untyped input (a parsed YAML or JSON document, a marker's keywords) read into typed
+values by msgspec, with messages that say the key path, the value as written, the problem
+and what is allowed: whichever part found it (msgspec, or a rule across keys).
+
+Meta ``extra`` says what msgspec cannot: ``allowed`` and ``problem`` replace the words
+made from the type, and ``names`` marks a value whose names are checked by the reader's
+``NameRules`` (which nodes and workers exist is known only where the input is read).
+"""
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
-from typing import Any, Literal, cast, get_args, get_origin
+from typing import Annotated, Any, Literal, Protocol, cast, get_args, get_origin
 
 import msgspec
+from msgspec import Meta
 from msgspec import inspect as mi
 
-from core.durations import Duration
+from core.durations import Duration, format_duration, format_signed_duration
 from core.durations import _show as show
-from faults.spec import Room, names_allowed, names_problem
+
+Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"})]
+
+
+class NameRules(Protocol):
+    """What a value marked ``names`` may hold, as words: faults.spec.Room."""
+
+    def names_allowed(self, kind: str) -> str: ...
+
+    def names_problem(self, value: object, kind: str) -> str | None: ...
+
+
+class _NoNames:
+    """Input with no ``names`` marker in its type."""
+
+    def names_allowed(self, kind: str) -> str:
+        raise AssertionError(f"a {kind} names marker read without NameRules")
+
+    def names_problem(self, value: object, kind: str) -> str | None:
+        raise AssertionError(f"a {kind} names marker read without NameRules")
 
 
 class Invalid(Exception):
@@ -109,12 +136,12 @@ _PLAIN: dict[type, str] = {
 }
 
 
-def allowed(t: Any, room: Room, root: Any = None) -> str:
+def _allowed(t: Any, names: NameRules, root: Any = None) -> str:
     extra = _extra(t)
     if "allowed" in extra:
         return extra["allowed"]
     if "names" in extra:
-        return names_allowed(extra["names"], room)
+        return names.names_allowed(extra["names"])
     t = t.type if isinstance(t, mi.Metadata) else t
     if isinstance(t, _Tags):
         return f"a mapping with keys {_keys(t.members[0])}"
@@ -130,7 +157,7 @@ def allowed(t: Any, room: Room, root: Any = None) -> str:
         return "a number" if t.ge is None else f"a number from {t.ge:g} to {t.le:g}"
     if isinstance(t, mi.UnionType):
         others = [m for m in t.types if not isinstance(m, mi.NoneType)]
-        shown = " or ".join(allowed(m, room, root) for m in others)
+        shown = " or ".join(_allowed(m, names, root) for m in others)
         return shown + (", or null" if len(others) < len(t.types) else "")
     if isinstance(t, mi.CustomType) and issubclass(t.cls, Duration):
         return t.cls.allowed()
@@ -165,7 +192,9 @@ def _problem(t: Any, value: Any) -> str:
     return _PROBLEMS.get(type(t), "is not allowed")
 
 
-def explain(e: msgspec.ValidationError, data: Any, root: Any, room: Room, path: str) -> Invalid:
+def _explain(
+    e: msgspec.ValidationError, data: Any, root: Any, names: NameRules, path: str
+) -> Invalid:
     """An Invalid for msgspec's error ``e`` converting ``data`` to ``root`` (at ``path``)."""
     message, _, where = str(e).partition(" - at `")
     t, value = _resolve(mi.type_info(root), data), data
@@ -192,9 +221,80 @@ def explain(e: msgspec.ValidationError, data: Any, root: Any, room: Room, path: 
         if found[1] == "contains unknown":
             return Invalid(path, "", f"unknown key '{name}'; allowed: {_keys(struct)}")
         field = next(f.type for f in struct.fields if f.encode_name == found[2])
-        return Invalid(name, f"missing; allowed: {allowed(_resolve(field, None), room, root)}")
+        return Invalid(name, f"missing; allowed: {_allowed(_resolve(field, None), names, root)}")
     if "names" in _extra(t):
-        return Invalid(path, str(names_problem(value, _extra(t)["names"], room)))
+        return Invalid(path, str(names.names_problem(value, _extra(t)["names"])))
     if isinstance(t, mi.CustomType):
         return Invalid(path, message)  # its own message (Duration.decode)
-    return Invalid(path, f"{show(value)} {_problem(t, value)}; allowed: {allowed(t, room, root)}")
+    return Invalid(path, f"{show(value)} {_problem(t, value)}; allowed: {_allowed(t, names, root)}")
+
+
+def _decode(cls: type, value: object) -> object:
+    if issubclass(cls, Duration):
+        return cls.decode(value)
+    raise NotImplementedError
+
+
+def convert(data: Any, tp: Any, path: str = "", names: NameRules | None = None) -> Any:
+    """``data`` as a ``tp``, or Invalid at the key path under ``path`` that broke it."""
+    try:
+        return msgspec.convert(data, tp, dec_hook=_decode)
+    except msgspec.ValidationError as e:
+        raise _explain(e, data, tp, names or _NoNames(), path) from None
+
+
+# ---- and back: what reads back to the same typed value ------------------------------------
+
+
+def _duration(tp: Any) -> type[Duration] | None:
+    """The Duration type in an annotation (Annotated, X | None), if any."""
+    if isinstance(tp, type):
+        return tp if issubclass(tp, Duration) else None
+    return next((d for arg in get_args(tp) if (d := _duration(arg)) is not None), None)
+
+
+def plain(value: Any, tp: Any = None) -> Any:
+    """A typed value (``tp``: its annotation) as the plain data ``convert`` reads back to it:
+    Structs as mappings by their encoded names, durations as written ("100ms")."""
+    if value is None:
+        return None
+    if (duration := _duration(tp)) is not None:
+        return duration.encode(value)
+    if isinstance(value, msgspec.Struct):
+        fields = msgspec.structs.fields(value)
+        return {f.encode_name: plain(getattr(value, f.name), f.type) for f in fields}
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _schema_hook(tp: type) -> dict[str, Any]:
+    if issubclass(tp, Duration):
+        return tp.json_schema()
+    raise NotImplementedError
+
+
+def _durations(node: Any) -> Any:
+    """Duration defaults as written ("100ms", not 100000000); drops the marker."""
+    if isinstance(node, list):
+        return [_durations(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    kinds = [n for n in [node, *node.get("anyOf", [])] if isinstance(n, dict) and "x-signed" in n]
+    out = {k: _durations(v) for k, v in node.items() if k != "x-signed"}
+    if kinds and isinstance(node.get("default"), int):
+        signed, ns = kinds[0]["x-signed"], node["default"]
+        out["default"] = format_signed_duration(ns) if signed else format_duration(ns)
+    return out
+
+
+def json_schema(tp: Any, title: str) -> str:
+    """``tp``'s JSON Schema, draft-07 (what editors' YAML language servers read)."""
+    schema = _durations(msgspec.json.schema(tp, schema_hook=_schema_hook))
+    text = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False)
+    text = text.replace('"$defs"', '"definitions"').replace('"#/$defs/', '"#/definitions/')
+    draft7 = "http://json-schema.org/draft-07/schema#"
+    schema = {"$schema": draft7, "title": title, **json.loads(text)}
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

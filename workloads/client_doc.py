@@ -1,0 +1,234 @@
+"""A lock client as a scenario file (or a test's marker) names it: a built-in by name, a
+plug-in class, or a program in any language, each with its options; read into the
+ClientSpec the harness and its workers run, and written back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+
+import msgspec
+from msgspec import Meta
+
+from core.durations import duration_type, format_duration
+from core.typed_input import Invalid, Text, convert, plain, show
+from workloads.client_info import ClientInfo
+from workloads.plugins import PluginError, is_plugin_path, load_plugin
+from workloads.programs import command_client, missing
+from workloads.registry import CLIENTS, client_info
+
+if TYPE_CHECKING:
+    ClientName = str  # a Literal of the registry's names, built at run time
+    Timeout = int
+else:
+    ClientName = Literal[tuple(CLIENTS)]
+    Timeout = duration_type("Timeout", positive=True)
+
+CLIENT_ALLOWED = (
+    f"a client name ({', '.join(CLIENTS)}) or a mapping with keys name, options; "
+    "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options; "
+    "for a program in any language, a mapping with keys command ([program, args...]), options"
+)
+CLIENT_META = Meta(extra={"allowed": CLIENT_ALLOWED, "problem": "is not a client"})
+
+
+class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: ClientName | None = None
+    options: dict[str, Any] | None = None
+    class_: Text | None = msgspec.field(name="class", default=None)  # "module:ClassName"
+    path: str | list[str] | None = None  # a plug-in's module directories
+    command: list[Text] | None = None  # a program speaking docs/client-protocol.md
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    name: str  # a built-in client, or a plug-in class as "module:ClassName"
+    options: dict[str, object] = field(default_factory=dict)  # durations as int ns
+    # A plug-in: the directories (absolute) its module is imported from, ahead of
+    # sys.path, here and in the workers (empty: from sys.path). Empty for a built-in.
+    path: tuple[str, ...] = ()
+    # A program in any language (docs/client-protocol.md): its argv, the program made
+    # absolute when given relative to the scenario file. Empty for a class.
+    command: tuple[str, ...] = ()
+
+    @property
+    def plugin(self) -> bool:
+        # A program's name ("command:prog") has a colon too, but it is no class.
+        return is_plugin_path(self.name) and not self.command
+
+    def info(self) -> ClientInfo:
+        """What the registry knows of it; a plug-in's class was checked when it was read."""
+        if self.command:
+            return command_client(self.command)
+        return client_info(self.name, self.path)
+
+
+_FINITE = 1.7976931348623157e308  # bounds a float option: no nan, no inf
+_OPTION_TYPES: dict[str, Any] = {  # the kinds of ClientInfo.options
+    "duration": Timeout,
+    "int": int,
+    "bool": bool,
+    "str": Text,
+    "float": Annotated[float, Meta(ge=-_FINITE, le=_FINITE, extra={"allowed": "a number"})],
+}
+_PLAIN = "a string, number, boolean or null, or a list or mapping (string keys) of those"
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return value is None or isinstance(value, bool | int | float | str)
+
+
+def client_options(info: ClientInfo, given: dict[str, Any]) -> dict[str, Any]:
+    """As the client's table says; a plug-in that declares none takes plain data (it goes
+    to the workers through their JSON config)."""
+    if info.free_options:
+        for name, value in given.items():  # names are strings: ClientDoc says so
+            if not _plain(value):
+                problem = f"{show(value)} is not plain data; allowed: {_PLAIN}"
+                raise Invalid(f"client.options.{name}", problem)
+        return dict(given)
+    fields = []
+    for option, (kind, _) in info.options.items():
+        name, _, choices = kind.partition(":")  # "choice:a|b|c"
+        tp = Literal[tuple(choices.split("|"))] if name == "choice" else _OPTION_TYPES[kind]
+        fields.append((option, tp | msgspec.UnsetType, msgspec.UNSET))
+    options = msgspec.defstruct("Options", fields, forbid_unknown_fields=True)
+    read = convert(given, options, "client.options")
+    return {o: v for o in info.options if (v := getattr(read, o)) is not msgspec.UNSET}
+
+
+def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
+    """``client: redlock``, ``{name: redlock, options: {...}}``, a user's own class:
+    ``{class: "my_lock:MyLock", options: {...}}``, or a program: ``{command: [...]}``.
+    ``base``: the scenario file's directory (None: a built-in scenario)."""
+    if isinstance(value, str) and is_plugin_path(value):
+        raise Invalid(
+            "client",
+            f"{value!r} names a plug-in class; allowed: a client name, "
+            f"or the class under class: client: {{class: '{value}'}}",
+        )
+    if isinstance(value, str) and value not in CLIENTS:
+        raise Invalid(
+            "client", f"{show(value)} is not one of the choices; allowed: {', '.join(CLIENTS)}"
+        )
+    if isinstance(value, str):
+        return ClientSpec(value)
+    if value.command is not None:
+        return _command_client(value, base)
+    path: tuple[str, ...] = ()
+    if value.class_ is not None:
+        info, path = _plugin(value, base)
+    elif value.path is not None:
+        raise Invalid(
+            "client.path",
+            "only with client.class; allowed: directories a plug-in "
+            "class's module is imported from",
+        )
+    elif value.name is None:
+        raise Invalid(
+            "client.name",
+            f"missing; allowed: {', '.join(CLIENTS)}; or "
+            "client.class, a plug-in class as 'module:ClassName'",
+        )
+    else:
+        info = CLIENTS[value.name]
+        if problem := missing(info):
+            raise Invalid("client.name", f"{value.name}: {problem}")
+    # Which options are allowed depends on the client the name or class picks.
+    return ClientSpec(info.name, client_options(info, value.options or {}), path)
+
+
+def _plugin(doc: ClientDoc, base: Path | None) -> tuple[ClientInfo, tuple[str, ...]]:
+    """A plug-in class and the directories to import it from. Its module is looked for
+    in ``path`` (relative to ``base``), ``base`` (the scenario's directory), the current
+    directory, then sys.path."""
+    assert doc.class_ is not None
+    if doc.name is not None:
+        raise Invalid(
+            "client",
+            "both name and class given; allowed: name (a built-in "
+            "client) or class (a plug-in), not both",
+        )
+    dirs = (doc.path,) if isinstance(doc.path, str) else tuple(doc.path or ())
+    if not all(dirs):
+        raise Invalid(
+            "client.path",
+            f"{show(doc.path)} is not a list of directories; allowed: "
+            "a directory or a list of directories (relative to the scenario's "
+            "directory)",
+        )
+    cwd = Path.cwd()
+    also = [(str(base.resolve()), "the scenario's directory")] if base is not None else []
+    also.append((str(cwd.resolve()), "the current directory"))
+    try:
+        plugin = load_plugin(doc.class_, [str(((base or cwd) / d).resolve()) for d in dirs], also)
+    except PluginError as e:
+        raise Invalid("client.class", str(e)) from None
+    return plugin.info, plugin.path
+
+
+def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
+    """``{command: [program, args...], options}``: a program given by a relative path is
+    found beside the scenario file (or in the current directory, for a built-in)."""
+    if doc.name is not None or doc.class_ is not None or doc.path is not None:
+        raise Invalid(
+            "client.command",
+            "with name, class or path; allowed: command alone (a program), with options",
+        )
+    if not doc.command:
+        raise Invalid("client.command", "an empty list; allowed: [program, args...]")
+    program, *args = doc.command
+    if "/" in program and not Path(program).is_absolute():
+        program = str(((base or Path.cwd()) / program).resolve())
+    info = command_client((program, *args))
+    if problem := missing(info):
+        raise Invalid(
+            "client.command", f"{problem}; allowed: a program that speaks docs/client-protocol.md"
+        )
+    return ClientSpec(info.name, dict(doc.options or {}), command=(program, *args))
+
+
+def switch_client(
+    old: ClientSpec, client: str | ClientDoc, base: Path | None, flag: str
+) -> ClientSpec:
+    """``old`` replaced by ``client`` (a ``--client`` flag): another client keeps only the
+    options it accepts, with the same kind of value (none of a plug-in's that declares no
+    OPTIONS), unless it comes with options of its own (a ``ClientDoc``, as a scenario's
+    ``client:`` mapping). A plug-in class is looked for as in a scenario file."""
+    if isinstance(client, str):
+        plugin = is_plugin_path(client)
+        if not plugin and client not in CLIENTS:
+            allowed = f"{', '.join(CLIENTS)}, or a plug-in class as module:ClassName"
+            raise Invalid(flag, f"{show(client)} is not a lock client; allowed: {allowed}")
+        doc = ClientDoc(class_=client) if plugin else ClientDoc(name=client)
+    else:
+        doc = client
+    try:
+        new = read_client(doc, base)
+    except Invalid as e:
+        raise Invalid(flag, e.reason if e.path == "client.class" else str(e)) from None
+    if doc.options is not None:
+        return new  # its own options, checked against it
+    before, after = old.info().options, new.info().options
+    same = {o for o in before.keys() & after.keys() if before[o][0] == after[o][0]}
+    return replace(new, options={o: v for o, v in old.options.items() if o in same})
+
+
+def client_to_plain(c: ClientSpec) -> dict[str, Any]:
+    """The mapping that reads back to ``c``."""
+    kinds = {o: kind for o, (kind, _) in c.info().options.items()}
+    # A duration option holds int ns (client_options read it so).
+    options = {
+        o: format_duration(cast(int, v)) if kinds.get(o) == "duration" else plain(v)
+        for o, v in c.options.items()
+    }
+    if c.plugin:  # where it was found, so the written scenario finds it again
+        return {"class": c.name, "path": list(c.path), "options": options}
+    if c.command:
+        return {"command": list(c.command), "options": options}
+    return {"name": c.name, "options": options}
