@@ -29,6 +29,7 @@ from faults.spec import (
 )
 
 _S = 1_000_000_000
+# (?![\s\S]) ends the pattern where $ would let a final newline through (Python's re).
 FaultName = Annotated[
     str,
     Meta(

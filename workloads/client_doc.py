@@ -75,11 +75,11 @@ _OPTION_TYPES: dict[str, Any] = {  # the kinds of ClientInfo.options
 _PLAIN = "a string, number, boolean or null, or a list or mapping (string keys) of those"
 
 
-def _plain(value: object) -> bool:
+def _is_plain_data(value: object) -> bool:
     if isinstance(value, list):
-        return all(_plain(v) for v in value)
+        return all(_is_plain_data(v) for v in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+        return all(isinstance(k, str) and _is_plain_data(v) for k, v in value.items())
     return value is None or isinstance(value, bool | int | float | str)
 
 
@@ -88,7 +88,7 @@ def client_options(info: ClientInfo, given: dict[str, Any]) -> dict[str, Any]:
     to the workers through their JSON config)."""
     if info.free_options:
         for name, value in given.items():  # names are strings: ClientDoc says so
-            if not _plain(value):
+            if not _is_plain_data(value):
                 problem = f"{show(value)} is not plain data; allowed: {_PLAIN}"
                 raise Invalid(f"client.options.{name}", problem)
         return dict(given)

@@ -13,7 +13,13 @@ from core.durations import duration_type
 from core.typed_input import Text
 from faults.plan_doc import FAULTS_META, TIMELINE_META, FaultDoc
 from faults.spec import Delay, FaultPlan, TimelineEntry
-from harness.expectation import Expect, Expectation
+from harness.expectation import (
+    EXPECTATIONS,
+    LIVENESS_EXPECTATIONS,
+    RESOURCE_EXPECTATIONS,
+    TOKEN_EXPECTATIONS,
+    Expectation,
+)
 from harness.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -38,10 +44,20 @@ if TYPE_CHECKING:
     # int or str each value is.
     RunLength = int
     Ttl = int
+    Safety = str
+    Liveness = str
+    Resource = str
+    Tokens = str
+    ExpectName = str
     Backend = str
 else:
     RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
     Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
+    Safety = Literal[(*EXPECTATIONS, "unknown")]
+    Liveness = Literal[LIVENESS_EXPECTATIONS]
+    Resource = Literal[RESOURCE_EXPECTATIONS]
+    Tokens = Literal[TOKEN_EXPECTATIONS]
+    ExpectName = Literal[EXPECTATIONS]
     Backend = Literal[BACKENDS]
 Count = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
@@ -115,6 +131,26 @@ class Scenario:
     @property
     def expect_liveness(self) -> str | None:
         return self.expectation.liveness
+
+
+# `expect`: kept out of harness.expectation, which `check` imports and must stay light.
+EXPECT_ALLOWED = (
+    f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
+    f"({', '.join(EXPECTATIONS)}; or unknown with liveness stuck), liveness "
+    f"({', '.join(LIVENESS_EXPECTATIONS)}), resource ({', '.join(RESOURCE_EXPECTATIONS)}) "
+    f"and tokens ({', '.join(TOKEN_EXPECTATIONS)})"
+)
+
+
+class ExpectDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    safety: Safety = "valid"
+    liveness: Liveness | None = None
+    resource: Resource | None = None
+    tokens: Tokens | None = None
+
+
+_NOT_EXPECTATION = {"allowed": EXPECT_ALLOWED, "problem": "is not an expectation"}
+Expect = Annotated[ExpectName | ExpectDoc, Meta(extra=_NOT_EXPECTATION)]
 
 
 class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -1,21 +1,44 @@
 """From a parsed YAML document to a Scenario: msgspec checks the shape (types, ranges, keys)
 against the Structs of model.py; what depends on other keys is checked after. Each part
 is read where it is declared: the client (workloads.client_doc), the faults and timeline
-(faults.plan_doc), the expectations (harness.expectation)."""
+(faults.plan_doc)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from core.typed_input import Invalid, convert, show
 from faults.plan_doc import prepared, read_plan
 from faults.spec import Room
-from harness.expectation import EXPECT_ALLOWED, Expectation, read_expectation
+from harness.expectation import EXPECTATIONS, Expectation
 from harness.scenario.checks import scenario_problems
-from harness.scenario.model import ClusterSpec, Scenario, ScenarioDoc, WorkloadSpec
+from harness.scenario.model import (
+    EXPECT_ALLOWED,
+    ClusterSpec,
+    ExpectDoc,
+    Scenario,
+    ScenarioDoc,
+    WorkloadSpec,
+)
 from workloads.client_doc import read_client
 from workloads.registry import CLIENTS
+
+
+def read_expectation(value: object, path: str, name: str = "") -> Expectation:
+    """``expect: valid``, or a mapping such as ``{safety: valid, liveness: stuck}``."""
+    try:
+        doc = ExpectDoc(value) if value in EXPECTATIONS else msgspec.convert(value, ExpectDoc)
+    except (msgspec.ValidationError, TypeError):
+        doc = None
+    # Unknown safety is a claim only about a client that is never granted a lease under
+    # the scenario's faults: the checker must also see it stuck, so that a run that
+    # broke some other way (a dead worker, missing events) cannot pass as expected.
+    if doc is None or (doc.safety == "unknown" and doc.liveness != "stuck"):
+        raise Invalid(path, f"{name}{show(value)} is not an expectation; allowed: {EXPECT_ALLOWED}")
+    return Expectation(doc.safety, doc.liveness, doc.resource, doc.tokens)
 
 
 def _expect_clients(value: object) -> dict[str, Expectation]:

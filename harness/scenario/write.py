@@ -3,6 +3,7 @@ scenario file's JSON Schema, both from the Structs of model.py."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import yaml
@@ -11,9 +12,14 @@ from core.durations import format_duration
 from core.typed_input import json_schema as schema_of
 from core.typed_input import plain
 from faults.plan_doc import plan_to_plain
-from harness.expectation import expectation_to_plain
+from harness.expectation import Expectation
 from harness.scenario.model import Scenario, ScenarioDoc
 from workloads.client_doc import client_to_plain
+
+
+def _expect(e: Expectation) -> object:
+    written = {k: v for k, v in dataclasses.asdict(e).items() if v is not None}
+    return e.safety if len(written) == 1 else written
 
 
 def to_plain(s: Scenario) -> dict[str, Any]:
@@ -21,7 +27,7 @@ def to_plain(s: Scenario) -> dict[str, Any]:
     return {
         "name": s.name,
         "description": s.description,
-        "expect": expectation_to_plain(s.expect_default),
+        "expect": _expect(s.expect_default),
         "duration": format_duration(s.duration_ns),
         "seed": s.seed,
         "backend": s.backend,
@@ -29,7 +35,7 @@ def to_plain(s: Scenario) -> dict[str, Any]:
         "client": client_to_plain(s.client),
         "workload": plain(s.workload),
         **plan_to_plain(s.faults),
-        "expect_clients": {name: expectation_to_plain(e) for name, e in s.expect_clients.items()},
+        "expect_clients": {name: _expect(e) for name, e in s.expect_clients.items()},
     }
 
 
