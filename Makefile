@@ -60,7 +60,7 @@ docker-engine:
 
 # The Compose backend's images, built offline from this machine's redis-server and Toxiproxy.
 images: python-env redis-server toxiproxy docker-engine
-	$(BIN)/python -m harness images
+	$(BIN)/python -m lockharness images
 
 # The mission in about two minutes: safe baselines, a broken release, the Redlock restart
 # counter-example and its recovery policy, a GC pause and a failover, each at its own
@@ -69,7 +69,7 @@ images: python-env redis-server toxiproxy docker-engine
 DEMO_SCENARIOS := single-baseline redlock-baseline unsafe-release-demo \
   redlock-restart-no-persistence redlock-delayed-restart client-gc-pause failover-promote-unsafe
 demo: setup
-	$(BIN)/python -m harness suite $(DEMO_SCENARIOS) \
+	$(BIN)/python -m lockharness suite $(DEMO_SCENARIOS) \
 	  --junit store/demo-junit.xml --html store/demo-index.html
 
 # The third-party lock libraries under the faults' scenarios: every scenario with every
@@ -80,7 +80,7 @@ MATRIX_SCENARIOS := redlock-baseline redlock-kill-minority redlock-partition-min
   redlock-delayed-restart redlock-clock-jump client-gc-pause single-restart-no-persistence
 THIRD_PARTY_CLIENTS := redis-py-lock,pottery-redlock,redlock-py,python-redis-lock,python-redis-lock-renewal
 matrix: setup
-	$(BIN)/python -m harness suite $(MATRIX_SCENARIOS) --clients $(THIRD_PARTY_CLIENTS) \
+	$(BIN)/python -m lockharness suite $(MATRIX_SCENARIOS) --clients $(THIRD_PARTY_CLIENTS) \
 	  --junit store/matrix-junit.xml --html store/matrix-index.html
 
 # The reference clients in other languages (clients/README.md) under the same scenarios.
@@ -90,9 +90,9 @@ matrix: setup
 NATIVE_CLIENTS := redsync,node-redlock
 JVM_CLIENTS := redisson-redlock,redisson-rlock
 matrix-polyglot: setup
-	$(BIN)/python -m harness suite $(MATRIX_SCENARIOS) --clients $(NATIVE_CLIENTS) \
+	$(BIN)/python -m lockharness suite $(MATRIX_SCENARIOS) --clients $(NATIVE_CLIENTS) \
 	  --junit store/matrix-polyglot-junit.xml --html store/matrix-polyglot-index.html
-	$(BIN)/python -m harness suite $(MATRIX_SCENARIOS) --clients $(JVM_CLIENTS) --threads 1 \
+	$(BIN)/python -m lockharness suite $(MATRIX_SCENARIOS) --clients $(JVM_CLIENTS) --threads 1 \
 	  --junit store/matrix-polyglot-jvm-junit.xml --html store/matrix-polyglot-jvm-index.html
 
 # Fast unit tests first (no server), then the server tests; pytest's exit 5 (no test

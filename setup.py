@@ -1,6 +1,33 @@
-"""The one compiled part: the checker's event loop in C (checker/_scan.c, why there).
-Everything else is in pyproject.toml."""
+"""One import name over the layers' folders, and the one compiled part.
+
+The repository keeps each layer a folder at its root (core/, cluster/, ...); installed, each
+is ``lockharness.<folder>``, so the wheel adds exactly one name to site-packages
+(docs/layout.md). The checker's event loop is in C (checker/_scan.c says why there).
+Everything else is in pyproject.toml.
+"""
+
+from pathlib import Path
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("checker._scan", ["checker/_scan.c"], extra_compile_args=["-O2"])])
+LAYERS = ("core", "cluster", "compose", "workloads", "faults", "checker", "harness")
+
+
+def packages() -> dict[str, str]:
+    """Every package's import name and its folder: lockharness itself and each layer's tree."""
+    found = {"lockharness": "lockharness"}
+    for layer in LAYERS:
+        for init in sorted(Path(layer).rglob("__init__.py")):
+            folder = init.parent.as_posix()
+            found["lockharness." + folder.replace("/", ".")] = folder
+    return found
+
+
+PACKAGES = packages()
+setup(
+    packages=list(PACKAGES),
+    package_dir=PACKAGES,
+    ext_modules=[
+        Extension("lockharness.checker._scan", ["checker/_scan.c"], extra_compile_args=["-O2"])
+    ],
+)

@@ -19,6 +19,8 @@ import statistics
 import sys
 from typing import Any
 
+from lockharness.core.errors import BadInput
+
 from bench import (
     bringup,
     checker_bench,
@@ -28,7 +30,6 @@ from bench import (
     scenarios,
     throughput,
 )
-from core.errors import BadInput
 
 Row = tuple[str, str, str]  # figure, value, note
 
@@ -118,7 +119,7 @@ def _table(rows: list[Row]) -> str:
 def _compose(seeds: int) -> dict[str, Any] | str:
     """The Compose backend's figures, or why there are none."""
     try:
-        from compose.engine import client
+        from lockharness.compose.engine import client
 
         client()
     except BadInput as e:

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
-from harness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
 NODES = 5
 WORKERS = 4

@@ -136,7 +136,7 @@ _NAIVE = (
 )
 _MSGSPEC = (
     "import sys, msgspec\n"
-    "from core.history import Event\n"
+    "from lockharness.core.history import Event\n"
     "decode = msgspec.json.Decoder(Event).decode_lines\n"
     "with open(sys.argv[1], 'rb') as f:\n"
     "    rest = b''\n"
@@ -152,8 +152,8 @@ _MSGSPEC = (
 _CONCLUDE = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from harness.runner import Execution, conclude\n"
-    "from harness.scenario import load_scenario\n"
+    "from lockharness.harness.runner import Execution, conclude\n"
+    "from lockharness.harness.scenario import load_scenario\n"
     "run_dir = Path(sys.argv[1])\n"
     "scenario = load_scenario(str(run_dir / 'scenario.yaml'))\n"
     "outcome = conclude(scenario, run_dir, Execution(), {})\n"
@@ -175,7 +175,7 @@ def _timed(argv: list[str]) -> tuple[float, float, str]:
 
 def _sides(path: Path) -> dict[str, list[str]]:
     return {
-        "check": [sys.executable, "-m", "harness", "check", str(path)],
+        "check": [sys.executable, "-m", "lockharness", "check", str(path)],
         "json": [sys.executable, "-c", _NAIVE, str(path)],
         "msgspec": [sys.executable, "-c", _MSGSPEC, str(path)],
     }
@@ -240,7 +240,7 @@ def run(events: int = EVENTS, repeats: int = REPEATS, conclude: bool = True) -> 
 
 def describe(report: dict[str, Any]) -> list[str]:
     r = report
-    from checker.native import scan  # what the children ran: the same venv
+    from lockharness.checker.native import scan  # what the children ran: the same venv
 
     loop = "C (checker/_scan.c)" if scan is not None else "Python (the C loop is not built)"
     return [

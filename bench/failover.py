@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.discovery import SentinelMaster
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
-from harness.cluster.local import ClusterConfig
-from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
+from lockharness.cluster.local import ClusterConfig
+from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
+from lockharness.core.discovery import SentinelMaster
+from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
 TIMEOUT_S = 0.2
 

@@ -18,17 +18,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.history import INFO, read_history
-from core.live import LiveHistory
-from faults.base import FaultContext
-from faults.nemesis import Nemesis
-from faults.registry import options_type
-from faults.schedule import Occurrence
-from faults.spec import FaultPlan, FaultSpec
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
-from harness.cluster.local import ClusterConfig, LocalCluster
-from harness.cluster.process import ManagedProcess
-from workloads.recorder import Recorder
+from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.cluster.process import ManagedProcess
+from lockharness.core.history import INFO, read_history
+from lockharness.core.live import LiveHistory
+from lockharness.faults.base import FaultContext
+from lockharness.faults.nemesis import Nemesis
+from lockharness.faults.registry import options_type
+from lockharness.faults.schedule import Occurrence
+from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from lockharness.workloads.recorder import Recorder
 
 TARGET_MS = 50.0
 S = 1_000_000_000

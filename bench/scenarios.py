@@ -22,14 +22,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from lockharness.checker.verdict import first_violation_ns
+from lockharness.core.history import INFO, NEMESIS, read_history
+from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from lockharness.harness.runner import RunOutcome, run_scenario
+from lockharness.harness.scenario import Scenario, builtin_scenarios, with_overrides
+from lockharness.harness.scenario.limits import BACKENDS
 from rich.console import Console
-
-from checker.verdict import first_violation_ns
-from core.history import INFO, NEMESIS, read_history
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
-from harness.limits import BACKENDS
-from harness.runner import RunOutcome, run_scenario
-from harness.scenario import Scenario, builtin_scenarios, with_overrides
 
 
 def first_violation_s(outcome: RunOutcome) -> float | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from core.history import FAIL, INFO, INVOKE, OK
+from lockharness.core.history import FAIL, INFO, INVOKE, OK
 
 
 class KeyAttempts:

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.sections import Section
-from core.history import ACQUIRE, EXTEND, INFO, INVOKE, NEMESIS, RELEASE, Event
+from lockharness.checker.sections import Section
+from lockharness.core.history import ACQUIRE, EXTEND, INFO, INVOKE, NEMESIS, RELEASE, Event
 
 CLIENT_PAUSE = "client-pause"
 _CLIENT_CALLS = frozenset({ACQUIRE, EXTEND, RELEASE})

@@ -26,15 +26,15 @@ from itertools import islice
 from operator import attrgetter
 from typing import Any
 
-from checker.attempts import Attempts, KeyAttempts
-from checker.failover import failover
-from checker.native import scan as _scan
-from checker.resource import ResourceView, take_answer
-from checker.sections import Section, new_section
-from checker.values import depth_of as _depth
-from checker.values import int_field as _int
-from checker.values import names_field as _names
-from core.history import (
+from lockharness.checker.attempts import Attempts, KeyAttempts
+from lockharness.checker.failover import failover
+from lockharness.checker.native import scan as _scan
+from lockharness.checker.resource import ResourceView, take_answer
+from lockharness.checker.sections import Section, new_section
+from lockharness.checker.values import depth_of as _depth
+from lockharness.checker.values import int_field as _int
+from lockharness.checker.values import names_field as _names
+from lockharness.core.history import (
     ACQUIRE,
     ENTER,
     EXIT,

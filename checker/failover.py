@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from checker.values import BadValue
-from core.history import INFO, NEMESIS, Event
+from lockharness.checker.values import BadValue
+from lockharness.core.history import INFO, NEMESIS, Event
 
 
 def failover(event: Event) -> dict[str, Any] | None:

@@ -26,11 +26,11 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from checker.digest import digest
-from checker.native import scan as _scan
-from checker.resource import ResourceView
-from checker.sections import Section, SectionsByKey, by_key
-from core.history import Event
+from lockharness.checker.digest import digest
+from lockharness.checker.native import scan as _scan
+from lockharness.checker.resource import ResourceView
+from lockharness.checker.sections import Section, SectionsByKey, by_key
+from lockharness.core.history import Event
 
 _completed = attrgetter("start", "acquire_index")
 _began = attrgetter("invoked", "acquire_index")

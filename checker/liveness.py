@@ -26,11 +26,11 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from checker.attempts import Attempts, KeyAttempts
-from checker.digest import digest
-from checker.native import scan as _scan
-from checker.sections import Section, SectionsByKey, by_key
-from core.history import Event
+from lockharness.checker.attempts import Attempts, KeyAttempts
+from lockharness.checker.digest import digest
+from lockharness.checker.native import scan as _scan
+from lockharness.checker.sections import Section, SectionsByKey, by_key
+from lockharness.core.history import Event
 
 MS = 1_000_000
 BOUND_TTLS = 3  # default bound, in TTLs of the key

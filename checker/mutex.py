@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from checker.native import scan as _scan
-from checker.sections import Section, SectionsByKey, by_key
+from lockharness.checker.native import scan as _scan
+from lockharness.checker.sections import Section, SectionsByKey, by_key
 
 
 def _side(section: Section) -> dict[str, Any]:

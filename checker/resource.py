@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.values import BadValue, int_field, names_field
-from core.history import ENTER, Event
+from lockharness.checker.values import BadValue, int_field, names_field
+from lockharness.core.history import ENTER, Event
 
 
 @dataclass

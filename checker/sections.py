@@ -26,8 +26,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 
 import msgspec
-
-from core.history import Event
+from lockharness.core.history import Event
 
 
 class Section(msgspec.Struct, frozen=True, gc=False):

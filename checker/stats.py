@@ -6,10 +6,10 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from checker.digest import Digest, digest
-from checker.native import scan as _scan
-from checker.sections import Section
-from core.history import FAIL, INFO, INVOKE, OK, Event
+from lockharness.checker.digest import Digest, digest
+from lockharness.checker.native import scan as _scan
+from lockharness.checker.sections import Section
+from lockharness.core.history import FAIL, INFO, INVOKE, OK, Event
 
 
 def percentile(values: Sequence[int | float], p: float) -> int | float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.history import Event, HistoryError
+from lockharness.core.history import Event, HistoryError
 
 
 class BadValue(HistoryError):

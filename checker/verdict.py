@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from checker.attribution import attribute
-from checker.digest import Digest, digest
-from checker.failover import with_failovers
-from checker.fencing import check_fencing
-from checker.liveness import check_liveness
-from checker.mutex import check_mutual_exclusion
-from checker.sections import Section, by_key
-from checker.stats import digest_stats, section_stats
-from core.history import OK, Event
+from lockharness.checker.attribution import attribute
+from lockharness.checker.digest import Digest, digest
+from lockharness.checker.failover import with_failovers
+from lockharness.checker.fencing import check_fencing
+from lockharness.checker.liveness import check_liveness
+from lockharness.checker.mutex import check_mutual_exclusion
+from lockharness.checker.sections import Section, by_key
+from lockharness.checker.stats import digest_stats, section_stats
+from lockharness.core.history import OK, Event
 
 
 class Verdict(StrEnum):

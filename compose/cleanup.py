@@ -8,9 +8,8 @@ from pathlib import Path
 
 import docker.errors
 from docker.models.containers import Container
-
-from compose.engine import client
-from compose.project import RUN_LABEL
+from lockharness.compose.engine import client
+from lockharness.compose.project import RUN_LABEL
 
 
 def _filters(run_dir: Path) -> dict[str, str]:

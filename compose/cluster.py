@@ -15,10 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compose import engine, images
-from compose.cleanup import leftovers, remove_containers, remove_run
-from compose.node import ContainerNode
-from compose.project import (
+from lockharness.cluster.ledger import LEDGER_NAME, ProcessLedger
+from lockharness.cluster.ports import free_port_except
+from lockharness.cluster.proxied import ProxiedCluster, clock_controls
+from lockharness.cluster.redis_node import PERSISTENCE_ARGS
+from lockharness.cluster.toxiproxy import ToxiproxyAPI
+from lockharness.compose import engine, images
+from lockharness.compose.cleanup import leftovers, remove_containers, remove_run
+from lockharness.compose.node import ContainerNode
+from lockharness.compose.project import (
     COMPOSE_FILE,
     REDIS_PORT,
     NodePlan,
@@ -26,16 +31,11 @@ from compose.project import (
     container_name,
     project_name,
 )
-from compose.project import write as write_project
-from compose.proxies import ProxyPlan, populate, wait_api
-from core.clock import shim_library
-from core.endpoints import Endpoint
-from core.errors import BadInput, ClusterError
-from harness.cluster.ledger import LEDGER_NAME, ProcessLedger
-from harness.cluster.ports import free_port_except
-from harness.cluster.proxied import ProxiedCluster, clock_controls
-from harness.cluster.redis_node import PERSISTENCE_ARGS
-from harness.cluster.toxiproxy import ToxiproxyAPI
+from lockharness.compose.project import write as write_project
+from lockharness.compose.proxies import ProxyPlan, populate, wait_api
+from lockharness.core.clock import shim_library
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import BadInput, ClusterError
 
 log = logging.getLogger("lockharness.cluster")
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import docker
 import docker.errors
-
-from core.errors import BadInput, ClusterError
+from lockharness.core.errors import BadInput, ClusterError
 
 HOW_TO_GET = "run `make docker-engine` (root on Debian), or install Docker and start its daemon"
 _COMPOSE_TIMEOUT_S = 120.0

@@ -1,11 +1,11 @@
 """Build lockharness/redis and lockharness/toxiproxy from this machine's own binaries.
 
-`python -m compose.images` (or `make images`) builds both, offline; an image whose labels
-record the same binary (sha256), and for redis the same supervisor source, is kept as it
-is. The redis image also holds `respawn` (compose/respawn.c, compiled static here when the
-image is built): the node containers' PID 1, which restarts redis-server on SIGUSR1. The
-cluster only checks that its image exists, with that supervisor (``require``): BadInput
-naming the image and `make images` if not.
+`python -m lockharness.compose.images` (or `make images`) builds both, offline; an image
+whose labels record the same binary (sha256), and for redis the same supervisor source, is
+kept as it is. The redis image also holds `respawn` (compose/respawn.c, compiled static
+here when the image is built): the node containers' PID 1, which restarts redis-server on
+SIGUSR1. The cluster only checks that its image exists, with that supervisor
+(``require``): BadInput naming the image and `make images` if not.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import docker.errors
-
-from compose.engine import client
-from compose.project import REDIS_SERVER_IN_CONTAINER, SUPERVISOR_IN_CONTAINER
-from compose.rootfs import build_context
-from core.errors import BadInput, LockharnessError
+from lockharness.compose.engine import client
+from lockharness.compose.project import REDIS_SERVER_IN_CONTAINER, SUPERVISOR_IN_CONTAINER
+from lockharness.compose.rootfs import build_context
+from lockharness.core.errors import BadInput, LockharnessError
 
 LABEL_KIND = "lockharness.image"
 LABEL_SHA = "lockharness.binary.sha256"
@@ -188,7 +187,9 @@ def ensure(kind: ImageKind, binary: Path, force: bool = False) -> tuple[str, boo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m compose.images", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m lockharness.compose.images", description=__doc__
+    )
     parser.add_argument("--redis-server", help="the redis-server to package")
     parser.add_argument("--toxiproxy-server", help="the toxiproxy-server to package")
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")

@@ -20,14 +20,13 @@ from pathlib import Path
 
 import docker.errors
 from docker.models.containers import Container
-
-from compose.engine import client
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.aof import AofTracker, AofTruncation
-from harness.cluster.process import pid_alive
-from harness.cluster.proxied import answers_ping
-from harness.cluster.redis_node import AofWatch
+from lockharness.cluster.aof import AofTracker, AofTruncation
+from lockharness.cluster.process import pid_alive
+from lockharness.cluster.proxied import answers_ping
+from lockharness.cluster.redis_node import AofWatch
+from lockharness.compose.engine import client
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 
 _ALIVE = ("running", "paused")  # a paused process still exists, as under SIGSTOP
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from core.clock import shim_env
-from harness.cluster.redis_node import PERSISTENCE_ARGS
+from lockharness.cluster.redis_node import PERSISTENCE_ARGS
+from lockharness.core.clock import shim_env
 
 RUN_LABEL = "lockharness.run"  # every container and network of a run: its run directory
 SERVICE_LABEL = "lockharness.service"

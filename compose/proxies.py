@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
-
-from core.errors import ClusterError
+from lockharness.core.errors import ClusterError
 
 
 @dataclass(frozen=True)

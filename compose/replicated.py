@@ -1,6 +1,6 @@
 """The `replicated` topology on containers: ReplicatedCluster's behaviour and interface
-(harness/cluster/replicated.py), one container per server. What the two backends do alike
-is harness.cluster.replication.ReplicatedTopology; the bring-up here is the containers'.
+(cluster/replicated.py), one container per server. What the two backends do alike
+is cluster.replication.ReplicatedTopology; the bring-up here is the containers'.
 
 Nodes n1..nN (n1 starts as master, the rest replicate it), the resource, Toxiproxy and
 S sentinels s1..sS, on the run's network. As in the local backend:
@@ -29,20 +29,25 @@ from collections.abc import Callable
 from typing import Any
 
 import docker.errors
-
-from compose import engine
-from compose.cleanup import remove_containers
-from compose.cluster import ComposeCluster, ComposeConfig, _container_alive
-from compose.node import ContainerNode
-from compose.project import SENTINEL_PORT, NodePlan, ProjectPlan, SentinelPlan, container_name
-from compose.project import write as write_project
-from compose.proxies import ProxyPlan, populate, wait_api
-from compose.sentinel import ContainerSentinel, sentinel_config
-from core.clock import shim_library
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.ports import free_port_except
-from harness.cluster.replication import ReplicatedTopology, ReplicationConfig
+from lockharness.cluster.ports import free_port_except
+from lockharness.cluster.replication import ReplicatedTopology, ReplicationConfig
+from lockharness.compose import engine
+from lockharness.compose.cleanup import remove_containers
+from lockharness.compose.cluster import ComposeCluster, ComposeConfig, _container_alive
+from lockharness.compose.node import ContainerNode
+from lockharness.compose.project import (
+    SENTINEL_PORT,
+    NodePlan,
+    ProjectPlan,
+    SentinelPlan,
+    container_name,
+)
+from lockharness.compose.project import write as write_project
+from lockharness.compose.proxies import ProxyPlan, populate, wait_api
+from lockharness.compose.sentinel import ContainerSentinel, sentinel_config
+from lockharness.core.clock import shim_library
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 
 log = logging.getLogger("lockharness.cluster")
 

@@ -14,7 +14,7 @@ import tarfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from core.errors import BadInput
+from lockharness.core.errors import BadInput
 
 # "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux-x86-64.so.2 (0x...)"
 _LDD_PATH = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x[0-9a-f]+\)")

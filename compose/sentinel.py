@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import docker.errors
-
-from compose.engine import client as engine
-from compose.project import SENTINEL_PORT
-from core.endpoints import Endpoint
-from harness.cluster.sentinel import SentinelHandle
+from lockharness.cluster.sentinel import SentinelHandle
+from lockharness.compose.engine import client as engine
+from lockharness.compose.project import SENTINEL_PORT
+from lockharness.core.endpoints import Endpoint
 
 CONFIG_NAME = "sentinel.conf"
 

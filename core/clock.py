@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
-from core.errors import BadInput
+from lockharness.core.errors import BadInput
 
 SHIM_SOURCE = "clock_shim.c"
 CONTROL_ENV = "LOCKHARNESS_CLOCK_CONTROL"

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.history import ACQUIRE, COMPLETIONS, INVOKE, OK, RELEASE, Event
-from core.shards import ShardTail
+from lockharness.core.history import ACQUIRE, COMPLETIONS, INVOKE, OK, RELEASE, Event
+from lockharness.core.shards import ShardTail
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from core.history import (
+from lockharness.core.history import (
     Event,
     HistoryFile,
     merge_histories,

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from core.clock import ClockControl
-from core.errors import ClusterError
-from faults.spec import FaultOptions, FaultSpec, Room
-from faults.targets import Holders, pick_nodes
-from harness.cluster.base import Cluster, Replicated
-from harness.cluster.process import ManagedProcess
+from lockharness.cluster.base import Cluster, Replicated
+from lockharness.cluster.process import ManagedProcess
+from lockharness.core.clock import ClockControl
+from lockharness.core.errors import ClusterError
+from lockharness.faults.spec import FaultOptions, FaultSpec, Room
+from lockharness.faults.targets import Holders, pick_nodes
 
 
 class ProxyCuts:

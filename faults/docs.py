@@ -1,13 +1,12 @@
-"""The README's fault table, from the kinds' declarations: ``python -m faults.docs``."""
+"""The README's fault table, from the kinds' declarations: ``python -m lockharness.faults.docs``."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
-
-from core.durations import Duration
-from faults.registry import KINDS
+from lockharness.core.durations import Duration
+from lockharness.faults.registry import KINDS
 
 
 def _shown(value: Any, field_type: Any) -> str:

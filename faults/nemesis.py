@@ -19,14 +19,13 @@ from functools import partial
 from typing import Any
 
 import msgspec
-
-from core.errors import ClusterError
-from core.history import INFO, INVOKE, NEMESIS, EventType
-from faults.base import Fault, FaultContext
-from faults.registry import KINDS
-from faults.schedule import Occurrence, build_schedule
-from faults.spec import FaultPlan, FaultSpec
-from workloads.recorder import Recorder
+from lockharness.core.errors import ClusterError
+from lockharness.core.history import INFO, INVOKE, NEMESIS, EventType
+from lockharness.faults.base import Fault, FaultContext
+from lockharness.faults.registry import KINDS
+from lockharness.faults.schedule import Occurrence, build_schedule
+from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.workloads.recorder import Recorder
 
 log = logging.getLogger("lockharness.nemesis")
 

@@ -8,12 +8,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Union, cast, get_args, get_origin
 
 import msgspec
-from msgspec import Meta
-
-from core.typed_input import Invalid, convert, join, plain, show
-from faults.base import Fault
-from faults.registry import KINDS
-from faults.spec import (
+from lockharness.core.typed_input import Invalid, convert, join, plain, show
+from lockharness.faults.base import Fault
+from lockharness.faults.registry import KINDS
+from lockharness.faults.spec import (
     NODE_TARGETS,
     REPLICATED_TARGETS,
     Delay,
@@ -27,6 +25,7 @@ from faults.spec import (
     TimelineEntry,
     WorkerTargets,
 )
+from msgspec import Meta
 
 _S = 1_000_000_000
 # (?![\s\S]) ends the pattern where $ would let a final newline through (Python's re).

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, cast
 
+from lockharness.cluster.process import ManagedProcess
+from lockharness.faults.base import Fault
+from lockharness.faults.spec import FaultOptions, FaultSpec, Room
+from lockharness.faults.targets import pick_workers
 from msgspec import Meta
-
-from faults.base import Fault
-from faults.spec import FaultOptions, FaultSpec, Room
-from faults.targets import pick_workers
-from harness.cluster.process import ManagedProcess
 
 
 class KillOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):

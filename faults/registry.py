@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from faults import clock_faults, network, process, replication
-from faults.base import Fault
-from faults.spec import FaultOptions
+from lockharness.faults import clock_faults, network, process, replication
+from lockharness.faults.base import Fault
+from lockharness.faults.spec import FaultOptions
 
 # Where kinds are declared; docs and messages list them in this order (module, then class).
 _MODULES: tuple[ModuleType, ...] = (process, network, clock_faults, replication)

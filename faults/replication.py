@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from lockharness.faults.base import Fault
+from lockharness.faults.spec import FaultOptions
 from msgspec import Meta
-
-from faults.base import Fault
-from faults.spec import FaultOptions
 
 
 class PromoteOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from faults.spec import FaultPlan, FaultSpec
+from lockharness.faults.spec import FaultPlan, FaultSpec
 
 # Scenario loading enforces both (faults.spec.Every, harness/scenario/checks.py), so that a
 # plan never builds a schedule that eats memory: `every: 1ns` over 10 s would be 10^10 slots.

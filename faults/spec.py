@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 import msgspec
-
-from core.durations import _show, duration_type
+from lockharness.core.durations import _show, duration_type
 
 # holders: every node that granted the lease held now; holder: one of them, at random.
 # master: the current master; replica: one of its replicas (replicated topology only).

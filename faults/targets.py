@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from core.live import HeldLease
+from lockharness.core.live import HeldLease
 
 
 class Holders(Protocol):

@@ -11,16 +11,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import BadInput
-from harness.binaries import Binaries
-from harness.cluster.base import Cluster
-from harness.cluster.local import ClusterConfig, LocalCluster
-from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
-from harness.limits import BACKENDS
+from lockharness.cluster.base import Cluster
+from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
+from lockharness.core.errors import BadInput
+from lockharness.harness.binaries import Binaries
+from lockharness.harness.scenario.limits import BACKENDS
 
 if TYPE_CHECKING:
-    from harness.scenario import Scenario
-    from harness.scenario.model import ClusterSpec
+    from lockharness.harness.scenario import Scenario
+    from lockharness.harness.scenario.model import ClusterSpec
 
 
 def check_backend(backend: str, spec: ClusterSpec | None = None) -> None:
@@ -29,7 +29,11 @@ def check_backend(backend: str, spec: ClusterSpec | None = None) -> None:
     if backend not in BACKENDS:
         raise BadInput(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
     if backend == "compose":
-        from compose.images import KINDS, image_tag, require  # the docker SDK: only when asked
+        from lockharness.compose.images import (  # the docker SDK: only when asked
+            KINDS,
+            image_tag,
+            require,
+        )
 
         chosen = dict(zip(KINDS, images(spec), strict=True))
         for kind in KINDS:
@@ -76,7 +80,7 @@ def build_cluster(
         failover_timeout_ms=spec.failover_timeout_ns // 1_000_000,
     )
     if backend == "compose":
-        from compose.cluster import ComposeCluster, ComposeConfig
+        from lockharness.compose.cluster import ComposeCluster, ComposeConfig
 
         redis_image, toxiproxy_image = images(spec)
         config = ComposeConfig(
@@ -90,7 +94,7 @@ def build_cluster(
         )
         if spec.topology == "masters":
             return ComposeCluster(config)
-        from compose.replicated import ComposeReplicatedCluster
+        from lockharness.compose.replicated import ComposeReplicatedCluster
 
         return ComposeReplicatedCluster(config, replication)
     local = ClusterConfig(

@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import BadInput
+from lockharness.core.errors import BadInput
 
 # The repository root in an editable install; .tools/bin is where `make setup` puts Toxiproxy.
 _REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -14,12 +14,10 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
-from rich.console import Console
-
-from core.durations import parse_duration
-from core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
-from core.interrupts import install_stop_handlers
-from harness.limits import (
+from lockharness.core.durations import parse_duration
+from lockharness.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
+from lockharness.core.interrupts import install_stop_handlers
+from lockharness.harness.scenario.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
     IMAGE_PATTERN,
@@ -28,6 +26,7 @@ from harness.limits import (
     MAX_SEED,
     MAX_SEEDS,
 )
+from rich.console import Console
 
 _COMMANDS = {
     "list": "listing",
@@ -188,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # from here on a stop signal is a KeyboardInterrupt: exit 130, never a traceback
         args = build_parser().parse_args(argv)
         console = Console()
-        module = importlib.import_module(f"harness.commands.{_COMMANDS[args.command]}")
+        module = importlib.import_module(f"lockharness.harness.commands.{_COMMANDS[args.command]}")
         return module.command(args, console)
     except LockharnessError as e:
         kind = "bad input" if e.exit_code == EXIT_BAD_INPUT else "error"

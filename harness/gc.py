@@ -1,6 +1,6 @@
 """`lockharness gc`: find and stop what earlier runs left running.
 
-Children die with their controller on Linux (harness.cluster.spawner), so this is the
+Children die with their controller on Linux (cluster.spawner), so this is the
 net under that net: for a platform without the guarantee, or processes a run started
 some other way. Every run directory's cluster.json names the controller and each child
 with its start time; a process is stopped only if it is still that very process (same
@@ -18,9 +18,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compose.project import COMPOSE_FILE
-from core.errors import BadInput
-from harness.cluster.ledger import LEDGER_NAME, LedgerView, ProcessRecord, mark_stopped, read_ledger
+from lockharness.cluster.ledger import (
+    LEDGER_NAME,
+    LedgerView,
+    ProcessRecord,
+    mark_stopped,
+    read_ledger,
+)
+from lockharness.compose.project import COMPOSE_FILE
+from lockharness.core.errors import BadInput
 
 _GRACE_S = 2.0  # for SIGTERM, then again for SIGKILL
 _POLL_S = 0.02
@@ -73,7 +79,7 @@ def _containers(run_dir: Path) -> list[str]:
     """What a Compose run left in the engine (a local run wrote no compose.yaml)."""
     if not (run_dir / COMPOSE_FILE).exists():
         return []
-    from compose import cleanup  # the Docker SDK, only for a Compose run
+    from lockharness.compose import cleanup  # the Docker SDK, only for a Compose run
 
     try:
         return cleanup.leftovers(run_dir)
@@ -116,7 +122,7 @@ def collect(store: Path, dry_run: bool = False) -> Survey:
         return found
     found.unstoppable = stop(found.leftovers)
     if found.containers:
-        from compose import cleanup
+        from lockharness.compose import cleanup
 
         for run_dir in found.containers:
             found.removed += cleanup.remove_run(run_dir)

@@ -16,8 +16,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.console import describe_stats, describe_witness
-from harness.suite_results import CaseResult, Status
+from lockharness.checker.describe import describe_stats, describe_witness
+from lockharness.harness.suite_results import CaseResult, Status
 
 _MAX_WITNESSES = 10  # in a failure's body; results.json has them all
 

@@ -14,10 +14,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from checker.verdict import CheckResult, Verdict
-from core.errors import BadInput
-from core.history import Event, HistoryError, HistoryFile
-from core.shards import merge_into, shard_paths
+from lockharness.checker.verdict import CheckResult, Verdict
+from lockharness.core.errors import BadInput
+from lockharness.core.history import Event, HistoryError, HistoryFile
+from lockharness.core.shards import merge_into, shard_paths
 
 HISTORY, RESULTS = "history.jsonl", "results.json"
 UNFINISHED = (

@@ -3,7 +3,7 @@
 Teardown is in a finally block that no stop signal can cut short, so a run never leaves a
 process behind: not on success, not on an exception, not on Ctrl-C or SIGTERM/HUP/QUIT,
 not when a worker dies; and should the controller itself die, its children die with it
-(harness.cluster.spawner).
+(cluster.spawner).
 """
 
 from __future__ import annotations
@@ -20,37 +20,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from checker.verdict import CheckResult, Verdict, check_history
-from core.clock import ClockControl
-from core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
-from core.history import INFO, NEMESIS, Event
-from core.interrupts import shielded
-from core.live import LiveHistory
-from core.shards import NEMESIS_SHARD, merge_into, shard_paths
-from faults.base import FaultContext
-from faults.nemesis import Nemesis
-from harness.backends import make_cluster
-from harness.binaries import Binaries
-from harness.cluster.base import Cluster, Replicated
-from harness.cluster.ledger import ProcessLedger
-from harness.cluster.process import ManagedProcess
-from harness.progress import ProgressLine
-from harness.recheck import HISTORY, RESULTS, apply_run_problems
-from harness.reports import write_reports
-from harness.runlog import run_log
-from harness.scenario import Scenario, to_yaml
-from harness.store import create_run_dir, update_latest
-from workloads.plugins import PLUGIN_PATH_ENV
-from workloads.recorder import Recorder
-from workloads.worker import (
+from lockharness.checker.verdict import CheckResult, Verdict, check_history
+from lockharness.cluster.base import Cluster, Replicated
+from lockharness.cluster.ledger import ProcessLedger
+from lockharness.cluster.process import ManagedProcess
+from lockharness.core.clock import ClockControl
+from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from lockharness.core.history import INFO, NEMESIS, Event
+from lockharness.core.interrupts import shielded
+from lockharness.core.live import LiveHistory
+from lockharness.core.shards import NEMESIS_SHARD, merge_into, shard_paths
+from lockharness.faults.base import FaultContext
+from lockharness.faults.nemesis import Nemesis
+from lockharness.harness.backends import make_cluster
+from lockharness.harness.binaries import Binaries
+from lockharness.harness.progress import ProgressLine
+from lockharness.harness.recheck import HISTORY, RESULTS, apply_run_problems
+from lockharness.harness.reports import write_reports
+from lockharness.harness.runlog import run_log
+from lockharness.harness.scenario import Scenario, to_yaml
+from lockharness.harness.store import create_run_dir, update_latest
+from lockharness.workloads.plugins import PLUGIN_PATH_ENV
+from lockharness.workloads.recorder import Recorder
+from lockharness.workloads.worker import (
     HISTORY_FAILED_EXIT_CODE,
     WorkerConfig,
     client_clock_file,
     crash_point_file,
     ready_file,
 )
+from rich.console import Console
 
 log = logging.getLogger("lockharness")
 
@@ -147,7 +146,7 @@ def _start_workers(
         name = f"worker-w{config.worker}"
         config_path = run_dir / f"{name}.json"
         config_path.write_text(config.to_json())
-        argv = [sys.executable, "-m", "workloads.worker", str(config_path)]
+        argv = [sys.executable, "-m", "lockharness.workloads.worker", str(config_path)]
         worker = ManagedProcess(name, argv, run_dir / f"{name}.log", env, ledger)
         worker.start()
         workers.append(worker)

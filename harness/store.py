@@ -8,14 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.errors import BadInput
-
-# A scenario's name becomes a directory of the store: one plain path component, never
-# `.`/`..` (the store itself, or outside it) nor `latest` (the store's link to the last run).
-NAME_PATTERN = r"(?!(?i:latest)\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
-NAME_RULE = (
-    "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, and not 'latest'"
-)
+from lockharness.core.errors import BadInput
+from lockharness.harness.scenario.limits import NAME_PATTERN, NAME_RULE
 
 
 def check_name(name: str) -> None:

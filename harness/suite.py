@@ -19,28 +19,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from rich.console import Console
-from rich.live import Live
-from rich.table import Column, Table
-from rich.text import Text
-
-from core.errors import (
+from lockharness.core.errors import (
     BadInput,
 )
-from core.interrupts import shielded
-from harness.backends import check_backend, images
-from harness.binaries import Binaries
-from harness.junit import write_junit
-from harness.limits import MAX_SEEDS
-from harness.runner import run_scenario
-from harness.scenario import (
+from lockharness.core.interrupts import shielded
+from lockharness.harness.backends import check_backend, images
+from lockharness.harness.binaries import Binaries
+from lockharness.harness.junit import write_junit
+from lockharness.harness.runner import run_scenario
+from lockharness.harness.scenario import (
     Scenario,
     builtin_scenarios,
     load_scenario,
     with_overrides,
 )
-from harness.suite_index import write_index
-from harness.suite_results import (
+from lockharness.harness.scenario.limits import MAX_SEEDS
+from lockharness.harness.suite_index import write_index
+from lockharness.harness.suite_results import (
     Case,
     CaseResult,
     Status,
@@ -48,8 +43,12 @@ from harness.suite_results import (
     suite_exit_code,
     summarize,
 )
-from workloads.plugins import is_plugin_path
-from workloads.registry import CLIENTS
+from lockharness.workloads.plugins import is_plugin_path
+from lockharness.workloads.registry import CLIENTS
+from rich.console import Console
+from rich.live import Live
+from rich.table import Column, Table
+from rich.text import Text
 
 ALL = "all"
 SCENARIO_SUFFIXES = (".yaml", ".yml")

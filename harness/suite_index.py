@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from harness.suite_results import CaseResult, Status, summarize
+from lockharness.harness.suite_results import CaseResult, Status, summarize
 
 # What each run directory offers, in the order shown. timeline.html is the run's report.
 RUN_FILES = ("timeline.html", "results.json", "scenario.yaml", "harness.log")

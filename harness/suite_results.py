@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from checker.verdict import Verdict, first_violation_ns
-from core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
-from harness.console import describe_witness
-from harness.expectation import resource_outcome, tokens_outcome
-from harness.runner import EXIT_INTERRUPTED, RunOutcome
-from harness.scenario import Scenario
+from lockharness.checker.describe import describe_witness
+from lockharness.checker.verdict import Verdict, first_violation_ns
+from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from lockharness.harness.runner import EXIT_INTERRUPTED, RunOutcome
+from lockharness.harness.scenario import Scenario
+from lockharness.harness.scenario.expectation import resource_outcome, tokens_outcome
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 import redis
-
-from core.history import Event
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
-from harness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.core.history import Event
+from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -76,7 +75,7 @@ def value(e: Event) -> dict[str, Any]:
 def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, in its own process."""
     env = {**os.environ, "COLUMNS": "200"}
-    argv = [sys.executable, "-m", "harness", *args]
+    argv = [sys.executable, "-m", "lockharness", *args]
     with subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as harness:
@@ -98,8 +97,8 @@ def docker_engine() -> None:
     Without one: a failure under CI (CI=true sets one up with `make images`), a skip
     elsewhere, with the reason in the warnings summary too (pytest -q hides skip reasons).
     """
-    from compose import engine, images
-    from core.errors import BadInput
+    from lockharness.compose import engine, images
+    from lockharness.core.errors import BadInput
 
     try:
         engine.client()

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import redis
+from lockharness.cluster.local import LocalCluster
+from lockharness.workloads.protocol import Lease, LockClient
+from lockharness.workloads.registry import CLIENTS
 
-from harness.cluster.local import LocalCluster
 from tests.conftest import REPO, run
-from workloads.protocol import Lease, LockClient
-from workloads.registry import CLIENTS
 
 ADAPTERS = ["redis-py-lock", "pottery-redlock", "redlock-py", "python-redis-lock"]
 MULTI_NODE = {"pottery-redlock", "redlock-py"}
@@ -183,8 +183,8 @@ def test_python_redis_lock_refuses_a_ttl_of_partial_seconds(
 def test_a_missing_extra_names_the_install_command() -> None:
     # Without the libraries the harness still loads; building such a client says what to do.
     blocked = "import sys; sys.modules.update(pottery=None, redlock=None, redis_lock=None); "
-    loads = "import workloads.registry, harness.cli; "
-    fails = "import workloads.adapters.pottery_redlock"
+    loads = "import lockharness.workloads.registry, lockharness.harness.cli; "
+    fails = "import lockharness.workloads.adapters.pottery_redlock"
     done = subprocess.run(
         [sys.executable, "-c", blocked + loads + fails],
         cwd=REPO,

@@ -7,16 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lockharness.checker.digest import check_resource, critical_sections, resource_view
+from lockharness.checker.failover import attach_failovers
+from lockharness.checker.fencing import check_fencing
+from lockharness.checker.liveness import check_liveness
+from lockharness.checker.mutex import check_mutual_exclusion
+from lockharness.checker.stats import compute_stats, percentile
+from lockharness.checker.verdict import CheckResult, Verdict, check_history
+from lockharness.core.history import Event, EventType, HistoryError, Process, read_history
 from msgspec.structs import replace
-
-from checker.digest import check_resource, critical_sections, resource_view
-from checker.failover import attach_failovers
-from checker.fencing import check_fencing
-from checker.liveness import check_liveness
-from checker.mutex import check_mutual_exclusion
-from checker.stats import compute_stats, percentile
-from checker.verdict import CheckResult, Verdict, check_history
-from core.history import Event, EventType, HistoryError, Process, read_history
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 

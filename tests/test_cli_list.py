@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lockharness.harness.scenario import builtin_scenarios
+from lockharness.workloads.registry import CLIENTS
 
-from harness.scenario import builtin_scenarios
 from tests.conftest import lockharness
-from workloads.registry import CLIENTS
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -39,7 +39,7 @@ def test_a_stop_signal_while_the_flags_are_read_exits_130(
     # that came while argparse ran escaped main and killed Python by SIGINT (CI saw -2).
     import signal
 
-    from harness import cli
+    from lockharness.harness import cli
 
     def interrupted() -> None:
         raise KeyboardInterrupt

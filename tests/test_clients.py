@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 
 import redis
-
-from harness.cluster.local import LocalCluster
-from harness.cluster.toxiproxy import ToxicSpec
-from workloads.redlock import Redlock
-from workloads.resource import Resource
-from workloads.single import SingleInstanceLock
-from workloads.unsafe_del import UnsafeDelLock
-from workloads.validity import drift_ns
+from lockharness.cluster.local import LocalCluster
+from lockharness.cluster.toxiproxy import ToxicSpec
+from lockharness.workloads.redlock import Redlock
+from lockharness.workloads.resource import Resource
+from lockharness.workloads.single import SingleInstanceLock
+from lockharness.workloads.unsafe_del import UnsafeDelLock
+from lockharness.workloads.validity import drift_ns
 
 
 def clock() -> int:

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from core.clock import ClockControl, ClockReader, read_state, shim_env, shim_library
-from core.errors import BadInput
-from harness.binaries import REDIS_SERVER, find_binary
+from lockharness.core.clock import ClockControl, ClockReader, read_state, shim_env, shim_library
+from lockharness.core.errors import BadInput
+from lockharness.harness.binaries import REDIS_SERVER, find_binary
 
 SECOND = 1_000_000_000
 

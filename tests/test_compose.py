@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from compose import engine, images
-from compose.cleanup import leftovers
-from compose.cluster import ComposeCluster, ComposeConfig
-from core.connect import single_try_client
-from core.endpoints import Endpoint
-from core.errors import BadInput
-from harness.cluster.toxiproxy import ToxicSpec
+from lockharness.cluster.toxiproxy import ToxicSpec
+from lockharness.compose import engine, images
+from lockharness.compose.cleanup import leftovers
+from lockharness.compose.cluster import ComposeCluster, ComposeConfig
+from lockharness.core.connect import single_try_client
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import BadInput
 
 SECOND = 1_000_000_000
 

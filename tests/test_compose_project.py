@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from compose.project import (
+from lockharness.cluster.redis_node import PERSISTENCE_ARGS
+from lockharness.compose.project import (
     RUN_LABEL,
     NodePlan,
     ProjectPlan,
@@ -18,7 +18,6 @@ from compose.project import (
     redis_command,
     write,
 )
-from harness.cluster.redis_node import PERSISTENCE_ARGS
 
 pytestmark = pytest.mark.unit
 

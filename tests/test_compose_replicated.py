@@ -13,16 +13,15 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from compose.cleanup import leftovers
-from compose.cluster import ComposeConfig
-from compose.replicated import ComposeReplicatedCluster
-from core.connect import single_try_client
-from core.endpoints import Endpoint
-from harness.cluster.base import Replicated
-from harness.cluster.replicated import ReplicationConfig
-from harness.cluster.toxiproxy import ToxicSpec
-from workloads.single import SingleInstanceLock
+from lockharness.cluster.base import Replicated
+from lockharness.cluster.replicated import ReplicationConfig
+from lockharness.cluster.toxiproxy import ToxicSpec
+from lockharness.compose.cleanup import leftovers
+from lockharness.compose.cluster import ComposeConfig
+from lockharness.compose.replicated import ComposeReplicatedCluster
+from lockharness.core.connect import single_try_client
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.single import SingleInstanceLock
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 

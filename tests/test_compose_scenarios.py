@@ -30,7 +30,7 @@ CLAIMS = [
 
 
 def labelled(run_dir: Path) -> list[str]:
-    from compose.cleanup import leftovers
+    from lockharness.compose.cleanup import leftovers
 
     return leftovers(run_dir)
 
@@ -52,8 +52,8 @@ def test_images_named_by_flag_are_the_ones_the_nodes_run(
     docker_engine: None, tmp_path: Path
 ) -> None:
     # A user who can pull names other images; here, our own under other names (no registry).
-    from compose import images
-    from compose.engine import client
+    from lockharness.compose import images
+    from lockharness.compose.engine import client
 
     engine, named = client(), {}
     for kind in images.KINDS:

@@ -7,17 +7,16 @@ import subprocess
 import sys
 
 import pytest
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.client_info import ClientInfo
+from lockharness.workloads.declaration import DeclarationError, declared_info, declared_name
+from lockharness.workloads.protocol import CrashPoint, Extending, TrustsClientClock
+from lockharness.workloads.registry import ADAPTERS, BUILT_INS, CLIENTS, read_built_in
+from lockharness.workloads.setnx_expire import SetnxExpireLock
+from lockharness.workloads.setnx_getset import SetnxGetsetLock
+from lockharness.workloads.single import SingleInstanceLock
 
-from core.endpoints import Endpoint
 from tests.conftest import REPO
-from workloads.adapters.catalog import ADAPTERS
-from workloads.client_info import ClientInfo
-from workloads.declaration import DeclarationError, declared_info, declared_name
-from workloads.protocol import CrashPoint, Extending, TrustsClientClock
-from workloads.registry import BUILT_INS, CLIENTS, read_built_in
-from workloads.setnx_expire import SetnxExpireLock
-from workloads.setnx_getset import SetnxGetsetLock
-from workloads.single import SingleInstanceLock
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -79,14 +78,17 @@ def _python(code: str) -> str:
 
 def test_a_worker_imports_only_the_client_it_runs() -> None:
     out = _python(
-        "import sys; import workloads.worker; from workloads.registry import client_info; "
+        "import sys; import lockharness.workloads.worker; "
+        "from lockharness.workloads.registry import client_info; "
         "client_info('redlock').factory(); "
-        "print(sorted(m for m in sys.modules if m.startswith(('workloads.', 'pottery', "
+        "print(sorted(m for m in sys.modules if m.startswith(('lockharness.workloads.', 'pottery', "
         "'redis_lock', 'redlock'))))"
     )
     loaded = set(eval(out))
-    assert {"workloads.redlock", "workloads.fanout"} <= loaded
-    others = {path.partition(":")[0] for path in BUILT_INS.values()} - {"workloads.redlock"}
+    assert {"lockharness.workloads.redlock", "lockharness.workloads.fanout"} <= loaded
+    others = {path.partition(":")[0] for path in BUILT_INS.values()} - {
+        "lockharness.workloads.redlock"
+    }
     assert not loaded & others, loaded & others
     assert not loaded & {"pottery", "redis_lock", "redlock"}
 
@@ -94,7 +96,7 @@ def test_a_worker_imports_only_the_client_it_runs() -> None:
 def test_without_the_extra_an_adapter_is_listed_as_what_to_install() -> None:
     blocked = "import sys; sys.modules.update(pottery=None, redlock=None, redis_lock=None); "
     out = _python(
-        blocked + "from workloads.registry import CLIENTS; "
+        blocked + "from lockharness.workloads.registry import CLIENTS; "
         "print(CLIENTS['pottery-redlock'].description); print(CLIENTS['redlock'].name)"
     )
     assert out.splitlines() == [

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 import redis
+from lockharness.cluster.local import ClusterConfig
+from lockharness.cluster.process import pid_alive
+from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
+from lockharness.core.history import read_history
+from lockharness.workloads.single import SingleInstanceLock
 
-from core.history import read_history
-from harness.cluster.local import ClusterConfig
-from harness.cluster.process import pid_alive
-from harness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from tests.conftest import run, value
-from workloads.single import SingleInstanceLock
 
 
 @pytest.fixture

@@ -9,14 +9,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from lockharness.faults.clock_faults import ClockStrobeOptions
+from lockharness.faults.docs import fault_table
+from lockharness.faults.nemesis import FAULTS
+from lockharness.faults.plan_doc import FAULT_DOCS
+from lockharness.faults.registry import FAULT_KINDS, KINDS, style
+from lockharness.harness.reports.timeline import fault_colour
+from lockharness.harness.scenario import load_scenario, to_yaml
 
-from faults.clock_faults import ClockStrobeOptions
-from faults.docs import fault_table
-from faults.nemesis import FAULTS
-from faults.plan_doc import FAULT_DOCS
-from faults.registry import FAULT_KINDS, KINDS, style
-from harness.reports.timeline import fault_colour
-from harness.scenario import load_scenario, to_yaml
 from tests.conftest import lockharness
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

@@ -11,23 +11,22 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import lockharness.faults.nemesis as nemesis_module
 import pytest
 import redis
-
-import faults.nemesis as nemesis_module
-from core.connect import single_try_client
-from core.history import parse_lines
-from core.live import LiveHistory
-from faults.base import FaultContext
-from faults.nemesis import Nemesis
-from faults.registry import options_type
-from faults.schedule import Occurrence, build_schedule
-from faults.spec import FaultPlan, FaultSpec, TimelineEntry
-from faults.targets import pick_nodes
-from harness.cluster.local import ClusterConfig, LocalCluster
-from harness.cluster.process import ManagedProcess
-from workloads.recorder import Recorder
-from workloads.redlock import Redlock
+from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.cluster.process import ManagedProcess
+from lockharness.core.connect import single_try_client
+from lockharness.core.history import parse_lines
+from lockharness.core.live import LiveHistory
+from lockharness.faults.base import FaultContext
+from lockharness.faults.nemesis import Nemesis
+from lockharness.faults.registry import options_type
+from lockharness.faults.schedule import Occurrence, build_schedule
+from lockharness.faults.spec import FaultPlan, FaultSpec, TimelineEntry
+from lockharness.faults.targets import pick_nodes
+from lockharness.workloads.recorder import Recorder
+from lockharness.workloads.redlock import Redlock
 
 S = 1_000_000_000
 MS = 1_000_000

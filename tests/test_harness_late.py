@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from checker.verdict import Verdict, check_history
-from core.history import Event
+from lockharness.checker.verdict import Verdict, check_history
+from lockharness.core.history import Event
+
 from tests.conftest import REPO
 from tests.test_checker import History
 from tests.test_orphans import assert_nothing_left

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
 _PROLOGUE = """
 import os, signal, sys, time, weakref
-from core.interrupts import install_stop_handlers
+from lockharness.core.interrupts import install_stop_handlers
 install_stop_handlers()
 def stop_myself():
     os.kill(os.getpid(), signal.SIGTERM)
@@ -38,7 +38,7 @@ except KeyboardInterrupt as e:
 def _run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
     program = _PROLOGUE + "try:\n" + textwrap.indent(body, "    ") + _EPILOGUE
     (tmp_path / "stopped_program.py").write_text(program)
-    # As a module, like `python -m harness`: CPython decides its exit status there by
+    # As a module, like `python -m lockharness`: CPython decides its exit status there by
     # _Py_UnhandledKeyboardInterrupt (with -c or a script, sys.exit ends it before).
     return subprocess.run(
         [sys.executable, "-m", "stopped_program"],

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lockharness.cluster.ledger import ProcessRecord, process_start, read_ledger
+from lockharness.cluster.ports import free_port
+from lockharness.cluster.process import pid_alive
 
-from harness.cluster.ledger import ProcessRecord, process_start, read_ledger
-from harness.cluster.ports import free_port
-from harness.cluster.process import pid_alive
 from tests.conftest import lockharness
 from tests.test_teardown import started_pids, wait_for
 
@@ -31,7 +31,7 @@ GONE_WITHIN_S = 5.0
 
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", *args, "--store", str(tmp_path / "store")],
+        [sys.executable, "-m", "lockharness", *args, "--store", str(tmp_path / "store")],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from harness.cluster.redis_node import LocalRedisNode
+from lockharness.cluster.redis_node import LocalRedisNode
 
 NodeFactory = Callable[[str], LocalRedisNode]
 

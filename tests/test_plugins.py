@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lockharness.core.history import read_history
+from lockharness.harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
+from lockharness.workloads.plugin_import import PRIVATE_PREFIX
+from lockharness.workloads.plugins import PluginError, load_plugin
 
-from core.history import read_history
-from harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
 from tests.conftest import REPO, lockharness, run, value
-from workloads.plugin_import import PRIVATE_PREFIX
-from workloads.plugins import PluginError, load_plugin
 
 EXAMPLE = REPO / "examples" / "plugin" / "my-lock.yaml"
 
@@ -110,7 +110,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workloads.protocol import Lease
+from lockharness.workloads.protocol import Lease
 
 
 class Lock:
@@ -176,7 +176,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workloads.protocol import Lease
+from lockharness.workloads.protocol import Lease
 
 
 class Lock:

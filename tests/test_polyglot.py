@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
+from lockharness.workloads.programs import PROGRAM_CLIENTS, missing
 
 from tests.conftest import run
-from workloads.programs import PROGRAM_CLIENTS, missing
 
 # Seconds of each run; a client's start (a JVM: seconds on a loaded machine) is not part of
 # it (the runner's start barrier). One client per worker where the claim allows: twelve

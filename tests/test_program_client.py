@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from harness.cluster.local import LocalCluster
-from harness.cluster.process import pid_alive
-from tests.conftest import lockharness
-from workloads.program import (
+from lockharness.cluster.local import LocalCluster
+from lockharness.cluster.process import pid_alive
+from lockharness.workloads.program import (
     ExtendingProgramClient,
     ProgramClient,
     ProgramError,
     start_program_client,
 )
+
+from tests.conftest import lockharness
 
 TINY = [sys.executable, str(Path(__file__).parent / "programs" / "tiny_lock.py")]
 # 1 s: a hung program is seen quickly here.

@@ -19,19 +19,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 # Imported here, before any inner session: pytester takes the modules loaded during an
 # inline session out of sys.modules again, and these must stay loaded once.
-import harness.pytest_plugin
-import harness.pytest_plugin.clusters
-import harness.pytest_plugin.injector
-import harness.pytest_plugin.runs
-from core.errors import BadInput
-from harness.cluster.ledger import LEDGER_NAME
-from harness.pytest_plugin.result import LockRun, RunVerdict
-from harness.pytest_plugin.runs import RunPlace, prepare
-from harness.pytest_plugin.settings import Settings
+import lockharness.harness.pytest_plugin
+import lockharness.harness.pytest_plugin.clusters
+import lockharness.harness.pytest_plugin.injector
+import lockharness.harness.pytest_plugin.runs
+import pytest
+from lockharness.cluster.ledger import LEDGER_NAME
+from lockharness.core.errors import BadInput
+from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict
+from lockharness.harness.pytest_plugin.runs import RunPlace, prepare
+from lockharness.harness.pytest_plugin.settings import Settings
+
 from tests.test_orphans import assert_children_gone
 
 pytest_plugins = ("pytester",)
@@ -52,7 +52,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workloads.protocol import Lease
+from lockharness.workloads.protocol import Lease
 
 RELEASE = """
 if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end
@@ -147,7 +147,7 @@ def output_of(result: pytest.RunResult) -> str:
 @pytest.mark.unit
 def test_the_entry_point_is_declared_and_importable() -> None:
     module = importlib.import_module(declared_entry_point())
-    assert module is harness.pytest_plugin
+    assert module is lockharness.harness.pytest_plugin
     for hook in ("pytest_addoption", "pytest_configure", "pytest_generate_tests"):
         assert callable(getattr(module, hook))
     for fixture in ("lockharness_run", "lock_cluster", "lock_cluster_factory", "nemesis"):
@@ -445,7 +445,7 @@ def test_nemesis_faults_take_effect_and_are_taken_out(user_pytest: pytest.Pytest
         import pytest
         import redis
 
-        from core.connect import single_try_client
+        from lockharness.core.connect import single_try_client
 
         def answers(endpoint):
             try:
@@ -515,11 +515,11 @@ def test_the_verdict_is_its_string_and_keeps_its_evidence() -> None:
     assert verdict == "invalid" and hash(verdict) == hash("invalid") and str(verdict) == "invalid"
     for again in (copy.deepcopy(verdict), pickle.loads(pickle.dumps(verdict))):
         assert again == "invalid" and again.evidence == "first witness: ..."
-    assert harness.pytest_plugin.pytest_assertrepr_compare("==", verdict, "valid") == [
+    assert lockharness.harness.pytest_plugin.pytest_assertrepr_compare("==", verdict, "valid") == [
         "'invalid' == 'valid'",
         "first witness: ...",
     ]
-    assert harness.pytest_plugin.pytest_assertrepr_compare("==", "a", "b") is None
+    assert lockharness.harness.pytest_plugin.pytest_assertrepr_compare("==", "a", "b") is None
     assert LockRun.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 

@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 import redis
-
-from harness.binaries import REDIS_SERVER, find_binary
+from lockharness.harness.binaries import REDIS_SERVER, find_binary
 
 REPO = Path(__file__).resolve().parent.parent
 CLIENTS_DIR = Path(os.environ.get("LOCKHARNESS_CLIENTS_DIR", REPO / ".tools" / "clients"))

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from lockharness.checker.verdict import check_history
+from lockharness.core.history import read_history
+from lockharness.harness import runner
+from lockharness.harness.reports import REPORTS
+from lockharness.harness.runner import RunOutcome
+from lockharness.harness.scenario import load_scenario, to_yaml
 from matplotlib.image import imread
 
-from checker.verdict import check_history
-from core.history import read_history
-from harness import runner
-from harness.reports import REPORTS
-from harness.runner import RunOutcome
-from harness.scenario import load_scenario, to_yaml
 from tests.conftest import REPO, lockharness
 
 CHROMIUM_FLAGS = [

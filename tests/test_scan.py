@@ -15,15 +15,14 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from checker import digest as digest_module
-from checker import fencing, liveness, mutex, stats
-from checker.digest import Digest, _c_digest, _python_digest, digest
-from checker.resource import ResourceView
-from checker.sections import Section, by_key
-from checker.stats import _latency_ms, percentile
-from checker.verdict import check_history
-from core.history import Event, EventType, HistoryError, HistoryFile, write_history
+from lockharness.checker import digest as digest_module
+from lockharness.checker import fencing, liveness, mutex, stats
+from lockharness.checker.digest import Digest, _c_digest, _python_digest, digest
+from lockharness.checker.resource import ResourceView
+from lockharness.checker.sections import Section, by_key
+from lockharness.checker.stats import _latency_ms, percentile
+from lockharness.checker.verdict import check_history
+from lockharness.core.history import Event, EventType, HistoryError, HistoryFile, write_history
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 

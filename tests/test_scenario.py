@@ -6,20 +6,19 @@ from pathlib import Path
 
 import msgspec
 import pytest
-
-from checker.verdict import CheckResult, Verdict
-from core.durations import (
+from lockharness.checker.verdict import CheckResult, Verdict
+from lockharness.core.durations import (
     format_duration,
     format_signed_duration,
     parse_duration,
     parse_signed_duration,
 )
-from core.errors import EXIT_BAD_INPUT, BadInput
-from faults.clock_faults import ClockBumpOptions, ClockRateOptions, ClockStrobeOptions
-from faults.network import LatencyOptions, PartitionOptions, ToxicOptions
-from faults.process import KillOptions
-from faults.registry import FAULT_KINDS, KINDS
-from faults.spec import (
+from lockharness.core.errors import EXIT_BAD_INPUT, BadInput
+from lockharness.faults.clock_faults import ClockBumpOptions, ClockRateOptions, ClockStrobeOptions
+from lockharness.faults.network import LatencyOptions, PartitionOptions, ToxicOptions
+from lockharness.faults.process import KillOptions
+from lockharness.faults.registry import FAULT_KINDS, KINDS
+from lockharness.faults.spec import (
     NODE_TARGETS,
     REPLICATED_TARGETS,
     WORKER_TARGETS,
@@ -28,7 +27,7 @@ from faults.spec import (
     FaultSpec,
     TimelineEntry,
 )
-from harness.scenario import (
+from lockharness.harness.scenario import (
     PERSISTENCE_MODES,
     ClientDoc,
     ClientSpec,
@@ -39,7 +38,7 @@ from harness.scenario import (
     to_yaml,
     with_overrides,
 )
-from workloads.registry import CLIENTS
+from lockharness.workloads.registry import CLIENTS
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lockharness.checker.values import BadValue
+from lockharness.checker.verdict import CheckResult, Verdict, check_history
+from lockharness.core.history import Event, EventType, HistoryFile, read_history
 from msgspec.structs import replace
 
-from checker.values import BadValue
-from checker.verdict import CheckResult, Verdict, check_history
-from core.history import Event, EventType, HistoryFile, read_history
 from tests.conftest import lockharness
 from tests.test_checker import History
 
@@ -83,7 +83,7 @@ def test_a_duplicate_index_is_refused(tmp_path: Path) -> None:
 
 def test_shards_merge_by_time_whatever_their_order(tmp_path: Path) -> None:
     """A run directory's shards are each in time order; the merge interleaves them."""
-    from core.shards import MergedShards
+    from lockharness.core.shards import MergedShards
 
     a = History().lease(1, "a", start=10, end=50)
     b = History().lease(2, "b", start=40, end=90)  # overlaps a by 10 ns
@@ -98,8 +98,8 @@ def test_shards_merge_by_time_whatever_their_order(tmp_path: Path) -> None:
 def test_shards_merge_into_a_file_or_else_anew_on_each_pass(tmp_path: Path) -> None:
     """A run's shards are merged straight into history.jsonl, never held whole; on a disk
     that refuses the file, the merge is read again from the shards on each pass."""
-    from core.history import HistoryFile
-    from core.shards import merge_into
+    from lockharness.core.history import HistoryFile
+    from lockharness.core.shards import merge_into
 
     a = History().lease(1, "a", start=10, end=50)
     b = History().lease(2, "b", start=40, end=90)
@@ -129,7 +129,7 @@ def test_shards_merge_into_a_file_or_else_anew_on_each_pass(tmp_path: Path) -> N
 def test_a_long_run_says_it_is_concluding(tmp_path: Path) -> None:
     """A soak's conclusion takes minutes and prints nothing until the verdict: the run
     says what it is doing first; an ordinary one says nothing."""
-    from harness.runner import concluding_note
+    from lockharness.harness.runner import concluding_note
 
     (tmp_path / "history.w1.jsonl").write_text('{"index": 0}\n')
     assert concluding_note(tmp_path) is None

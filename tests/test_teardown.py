@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-from harness.cluster.process import pid_alive
+from lockharness.cluster.process import pid_alive
 
 Spawn = Callable[..., subprocess.Popen[str]]
 
@@ -44,7 +43,7 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
 
     def start(*args: str) -> subprocess.Popen[str]:
         harness = subprocess.Popen(
-            [sys.executable, "-m", "harness", *args, "--store", str(tmp_path / "store")],
+            [sys.executable, "-m", "lockharness", *args, "--store", str(tmp_path / "store")],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

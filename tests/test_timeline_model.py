@@ -10,16 +10,15 @@ from string import Template
 from typing import Any
 
 import pytest
-
-from checker.verdict import check_history
-from core.history import Event
-from harness.reports.analysis import ops_to_draw
-from harness.reports.colours import fault_colour
-from harness.reports.markup import Html, fill, template
-from harness.reports.timeline import choose_windows, client_ops, render_timeline
-from harness.reports.timeline_layout import CSS_SIZES
-from harness.reports.timeline_model import Page, build_page
-from harness.scenario import Scenario, load_scenario
+from lockharness.checker.verdict import check_history
+from lockharness.core.history import Event
+from lockharness.harness.reports.analysis import ops_to_draw
+from lockharness.harness.reports.colours import fault_colour
+from lockharness.harness.reports.markup import Html, fill, template
+from lockharness.harness.reports.timeline import choose_windows, client_ops, render_timeline
+from lockharness.harness.reports.timeline_layout import CSS_SIZES
+from lockharness.harness.reports.timeline_model import Page, build_page
+from lockharness.harness.scenario import Scenario, load_scenario
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 

@@ -8,20 +8,19 @@ from dataclasses import replace
 
 import pytest
 import redis
-
-from harness.cluster.local import LocalCluster
-from harness.cluster.toxiproxy import ToxicSpec
-from workloads.protocol import Lease, LockClient
-from workloads.redlock import Redlock
-from workloads.redlock_extend import ExtendingRedlock
-from workloads.redlock_fenced import FencedRedlock, fence_key
-from workloads.redlock_naive import NaiveRedlock
-from workloads.reentrant import ReentrantLock
-from workloads.registry import CLIENTS
-from workloads.set_nx_watch import SetNxWatchLock
-from workloads.setnx_del import SetnxDelLock
-from workloads.setnx_expire import SetnxExpireLock
-from workloads.setnx_getset import SetnxGetsetLock
+from lockharness.cluster.local import LocalCluster
+from lockharness.cluster.toxiproxy import ToxicSpec
+from lockharness.workloads.protocol import Lease, LockClient
+from lockharness.workloads.redlock import Redlock
+from lockharness.workloads.redlock_extend import ExtendingRedlock
+from lockharness.workloads.redlock_fenced import FencedRedlock, fence_key
+from lockharness.workloads.redlock_naive import NaiveRedlock
+from lockharness.workloads.reentrant import ReentrantLock
+from lockharness.workloads.registry import CLIENTS
+from lockharness.workloads.set_nx_watch import SetNxWatchLock
+from lockharness.workloads.setnx_del import SetnxDelLock
+from lockharness.workloads.setnx_expire import SetnxExpireLock
+from lockharness.workloads.setnx_getset import SetnxGetsetLock
 
 ZOO = [
     "setnx-del",

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import msgspec
+from lockharness.core.durations import duration_type, format_duration
+from lockharness.core.typed_input import Invalid, Text, convert, plain, show
+from lockharness.workloads.client_info import ClientInfo
+from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin
+from lockharness.workloads.programs import command_client, missing
+from lockharness.workloads.registry import CLIENTS, client_info
 from msgspec import Meta
-
-from core.durations import duration_type, format_duration
-from core.typed_input import Invalid, Text, convert, plain, show
-from workloads.client_info import ClientInfo
-from workloads.plugins import PluginError, is_plugin_path, load_plugin
-from workloads.programs import command_client, missing
-from workloads.registry import CLIENTS, client_info
 
 if TYPE_CHECKING:
     ClientName = str  # a Literal of the registry's names, built at run time

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 from functools import reduce
 
-from workloads.protocol import ClientFactory
+from lockharness.workloads.protocol import ClientFactory
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ a class cannot say it extends and lack the method, or the reverse.
 
 from __future__ import annotations
 
-from workloads.client_info import ClientInfo, option_kind_ok
-from workloads.protocol import Extending
+from lockharness.workloads.client_info import ClientInfo, option_kind_ok
+from lockharness.workloads.protocol import Extending
 
 _OPTIONS_EXPECTED = (
     "OPTIONS = {name: (kind, help)} with kind one of duration, int, float, bool, str, "

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.connect import DEFAULT_TIMEOUT_NS, single_try_client
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.protocol import Clock
+from lockharness.core.connect import DEFAULT_TIMEOUT_NS, single_try_client
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.protocol import Clock
 
 
 class OneNodeClient:

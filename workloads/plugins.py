@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import cast
 
-from workloads.client_info import ClientInfo
-from workloads.declaration import DeclarationError, declared_info
-from workloads.plugin_import import ImportFailed, NotFound, find_top, import_plugin
+from lockharness.workloads.client_info import ClientInfo
+from lockharness.workloads.declaration import DeclarationError, declared_info
+from lockharness.workloads.plugin_import import ImportFailed, NotFound, find_top, import_plugin
 
 # How the runner hands a worker its plug-in's directories (os.pathsep-separated).
 PLUGIN_PATH_ENV = "LOCKHARNESS_PLUGIN_PATH"

@@ -22,11 +22,11 @@ import threading
 from collections.abc import Sequence
 from typing import IO, Any
 
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from harness.cluster.spawner import spawn
-from workloads.adapters.common import GrantObserver
-from workloads.protocol import Clock, Lease
+from lockharness.cluster.spawner import spawn
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.grant_observer import GrantObserver
+from lockharness.workloads.protocol import Clock, Lease
 
 PROTOCOL_VERSION = 1
 DEFAULT_REQUEST_TIMEOUT_NS = 5_000_000_000  # a reply slower than this is a hung program

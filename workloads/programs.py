@@ -11,9 +11,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from workloads.client_info import ClientInfo
+from lockharness.workloads.client_info import ClientInfo
 
-FACTORY = "workloads.program:start_program_client"
+FACTORY = "lockharness.workloads.program:start_program_client"
 _REPO = Path(__file__).resolve().parent.parent
 _TIMEOUT = ("int", "per-node socket and response timeout in ms (default 50)")
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
-from core.discovery import Discovery
-from core.endpoints import Endpoint
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.history import Event, EventType, Process
+from lockharness.core.history import Event, EventType, Process
 
 
 def _nothing() -> None:

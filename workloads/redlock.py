@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.client_info import TIMEOUT_OPTION
-from workloads.fanout import FanOut
-from workloads.protocol import Clock, Lease
-from workloads.scripts import COMPARE_AND_DELETE
-from workloads.validity import validity_deadline
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.fanout import FanOut
+from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.scripts import COMPARE_AND_DELETE
+from lockharness.workloads.validity import validity_deadline
 
 DEFAULT_TIMEOUT_NS = 50_000_000
 

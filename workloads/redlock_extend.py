@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.client_info import TIMEOUT_OPTION
-from workloads.protocol import Clock, Lease
-from workloads.redlock import Redlock
-from workloads.scripts import COMPARE_AND_PEXPIRE
-from workloads.validity import validity_deadline
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.redlock import Redlock
+from lockharness.workloads.scripts import COMPARE_AND_PEXPIRE
+from lockharness.workloads.validity import validity_deadline
 
 DEFAULT_MAX_EXTENSIONS = 3
 

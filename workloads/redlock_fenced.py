@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workloads.protocol import Lease
-from workloads.redlock import Redlock
-from workloads.scripts import FENCE_INCR
+from lockharness.workloads.protocol import Lease
+from lockharness.workloads.redlock import Redlock
+from lockharness.workloads.scripts import FENCE_INCR
 
 
 def fence_key(key: str) -> str:

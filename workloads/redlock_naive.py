@@ -20,15 +20,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from lockharness.core.connect import single_try_client
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.redlock import ReleaseUnknown
+from lockharness.workloads.scripts import COMPARE_AND_DELETE
 from redis.exceptions import RedisError
-
-from core.connect import single_try_client
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.client_info import TIMEOUT_OPTION
-from workloads.protocol import Clock, Lease
-from workloads.redlock import ReleaseUnknown
-from workloads.scripts import COMPARE_AND_DELETE
 
 DEFAULT_TIMEOUT_NS = 50_000_000
 NODE_ERRORS = (RedisError, OSError)  # down, too slow, or an error reply: a no

@@ -12,24 +12,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from workloads.adapters.catalog import ADAPTERS
-from workloads.client_info import ClientInfo
-from workloads.declaration import declared_info, declared_name
-from workloads.plugins import is_plugin_path, load_plugin
-from workloads.programs import PROGRAM_CLIENTS
+from lockharness.workloads.client_info import ClientInfo
+from lockharness.workloads.declaration import declared_info, declared_name
+from lockharness.workloads.plugins import is_plugin_path, load_plugin
+from lockharness.workloads.programs import PROGRAM_CLIENTS
 
+# The third-party lock libraries behind workloads/adapters/ (installed by
+# `pip install .[clients]`): listed by path, so the registry never imports a library it
+# does not need.
+ADAPTERS: dict[str, str] = {
+    "redis-py-lock": "lockharness.workloads.adapters.redis_py_lock:RedisPyLock",
+    "pottery-redlock": "lockharness.workloads.adapters.pottery_redlock:PotteryRedlock",
+    "redlock-py": "lockharness.workloads.adapters.redlock_py:RedlockPy",
+    "python-redis-lock": "lockharness.workloads.adapters.python_redis_lock:PythonRedisLock",
+    "python-redis-lock-renewal": (
+        "lockharness.workloads.adapters.python_redis_lock:RenewingPythonRedisLock"
+    ),
+}
 BUILT_INS: dict[str, str] = {
-    "single": "workloads.single:SingleInstanceLock",
-    "redlock": "workloads.redlock:Redlock",
-    "unsafe-del": "workloads.unsafe_del:UnsafeDelLock",
-    "setnx-del": "workloads.setnx_del:SetnxDelLock",
-    "setnx-expire": "workloads.setnx_expire:SetnxExpireLock",
-    "setnx-getset": "workloads.setnx_getset:SetnxGetsetLock",
-    "set-nx-watch": "workloads.set_nx_watch:SetNxWatchLock",
-    "redlock-naive": "workloads.redlock_naive:NaiveRedlock",
-    "reentrant": "workloads.reentrant:ReentrantLock",
-    "redlock-extend": "workloads.redlock_extend:ExtendingRedlock",
-    "redlock-fenced": "workloads.redlock_fenced:FencedRedlock",
+    "single": "lockharness.workloads.single:SingleInstanceLock",
+    "redlock": "lockharness.workloads.redlock:Redlock",
+    "unsafe-del": "lockharness.workloads.unsafe_del:UnsafeDelLock",
+    "setnx-del": "lockharness.workloads.setnx_del:SetnxDelLock",
+    "setnx-expire": "lockharness.workloads.setnx_expire:SetnxExpireLock",
+    "setnx-getset": "lockharness.workloads.setnx_getset:SetnxGetsetLock",
+    "set-nx-watch": "lockharness.workloads.set_nx_watch:SetNxWatchLock",
+    "redlock-naive": "lockharness.workloads.redlock_naive:NaiveRedlock",
+    "reentrant": "lockharness.workloads.reentrant:ReentrantLock",
+    "redlock-extend": "lockharness.workloads.redlock_extend:ExtendingRedlock",
+    "redlock-fenced": "lockharness.workloads.redlock_fenced:FencedRedlock",
     **ADAPTERS,  # real third-party libraries behind the same protocol
 }
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import redis
-
-from core.endpoints import Endpoint
+from lockharness.core.endpoints import Endpoint
 
 # The fencing check, shared by both writes. KEYS[2]: highest-token key; ARGV[2]: the
 # write's fencing token ("" for none). Leaves `accepted` (1/0) and `highest` (the highest

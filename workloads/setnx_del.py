@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 
-from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
-from workloads.one_node import OneNodeClient
-from workloads.protocol import Lease
+from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
+from lockharness.workloads.one_node import OneNodeClient
+from lockharness.workloads.protocol import Lease
 
 
 class SetnxDelLock(OneNodeClient):

@@ -27,12 +27,12 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
-from workloads.one_node import OneNodeClient
-from workloads.protocol import Clock, Lease
-from workloads.validity import validity_deadline
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
+from lockharness.workloads.one_node import OneNodeClient
+from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.validity import validity_deadline
 
 
 def system_wall_ms() -> int:

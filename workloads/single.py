@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from core.discovery import Discovery, master_finder
-from core.endpoints import Endpoint
-from workloads.client_info import DISCOVERY_OPTION, TIMEOUT_OPTION
-from workloads.protocol import Clock, Lease
-from workloads.scripts import COMPARE_AND_DELETE
-from workloads.validity import validity_deadline
+from lockharness.core.discovery import Discovery, master_finder
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.client_info import DISCOVERY_OPTION, TIMEOUT_OPTION
+from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.scripts import COMPARE_AND_DELETE
+from lockharness.workloads.validity import validity_deadline
 
 DEFAULT_TIMEOUT_NS = 200_000_000
 DEFAULT_WAIT_NS = 100_000_000

@@ -8,9 +8,9 @@ else's. It exists to prove the checker says invalid; never use it for real.
 
 from __future__ import annotations
 
-from workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
-from workloads.protocol import Lease
-from workloads.single import SingleInstanceLock
+from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
+from lockharness.workloads.protocol import Lease
+from lockharness.workloads.single import SingleInstanceLock
 
 
 class UnsafeDelLock(SingleInstanceLock):

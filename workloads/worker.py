@@ -9,8 +9,8 @@
         exit      (the section's last write: a fencing token is checked again)
         release
 
-Run as `python -m workloads.worker CONFIG.json`. A client exception becomes an `info` event
-and the client carries on. SIGTERM lets each client finish its cycle and stop.
+Run as `python -m lockharness.workloads.worker CONFIG.json`. A client exception becomes an
+`info` event and the client carries on. SIGTERM lets each client finish its cycle and stop.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from core.clock import ClockReader
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
-from workloads.program import ProgramClient, start_program_client
-from workloads.protocol import (
+from lockharness.core.clock import ClockReader
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
+from lockharness.workloads.program import ProgramClient, start_program_client
+from lockharness.workloads.protocol import (
     ClientFactory,
     CrashPoint,
     Extending,
@@ -43,9 +43,9 @@ from workloads.protocol import (
     LockClient,
     TrustsClientClock,
 )
-from workloads.recorder import Recorder
-from workloads.registry import client_info
-from workloads.resource import Resource
+from lockharness.workloads.recorder import Recorder
+from lockharness.workloads.registry import client_info
+from lockharness.workloads.resource import Resource
 
 # Time reserved at the end of an honoured lease for exit + release: the section must be
 # over (release invoked) by the deadline.
@@ -405,7 +405,7 @@ def run_worker(config: WorkerConfig) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m workloads.worker CONFIG.json", file=sys.stderr)
+        print("usage: python -m lockharness.workloads.worker CONFIG.json", file=sys.stderr)
         return 2
     return run_worker(WorkerConfig.from_json(Path(argv[0]).read_text()))
 

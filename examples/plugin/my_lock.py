@@ -22,11 +22,10 @@ import os
 from collections.abc import Callable, Sequence
 
 import redis
+from lockharness.core.endpoints import Endpoint  # a node: name ("n1"), host, port
+from lockharness.workloads.protocol import Lease  # what acquire hands back
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-
-from core.endpoints import Endpoint  # a node: name ("n1"), host, port
-from workloads.protocol import Lease  # what acquire hands back
 
 # Delete the key only if it still holds our token, in one step on the server. A GET then
 # a DEL from the client could delete a lock someone else took in between.

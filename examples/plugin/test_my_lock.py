@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 import redis
+from lockharness.workloads.protocol import Lease
 from my_lock import MyLock
 
-from workloads.protocol import Lease
-
 if TYPE_CHECKING:
-    from harness.cluster.base import Cluster
-    from harness.pytest_plugin import RunScenario
-    from harness.pytest_plugin.injector import Nemesis
+    from lockharness.cluster.base import Cluster
+    from lockharness.harness.pytest_plugin import RunScenario
+    from lockharness.harness.pytest_plugin.injector import Nemesis
 
 
 # A whole scenario run: real Redis behind Toxiproxy, 12 clients in 4 worker processes

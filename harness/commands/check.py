@@ -10,15 +10,14 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
+from lockharness.checker.values import BadValue
+from lockharness.checker.verdict import Verdict, check_history
+from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
+from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
+from lockharness.harness.console import print_summary
+from lockharness.harness.recheck import apply_run_problems, run_history, stored_run_problems
+from lockharness.harness.scenario.expectation import Expectation
 from rich.console import Console
-
-from checker.values import BadValue
-from checker.verdict import Verdict, check_history
-from core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
-from core.history import Event, HistoryError, HistoryFile, line_of
-from harness.console import print_summary
-from harness.expectation import Expectation
-from harness.recheck import apply_run_problems, run_history, stored_run_problems
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
@@ -31,7 +30,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     if target.is_dir():
         scenario_file = target / "scenario.yaml"
         if scenario_file.exists():
-            from harness.scenario import load_scenario  # only for a run directory
+            from lockharness.harness.scenario import load_scenario  # only for a run directory
 
             scenario = load_scenario(str(scenario_file))
             name, expectation = scenario.name, scenario.expectation

@@ -16,16 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import redis
+from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, BadInput
+from lockharness.core.interrupts import shielded
+from lockharness.harness.commands.common import find_binaries
+from lockharness.harness.runlog import run_log
+from lockharness.harness.store import check_store, create_run_dir
+from lockharness.workloads.program import ProgramClient, ProgramError, start_program_client
+from lockharness.workloads.protocol import Extending, Lease
 from rich.console import Console
-
-from core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, BadInput
-from core.interrupts import shielded
-from harness.cluster.local import ClusterConfig, LocalCluster
-from harness.commands.common import find_binaries
-from harness.runlog import run_log
-from harness.store import check_store, create_run_dir
-from workloads.program import ProgramClient, ProgramError, start_program_client
-from workloads.protocol import Extending, Lease
 
 KEY, TTL_MS = "client-check", 5_000
 

@@ -7,17 +7,16 @@ import sys
 import time
 from typing import Any
 
+from lockharness.core.errors import EXIT_AS_EXPECTED
+from lockharness.core.interrupts import shielded
+from lockharness.harness.backends import build_cluster, check_backend
+from lockharness.harness.commands.common import find_binaries
+from lockharness.harness.runlog import run_log
+from lockharness.harness.scenario.limits import DEFAULT_BACKEND
+from lockharness.harness.scenario.model import ClusterSpec
+from lockharness.harness.store import check_store, create_run_dir
 from rich.console import Console
 from rich.table import Table
-
-from core.errors import EXIT_AS_EXPECTED
-from core.interrupts import shielded
-from harness.backends import build_cluster, check_backend
-from harness.commands.common import find_binaries
-from harness.limits import DEFAULT_BACKEND
-from harness.runlog import run_log
-from harness.scenario.model import ClusterSpec
-from harness.store import check_store, create_run_dir
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lockharness.harness import gc
+from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from rich.console import Console
-
-from harness import gc
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 
 
 def find_binaries(args: argparse.Namespace) -> Binaries:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_INTERNAL, BadInput
+from lockharness.harness import gc
 from rich.console import Console
-
-from core.errors import EXIT_AS_EXPECTED, EXIT_INTERNAL, BadInput
-from harness import gc
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

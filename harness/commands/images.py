@@ -6,13 +6,12 @@ from __future__ import annotations
 import argparse
 import time
 
+from lockharness.core.errors import EXIT_AS_EXPECTED
 from rich.console import Console
-
-from core.errors import EXIT_AS_EXPECTED
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
-    from compose.images import KINDS, REDIS, TOXIPROXY, ensure, find_host_binary
+    from lockharness.compose.images import KINDS, REDIS, TOXIPROXY, ensure, find_host_binary
 
     explicit = {REDIS: args.redis_server, TOXIPROXY: args.toxiproxy_server}
     for kind in KINDS:

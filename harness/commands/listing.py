@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from lockharness.core.errors import EXIT_AS_EXPECTED
+from lockharness.harness.scenario import builtin_scenarios
+from lockharness.workloads.registry import CLIENTS
 from rich.console import Console
 from rich.table import Table
-
-from core.errors import EXIT_AS_EXPECTED
-from harness.scenario import builtin_scenarios
-from workloads.registry import CLIENTS
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from lockharness.core.errors import EXIT_AS_EXPECTED
+from lockharness.harness.reports import rebuild_reports
 from rich.console import Console
-
-from core.errors import EXIT_AS_EXPECTED
-from harness.reports import rebuild_reports
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from lockharness.harness.backends import check_backend
+from lockharness.harness.commands.common import find_binaries, warn_leftovers
+from lockharness.harness.console import print_summary
+from lockharness.harness.runner import run_scenario
+from lockharness.harness.scenario import load_scenario, with_overrides
+from lockharness.harness.store import check_store
 from rich.console import Console
-
-from harness.backends import check_backend
-from harness.commands.common import find_binaries, warn_leftovers
-from harness.console import print_summary
-from harness.runner import run_scenario
-from harness.scenario import load_scenario, with_overrides
-from harness.store import check_store
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

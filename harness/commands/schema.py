@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lockharness.core.errors import EXIT_AS_EXPECTED
+from lockharness.harness.scenario import json_schema
 from rich.console import Console
-
-from core.errors import EXIT_AS_EXPECTED
-from harness.scenario import json_schema
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

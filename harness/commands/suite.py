@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from lockharness.harness.commands.common import find_binaries, warn_leftovers
+from lockharness.harness.store import check_store
+from lockharness.harness.suite import SuiteRequest, check_report_paths, plan_suite, run_suite
 from rich.console import Console
-
-from harness.commands.common import find_binaries, warn_leftovers
-from harness.store import check_store
-from harness.suite import SuiteRequest, check_report_paths, plan_suite, run_suite
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -24,17 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import pytest
-
-from harness.limits import MAX_SEEDS
-from harness.pytest_plugin import settings
-from harness.pytest_plugin.failures import bad_input_fails
-from harness.pytest_plugin.result import LockRun, RunVerdict
+from lockharness.harness.pytest_plugin import settings
+from lockharness.harness.pytest_plugin.failures import bad_input_fails
+from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict
+from lockharness.harness.scenario.limits import MAX_SEEDS
 
 if TYPE_CHECKING:
-    from harness.cluster.base import Cluster
-    from harness.pytest_plugin.clusters import ClusterFactory
-    from harness.pytest_plugin.injector import Nemesis
-    from harness.pytest_plugin.runs import RunPlace
+    from lockharness.cluster.base import Cluster
+    from lockharness.harness.pytest_plugin.clusters import ClusterFactory
+    from lockharness.harness.pytest_plugin.injector import Nemesis
+    from lockharness.harness.pytest_plugin.runs import RunPlace
 
 __all__ = ["LockRun", "RunScenario", "RunVerdict"]
 
@@ -125,7 +124,7 @@ def lockharness_store(
 
 
 def _place(request: pytest.FixtureRequest, store: Path, seed: int | None) -> RunPlace:
-    from harness.pytest_plugin.runs import RunPlace
+    from lockharness.harness.pytest_plugin.runs import RunPlace
 
     return RunPlace(request.config.stash[_SETTINGS], store, request.path.parent, seed)
 
@@ -142,7 +141,7 @@ def lockharness_run(
     ``overrides``: workers, threads, backend. Returns a LockRun; its summary is added to
     the test's report (a "lockharness" section, shown when the test fails).
     """
-    from harness.pytest_plugin.runs import prepare, run
+    from lockharness.harness.pytest_plugin.runs import prepare, run
 
     place = _place(request, lockharness_store, lockharness_seed)
 
@@ -171,7 +170,7 @@ def lock_cluster_factory(
 ) -> Iterator[ClusterFactory]:
     """``lock_cluster_factory(nodes=3, persistence="aof-always", workers=2, ...)``: a
     started cluster of another shape; every one is stopped at the test's end."""
-    from harness.pytest_plugin.clusters import ClusterFactory
+    from lockharness.harness.pytest_plugin.clusters import ClusterFactory
 
     factory = ClusterFactory(_place(request, lockharness_store, lockharness_seed))
     try:
@@ -193,7 +192,7 @@ def nemesis(
 ) -> Iterator[Nemesis]:
     """Faults on lock_cluster, each in effect for a with block: ``kill``, ``pause``,
     ``partition``, ``latency``, or ``fault(kind, targets, **options)``."""
-    from harness.pytest_plugin.injector import Nemesis
+    from lockharness.harness.pytest_plugin.injector import Nemesis
 
     faults = Nemesis(lock_cluster, lock_cluster_factory, lockharness_seed)
     try:

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.errors import BadInput
-from core.typed_input import Invalid, convert
-from workloads.client_doc import ClientDoc
+from lockharness.core.errors import BadInput
+from lockharness.core.typed_input import Invalid, convert
+from lockharness.workloads.client_doc import ClientDoc
 
 _ALLOWED = (
     "a built-in client's name, a class (your lock class, imported in the test), "

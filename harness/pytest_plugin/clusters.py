@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import BadInput, ClusterError
-from core.interrupts import shielded
-from core.typed_input import Invalid, convert
-from faults.spec import Room
-from harness.backends import build_cluster, check_backend
-from harness.cluster.base import Cluster
-from harness.limits import DEFAULT_BACKEND, MAX_COUNT
-from harness.pytest_plugin.failures import bad_input_fails
-from harness.pytest_plugin.runs import RunPlace
-from harness.scenario.model import ClusterSpec
-from harness.store import check_store, create_run_dir
+from lockharness.cluster.base import Cluster
+from lockharness.core.errors import BadInput, ClusterError
+from lockharness.core.interrupts import shielded
+from lockharness.core.typed_input import Invalid, convert
+from lockharness.faults.spec import Room
+from lockharness.harness.backends import build_cluster, check_backend
+from lockharness.harness.pytest_plugin.failures import bad_input_fails
+from lockharness.harness.pytest_plugin.runs import RunPlace
+from lockharness.harness.scenario.limits import DEFAULT_BACKEND, MAX_COUNT
+from lockharness.harness.scenario.model import ClusterSpec
+from lockharness.harness.store import check_store, create_run_dir
 
 CLUSTER_DIR = "lock-cluster"  # the store's directory for fixtures' clusters
 

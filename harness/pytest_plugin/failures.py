@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-
-from core.errors import BadInput
+from lockharness.core.errors import BadInput
 
 
 @contextmanager

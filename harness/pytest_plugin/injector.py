@@ -17,17 +17,17 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-from core.errors import BadInput
-from core.interrupts import shielded
-from core.live import HeldLease
-from core.typed_input import Invalid
-from faults.base import Fault, FaultContext
-from faults.plan_doc import read_fault
-from faults.registry import KINDS
-from faults.spec import NODE_TARGETS, Room
-from harness.cluster.base import Cluster
-from harness.pytest_plugin.clusters import ClusterFactory
-from harness.pytest_plugin.failures import bad_input_fails
+from lockharness.cluster.base import Cluster
+from lockharness.core.errors import BadInput
+from lockharness.core.interrupts import shielded
+from lockharness.core.live import HeldLease
+from lockharness.core.typed_input import Invalid
+from lockharness.faults.base import Fault, FaultContext
+from lockharness.faults.plan_doc import read_fault
+from lockharness.faults.registry import KINDS
+from lockharness.faults.spec import NODE_TARGETS, Room
+from lockharness.harness.pytest_plugin.clusters import ClusterFactory
+from lockharness.harness.pytest_plugin.failures import bad_input_fails
 
 # Faults on the harness's worker processes (client-pause, …) have no workers to act on
 # in a test's own workload; the holder targets need the harness's live history of leases.

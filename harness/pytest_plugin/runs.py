@@ -9,19 +9,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from lockharness.checker.describe import describe_stats, describe_witness
+from lockharness.core.durations import parse_duration
+from lockharness.core.errors import BadInput
+from lockharness.harness.backends import check_backend
+from lockharness.harness.console import print_summary
+from lockharness.harness.pytest_plugin.clients import client_doc
+from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict, evidence
+from lockharness.harness.pytest_plugin.settings import Settings
+from lockharness.harness.runner import RunOutcome, run_scenario
+from lockharness.harness.scenario import Scenario, load_scenario, with_overrides
+from lockharness.harness.scenario.limits import MAX_COUNT
+from lockharness.harness.store import check_store
 from rich.console import Console
-
-from core.durations import parse_duration
-from core.errors import BadInput
-from harness.backends import check_backend
-from harness.console import describe_stats, describe_witness, print_summary
-from harness.limits import MAX_COUNT
-from harness.pytest_plugin.clients import client_doc
-from harness.pytest_plugin.result import LockRun, RunVerdict, evidence
-from harness.pytest_plugin.settings import Settings
-from harness.runner import RunOutcome, run_scenario
-from harness.scenario import Scenario, load_scenario, with_overrides
-from harness.store import check_store
 
 OVERRIDES = ("workers", "threads", "backend")  # besides client, seed and duration
 

@@ -13,11 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from core.errors import BadInput
-from harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, Binary, find_binary
-from harness.limits import BACKENDS
-from harness.store import check_store
+from lockharness.core.errors import BadInput
+from lockharness.harness.binaries import (
+    REDIS_SERVER,
+    TOXIPROXY_SERVER,
+    Binaries,
+    Binary,
+    find_binary,
+)
+from lockharness.harness.scenario.limits import BACKENDS
+from lockharness.harness.store import check_store
 
 # LOCKHARNESS_STORE and LOCKHARNESS_BACKEND exist for the plug-in only: the command line
 # takes --store and --backend per command.

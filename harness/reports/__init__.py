@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from checker.verdict import CheckResult, check_history
-from core.errors import BadInput, LockharnessError
-from core.history import Event, HistoryError, HistoryFile
-from harness.reports.analysis import periods_and_end
-from harness.reports.timeline import write_timeline
-from harness.scenario import Scenario, load_scenario
+from lockharness.checker.verdict import CheckResult, check_history
+from lockharness.core.errors import BadInput, LockharnessError
+from lockharness.core.history import Event, HistoryError, HistoryFile
+from lockharness.harness.reports.analysis import periods_and_end
+from lockharness.harness.reports.timeline import write_timeline
+from lockharness.harness.scenario import Scenario, load_scenario
 
 log = logging.getLogger("lockharness.reports")
 
@@ -40,7 +40,7 @@ def write_reports(
     """
     # Imported here, not at the top: every CLI command imports the runner, and
     # `lockharness list` should not pay for loading matplotlib.
-    from harness.reports import plots
+    from lockharness.harness.reports import plots
 
     title = f"{scenario.name} (seed {scenario.seed})"
     periods, end = periods_and_end(history)  # both graphs shade the same faults

@@ -11,10 +11,9 @@ from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 import numpy
+from lockharness.checker.sections import Section
+from lockharness.core.history import INFO, INVOKE, NEMESIS, Event
 from numpy.typing import NDArray
-
-from checker.sections import Section
-from core.history import INFO, INVOKE, NEMESIS, Event
 
 MAX_OPS = 10_000  # about 1.5 MB of HTML: a browser lays it out in well under a second
 _MIN_WINDOW_OPS = 100  # however many violations share the budget, each gets some context

@@ -3,7 +3,7 @@ and legend and the graphs' shading all read it here, so a kind looks the same ev
 
 from __future__ import annotations
 
-from faults.registry import style
+from lockharness.faults.registry import style
 
 
 def fault_colour(kind: str) -> str:

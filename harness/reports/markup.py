@@ -33,5 +33,9 @@ def join(parts: list[Html] | tuple[Html, ...], sep: str = "") -> Html:
 @cache
 def template(name: str) -> Template:
     """A template file shipped in harness/reports/templates (package data)."""
-    text = resources.files("harness.reports").joinpath("templates", name).read_text("utf-8")
+    text = (
+        resources.files("lockharness.harness.reports")
+        .joinpath("templates", name)
+        .read_text("utf-8")
+    )
     return Template(text)

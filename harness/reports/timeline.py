@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from string import Template
 
-from checker.verdict import CheckResult
-from core.history import Event
-from harness.reports.analysis import (
+from lockharness.checker.verdict import CheckResult
+from lockharness.core.history import Event
+from lockharness.harness.reports.analysis import (
     MAX_OPS,
     FaultPeriod,
     Op,
@@ -33,12 +33,18 @@ from harness.reports.analysis import (
     fault_periods,
     witness_span,
 )
-from harness.reports.colours import fault_colour
-from harness.reports.markup import Html, fill, join, template
-from harness.reports.timeline_draw import draw_window, short
-from harness.reports.timeline_layout import CSS_SIZES
-from harness.reports.timeline_model import LeaseRef, Page, Windowing, WitnessEntry, build_page
-from harness.scenario import Scenario
+from lockharness.harness.reports.colours import fault_colour
+from lockharness.harness.reports.markup import Html, fill, join, template
+from lockharness.harness.reports.timeline_draw import draw_window, short
+from lockharness.harness.reports.timeline_layout import CSS_SIZES
+from lockharness.harness.reports.timeline_model import (
+    LeaseRef,
+    Page,
+    Windowing,
+    WitnessEntry,
+    build_page,
+)
+from lockharness.harness.scenario import Scenario
 
 __all__ = [
     "MAX_OPS",

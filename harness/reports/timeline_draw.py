@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from string import Template
 
-from harness.reports.markup import Html, fill, join
-from harness.reports.timeline_layout import (
+from lockharness.harness.reports.markup import Html, fill, join
+from lockharness.harness.reports.timeline_layout import (
     AXIS_W,
     COL_W,
     LEASE_INSET,
@@ -19,7 +19,7 @@ from harness.reports.timeline_layout import (
     TICK_NUDGE,
     Canvas,
 )
-from harness.reports.timeline_model import (
+from lockharness.harness.reports.timeline_model import (
     Column,
     FaultBand,
     LeaseFrame,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.reports.analysis import Op, Window
+from lockharness.harness.reports.analysis import Op, Window
 
 # In CSS pixels. Time runs down; across: the time axis, a column per logical client, then a
 # lane per fault label that overlaps another.

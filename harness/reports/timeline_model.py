@@ -12,12 +12,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checker.digest import critical_sections
-from checker.sections import Section
-from checker.verdict import CheckResult
-from core.history import Event
-from harness.console import describe_stats, describe_witness
-from harness.reports.analysis import (
+from lockharness.checker.describe import describe_stats, describe_witness
+from lockharness.checker.digest import critical_sections
+from lockharness.checker.sections import Section
+from lockharness.checker.verdict import CheckResult
+from lockharness.core.history import Event
+from lockharness.harness.reports.analysis import (
     MAX_OPS,
     FaultPeriod,
     Op,
@@ -28,9 +28,9 @@ from harness.reports.analysis import (
     witness_parties,
     witness_span,
 )
-from harness.reports.colours import fault_colour
-from harness.reports.timeline_layout import scale, tick_step
-from harness.scenario import Scenario
+from lockharness.harness.reports.colours import fault_colour
+from lockharness.harness.reports.timeline_layout import scale, tick_step
+from lockharness.harness.scenario import Scenario
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,17 +17,16 @@ from typing import Annotated, TypeVar
 
 import msgspec
 import yaml
-
-from core.errors import BadInput
-from core.typed_input import Invalid, convert, show
-from core.yaml_read import TooMuch, read_yaml
-from faults.plan_doc import workers_named
-from harness.expectation import Expectation
-from harness.limits import MAX_COUNT, MAX_SEED
-from harness.scenario.model import MAX_RUN_NS, PERSISTENCE_MODES, Scenario
-from harness.scenario.read import read_scenario
-from harness.scenario.write import json_schema, to_plain, to_yaml
-from workloads.client_doc import ClientDoc, ClientSpec, switch_client
+from lockharness.core.errors import BadInput
+from lockharness.core.typed_input import Invalid, convert, show
+from lockharness.core.yaml_read import TooMuch, read_yaml
+from lockharness.faults.plan_doc import workers_named
+from lockharness.harness.scenario.expectation import Expectation
+from lockharness.harness.scenario.limits import MAX_COUNT, MAX_SEED
+from lockharness.harness.scenario.model import MAX_RUN_NS, PERSISTENCE_MODES, Scenario
+from lockharness.harness.scenario.read import read_scenario
+from lockharness.harness.scenario.write import json_schema, to_plain, to_yaml
+from lockharness.workloads.client_doc import ClientDoc, ClientSpec, switch_client
 
 __all__ = [
     "PERSISTENCE_MODES",
@@ -47,7 +46,7 @@ MAX_FILE_BYTES = 1 << 20  # a scenario file
 
 def _builtins() -> dict[str, Traversable]:
     try:
-        folder = resources.files("harness") / "scenarios"
+        folder = resources.files("lockharness.harness") / "scenarios"
     except NotADirectoryError:
         # Python 3.11 under a setuptools editable install: the finder's placeholder entry in
         # harness.__path__ trips MultiplexedPath (python/importlib_resources#311).

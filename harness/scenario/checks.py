@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from core.durations import format_duration as shown
-from faults.schedule import MAX_OCCURRENCES, slot_count
-from harness.scenario.model import Scenario
-from workloads.registry import CLIENTS
+from lockharness.core.durations import format_duration as shown
+from lockharness.faults.schedule import MAX_OCCURRENCES, slot_count
+from lockharness.harness.scenario.model import Scenario
+from lockharness.workloads.registry import CLIENTS
 
 
 def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:

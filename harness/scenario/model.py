@@ -7,29 +7,29 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import msgspec
-from msgspec import Meta
-
-from core.durations import duration_type
-from core.typed_input import Text
-from faults.plan_doc import FAULTS_META, TIMELINE_META, FaultDoc
-from faults.spec import Delay, FaultPlan, TimelineEntry
-from harness.expectation import (
+from lockharness.core.durations import duration_type
+from lockharness.core.typed_input import Text
+from lockharness.faults.plan_doc import FAULTS_META, TIMELINE_META, FaultDoc
+from lockharness.faults.spec import Delay, FaultPlan, TimelineEntry
+from lockharness.harness.scenario.expectation import (
     EXPECTATIONS,
     LIVENESS_EXPECTATIONS,
     RESOURCE_EXPECTATIONS,
     TOKEN_EXPECTATIONS,
     Expectation,
 )
-from harness.limits import (
+from lockharness.harness.scenario.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
     IMAGE_PATTERN,
     IMAGE_RULE,
     MAX_COUNT,
     MAX_SEED,
+    NAME_PATTERN,
+    NAME_RULE,
 )
-from harness.store import NAME_PATTERN, NAME_RULE
-from workloads.client_doc import CLIENT_META, ClientDoc, ClientName, ClientSpec, Timeout
+from lockharness.workloads.client_doc import CLIENT_META, ClientDoc, ClientName, ClientSpec, Timeout
+from msgspec import Meta
 
 Persistence = Literal["none", "aof-always", "aof-everysec"]
 Topology = Literal["masters", "replicated"]

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
-from core.typed_input import Invalid, convert, show
-from faults.plan_doc import prepared, read_plan
-from faults.spec import Room
-from harness.expectation import EXPECTATIONS, Expectation
-from harness.scenario.checks import scenario_problems
-from harness.scenario.model import (
+from lockharness.core.typed_input import Invalid, convert, show
+from lockharness.faults.plan_doc import prepared, read_plan
+from lockharness.faults.spec import Room
+from lockharness.harness.scenario.checks import scenario_problems
+from lockharness.harness.scenario.expectation import EXPECTATIONS, Expectation
+from lockharness.harness.scenario.model import (
     EXPECT_ALLOWED,
     ClusterSpec,
     ExpectDoc,
@@ -23,8 +22,8 @@ from harness.scenario.model import (
     ScenarioDoc,
     WorkloadSpec,
 )
-from workloads.client_doc import read_client
-from workloads.registry import CLIENTS
+from lockharness.workloads.client_doc import read_client
+from lockharness.workloads.registry import CLIENTS
 
 
 def read_expectation(value: object, path: str, name: str = "") -> Expectation:

@@ -7,14 +7,13 @@ import dataclasses
 from typing import Any
 
 import yaml
-
-from core.durations import format_duration
-from core.typed_input import json_schema as schema_of
-from core.typed_input import plain
-from faults.plan_doc import plan_to_plain
-from harness.expectation import Expectation
-from harness.scenario.model import Scenario, ScenarioDoc
-from workloads.client_doc import client_to_plain
+from lockharness.core.durations import format_duration
+from lockharness.core.typed_input import json_schema as schema_of
+from lockharness.core.typed_input import plain
+from lockharness.faults.plan_doc import plan_to_plain
+from lockharness.harness.scenario.expectation import Expectation
+from lockharness.harness.scenario.model import Scenario, ScenarioDoc
+from lockharness.workloads.client_doc import client_to_plain
 
 
 def _expect(e: Expectation) -> object:

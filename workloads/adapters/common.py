@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.discovery import Discovery, MasterFinder, master_finder
-from core.endpoints import Endpoint
-from workloads.client_info import DISCOVERY_OPTION, NODE_OPTION, TIMEOUT_OPTION
-from workloads.fanout import FanOut
+from lockharness.core.discovery import Discovery, MasterFinder, master_finder
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.client_info import DISCOVERY_OPTION, NODE_OPTION, TIMEOUT_OPTION
 
 # Raised as ImportError when a library of the optional `clients` extra is not installed.
 NOT_INSTALLED = "{} is not installed: pip install '.[clients]' (or make setup)"
@@ -34,25 +33,3 @@ def single_node(
     """The one instance, chosen as `single` chooses it: options node and discovery."""
     mode, node = str(options.get("discovery", "static")), int(options.get("node", 1))  # type: ignore[call-overload]
     return master_finder(mode, nodes, node, discovery, timeout_s(options, SINGLE_TIMEOUT_NS))
-
-
-class GrantObserver:
-    """Which nodes hold ``redis_key`` with value ``token``, read right after a successful
-    acquire: one GET sent to every node at once (one round trip, no retries).
-
-    Only an observation: a node that does not answer in time is not listed, and a SET the
-    library still has in flight may land after the read. The nemesis's `holders` target
-    needs the granting nodes, and these libraries do not report them.
-    """
-
-    def __init__(self, nodes: Sequence[Endpoint], timeout_s: float) -> None:
-        self.fanout = FanOut(nodes, timeout_s)
-
-    def granted(self, redis_key: str, token: str) -> tuple[str, ...]:
-        replies = self.fanout.call_all("GET", redis_key)
-        expected = token.encode()
-        nodes = zip(self.fanout.nodes, replies, strict=True)
-        return tuple(node.name for node, reply in nodes if reply == expected)
-
-    def close(self) -> None:
-        self.fanout.close()

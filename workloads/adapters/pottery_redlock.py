@@ -13,19 +13,24 @@ token is the library's uuid4 (`_uuid`: the value it stores, no public accessor);
 ReleaseUnlockedLock -> False, unless it carries Redis errors, then it is raised (the
 outcome is unknown, not "not held"). pottery computes a validity but does not return it:
 deadline None. pottery does not say which masters granted either, so the adapter observes
-it (workloads/adapters/common.py: one GET per node, one round trip, after the acquire).
+it (workloads/grant_observer.py: one GET per node, one round trip, after the acquire).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.connect import single_try_client
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.adapters.common import MULTI_TIMEOUT_NS, NOT_INSTALLED, GrantObserver, timeout_s
-from workloads.client_info import TIMEOUT_OPTION
-from workloads.protocol import Clock, Lease
+from lockharness.core.connect import single_try_client
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.adapters.common import (
+    MULTI_TIMEOUT_NS,
+    NOT_INSTALLED,
+    timeout_s,
+)
+from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.grant_observer import GrantObserver
+from lockharness.workloads.protocol import Clock, Lease
 
 try:
     from pottery import Redlock, ReleaseUnlockedLock

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.adapters.common import NOT_INSTALLED, SINGLE_NODE_OPTIONS, single_node
-from workloads.protocol import Clock, Lease
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.adapters.common import NOT_INSTALLED, SINGLE_NODE_OPTIONS, single_node
+from lockharness.workloads.protocol import Clock, Lease
 
 try:
     import redis_lock

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.adapters.common import SINGLE_NODE_OPTIONS, single_node
+from lockharness.workloads.protocol import Clock, Lease
 from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
-
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.adapters.common import SINGLE_NODE_OPTIONS, single_node
-from workloads.protocol import Clock, Lease
 
 
 class RedisPyLock:

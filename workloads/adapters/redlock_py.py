@@ -13,7 +13,7 @@ anything.
 The adapter translates: False -> None; a Lock -> a Lease with the library's token and
 deadline = when lock() returned + validity (validity is already net of the elapsed time,
 so it counts from the return, in the history's monotonic clock). The library does not
-say which nodes granted, so the adapter observes it (workloads/adapters/common.py: one
+say which nodes granted, so the adapter observes it (workloads/grant_observer.py: one
 GET per node, one round trip, after the acquire).
 """
 
@@ -21,12 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.connect import single_try_client
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from workloads.adapters.common import MULTI_TIMEOUT_NS, NOT_INSTALLED, GrantObserver, timeout_s
-from workloads.client_info import TIMEOUT_OPTION
-from workloads.protocol import Clock, Lease
+from lockharness.core.connect import single_try_client
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.adapters.common import (
+    MULTI_TIMEOUT_NS,
+    NOT_INSTALLED,
+    timeout_s,
+)
+from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.grant_observer import GrantObserver
+from lockharness.workloads.protocol import Clock, Lease
 
 try:
     import redlock

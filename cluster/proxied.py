@@ -17,13 +17,12 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 import redis
-
-from core.clock import ClockControl
-from core.connect import single_try_client
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.base import NodeHandle
-from harness.cluster.ledger import ProcessLedger
+from lockharness.cluster.base import NodeHandle
+from lockharness.cluster.ledger import ProcessLedger
+from lockharness.core.clock import ClockControl
+from lockharness.core.connect import single_try_client
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 
 NodeT = TypeVar("NodeT", bound=NodeHandle)
 

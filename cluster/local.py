@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.clock import shim_env, shim_library
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.ledger import LEDGER_NAME, ProcessLedger
-from harness.cluster.process import ServerProcess, pid_alive
-from harness.cluster.proxied import ProxiedCluster, clock_controls
-from harness.cluster.redis_node import LocalRedisNode
-from harness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
+from lockharness.cluster.ledger import LEDGER_NAME, ProcessLedger
+from lockharness.cluster.process import ServerProcess, pid_alive
+from lockharness.cluster.proxied import ProxiedCluster, clock_controls
+from lockharness.cluster.redis_node import LocalRedisNode
+from lockharness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
+from lockharness.core.clock import shim_env, shim_library
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 
 log = logging.getLogger("lockharness.cluster")
 

@@ -8,14 +8,13 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import redis
-
-from core.connect import single_try_client
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.aof import AofTracker, AofTruncation
-from harness.cluster.ledger import ProcessLedger
-from harness.cluster.ports import free_port, free_port_except
-from harness.cluster.process import ManagedProcess, ServerProcess
+from lockharness.cluster.aof import AofTracker, AofTruncation
+from lockharness.cluster.ledger import ProcessLedger
+from lockharness.cluster.ports import free_port, free_port_except
+from lockharness.cluster.process import ManagedProcess, ServerProcess
+from lockharness.core.connect import single_try_client
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 
 # What each persistence mode means on the command line (DESIGN.md "Losing un-fsynced writes").
 # Both AOF modes: load a torn tail after a power-loss truncation instead of refusing to
@@ -45,7 +44,7 @@ _START_ATTEMPTS = 5  # a free port can be taken by someone else before redis bin
 
 class AofWatch:
     """What a node of either backend does with its AOF while it is up: track its size over
-    time, so that a power loss can cut back what was not fsynced (harness.cluster.aof)."""
+    time, so that a power loss can cut back what was not fsynced (cluster.aof)."""
 
     persistence: str
     data_dir: Path

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from core.clock import ClockControl
-from core.discovery import Discovery
-from core.endpoints import Endpoint
-from harness.cluster.aof import AofTruncation
-from harness.cluster.ledger import ProcessLedger
-from harness.cluster.toxiproxy import ToxiproxyAPI
+from lockharness.cluster.aof import AofTruncation
+from lockharness.cluster.ledger import ProcessLedger
+from lockharness.cluster.toxiproxy import ToxiproxyAPI
+from lockharness.core.clock import ClockControl
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
 
 
 class NodeHandle(Protocol):
@@ -93,7 +93,7 @@ class Cluster(Protocol):
 
 @runtime_checkable
 class Replicated(Protocol):
-    """Opt-in: a topology with a master and replicas (harness.cluster.replicated), whose
+    """Opt-in: a topology with a master and replicas (cluster.replicated), whose
     faults are promotion, the shared replication links and master/replica targets."""
 
     def current_master(self) -> str | None:

@@ -10,9 +10,9 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from core.interrupts import deferred
-from harness.cluster.ledger import ProcessLedger
-from harness.cluster.spawner import spawn
+from lockharness.cluster.ledger import ProcessLedger
+from lockharness.cluster.spawner import spawn
+from lockharness.core.interrupts import deferred
 
 log = logging.getLogger("lockharness.cluster")
 
@@ -22,7 +22,7 @@ class ManagedProcess:
 
     Children get their own session so a terminal's Ctrl-C reaches only the controller,
     which then tears everything down in order (clients first, servers last). They die
-    with the controller if it dies without a teardown (``harness.cluster.spawner``), and
+    with the controller if it dies without a teardown (``cluster.spawner``), and
     each start is written to the run's ledger, where ``lockharness gc`` finds it.
     """
 

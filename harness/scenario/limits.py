@@ -13,3 +13,10 @@ IMAGE_PATTERN = (
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[a-z0-9]+:[a-f0-9]{32,})?"
 )
 IMAGE_RULE = "a Docker image, [host[:port]/]name[:tag][@digest], such as redis:7.4"
+
+# A scenario's name becomes a directory of the store: one plain path component, never
+# `.`/`..` (the store itself, or outside it) nor `latest` (the store's link to the last run).
+NAME_PATTERN = r"(?!(?i:latest)\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+NAME_RULE = (
+    "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, and not 'latest'"
+)

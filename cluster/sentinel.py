@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import redis
-
-from core.connect import single_try_client
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.ledger import ProcessLedger
-from harness.cluster.ports import free_port
-from harness.cluster.process import ManagedProcess, ServerProcess
+from lockharness.cluster.ledger import ProcessLedger
+from lockharness.cluster.ports import free_port
+from lockharness.cluster.process import ManagedProcess, ServerProcess
+from lockharness.core.connect import single_try_client
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 
 
 class SentinelHandle:

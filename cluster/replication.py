@@ -1,4 +1,4 @@
-"""What both backends' `replicated` topology does alike (harness.cluster.replicated
+"""What both backends' `replicated` topology does alike (cluster.replicated
 .ReplicatedCluster: processes, compose.replicated.ComposeReplicatedCluster: containers):
 ask the sentinels (or, without them, the pointer) for the master, promote a replica, wait
 until the topology converges, watch Sentinel's failovers, describe the replicated parts.
@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-
-from core.connect import single_try_client
-from core.discovery import POINTER_KEY, Discovery
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.proxied import NodeT, ProxiedCluster
-from harness.cluster.sentinel import SentinelHandle
+from lockharness.cluster.proxied import NodeT, ProxiedCluster
+from lockharness.cluster.sentinel import SentinelHandle
+from lockharness.core.connect import single_try_client
+from lockharness.core.discovery import POINTER_KEY, Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 
 log = logging.getLogger("lockharness.cluster")
 

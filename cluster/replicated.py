@@ -17,20 +17,20 @@ NAT-ed client would. Without sentinels, clients follow a pointer key in the reso
 (outside the fault domain) that the nemesis moves when it promotes a replica.
 
 What the Compose backend's replicated topology does alike (master, promotion, convergence,
-failovers) is harness.cluster.replication.ReplicatedTopology; here, the processes.
+failovers) is cluster.replication.ReplicatedTopology; here, the processes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.endpoints import Endpoint
-from harness.cluster.local import ClusterConfig, LocalCluster
-from harness.cluster.ports import free_port_except
-from harness.cluster.process import ServerProcess
-from harness.cluster.redis_node import LocalRedisNode
-from harness.cluster.replication import ReplicatedTopology, ReplicationConfig
-from harness.cluster.sentinel import LocalSentinel
+from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.cluster.ports import free_port_except
+from lockharness.cluster.process import ServerProcess
+from lockharness.cluster.redis_node import LocalRedisNode
+from lockharness.cluster.replication import ReplicatedTopology, ReplicationConfig
+from lockharness.cluster.sentinel import LocalSentinel
+from lockharness.core.endpoints import Endpoint
 
 
 class ReplicatedCluster(ReplicatedTopology[LocalRedisNode], LocalCluster):

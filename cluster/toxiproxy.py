@@ -27,14 +27,13 @@ from typing import Any
 
 import requests
 import toxiproxy.api
+from lockharness.cluster.ledger import ProcessLedger
+from lockharness.cluster.ports import free_port
+from lockharness.cluster.process import ManagedProcess, ServerProcess
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.errors import ClusterError
 from toxiproxy import Toxiproxy
 from toxiproxy.proxy import Proxy
-
-from core.endpoints import Endpoint
-from core.errors import ClusterError
-from harness.cluster.ledger import ProcessLedger
-from harness.cluster.ports import free_port
-from harness.cluster.process import ManagedProcess, ServerProcess
 
 _PARALLEL_REQUESTS = 8
 

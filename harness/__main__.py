@@ -1,7 +1,0 @@
-"""`python -m harness …` is `lockharness …`."""
-
-import sys
-
-from harness.cli import main
-
-sys.exit(main())

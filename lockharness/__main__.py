@@ -1,0 +1,7 @@
+"""`python -m lockharness …` is `lockharness …`."""
+
+import sys
+
+from lockharness.harness.cli import main
+
+sys.exit(main())
