@@ -95,9 +95,9 @@ matrix-polyglot: setup
 	$(BIN)/python -m lockharness suite $(MATRIX_SCENARIOS) --clients $(JVM_CLIENTS) --threads 1 \
 	  --junit store/matrix-polyglot-jvm-junit.xml --html store/matrix-polyglot-jvm-index.html
 
-# Fast unit tests first (no server), then the server tests; pytest's exit 5 (no test
-# selected) fails the target, as any non-zero exit does.
-test: test-unit test-server
+# Lint (ruff, ruff format, mypy), the fast unit tests (no server), then the server tests;
+# pytest's exit 5 (no test selected) fails the target, as any non-zero exit does.
+test: lint test-unit test-server
 
 test-unit: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'unit and not slow'
@@ -126,9 +126,16 @@ bench-compose: setup images
 bench-quick: setup compose-ready
 	$(BIN)/python -m bench --seeds 2
 
+# mypy reads the package through a tree of links, .tools/typecheck/lockharness (pyproject.toml):
+# the editable install maps lockharness.<folder> to the folders by an import hook it cannot see.
+TYPECHECK := .tools/typecheck/lockharness
 lint: python-env
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK) && \
+	for p in lockharness/*.py $$(ls -d */__init__.py | xargs -n1 dirname); do \
+	  case $$p in tests|bench|lockharness) ;; *) ln -s $(CURDIR)/$$p $(TYPECHECK)/;; esac; \
+	done
 	$(BIN)/mypy
 
 clean:
