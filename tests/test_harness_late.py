@@ -195,7 +195,7 @@ def test_a_dead_resource_is_the_harness_problem_not_the_locks(tmp_path: Path) ->
         [
             sys.executable,
             "-m",
-            "harness",
+            "lockharness",
             "run",
             "single-baseline",
             "--duration",

@@ -188,7 +188,7 @@ def test_ctrl_c_tears_down_and_still_writes_the_reports(tmp_path: Path) -> None:
     argv = [
         sys.executable,
         "-m",
-        "harness",
+        "lockharness",
         "suite",
         "single-baseline",
         "--seeds",
