@@ -1,4 +1,4 @@
-# `make demo` and `make test` set everything up on a fresh machine (see README.md).
+# `make demo` and `make test` set everything up on a fresh machine (README.md, docs/index.md).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images compose-ready bench-compose demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint clean
+.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images compose-ready bench-compose demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
 setup: python-env redis-server toxiproxy chromium clients
@@ -95,9 +95,9 @@ matrix-polyglot: setup
 	$(BIN)/python -m lockharness suite $(MATRIX_SCENARIOS) --clients $(JVM_CLIENTS) --threads 1 \
 	  --junit store/matrix-polyglot-jvm-junit.xml --html store/matrix-polyglot-jvm-index.html
 
-# Lint (ruff, ruff format, mypy), the fast unit tests (no server), then the server tests;
+# Lint (ruff, ruff format, mypy), the docs' strict build, the fast unit tests (no server), then the server tests;
 # pytest's exit 5 (no test selected) fails the target, as any non-zero exit does.
-test: lint test-unit test-server
+test: lint docs test-unit test-server
 
 test-unit: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'unit and not slow'
@@ -137,6 +137,11 @@ lint: python-env
 	  case $$p in tests|bench|lockharness) ;; *) ln -s $(CURDIR)/$$p $(TYPECHECK)/;; esac; \
 	done
 	$(BIN)/mypy
+
+# The docs site (docs/, mkdocs.yml) into build/site; --strict: a broken link, a missing
+# #anchor or a page left out of the nav fails the build.
+docs: python-env
+	$(BIN)/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) .tools store

@@ -10,7 +10,7 @@ The kernel's "parent" is the *thread* that forked the child: the signal comes wh
 thread ends, not when the process does. The nemesis restarts nodes from its own thread,
 which ends before the run does, so every child is forked by one long-lived thread here.
 
-Elsewhere (no ``prctl``) children are started without the guarantee, as the README says;
+Elsewhere (no ``prctl``) children are started without the guarantee, as docs/backends.md says;
 ``lockharness gc`` finds and stops what such a run left.
 """
 

@@ -1,4 +1,5 @@
-"""The README's fault table, from the kinds' declarations: ``python -m lockharness.faults.docs``."""
+"""docs/faults.md's fault table, from the kinds' declarations:
+``python -m lockharness.faults.docs``."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ def check_backend(backend: str, spec: ClusterSpec | None = None) -> None:
         for kind in KINDS:
             named = chosen[kind]
             if named:
-                require(named)  # the user's: it must hold what ours hold (README)
+                require(named)  # the user's: it must hold what ours hold (docs/backends.md)
             else:
                 require(image_tag(kind), kind)  # ours: built with this supervisor
 

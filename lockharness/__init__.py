@@ -2,6 +2,6 @@
 
 One import namespace. The repository keeps its layers as top-level folders (core/,
 cluster/, compose/, workloads/, faults/, checker/, harness/); the package maps each into
-``lockharness.<folder>`` (pyproject.toml's package-dir), so installed, the project adds
+``lockharness.<folder>`` (setup.py's package-dir mapping), so installed, the project adds
 exactly one name to site-packages and sits beside any user's own ``core`` or ``harness``.
 """

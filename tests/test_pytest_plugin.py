@@ -226,8 +226,10 @@ def test_correct_locks_pass_and_a_broken_one_fails_with_its_witness(
 
 def test_the_readme_example_runs(user_pytest: pytest.Pytester) -> None:
     example = (EXAMPLE / "test_my_lock.py").read_text()
-    readme = (REPO / "README.md").read_text()
-    assert f"```python\n{example}```\n" in readme, "README's example differs from the file"
+    page = (REPO / "docs" / "pytest-plugin.md").read_text()
+    assert f"```python\n{example}```\n" in page, (
+        "docs/pytest-plugin.md's example differs from the file"
+    )
     for name in ("test_my_lock.py", "my_lock.py"):
         shutil.copy(EXAMPLE / name, user_pytest.path / name)
     result = user_pytest.runpytest_subprocess("-v", timeout=INNER_TIMEOUT_S)

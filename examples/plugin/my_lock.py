@@ -12,8 +12,8 @@ scenario file (my-lock.yaml):
       class: "my_lock:MyLock"
       options: {timeout: 100ms, node: 1}
 
-Run it with `lockharness run examples/plugin/my-lock.yaml`. The README's "Writing your own
-lock client (plug-ins)" describes the protocol this class implements.
+Run it with `lockharness run examples/plugin/my-lock.yaml`. docs/clients.md's "Writing your
+own lock client (plug-ins)" describes the protocol this class implements.
 """
 
 from __future__ import annotations
