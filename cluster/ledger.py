@@ -20,8 +20,6 @@ from typing import Any
 
 log = logging.getLogger("lockharness.cluster")
 
-LEDGER_NAME = "cluster.json"
-
 
 @dataclass(frozen=True)
 class ProcessRecord:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lockharness.cluster.ledger import LEDGER_NAME, ProcessLedger
+from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.process import ServerProcess, pid_alive
 from lockharness.cluster.proxied import ProxiedCluster, clock_controls
 from lockharness.cluster.redis_node import LocalRedisNode
@@ -15,6 +15,7 @@ from lockharness.cluster.toxiproxy import ToxiproxyAPI, ToxiproxyServer
 from lockharness.core.clock import shim_env, shim_library
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
+from lockharness.core.run_dir import RunDir
 
 log = logging.getLogger("lockharness.cluster")
 
@@ -33,8 +34,8 @@ class ClusterConfig:
 class LocalCluster(ProxiedCluster[LocalRedisNode]):
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
-        base = config.base_dir
-        self.ledger = ProcessLedger(base / LEDGER_NAME)  # every process, as it starts
+        base = RunDir(config.base_dir)
+        self.ledger = ProcessLedger(base.ledger)  # every process, as it starts
         names = [f"n{i}" for i in range(1, config.nodes + 1)]
         self._clocks = clock_controls(base, names) if config.clock_shim else {}
         library = shim_library() if config.clock_shim else None
@@ -42,8 +43,8 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
             LocalRedisNode(
                 name,
                 config.redis_server,
-                base / "data" / name,
-                base / f"redis-{name}.log",
+                base.data(name),
+                base.redis_log(name),
                 config.persistence,
                 env=shim_env(library, self._clocks[name].path) if library else None,
                 ledger=self.ledger,
@@ -55,13 +56,11 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
         self._resource = LocalRedisNode(
             "resource",
             config.redis_server,
-            base / "data" / "resource",
-            base / "redis-resource.log",
+            base.data("resource"),
+            base.redis_log("resource"),
             ledger=self.ledger,
         )
-        self._toxiproxy = ToxiproxyServer(
-            config.toxiproxy_server, base / "toxiproxy.log", self.ledger
-        )
+        self._toxiproxy = ToxiproxyServer(config.toxiproxy_server, base.toxiproxy_log, self.ledger)
         self._proxies: dict[tuple[int, str], Endpoint] = {}
 
     @property

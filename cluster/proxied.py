@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
@@ -23,6 +22,7 @@ from lockharness.core.clock import ClockControl
 from lockharness.core.connect import single_try_client
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
+from lockharness.core.run_dir import RunDir
 
 NodeT = TypeVar("NodeT", bound=NodeHandle)
 
@@ -113,10 +113,11 @@ class ProxiedCluster(ABC, Generic[NodeT]):
         self.stop()
 
 
-def clock_controls(base: Path, names: list[str]) -> dict[str, ClockControl]:
-    """One control file per node under ``base``/clock (the clock shim reads it)."""
-    (base / "clock").mkdir(parents=True, exist_ok=True)
-    return {name: ClockControl(base / "clock" / f"{name}.ctl") for name in names}
+def clock_controls(base: RunDir, names: list[str]) -> dict[str, ClockControl]:
+    """One control file per node in the run directory's clock directory (the clock shim
+    reads it)."""
+    base.clock_dir.mkdir(parents=True, exist_ok=True)
+    return {name: ClockControl(RunDir.node_clock(base.clock_dir, name)) for name in names}
 
 
 def answers_ping(endpoint: Endpoint, timeout_s: float = 0.5) -> bool:

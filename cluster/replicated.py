@@ -31,6 +31,7 @@ from lockharness.cluster.redis_node import LocalRedisNode
 from lockharness.cluster.replication import ReplicatedTopology, ReplicationConfig
 from lockharness.cluster.sentinel import LocalSentinel
 from lockharness.core.endpoints import Endpoint
+from lockharness.core.run_dir import RunDir
 
 
 class ReplicatedCluster(ReplicatedTopology[LocalRedisNode], LocalCluster):
@@ -97,13 +98,13 @@ class ReplicatedCluster(ReplicatedTopology[LocalRedisNode], LocalCluster):
         self._alias_shared_proxies()
 
     def _start_sentinels(self, primary: Endpoint) -> None:
-        r, base = self.replication, self.config.base_dir
+        r, base = self.replication, RunDir(self.config.base_dir)
         self._sentinels = [
             LocalSentinel(
                 f"s{j}",
                 self.config.redis_server,
-                base / "data" / f"s{j}",
-                base / f"sentinel-s{j}.log",
+                base.data(f"s{j}"),
+                base.sentinel_log(f"s{j}"),
                 r.master_name,
                 primary,
                 r.quorum,

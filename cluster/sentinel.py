@@ -14,6 +14,7 @@ from lockharness.cluster.process import ManagedProcess, ServerProcess
 from lockharness.core.connect import single_try_client
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
+from lockharness.core.run_dir import RunDir
 
 
 class SentinelHandle:
@@ -104,7 +105,7 @@ class LocalSentinel(ServerProcess, SentinelHandle):
     def spawn(self) -> None:
         # Sentinel rewrites its config file as it learns: it must be its own, writable.
         self.directory.mkdir(parents=True, exist_ok=True)
-        config = self.directory / "sentinel.conf"
+        config = RunDir.sentinel_config(self.directory)
         config.write_text(self._config())
         argv = [str(self.binary), str(config), "--sentinel"]
         self._process = ManagedProcess(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lockharness.cluster.ledger import LEDGER_NAME, ProcessLedger
+from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.ports import free_port_except
 from lockharness.cluster.proxied import ProxiedCluster, clock_controls
 from lockharness.cluster.redis_node import PERSISTENCE_ARGS
@@ -24,7 +24,6 @@ from lockharness.compose import engine, images
 from lockharness.compose.cleanup import leftovers, remove_containers, remove_run
 from lockharness.compose.node import ContainerNode
 from lockharness.compose.project import (
-    COMPOSE_FILE,
     REDIS_PORT,
     NodePlan,
     ProjectPlan,
@@ -36,6 +35,7 @@ from lockharness.compose.proxies import ProxyPlan, populate, wait_api
 from lockharness.core.clock import shim_library
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import BadInput, ClusterError
+from lockharness.core.run_dir import RunDir
 
 log = logging.getLogger("lockharness.cluster")
 
@@ -60,11 +60,12 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
             raise BadInput(f"unknown persistence {config.persistence!r} (allowed: {allowed})")
         self.config = config
         self.run_dir = config.base_dir.resolve()
+        self.files = RunDir(self.run_dir)
         self.project = project_name(self.run_dir)
-        self.compose_file = self.run_dir / COMPOSE_FILE
-        self.ledger = ProcessLedger(self.run_dir / LEDGER_NAME)  # workers are recorded here
+        self.compose_file = self.files.compose_file
+        self.ledger = ProcessLedger(self.files.ledger)  # workers are recorded here
         names = [f"n{i}" for i in range(1, config.nodes + 1)]
-        self._clocks = clock_controls(self.run_dir, names) if config.clock_shim else {}
+        self._clocks = clock_controls(self.files, names) if config.clock_shim else {}
         self._nodes = [self._node(name, config.persistence) for name in names]
         self._by_name = {node.name: node for node in self._nodes}
         self._resource = self._node("resource", "none")
@@ -74,7 +75,7 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
         self._brought_up = False
 
     def _node(self, name: str, persistence: str) -> ContainerNode:
-        data = self.run_dir / "data" / name
+        data = self.files.data(name)
         return ContainerNode(name, container_name(self.run_dir, name), 0, data, persistence)
 
     def _choose_ports(self) -> None:
@@ -181,7 +182,7 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
                 proxy_ports=tuple(p.listen_port for p in self._proxies.values()),
                 user=f"{os.getuid()}:{os.getgid()}",
                 shim_library=shim_library() if self.config.clock_shim else None,
-                clock_dir=self.run_dir / "clock" if self.config.clock_shim else None,
+                clock_dir=self.files.clock_dir if self.config.clock_shim else None,
             )
         )
 
@@ -217,7 +218,7 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
         """Each container's output into the run dir, as LocalCluster's log files are."""
         for server in (*self._nodes, self._resource):
             text = server.log_tail(lines=10_000)
-            (self.run_dir / f"redis-{server.name}.log").write_text(text)
+            self.files.redis_log(server.name).write_text(text)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from lockharness.cluster.redis_node import PERSISTENCE_ARGS
 from lockharness.core.clock import shim_env
+from lockharness.core.run_dir import RunDir
 
 RUN_LABEL = "lockharness.run"  # every container and network of a run: its run directory
 SERVICE_LABEL = "lockharness.service"
@@ -30,7 +31,6 @@ REDIS_SERVER_IN_CONTAINER = "/usr/bin/redis-server"
 # SIGUSR1 to the supervisor starts it again (compose.node.ContainerNode.restart).
 SUPERVISOR_IN_CONTAINER = "/usr/bin/respawn"
 CLOCK_DIR_IN_CONTAINER = Path("/lockharness/clock")
-COMPOSE_FILE = "compose.yaml"
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def _redis_service(plan: ProjectPlan, node: NodePlan) -> dict[str, Any]:
             f"{plan.clock_dir.resolve()}:{CLOCK_DIR_IN_CONTAINER}:ro",
         ]
         service["environment"] = shim_env(
-            SHIM_IN_CONTAINER, CLOCK_DIR_IN_CONTAINER / f"{node.name}.ctl"
+            SHIM_IN_CONTAINER, RunDir.node_clock(CLOCK_DIR_IN_CONTAINER, node.name)
         )
     return service
 
@@ -136,7 +136,7 @@ def _sentinel_service(plan: ProjectPlan, sentinel: SentinelPlan) -> dict[str, An
         "image": plan.redis_image,  # redis-server in sentinel mode: the image has no other
         "container_name": container_name(plan.run_dir, sentinel.name),
         "hostname": sentinel.name,
-        "command": [str(SENTINEL_DIR_IN_CONTAINER / "sentinel.conf"), "--sentinel"],
+        "command": [str(RunDir.sentinel_config(SENTINEL_DIR_IN_CONTAINER)), "--sentinel"],
         "user": plan.user,
         "labels": _labels(plan, sentinel.name),
         "networks": [NETWORK],
@@ -171,7 +171,8 @@ def compose_document(plan: ProjectPlan) -> dict[str, Any]:
 def write(plan: ProjectPlan) -> Path:
     """compose.yaml and .env (the project name: compose v1 rejects a top-level `name`)."""
     plan.run_dir.mkdir(parents=True, exist_ok=True)
-    path = plan.run_dir / COMPOSE_FILE
+    files = RunDir(plan.run_dir)
+    path = files.compose_file
     path.write_text(yaml.safe_dump(compose_document(plan), sort_keys=False))
-    (plan.run_dir / ".env").write_text(f"COMPOSE_PROJECT_NAME={project_name(plan.run_dir)}\n")
+    files.compose_env.write_text(f"COMPOSE_PROJECT_NAME={project_name(plan.run_dir)}\n")
     return path

@@ -48,6 +48,7 @@ from lockharness.compose.sentinel import ContainerSentinel, sentinel_config
 from lockharness.core.clock import shim_library
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
+from lockharness.core.run_dir import RunDir
 
 log = logging.getLogger("lockharness.cluster")
 
@@ -62,7 +63,7 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
         run_dir = config.base_dir.resolve()
         self._sentinels: list[ContainerSentinel] = [
             ContainerSentinel(
-                f"s{j}", container_name(run_dir, f"s{j}"), 0, run_dir / "data" / f"s{j}"
+                f"s{j}", container_name(run_dir, f"s{j}"), 0, RunDir(run_dir).data(f"s{j}")
             )
             for j in range(1, replication.sentinels + 1)
         ]
@@ -239,7 +240,7 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
                 ),
                 user=f"{os.getuid()}:{os.getgid()}",
                 shim_library=shim_library() if shim else None,
-                clock_dir=self.run_dir / "clock" if shim else None,
+                clock_dir=self.files.clock_dir if shim else None,
                 sentinels=tuple(
                     SentinelPlan(s.name, s.host_port, s.directory) for s in self._sentinels
                 ),
@@ -250,7 +251,7 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
         super()._save_logs()
         for sentinel in self._sentinels:  # as LocalSentinel's log files are named
             text = sentinel.log_tail(lines=10_000)
-            (self.run_dir / f"sentinel-{sentinel.name}.log").write_text(text)
+            self.files.sentinel_log(sentinel.name).write_text(text)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **self._describe_replication()}

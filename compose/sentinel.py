@@ -19,8 +19,7 @@ from lockharness.cluster.sentinel import SentinelHandle
 from lockharness.compose.engine import client as engine
 from lockharness.compose.project import SENTINEL_PORT
 from lockharness.core.endpoints import Endpoint
-
-CONFIG_NAME = "sentinel.conf"
+from lockharness.core.run_dir import RunDir
 
 
 def sentinel_config(
@@ -75,7 +74,7 @@ class ContainerSentinel(SentinelHandle):
         """A fresh config before each bring-up (Sentinel's rewrites of an old one would
         carry the previous attempt's ports)."""
         self.directory.mkdir(parents=True, exist_ok=True)  # before Docker makes it as root
-        (self.directory / CONFIG_NAME).write_text(text)
+        RunDir.sentinel_config(self.directory).write_text(text)
 
     def running(self) -> bool:
         try:

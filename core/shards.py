@@ -1,9 +1,9 @@
-"""Worker history shards: followed live while a run goes, merged into history.jsonl after."""
+"""Worker history shards: followed live while a run goes, merged into one history after
+(a run directory names them: core.run_dir)."""
 
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -14,9 +14,6 @@ from lockharness.core.history import (
     parse_lines,
     write_history,
 )
-
-NEMESIS_SHARD = "history.nemesis.jsonl"
-_SHARD = re.compile(r"history\.w(\d+)\.jsonl")
 
 
 class ShardTail:
@@ -38,13 +35,6 @@ class ShardTail:
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
         return list(parse_lines(lines, str(self.path)))  # bytes: decoded once, by msgspec
-
-
-def shard_paths(run_dir: Path) -> list[Path]:
-    """The shards a run directory holds: the workers' in worker order, the nemesis's last."""
-    numbered = [(_SHARD.fullmatch(p.name), p) for p in run_dir.glob("history.w*.jsonl")]
-    workers = sorted((int(match[1]), path) for match, path in numbered if match)
-    return [path for _, path in workers] + list(run_dir.glob(NEMESIS_SHARD))
 
 
 class MergedShards:

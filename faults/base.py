@@ -68,7 +68,7 @@ class FaultContext:
     restart_delay_ns: int = 0
     cuts: ProxyCuts = field(init=False)
     killed_workers: set[int] = field(default_factory=set)  # by client-kill: deaths intended
-    # Where worker N's crash-point file lives (workloads.worker.crash_point_file); a
+    # Where worker N's crash-point file lives (core.run_dir.RunDir.crash_point); a
     # context without one cannot arm crash points.
     crash_point: Callable[[int], Path] | None = None
     # Worker N's own wall-clock control (client-clock faults); none unless planned.

@@ -17,6 +17,7 @@ from typing import NoReturn
 from lockharness.core.durations import parse_duration
 from lockharness.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from lockharness.core.interrupts import install_stop_handlers
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.scenario.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -125,10 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="re-check a stored run directory or history file")
     check.add_argument("target", type=Path, help="a run directory (e.g. store/latest) or a .jsonl")
     check.add_argument(
-        "--expect", choices=["valid", "invalid"], help="default: the run's scenario.yaml, or valid"
+        "--expect",
+        choices=["valid", "invalid"],
+        help=f"default: the run's {RunDir.SCENARIO}, or valid",
     )
 
-    report = commands.add_parser("report", help="redraw a stored run's timeline.html and graphs")
+    report = commands.add_parser(
+        "report", help=f"redraw a stored run's {RunDir.TIMELINE} and graphs"
+    )
     report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="e.g. store/latest")
 
     suite = commands.add_parser("suite", help="scenarios, clients and seeds in one go; JUnit, HTML")

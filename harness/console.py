@@ -11,6 +11,7 @@ from lockharness.checker.describe import (
     describe_witness,
 )
 from lockharness.checker.verdict import CheckResult, Verdict
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.scenario.expectation import Expectation
 from rich.console import Console
 
@@ -55,7 +56,8 @@ def print_summary(
     for witness in result.witnesses[:3]:
         console.print(f"  witness: {describe_witness(witness)}", highlight=False)
     if len(result.witnesses) > 3:
-        console.print(f"  … {len(result.witnesses) - 3} more witnesses in results.json")
+        more = len(result.witnesses) - 3
+        console.print(f"  … {more} more witnesses in {RunDir.RESULTS}")
     console.print(f"  {describe_stats(result.stats)}", highlight=False)
     if run_dir is not None:
         console.print(f"  run directory: {run_dir}", highlight=False)

@@ -18,15 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lockharness.cluster.ledger import (
-    LEDGER_NAME,
-    LedgerView,
-    ProcessRecord,
-    mark_stopped,
-    read_ledger,
-)
-from lockharness.compose.project import COMPOSE_FILE
+from lockharness.cluster.ledger import LedgerView, ProcessRecord, mark_stopped, read_ledger
 from lockharness.core.errors import BadInput
+from lockharness.core.run_dir import RunDir
+from lockharness.harness.store import stored_runs
 
 _GRACE_S = 2.0  # for SIGTERM, then again for SIGKILL
 _POLL_S = 0.02
@@ -54,8 +49,10 @@ class Survey:
 
 def _ledgers(store: Path) -> Iterator[LedgerView]:
     """store/<name>/<run>/cluster.json of every run not known to have stopped cleanly."""
-    for path in sorted(store.glob(f"*/*/{LEDGER_NAME}")):
-        view = read_ledger(path)
+    for run in stored_runs(store):
+        if not run.ledger.exists():
+            continue
+        view = read_ledger(run.ledger)
         if view is not None and not view.stopped:
             yield view
 
@@ -77,7 +74,7 @@ def survey(store: Path) -> Survey:
 
 def _containers(run_dir: Path) -> list[str]:
     """What a Compose run left in the engine (a local run wrote no compose.yaml)."""
-    if not (run_dir / COMPOSE_FILE).exists():
+    if not RunDir(run_dir).compose_file.exists():
         return []
     from lockharness.compose import cleanup  # the Docker SDK, only for a Compose run
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lockharness.checker.describe import describe_stats, describe_witness
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.suite_results import CaseResult, Status
 
 _MAX_WITNESSES = 10  # in a failure's body; results.json has them all
@@ -43,7 +44,7 @@ def _details(result: CaseResult, witnesses: int = _MAX_WITNESSES) -> str:
     found = o.result.witnesses
     lines += [f"witness: {describe_witness(w)}" for w in found[:witnesses]]
     if len(found) > witnesses:
-        lines.append(f"… {len(found) - witnesses} more witnesses in results.json")
+        lines.append(f"… {len(found) - witnesses} more witnesses in {RunDir.RESULTS}")
     lines += [describe_stats(o.result.stats), f"run directory: {o.run_dir}"]
     return "\n".join(lines)
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from lockharness.checker.verdict import CheckResult, Verdict
 from lockharness.core.errors import BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile
-from lockharness.core.shards import merge_into, shard_paths
+from lockharness.core.run_dir import RunDir
+from lockharness.core.shards import merge_into
 
-HISTORY, RESULTS = "history.jsonl", "results.json"
 UNFINISHED = (
-    "the run did not finish (no results.json: its controller was killed?); "
+    f"the run did not finish (no {RunDir.RESULTS}: its controller was killed?); "
     "the history covers only part of it"
 )
 
@@ -36,7 +36,7 @@ def apply_run_problems(result: CheckResult, problems: list[str]) -> CheckResult:
 
 def stored_run_problems(run_dir: Path) -> list[str]:
     """The problems the run recorded in results.json, or that it never finished."""
-    path = run_dir / RESULTS
+    path = RunDir(run_dir).results
     if not path.exists():
         return [UNFINISHED]
     try:
@@ -57,12 +57,14 @@ def run_history(run_dir: Path, notes: list[str]) -> tuple[Iterable[Event], Path 
     """history.jsonl, or, when the run died before writing it, its shards merged (and
     written as history.jsonl when the directory allows); and the file it streams from,
     None when the merge could only be held in memory. ``notes`` get what was dropped."""
-    path = run_dir / HISTORY
+    files = RunDir(run_dir)
+    path = files.history
     if path.exists():
         return HistoryFile(path, notes), path
-    shards = shard_paths(run_dir)
+    shards = files.shards()
     if not shards:
-        raise BadInput(f"{run_dir}: no {HISTORY} and no history shards (history.w*.jsonl)")
+        pattern = RunDir.SHARD.format("*")
+        raise BadInput(f"{run_dir}: no {RunDir.HISTORY} and no history shards ({pattern})")
     try:
         history, error = merge_into(path, shards, notes)
     except HistoryError as e:

@@ -7,7 +7,8 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+
+from lockharness.core.run_dir import RunDir
 
 
 class _RunLogHandler(logging.FileHandler):
@@ -29,8 +30,8 @@ class _RunLogHandler(logging.FileHandler):
 
 
 @contextmanager
-def run_log(directory: Path) -> Iterator[None]:
-    handler = _RunLogHandler(directory / "harness.log")
+def run_log(directory: RunDir) -> Iterator[None]:
+    handler = _RunLogHandler(directory.harness_log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     root = logging.getLogger("lockharness")
     root.addHandler(handler)

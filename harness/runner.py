@@ -29,26 +29,21 @@ from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT
 from lockharness.core.history import INFO, NEMESIS, Event
 from lockharness.core.interrupts import shielded
 from lockharness.core.live import LiveHistory
-from lockharness.core.shards import NEMESIS_SHARD, merge_into, shard_paths
+from lockharness.core.run_dir import RunDir
+from lockharness.core.shards import merge_into
 from lockharness.faults.base import FaultContext
 from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.backends import make_cluster
 from lockharness.harness.binaries import Binaries
 from lockharness.harness.progress import ProgressLine
-from lockharness.harness.recheck import HISTORY, RESULTS, apply_run_problems
+from lockharness.harness.recheck import apply_run_problems
 from lockharness.harness.reports import write_reports
 from lockharness.harness.runlog import run_log
 from lockharness.harness.scenario import Scenario, to_yaml
 from lockharness.harness.store import create_run_dir, update_latest
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
-from lockharness.workloads.worker import (
-    HISTORY_FAILED_EXIT_CODE,
-    WorkerConfig,
-    client_clock_file,
-    crash_point_file,
-    ready_file,
-)
+from lockharness.workloads.worker import HISTORY_FAILED_EXIT_CODE, WorkerConfig
 from rich.console import Console
 
 log = logging.getLogger("lockharness")
@@ -93,7 +88,7 @@ def resolve_seed(scenario: Scenario) -> Scenario:
 
 
 def _worker_configs(
-    scenario: Scenario, cluster: Cluster, run_dir: Path, t0_ns: int
+    scenario: Scenario, cluster: Cluster, run_dir: RunDir, t0_ns: int
 ) -> list[WorkerConfig]:
     w = scenario.workload
     assert scenario.seed is not None
@@ -121,10 +116,10 @@ def _worker_configs(
             nesting=w.nesting,
             extend=w.extend,
             t0_ns=t0_ns,
-            go_path=str(run_dir / GO_FILE),
+            go_path=str(run_dir.go),
             end_ns=scenario.duration_ns,
             seed=scenario.seed,
-            history_path=str(run_dir / f"history.w{worker}.jsonl"),
+            history_path=str(run_dir.shard(worker)),
         )
         for worker in range(1, w.workers + 1)
     ]
@@ -139,30 +134,30 @@ def _worker_env(scenario: Scenario) -> dict[str, str]:
 
 
 def _start_workers(
-    configs: list[WorkerConfig], run_dir: Path, env: dict[str, str], ledger: ProcessLedger
+    configs: list[WorkerConfig], run_dir: RunDir, env: dict[str, str], ledger: ProcessLedger
 ) -> list[ManagedProcess]:
     workers = []
     for config in configs:
         name = f"worker-w{config.worker}"
-        config_path = run_dir / f"{name}.json"
+        config_path = run_dir.worker_config(config.worker)
         config_path.write_text(config.to_json())
         argv = [sys.executable, "-m", "lockharness.workloads.worker", str(config_path)]
-        worker = ManagedProcess(name, argv, run_dir / f"{name}.log", env, ledger)
+        log_path = run_dir.worker_log(config.worker)
+        worker = ManagedProcess(name, argv, log_path, env, ledger)
         worker.start()
         workers.append(worker)
     return workers
 
 
-GO_FILE = "go"  # the run's t0, written once every worker's clients are built
 _READY_TIMEOUT_S = 120.0  # a JVM client on a loaded machine takes seconds; minutes is broken
 
 
-def _await_ready(workers: list[ManagedProcess], run_dir: Path, console: Console) -> None:
+def _await_ready(workers: list[ManagedProcess], run_dir: RunDir, console: Console) -> None:
     """Wait until every worker has built its clients; a worker that dies first is
     WorkerDied."""
     waiting_since = time.monotonic()
     said = False
-    while not all(ready_file(run_dir, i).exists() for i in range(1, len(workers) + 1)):
+    while not all(run_dir.ready(i).exists() for i in range(1, len(workers) + 1)):
         for i, worker in enumerate(workers, start=1):
             if not worker.running():
                 raise WorkerDied(
@@ -179,12 +174,12 @@ def _await_ready(workers: list[ManagedProcess], run_dir: Path, console: Console)
     log.info("clients ready after %.2fs", time.monotonic() - waiting_since)
 
 
-def _go(run_dir: Path, t0_ns: int) -> None:
-    """Start the workers' clients: the run's t0, which every worker reads from the go file."""
-    go = run_dir / GO_FILE
-    partial = go.with_suffix(".partial")
+def _go(run_dir: RunDir, t0_ns: int) -> None:
+    """Start the workers' clients: the run's t0, which every worker reads from the go file
+    (written once every worker's clients are built)."""
+    partial = run_dir.go_partial
     partial.write_text(f"{t0_ns}\n")
-    partial.replace(go)  # whole or not at all, as the workers read it
+    partial.replace(run_dir.go)  # whole or not at all, as the workers read it
 
 
 def _watch(
@@ -245,12 +240,12 @@ def _watch_failovers(cluster: Cluster, recorder: Recorder, t0_ns: int) -> Callab
 
 
 def _client_clocks(
-    scenario: Scenario, configs: list[WorkerConfig], run_dir: Path
+    scenario: Scenario, configs: list[WorkerConfig], run_dir: RunDir
 ) -> dict[int, ClockControl]:
     """A wall-clock control per worker, when a client-clock fault is planned."""
     if not any(fault.kind == "client-clock" for fault in scenario.faults.faults):
         return {}
-    return {c.worker: ClockControl(client_clock_file(run_dir, c.worker)) for c in configs}
+    return {c.worker: ClockControl(run_dir.client_clock(c.worker)) for c in configs}
 
 
 @dataclass
@@ -262,7 +257,7 @@ class Execution:
     exits: dict[int, int | None] = field(default_factory=dict)
 
 
-def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Console) -> Execution:
+def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Console) -> Execution:
     """Cluster up, workers and nemesis go, faults healed, everything down: always."""
     w, seed = scenario.workload, scenario.seed
     assert seed is not None
@@ -288,7 +283,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Conso
             live,
             random.Random(f"{seed}:nemesis-targets"),
             restart_delay_ns=scenario.cluster.restart_delay_ns,
-            crash_point=lambda worker: crash_point_file(run_dir, worker),
+            crash_point=run_dir.crash_point,
             client_clocks=client_clocks,
             threads_per_worker=w.threads,
         )
@@ -296,7 +291,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: Path, console: Conso
         def clock() -> int:  # the history's time base
             return time.monotonic_ns() - t0_ns
 
-        recorder = Recorder(run_dir / NEMESIS_SHARD, clock)
+        recorder = Recorder(run_dir.nemesis_shard, clock)
         stop_watching = _watch_failovers(cluster, recorder, t0_ns)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
         nemesis.start()  # what is due at 0 s is in effect before any client acts
@@ -347,21 +342,23 @@ def run_scenario(
 ) -> RunOutcome:
     scenario = resolve_seed(scenario)
     run_dir = create_run_dir(store, scenario.name)
-    (run_dir / "scenario.yaml").write_text(to_yaml(scenario))
+    run_dir.scenario.write_text(to_yaml(scenario))
     update_latest(store, run_dir)
     client = scenario.client.name  # a plug-in's is its class, "module:ClassName"
     console.print(
-        f"[bold]{scenario.name}[/] client {client} seed {scenario.seed} → {run_dir}",
+        f"[bold]{scenario.name}[/] client {client} seed {scenario.seed} → {run_dir.path}",
         highlight=False,
     )
     with run_log(run_dir):
-        log.info("run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir)
-        cluster = make_cluster(scenario.backend, scenario, binaries, run_dir)
+        log.info(
+            "run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir.path
+        )
+        cluster = make_cluster(scenario.backend, scenario, binaries, run_dir.path)
         execution = _execute(scenario, cluster, run_dir, console)
-        if note := concluding_note(run_dir):
+        if note := concluding_note(run_dir.path):
             console.print(note, highlight=False)
         with shielded() as shield:  # checking what was recorded is not cut short either
-            outcome = conclude(scenario, run_dir, execution, cluster.describe())
+            outcome = conclude(scenario, run_dir.path, execution, cluster.describe())
         if shield.received:  # the check is whole: stop after this run, keep the verdict
             outcome = dataclasses.replace(outcome, interrupted=True)
         log.info("verdict %s (expected %s)", outcome.result.verdict, scenario.expectation)
@@ -374,7 +371,7 @@ _LONG_HISTORY_BYTES = 256 << 20  # about 1.7M events: concluding takes half a mi
 def concluding_note(run_dir: Path) -> str | None:
     """What to say before concluding a long run: the conclusion prints nothing until the
     verdict, and a Ctrl-C meanwhile waits for it. None for a history of ordinary size."""
-    size = sum(path.stat().st_size for path in shard_paths(run_dir) if path.exists())
+    size = sum(path.stat().st_size for path in RunDir(run_dir).shards() if path.exists())
     if size < _LONG_HISTORY_BYTES:
         return None
     return (
@@ -392,11 +389,12 @@ def conclude(
     notes: list[str] = []  # torn last lines dropped from shards
     # Streamed, never held whole: a soak of millions of events is merged, checked and
     # drawn in memory bounded by its lock cycles.
-    history, error = merge_into(run_dir / HISTORY, shard_paths(run_dir), notes)
+    files = RunDir(run_dir)
+    history, error = merge_into(files.history, files.shards(), notes)
     problems = list(execution.problems)
     if error is not None:
         notes.append(
-            f"{HISTORY} not written ({error.strerror or error}); `check` merges the shards"
+            f"{RunDir.HISTORY} not written ({error.strerror or error}); `check` merges the shards"
         )
     result = check_history(history, expected_processes=range(w.workers * w.threads))
     result = apply_run_problems(result, problems)
@@ -416,9 +414,9 @@ def _save_results(outcome: RunOutcome, cluster: dict[str, Any]) -> RunOutcome:
     try:
         write_results(outcome, cluster)
     except OSError as e:
-        log.error("results.json not written: %s", e)
-        (outcome.run_dir / RESULTS).unlink(missing_ok=True)  # half a file misleads a re-check
-        return _with_reason(outcome, f"{RESULTS} not written ({e.strerror or e})")
+        log.error("%s not written: %s", RunDir.RESULTS, e)
+        RunDir(outcome.run_dir).results.unlink(missing_ok=True)  # half a file misleads a re-check
+        return _with_reason(outcome, f"{RunDir.RESULTS} not written ({e.strerror or e})")
     return outcome
 
 
@@ -434,7 +432,7 @@ def _write_reports(outcome: RunOutcome, history: Iterable[Event]) -> RunOutcome:
 
 def _program_restarts(run_dir: Path) -> int | None:
     """Client programs started again (they exited, hung or misspoke); None: no programs."""
-    counts = sorted(run_dir.glob("program-restarts.w*"))
+    counts = RunDir(run_dir).program_restart_counts()
     if not counts:
         return None
     return sum(int(path.read_text() or 0) for path in counts)
@@ -458,4 +456,4 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "client_restarts": _program_restarts(outcome.run_dir),
         "cluster": cluster,
     }
-    (outcome.run_dir / RESULTS).write_text(json.dumps(results, indent=2) + "\n")
+    RunDir(outcome.run_dir).results.write_text(json.dumps(results, indent=2) + "\n")

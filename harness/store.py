@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from lockharness.core.errors import BadInput
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.scenario.limits import NAME_PATTERN, NAME_RULE
 
 
@@ -36,7 +37,10 @@ def check_store(store: Path, flag: str = "--store") -> None:
         ) from None
 
 
-def create_run_dir(store: Path, scenario: str) -> Path:
+LATEST = "latest"  # store/latest: the newest run directory
+
+
+def create_run_dir(store: Path, scenario: str) -> RunDir:
     """A new, empty run directory; a second run in the same second gets a -2 suffix."""
     check_name(scenario)  # the last guard: the name is a path component under the store
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -48,14 +52,20 @@ def create_run_dir(store: Path, scenario: str) -> Path:
             run_dir.mkdir()
         except FileExistsError:
             continue
-        return run_dir
+        return RunDir(run_dir)
     raise RuntimeError(f"cannot create a run directory under {parent}")
 
 
-def update_latest(store: Path, run_dir: Path) -> None:
+def update_latest(store: Path, run_dir: RunDir) -> None:
     """Point store/latest at run_dir, atomically (relative, so the store can move)."""
-    link = store / "latest"
-    tmp = store / f".latest.{os.getpid()}"
+    link = store / LATEST
+    tmp = store / f".{LATEST}.{os.getpid()}"
     tmp.unlink(missing_ok=True)
-    tmp.symlink_to(os.path.relpath(run_dir, store))
+    tmp.symlink_to(os.path.relpath(run_dir.path, store))
     tmp.replace(link)
+
+
+def stored_runs(store: Path) -> list[RunDir]:
+    """Every run directory in the store (store/<scenario>/<stamp>/), in path order; it may
+    hold directories below a run's too (store/latest/data): a caller looks for its file."""
+    return [RunDir(path) for path in sorted(store.glob("*/*")) if path.is_dir()]

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.suite_results import CaseResult, Status, summarize
 
 # What each run directory offers, in the order shown. timeline.html is the run's report.
-RUN_FILES = ("timeline.html", "results.json", "scenario.yaml", "harness.log")
+RUN_FILES = (RunDir.TIMELINE, RunDir.RESULTS, RunDir.SCENARIO, RunDir.HARNESS_LOG)
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }

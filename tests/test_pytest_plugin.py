@@ -26,8 +26,8 @@ import lockharness.harness.pytest_plugin.clusters
 import lockharness.harness.pytest_plugin.injector
 import lockharness.harness.pytest_plugin.runs
 import pytest
-from lockharness.cluster.ledger import LEDGER_NAME
 from lockharness.core.errors import BadInput
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict
 from lockharness.harness.pytest_plugin.runs import RunPlace, prepare
 from lockharness.harness.pytest_plugin.settings import Settings
@@ -125,7 +125,7 @@ def user_pytest(
 def assert_nothing_running(root: Path, output: str) -> int:
     """No process any run or cluster under ``root`` started is alive, and none of their
     ports accepts; returns how many directories were checked."""
-    ledgers = sorted(root.rglob(LEDGER_NAME))
+    ledgers = sorted(root.rglob(RunDir.LEDGER))
     for ledger in ledgers:
         assert_children_gone(ledger.parent, output)
     return len(ledgers)

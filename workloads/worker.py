@@ -34,6 +34,7 @@ from lockharness.core.clock import ClockReader
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
+from lockharness.core.run_dir import RunDir
 from lockharness.workloads.program import ProgramClient, start_program_client
 from lockharness.workloads.protocol import (
     ClientFactory,
@@ -52,21 +53,6 @@ from lockharness.workloads.resource import Resource
 EXIT_BUDGET_NS = 5_000_000
 CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with this
 HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard; it stopped
-
-
-def crash_point_file(run_dir: Path, worker: int) -> Path:
-    """The file whose existence arms worker ``worker``'s crash point (the nemesis makes it)."""
-    return run_dir / f"crash-point-w{worker}"
-
-
-def restarts_file(run_dir: Path, worker: int) -> Path:
-    """How many times worker ``worker``'s client programs were started again."""
-    return run_dir / f"program-restarts.w{worker}"
-
-
-def client_clock_file(run_dir: Path, worker: int) -> Path:
-    """Worker ``worker``'s wall-clock control file (the nemesis's client-clock fault)."""
-    return run_dir / f"clock-w{worker}.ctl"
 
 
 @dataclass(frozen=True)
@@ -138,12 +124,12 @@ class ClientLoop:
         )
         if isinstance(self.client, CrashPoint):  # e.g. setnx-expire, between its two commands
             self.client.crash_between = self._crash_if_armed
-        run_dir = Path(config.history_path).parent  # the worker's files live beside its shard
-        clock_file = client_clock_file(run_dir, config.worker)
+        run_dir = RunDir(Path(config.history_path).parent)  # beside the worker's shard
+        clock_file = run_dir.client_clock(config.worker)  # the nemesis's client-clock fault
         if isinstance(self.client, TrustsClientClock) and clock_file.exists():
             reader = ClockReader(clock_file)
             self.client.wall_ms = lambda: reader.now_ns() // 1_000_000
-        self._armed = crash_point_file(run_dir, config.worker)
+        self._armed = run_dir.crash_point(config.worker)  # there: the nemesis armed it
         self.resource = Resource(config.resource)
 
     def _crash_if_armed(self) -> None:
@@ -331,11 +317,6 @@ def client_factory(config: WorkerConfig) -> ClientFactory:
     return client_info(config.client).factory()
 
 
-def ready_file(run_dir: Path, worker: int) -> Path:
-    """Written by worker ``worker`` once its clients are built (the start barrier)."""
-    return run_dir / f"ready.w{worker}"
-
-
 GO_TIMEOUT_S = 300.0  # a controller that never says go has died (its workers die with it)
 
 
@@ -344,7 +325,7 @@ def _await_go(config: WorkerConfig, stop: threading.Event) -> WorkerConfig | Non
     told to stop first."""
     assert config.go_path is not None
     go = Path(config.go_path)
-    ready_file(go.parent, config.worker).write_text(f"{os.getpid()}\n")
+    RunDir(go.parent).ready(config.worker).write_text(f"{os.getpid()}\n")
     deadline = time.monotonic() + GO_TIMEOUT_S
     while not stop.is_set() and time.monotonic() < deadline:
         text = go.read_text() if go.exists() else ""
@@ -395,7 +376,8 @@ def run_worker(config: WorkerConfig) -> int:
     recorder.close()
     restarts = sum(loop.client.restarts for loop in loops if isinstance(loop.client, ProgramClient))
     if config.client_command:  # programs that exited, hung or misspoke, started again
-        restarts_file(Path(config.history_path).parent, config.worker).write_text(f"{restarts}\n")
+        run_dir = RunDir(Path(config.history_path).parent)
+        run_dir.program_restarts(config.worker).write_text(f"{restarts}\n")
     if recorder.failed is not None:
         with contextlib.suppress(OSError):  # the log may sit on the same full disk
             print(f"history not written: {recorder.failed}", file=sys.stderr, flush=True)

@@ -14,6 +14,7 @@ from lockharness.checker.values import BadValue
 from lockharness.checker.verdict import Verdict, check_history
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.console import print_summary
 from lockharness.harness.recheck import apply_run_problems, run_history, stored_run_problems
 from lockharness.harness.scenario.expectation import Expectation
@@ -28,7 +29,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     notes: list[str] = []  # what reading dropped or merged
     history: Iterable[Event]
     if target.is_dir():
-        scenario_file = target / "scenario.yaml"
+        scenario_file = RunDir(target).scenario
         if scenario_file.exists():
             from lockharness.harness.scenario import load_scenario  # only for a run directory
 

@@ -130,7 +130,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     check_store(args.store)
     base = create_run_dir(args.store, "client-check")
     cluster = LocalCluster(
-        ClusterConfig(binaries.redis_server, binaries.toxiproxy_server, base, 5, 1)
+        ClusterConfig(binaries.redis_server, binaries.toxiproxy_server, base.path, 5, 1)
     )
     with run_log(base):
         try:

@@ -9,6 +9,7 @@ from typing import Any
 
 from lockharness.core.errors import EXIT_AS_EXPECTED
 from lockharness.core.interrupts import shielded
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.backends import build_cluster, check_backend
 from lockharness.harness.commands.common import find_binaries
 from lockharness.harness.runlog import run_log
@@ -28,12 +29,14 @@ def command(args: argparse.Namespace, console: Console) -> int:
     check_backend(backend, spec)
     check_store(args.store)
     base = create_run_dir(args.store, "cluster")
-    cluster = build_cluster(backend, spec, args.workers, binaries, base)
+    cluster = build_cluster(backend, spec, args.workers, binaries, base.path)
     with run_log(base):
         try:
             cluster.start()
             console.print(_endpoint_table(cluster.describe()))
-            console.print(f"cluster ready; logs and cluster.json in {base}; Ctrl-C tears it down")
+            console.print(
+                f"cluster ready; logs and {RunDir.LEDGER} in {base.path}; Ctrl-C tears it down"
+            )
             sys.stdout.flush()
             while True:
                 time.sleep(3600)

@@ -60,7 +60,7 @@ class ClusterFactory:
         binaries = self._place.settings.binaries()
         check_store(self._place.store)
         run_dir = create_run_dir(self._place.store, CLUSTER_DIR)
-        made = build_cluster(chosen, spec, workers, binaries, run_dir, clock_shim)
+        made = build_cluster(chosen, spec, workers, binaries, run_dir.path, clock_shim)
         self._started.append(made)  # before start: a start cut short is stopped too
         made.start()  # on any error (a Ctrl-C too) it stops what did start, then raises
         self._rooms[id(made)] = Room(spec.nodes, workers, spec.persistence, spec.topology)

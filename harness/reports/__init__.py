@@ -16,14 +16,14 @@ from typing import Any
 from lockharness.checker.verdict import CheckResult, check_history
 from lockharness.core.errors import BadInput, LockharnessError
 from lockharness.core.history import Event, HistoryError, HistoryFile
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.reports.analysis import periods_and_end
 from lockharness.harness.reports.timeline import write_timeline
 from lockharness.harness.scenario import Scenario, load_scenario
 
 log = logging.getLogger("lockharness.reports")
 
-TIMELINE, LATENCY, RATE = "timeline.html", "latency.png", "rate.png"
-REPORTS = (TIMELINE, LATENCY, RATE)
+REPORTS = (RunDir.TIMELINE, RunDir.LATENCY, RunDir.RATE)
 
 
 class ReportError(LockharnessError):
@@ -44,22 +44,23 @@ def write_reports(
 
     title = f"{scenario.name} (seed {scenario.seed})"
     periods, end = periods_and_end(history)  # both graphs shade the same faults
-    jobs: list[tuple[str, Callable[[Path], Path]]] = [
-        (TIMELINE, lambda p: write_timeline(p, history, result, scenario)),
+    files = RunDir(run_dir)
+    jobs: list[tuple[Path, Callable[[Path], Path]]] = [
+        (files.timeline, lambda p: write_timeline(p, history, result, scenario)),
         (
-            LATENCY,
+            files.latency,
             lambda p: plots.plot_latency(history, periods, end, f"{title}: acquire latency", p),
         ),
-        (RATE, lambda p: plots.plot_rate(history, periods, end, f"{title}: throughput", p)),
+        (files.rate, lambda p: plots.plot_rate(history, periods, end, f"{title}: throughput", p)),
     ]
     written: list[Path] = []
     failures: list[str] = []
-    for name, draw in jobs:
+    for path, draw in jobs:
         try:
-            written.append(draw(run_dir / name))
+            written.append(draw(path))
         except Exception as e:  # one broken report must not cost the others
-            log.exception("drawing %s failed", name)
-            failures.append(f"{name}: {type(e).__name__}: {e}")
+            log.exception("drawing %s failed", path.name)
+            failures.append(f"{path.name}: {type(e).__name__}: {e}")
     if failures:
         raise ReportError("could not draw " + "; ".join(failures))
     return written
@@ -87,17 +88,17 @@ def rebuild_reports(run_dir: Path) -> list[Path]:
     results.json (re-checking the history when results.json is missing)."""
     if not run_dir.is_dir():
         raise BadInput(f"{run_dir}: no such run directory")
-    scenario_file = run_dir / "scenario.yaml"
-    if not scenario_file.is_file():
-        raise BadInput(f"{run_dir}: no scenario.yaml there, so it is not a run directory")
-    scenario = load_scenario(str(scenario_file))
-    history = HistoryFile(run_dir / "history.jsonl")
+    files = RunDir(run_dir)
+    if not files.scenario.is_file():
+        raise BadInput(f"{run_dir}: no {RunDir.SCENARIO} there, so it is not a run directory")
+    scenario = load_scenario(str(files.scenario))
+    history = HistoryFile(files.history)
     try:
         for _ in history.batches():  # read through once: a bad line is bad input, not a
             pass  # report that fails to draw
     except HistoryError as e:
         raise BadInput(str(e)) from None
-    result = _stored_result(run_dir / "results.json")
+    result = _stored_result(files.results)
     if result is None:
         w = scenario.workload
         result = check_history(history, expected_processes=range(w.workers * w.threads))

@@ -23,6 +23,7 @@ from string import Template
 
 from lockharness.checker.verdict import CheckResult
 from lockharness.core.history import Event
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.reports.analysis import (
     MAX_OPS,
     FaultPeriod,
@@ -76,7 +77,7 @@ _LEGEND = Template('<p class="legend">$swatches</p>')
 _WINDOWED = Template(
     '<p class="note windowed">Windowed: this history has $total operations, too many for a '
     "browser to draw at once, so this page shows $shown of them in $windows window(s) "
-    "$around. history.jsonl and results.json have everything.</p>"
+    f"$around. {RunDir.HISTORY} and {RunDir.RESULTS} have everything.</p>"
 )
 # What each swatch stands for; timeline.css gives each sw-* class its look.
 _SWATCHES = (
