@@ -95,8 +95,8 @@ matrix-polyglot: setup
 	$(BIN)/python -m lockharness suite $(MATRIX_SCENARIOS) --clients $(JVM_CLIENTS) --threads 1 \
 	  --junit store/matrix-polyglot-jvm-junit.xml --html store/matrix-polyglot-jvm-index.html
 
-# Lint (ruff, ruff format, mypy), the docs' strict build, the fast unit tests (no server), then the server tests;
-# pytest's exit 5 (no test selected) fails the target, as any non-zero exit does.
+# Lint (ruff, ruff format, mypy), the docs' strict build, the fast unit tests (no server),
+# then the server tests; pytest's exit 5 (no test selected) fails the target, as any non-zero exit does.
 test: lint docs test-unit test-server
 
 test-unit: setup
