@@ -24,6 +24,7 @@ from typing import Any
 
 from lockharness.checker.verdict import first_violation_ns
 from lockharness.core.history import INFO, NEMESIS, read_history
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario, builtin_scenarios, with_overrides
@@ -39,7 +40,7 @@ def first_violation_s(outcome: RunOutcome) -> float | None:
 def fault_delays_ms(run_dir: Path) -> dict[str, list[float]]:
     """Per kind: in-effect time minus decision time of every fault start in the history."""
     delays: dict[str, list[float]] = defaultdict(list)
-    for event in read_history(run_dir / "history.jsonl"):
+    for event in read_history(RunDir(run_dir).history):
         value = event.value or {}
         if (
             event.process == NEMESIS

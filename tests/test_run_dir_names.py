@@ -56,8 +56,8 @@ def strings(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
             text = ""
             for value in node.values:
                 parts.add(id(value))
-                is_text = isinstance(value, ast.Constant) and isinstance(value.value, str)
-                text += value.value if is_text else HOLE  # type: ignore[union-attr]
+                constant = value.value if isinstance(value, ast.Constant) else None
+                text += constant if isinstance(constant, str) else HOLE
             yield node, text
         elif (
             isinstance(node, ast.Constant)
