@@ -139,3 +139,15 @@ def test_stored_runs_finds_every_run_directory(tmp_path: Path) -> None:
     assert all(run.path.is_dir() for run in found)
     assert [run.path for run in found] == sorted(run.path for run in found)
     assert stored_runs(tmp_path / "nowhere") == []
+
+
+def test_the_docs_list_every_file_of_a_run_directory() -> None:
+    # docs/run-directory.md shows each name with its placeholder as <N>, <node>, <server>...
+    page = (Path(__file__).resolve().parent.parent / "docs" / "run-directory.md").read_text()
+    listing = page.split("## What a run leaves", 1)[1].split("```", 2)[1]
+    missing = [
+        name
+        for name in RunDir.NAMES
+        if not re.search(r"(?<![\w.-])" + re.escape(name).replace(r"\{\}", r"<\w+>"), listing)
+    ]
+    assert missing == []
