@@ -4,13 +4,13 @@ the scenario is read, so every mistake is bad input (exit 254) before anything s
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 from lockharness.core.history import read_history
 from lockharness.harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
-from lockharness.workloads.plugin_import import PRIVATE_PREFIX
 from lockharness.workloads.plugins import PluginError, load_plugin
 
 from tests.conftest import REPO, lockharness, run, value
@@ -209,8 +209,8 @@ class Lock:
 
 @pytest.mark.parametrize("module", ["faults", "checker"])
 def test_a_plugin_named_like_a_harness_package_loads_and_runs(tmp_path: Path, module: str) -> None:
-    # The harness's own faults and checker packages are imported by the run; the plug-in's
-    # file is loaded under a private name, so neither shadows the other.
+    # The harness's own faults and checker packages are lockharness.faults and
+    # lockharness.checker: the plug-in's module has the top-level name to itself.
     path = scenario_with(
         tmp_path,
         f"{{class: '{module}:Lock', options: {{timeout: 100ms}}}}",
@@ -443,23 +443,40 @@ def test_client_flag_takes_a_plugin_with_the_same_checks(tmp_path: Path) -> None
 # ---- in process: how a plug-in is resolved and written back ---------------------------------
 
 
-def test_a_plugin_is_registered_only_under_its_private_name(tmp_path: Path) -> None:
+@pytest.fixture
+def own_modules() -> Iterator[None]:
+    """Modules a test's plug-ins add to sys.modules are taken out again after it."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_a_plugin_is_imported_by_its_own_name_beside_the_harness(
+    tmp_path: Path, own_modules: None
+) -> None:
     (tmp_path / "faults.py").write_text(GOOD_CLASS)
     (tmp_path / "relpkg").mkdir()
     (tmp_path / "relpkg" / "__init__.py").write_text("")
     (tmp_path / "relpkg" / "sib.py").write_text("TAG = 'sibling'\n")
     (tmp_path / "relpkg" / "lock.py").write_text("from . import sib\n\n" + GOOD_CLASS)
-    harness_faults = sys.modules.get("faults")
+    harness_faults = sys.modules["lockharness.faults"]
     info = load_plugin("faults:Lock", [str(tmp_path)]).info
     cls = info.factory()
-    assert cls.__module__.startswith(PRIVATE_PREFIX) and info.name == "faults:Lock"
-    assert sys.modules.get("faults") is harness_faults  # neither replaced nor added
+    assert cls.__module__ == "faults" and info.name == "faults:Lock"
+    assert sys.modules["faults"].__file__ == str(tmp_path / "faults.py")
+    assert sys.modules["lockharness.faults"] is harness_faults  # the harness's own, untouched
     assert str(tmp_path) not in sys.path  # the loader only inspects: its directory is gone
     assert load_plugin("faults:Lock", [str(tmp_path)]).info.factory() is cls  # loaded once
-    # A package: its relative imports reach its own siblings, through the private name.
+    # A package: its relative imports reach its own siblings.
     lock = load_plugin("relpkg.lock:Lock", [str(tmp_path)]).info.factory()
     assert sys.modules[lock.__module__].sib.TAG == "sibling"
-    assert "relpkg" not in sys.modules
+    # Another file of a name already loaded would be shadowed in the workers: refused.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "faults.py").write_text(GOOD_CLASS)
+    with pytest.raises(PluginError, match=r"module 'faults' is in .*already loaded from"):
+        load_plugin("faults:Lock", [str(elsewhere)])
 
 
 def test_a_plugin_declares_its_ttl_step(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ a built-in client's declaration does, so the scenario's cross-checks treat both 
 
 Where its module comes from: the directories given (a scenario's ``client.path``, then
 the scenario's directory and the current directory), then the normal sys.path. It is
-loaded from its file under a private module name (workloads/plugin_import.py), so any
-name works, even one of the harness's own packages. The directory it was found in is
-handed on, so a worker (a separate process, started from the run's own cwd) loads the
+imported by its own name (workloads/plugin_import.py): the harness's packages are all
+under ``lockharness``, so any name works, ``core`` or ``faults`` too. The directory it was
+found in is handed on, so a worker (a separate process, started from the run's own cwd) loads the
 very same file: the runner puts the directories in LOCKHARNESS_PLUGIN_PATH, which
 ``load_plugin`` reads in the worker.
 """
@@ -97,10 +97,10 @@ def load_plugin(
     places = list(unique.values())
     top = module_name.partition(".")[0]
     try:
-        found, spec = find_top(top, places)
+        found, exists = find_top(top, places)
     except ImportFailed as e:
         raise PluginError(str(e)) from None
-    if spec is None:
+    if not exists:
         raise _not_found(module_name, f"No module named '{top}'", places)
     dirs = tuple(dict.fromkeys([*path, *inherited, *([found] if found else [])]))
     # In a worker the plug-in's code runs, and may import more of its own later (its
@@ -108,7 +108,7 @@ def load_plugin(
     # class, so there they go again, lest a user's file shadow a module imported later.
     with _on_path(dirs, keep=bool(inherited)):
         try:
-            module = import_plugin(module_name, spec)
+            module = import_plugin(module_name)
         except NotFound as e:
             raise _not_found(e.name, e.reason, places) from None
         except ImportFailed as e:
@@ -116,7 +116,7 @@ def load_plugin(
     obj = _attribute(module, module_name, attr, class_path)
     _check_class(obj, class_path)
     cls = cast(type, obj)  # _check_class refused anything but a class
-    factory_path = f"{module.__name__}:{attr}"  # the private name, in a worker too
+    factory_path = f"{module.__name__}:{attr}"  # the same name in a worker
     try:
         info = declared_info(cls, class_path, factory_path, class_path, f"plug-in {class_path}")
     except DeclarationError as e:
