@@ -170,6 +170,18 @@ def test_each_piece_of_evidence_says_itself_as_before(case: str) -> None:
     assert describe_fencing(result.fencing, result.stats) == said["fencing"]
 
 
+def test_the_fencing_records_say_themselves_too() -> None:
+    every = CheckResult.from_dict(_stored("invalid-every-witness")).fencing
+    assert [w.describe() for w in every.stale_writes_rejected + every.stale_writes_accepted] == [
+        "key k0: the resource rejected process 1's enter with token 1 below 2 at 0.350s",
+        "key k0: the resource ACCEPTED process 1's enter with token 1 below 2 at 0.360s",
+    ]
+    shuffled = CheckResult.from_dict(_stored("valid-tokens-out-of-order")).fencing
+    assert shuffled.out_of_order[0].describe() == (
+        "key k0: process 2 was granted token 3 after process 1 got 5"
+    )
+
+
 def test_check_file_is_check_history_of_the_file(tmp_path: Path) -> None:
     # A file is in time order, its indexes increasing line by line, as the harness writes it.
     by_time = sorted(_events("invalid-every-witness"), key=lambda e: e.time)
@@ -196,25 +208,27 @@ def _checker_modules() -> set[str]:
     return names | {p.name.split(".")[0] for p in CHECKER.glob("_scan*")}
 
 
+def _modules_named(node: ast.Import | ast.ImportFrom, submodules: set[str]) -> list[str]:
+    """The checker modules an import statement names, by their full names."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.startswith("lockharness.checker.")]
+    if node.module is None or node.level:
+        return []
+    if node.module.startswith("lockharness.checker."):
+        return [node.module]
+    if node.module == "lockharness.checker":
+        return [f"lockharness.checker.{a.name}" for a in node.names if a.name in submodules]
+    return []
+
+
 def behind_the_door(path: Path, submodules: set[str]) -> list[str]:
     """Each import in ``path`` of a checker module rather than ``lockharness.checker``."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names if a.name.startswith("lockharness.checker.")]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module.startswith("lockharness.checker."):
-                names = [node.module]
-            elif node.module == "lockharness.checker":
-                names = [
-                    f"lockharness.checker.{a.name}" for a in node.names if a.name in submodules
-                ]
-            else:
-                names = []
-        else:
-            names = []
-        found += [f"{_shown(path)}:{node.lineno} imports {name}" for name in names]
-    return found
+    return [
+        f"{_shown(path)}:{node.lineno} imports {name}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for name in _modules_named(node, submodules)
+    ]
 
 
 def test_nothing_outside_the_checker_imports_a_checker_module() -> None:
@@ -252,6 +266,8 @@ def keyed_evidence(path: Path) -> list[str]:
     """Each ``x["key"]`` or ``x.get("key")`` in ``path`` whose ``x`` names evidence."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.expr):
+            continue
         receiver: ast.expr | None = None
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             if isinstance(node.slice.value, str):
