@@ -240,9 +240,9 @@ def run(events: int = EVENTS, repeats: int = REPEATS, conclude: bool = True) -> 
 
 def describe(report: dict[str, Any]) -> list[str]:
     r = report
-    from lockharness.checker.native import scan  # what the children ran: the same venv
+    from lockharness.checker import NATIVE_SCAN  # what the children ran: the same venv
 
-    loop = "C (checker/_scan.c)" if scan is not None else "Python (the C loop is not built)"
+    loop = "C (checker/_scan.c)" if NATIVE_SCAN else "Python (the C loop is not built)"
     return [
         f"checker: {r['events']:,} events ({r['file_mb']:.0f} MB), median of {r['repeats']}, "
         f"verdict {r['verdict']}, digest loop in {loop}",

@@ -22,7 +22,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from lockharness.checker.verdict import first_violation_ns
 from lockharness.core.history import INFO, NEMESIS, read_history
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
@@ -33,7 +32,7 @@ from rich.console import Console
 
 
 def first_violation_s(outcome: RunOutcome) -> float | None:
-    first = first_violation_ns(outcome.result.witnesses)
+    first = outcome.result.first_violation_ns
     return None if first is None else first / 1e9
 
 
@@ -94,7 +93,7 @@ def _run_one(
             "verdict": outcome.result.verdict.value,
             "as_expected": outcome.as_expected,
             "first_violation_s": first_violation_s(outcome),
-            "cycles_per_s": outcome.result.stats.get("cycles_per_s") or 0.0,
+            "cycles_per_s": outcome.result.stats.cycles_per_s or 0.0,
         }
     )
     shown = f"{scenario.name} seed {seed}" + ("" if backend == "local" else f" ({backend})")

@@ -85,14 +85,14 @@ def harness_round(client: str, seconds: float, store: Path) -> dict[str, Any]:
         bench_scenario(client, seconds), store=store, binaries=binaries, console=quiet
     )
     stats = outcome.result.stats
-    if not outcome.as_expected or stats["cycles_per_s"] is None:
+    if not outcome.as_expected or stats.cycles_per_s is None:
         raise RuntimeError(f"harness {client} run not as expected: {outcome.result.reasons}")
     return {
-        "cycles_per_s": stats["cycles_per_s"],
-        "cycles": stats["cycles"],
-        "attempts": stats["attempts"],
-        "fail": stats["fail"],
-        "info": stats["info"],
+        "cycles_per_s": stats.cycles_per_s,
+        "cycles": stats.cycles,
+        "attempts": stats.attempts,
+        "fail": stats.fail,
+        "info": stats.info,
     }
 
 

@@ -1,1 +1,58 @@
-"""Checkers: pure functions from a history to a verdict with evidence."""
+"""The checker: a pure function from a history to a typed verdict with evidence.
+
+The front door, as Porcupine's: ``check_history(events)`` or ``check_file(path)`` gives
+a ``CheckResult``: the safety ``verdict`` (a ``Verdict``), its ``witnesses`` (``Overlap``
+or ``ResourceWitness``), the ``reasons``, and beside safety ``liveness``, ``fencing`` and
+``stats``. ``CheckResult.to_dict`` is results.json's shape and ``from_dict`` reads it back.
+Everything outside the checker imports from here, never from its modules.
+"""
+
+from lockharness.checker.digest import critical_sections
+from lockharness.checker.evidence import (
+    Failover,
+    Grant,
+    OutOfOrder,
+    Overlap,
+    ResourceWitness,
+    Side,
+    StaleWrite,
+    StuckInterval,
+    Witness,
+    first_violation_ns,
+    ms_text,
+)
+from lockharness.checker.native import scan as _scan
+from lockharness.checker.result import CheckResult, Verdict
+from lockharness.checker.sections import Section
+from lockharness.checker.values import BadValue
+from lockharness.checker.verdict import check_file, check_history
+from lockharness.checker.views import Fencing, Liveness, LivenessVerdict, Stats, describe_fencing
+
+NATIVE_SCAN: bool = _scan is not None  # the one pass and the sweeps run in C (checker/_scan.c)
+
+__all__ = [
+    "NATIVE_SCAN",
+    "BadValue",
+    "CheckResult",
+    "Failover",
+    "Fencing",
+    "Grant",
+    "Liveness",
+    "LivenessVerdict",
+    "OutOfOrder",
+    "Overlap",
+    "ResourceWitness",
+    "Section",
+    "Side",
+    "StaleWrite",
+    "Stats",
+    "StuckInterval",
+    "Verdict",
+    "Witness",
+    "check_file",
+    "check_history",
+    "critical_sections",
+    "describe_fencing",
+    "first_violation_ns",
+    "ms_text",
+]

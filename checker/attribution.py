@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.sections import Section
 from lockharness.core.history import ACQUIRE, EXTEND, INFO, INVOKE, NEMESIS, RELEASE, Event
 
@@ -118,14 +119,14 @@ def _excuse(first: Section, second: Section, facts: _Facts) -> str | None:
 
 @dataclass
 class Attribution:
-    mutex: list[dict[str, Any]]  # the violations that stand
-    resource: list[dict[str, Any]]
+    mutex: list[Overlap]  # the violations that stand
+    resource: list[ResourceWitness]
     excused: list[str]  # one line per excused witness: the harness was late
 
 
 def attribute(
-    mutex: list[dict[str, Any]],
-    resource: list[dict[str, Any]],
+    mutex: list[Overlap],
+    resource: list[ResourceWitness],
     sections: Sequence[Section],
     history: Iterable[Event],
 ) -> Attribution:
@@ -135,23 +136,28 @@ def attribute(
     by_index = {s.acquire_index: s for s in sections}
     by_token = {s.token: s for s in sections if s.token is not None}
     pairs: list[tuple[list[Section], Section | None]] = []
-    for witness in mutex:
+    for overlap in mutex:
         first, second = (
-            by_index.get(witness["first"]["acquire_index"]),
-            by_index.get(witness["second"]["acquire_index"]),
+            by_index.get(overlap.first.acquire_index),
+            by_index.get(overlap.second.acquire_index),
         )
         pairs.append(([first] if first else [], second))
-    for witness in resource:
-        others = [by_token[t] for t in witness.get("others") or () if t in by_token]
-        pairs.append((others, by_token.get(witness["token"])))
+    for seen in resource:
+        others = [by_token[t] for t in seen.others if t in by_token]
+        offender = by_token.get(seen.token) if seen.token is not None else None
+        pairs.append((others, offender))
     processes = {s.process for firsts, _ in pairs for s in firsts}
     facts = _facts(history, processes)
-    kept: list[list[dict[str, Any]]] = [[], []]
+    kept_mutex: list[Overlap] = []
+    kept_resource: list[ResourceWitness] = []
     excused: list[str] = []
-    for i, (witness, (firsts, second)) in enumerate(zip([*mutex, *resource], pairs, strict=True)):
+    witnesses: list[Witness] = [*mutex, *resource]
+    for witness, (firsts, second) in zip(witnesses, pairs, strict=True):
         reasons = [_excuse(first, second, facts) for first in firsts] if second else [None]
         if reasons and all(reason is not None for reason in reasons):
             excused.append("; ".join(r for r in reasons if r))
+        elif isinstance(witness, Overlap):
+            kept_mutex.append(witness)
         else:
-            kept[0 if i < len(mutex) else 1].append(witness)
-    return Attribution(kept[0], kept[1], excused)
+            kept_resource.append(witness)
+    return Attribution(kept_mutex, kept_resource, excused)

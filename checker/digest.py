@@ -27,6 +27,7 @@ from operator import attrgetter
 from typing import Any
 
 from lockharness.checker.attempts import Attempts, KeyAttempts
+from lockharness.checker.evidence import Failover, ResourceWitness
 from lockharness.checker.failover import failover
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.resource import ResourceView, take_answer
@@ -64,7 +65,7 @@ class Digest:
     sections: list[Section] = field(default_factory=list)  # by acquire index
     attempts: Attempts = field(default_factory=Attempts)
     resource: ResourceView = field(default_factory=ResourceView)
-    failovers: list[dict[str, Any]] = field(default_factory=list)
+    failovers: list[Failover] = field(default_factory=list)
     events: int = 0
     first_time: int | None = None
     last_time: int | None = None
@@ -359,7 +360,7 @@ def acquire_attempts(history: Iterable[Event]) -> Attempts:
     return digest(history).attempts
 
 
-def check_resource(history: Iterable[Event]) -> list[dict[str, Any]]:
+def check_resource(history: Iterable[Event]) -> list[ResourceWitness]:
     """One witness per ``enter`` ``ok`` at which the resource saw more than one occupant."""
     return resource_view(history).occupancy
 

@@ -12,13 +12,17 @@ granted by the new master at t3.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TypeVar
 
+import msgspec
+from lockharness.checker.evidence import Failover, Overlap, Witness
 from lockharness.checker.values import BadValue
 from lockharness.core.history import INFO, NEMESIS, Event
 
+W = TypeVar("W", bound=Witness)
 
-def failover(event: Event) -> dict[str, Any] | None:
+
+def failover(event: Event) -> Failover | None:
     """The failover a nemesis ``info`` event records, if it records one."""
     value = event.value or {}
     if "to" not in value:
@@ -28,18 +32,18 @@ def failover(event: Event) -> dict[str, Any] | None:
         began = value.get("began") or value.get("decided_at") or event.time
         if type(began) is not int:
             raise BadValue(event, "began" if "began" in value else "decided_at", "an integer")
-        return {
-            "began": began,
-            "time": event.time,
-            "from": value.get("from"),
-            "to": value["to"],
-            "by": by,
-            "index": event.index,
-        }
+        old, new = value.get("from"), value["to"]
+        if old is not None and type(old) is not str:
+            raise BadValue(event, "from", "a node's name or null")
+        if type(new) is not str:
+            raise BadValue(event, "to", "a node's name")
+        if type(by) is not str:
+            raise BadValue(event, "by", "a string")
+        return Failover(began, event.time, old, new, by, event.index)
     return None
 
 
-def failovers(history: Iterable[Event]) -> list[dict[str, Any]]:
+def failovers(history: Iterable[Event]) -> list[Failover]:
     found = []
     for event in history:
         if event.process != NEMESIS or event.type != INFO:
@@ -50,25 +54,23 @@ def failovers(history: Iterable[Event]) -> list[dict[str, Any]]:
     return found
 
 
-def attach_failovers(
-    witnesses: list[dict[str, Any]], history: Iterable[Event]
-) -> list[dict[str, Any]]:
+def attach_failovers(witnesses: list[W], history: Iterable[Event]) -> list[W]:
     """Overlap witnesses gain `failovers`: those whose window meets the time between the
     first lease's start and the second's. Other witnesses are returned unchanged."""
     known = failovers(history)
     return with_failovers(witnesses, known)
 
 
-def with_failovers(
-    witnesses: list[dict[str, Any]], known: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def with_failovers(witnesses: list[W], known: list[Failover]) -> list[W]:
     if not known:
         return witnesses
-    out = []
-    for witness in witnesses:
-        if witness.get("kind") == "overlap":
-            start, end = witness["first"]["start"], witness["second"]["start"]
-            between = [f for f in known if f["began"] <= end and f["time"] >= start]
-            witness = {**witness, "failovers": between}
-        out.append(witness)
-    return out
+    return [_with_failovers(witness, known) for witness in witnesses]
+
+
+def _with_failovers(witness: W, known: list[Failover]) -> W:
+    if not isinstance(witness, Overlap):
+        return witness
+    start, end = witness.first.start, witness.second.start
+    between = [f for f in known if f.began <= end and f.time >= start]
+    replaced: W = msgspec.structs.replace(witness, failovers=between)
+    return replaced

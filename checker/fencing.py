@@ -24,30 +24,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from operator import attrgetter
-from typing import Any
 
 from lockharness.checker.digest import digest
+from lockharness.checker.evidence import Grant, OutOfOrder
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.resource import ResourceView
 from lockharness.checker.sections import Section, SectionsByKey, by_key
+from lockharness.checker.views import Fencing
 from lockharness.core.history import Event
 
 _completed = attrgetter("start", "acquire_index")
 _began = attrgetter("invoked", "acquire_index")
 
 
-def _grant(section: Section) -> dict[str, Any]:
-    return {
-        "process": section.process,
-        "token": section.token,
-        "fencing": section.fencing,
-        "invoked": section.invoked,
-        "time": section.start,
-        "index": section.acquire_index,
-    }
+def _grant(section: Section) -> Grant:
+    return Grant(
+        section.process,
+        section.token,
+        section.fencing,
+        section.invoked,
+        section.start,
+        section.acquire_index,
+    )
 
 
-def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any]]:
+def _out_of_order(key: str | None, granted: list[Section]) -> list[OutOfOrder]:
     """Grants of one key whose token is not above the highest token among the grants that
     completed before their acquire was invoked; each is compared with that grant, so one
     bad grant is reported once. A sweep: grants by invoke time against the completed ones
@@ -60,7 +61,7 @@ def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any
             pass  # a section made by hand, of another shape: the sweep below
     begun = sorted(granted, key=_began)
     done = sorted(granted, key=_completed)
-    witnesses: list[dict[str, Any]] = []
+    witnesses: list[OutOfOrder] = []
     top: Section | None = None
     highest = 0  # top's token; every section here has one
     finished = 0
@@ -75,13 +76,8 @@ def _out_of_order(key: str | None, granted: list[Section]) -> list[dict[str, Any
     return witnesses
 
 
-def _disorder(key: str | None, earlier: Section, later: Section) -> dict[str, Any]:
-    return {
-        "kind": "fencing-out-of-order",
-        "key": key,
-        "earlier": _grant(earlier),
-        "later": _grant(later),
-    }
+def _disorder(key: str | None, earlier: Section, later: Section) -> OutOfOrder:
+    return OutOfOrder(key, _grant(earlier), _grant(later))
 
 
 def _granted(grouped: SectionsByKey) -> SectionsByKey:
@@ -98,9 +94,10 @@ def check_fencing(
     sections: Iterable[Section] | None = None,
     view: ResourceView | None = None,
     grouped: SectionsByKey | None = None,
-) -> dict[str, Any]:
-    """``{"fenced", "stale_writes_rejected", "out_of_order", "resource_consistent",
-    "stale_writes_accepted"}``; the last is the evidence behind ``resource_consistent``.
+) -> Fencing:
+    """Whether the run was fenced, the stale writes the resource rejected, the tokens
+    granted out of order, and whether the resource stayed consistent, with the stale
+    writes it accepted as the evidence.
 
     ``sections`` and ``view`` are ``critical_sections(history)`` and
     ``resource_view(history)`` when the caller has them already, and ``grouped``
@@ -111,10 +108,10 @@ def check_fencing(
         sections, view = found.sections, found.resource
     granted = _granted(by_key(sections) if grouped is None else grouped)
     out_of_order = [w for key in sorted(granted, key=str) for w in _out_of_order(key, granted[key])]
-    return {
-        "fenced": view.fenced or bool(granted),
-        "stale_writes_rejected": view.stale_rejected,
-        "out_of_order": out_of_order,
-        "resource_consistent": not view.stale_accepted,
-        "stale_writes_accepted": view.stale_accepted,
-    }
+    return Fencing(
+        fenced=view.fenced or bool(granted),
+        stale_writes_rejected=view.stale_rejected,
+        out_of_order=out_of_order,
+        resource_consistent=not view.stale_accepted,
+        stale_writes_accepted=view.stale_accepted,
+    )

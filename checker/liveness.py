@@ -24,17 +24,18 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
-from typing import Any
 
 from lockharness.checker.attempts import Attempts, KeyAttempts
 from lockharness.checker.digest import digest
+from lockharness.checker.evidence import StuckInterval
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.sections import Section, SectionsByKey, by_key
+from lockharness.checker.views import Liveness, LivenessVerdict
 from lockharness.core.history import Event
 
 MS = 1_000_000
 BOUND_TTLS = 3  # default bound, in TTLs of the key
-STUCK, OK, UNKNOWN = "stuck", "ok", "unknown"
+STUCK, OK, UNKNOWN = LivenessVerdict.STUCK, LivenessVerdict.OK, LivenessVerdict.UNKNOWN
 
 _start = attrgetter("start")
 
@@ -83,7 +84,7 @@ def _stretch(attempts: KeyAttempts, free_from: float, free_to: float) -> tuple[f
 
 def _stuck(
     key: str | None, attempts: KeyAttempts, sections: list[Section], bound: int, end: int
-) -> list[dict[str, Any]]:
+) -> list[StuckInterval]:
     """One key's stretches longer than ``bound``; ``end`` is the history's last event."""
     last = attempts.last()
     found = []
@@ -95,15 +96,9 @@ def _stuck(
             continue
         start, tried = stretch
         found.append(
-            {
-                "key": key,
-                "start": int(start),
-                "end": int(free_to),
-                "length_ns": int(free_to - start),
-                "attempts": tried,
-                "bound_ns": bound,
-                "open": is_open,
-            }
+            StuckInterval(
+                key, int(start), int(free_to), int(free_to - start), tried, bound, is_open
+            )
         )
     return found
 
@@ -115,8 +110,8 @@ def check_liveness(
     attempts: Attempts | None = None,
     end: int | None = None,
     grouped: SectionsByKey | None = None,
-) -> dict[str, Any]:
-    """``{"verdict": "stuck"|"ok"|"unknown", "bound_ns", "intervals"}``.
+) -> Liveness:
+    """The verdict (stuck, ok or unknown), the bound and the stuck intervals.
 
     ``sections``, ``attempts`` and ``end`` (the history's last time) come from the
     caller's digest of ``history`` (checker.digest) when it has one, and ``grouped``
@@ -131,10 +126,10 @@ def check_liveness(
         sections, attempts, end = found.sections, found.attempts, found.last_time or 0
     by_attempts = attempts.by_key
     if not by_attempts:
-        return {"verdict": UNKNOWN, "bound_ns": bound_ns, "intervals": []}
+        return Liveness(UNKNOWN, bound_ns, [])
     if grouped is None:
         grouped = by_key(sections)
-    intervals: list[dict[str, Any]] = []
+    intervals: list[StuckInterval] = []
     bounds: list[int] = []
     unbounded = False
     for key, key_attempts in by_attempts.items():
@@ -147,10 +142,7 @@ def check_liveness(
             continue
         bounds.append(bound)
         intervals.extend(_stuck(key, key_attempts, grouped.get(key, []), bound, end))
-    intervals.sort(key=lambda i: (i["start"], str(i["key"])))
+    intervals.sort(key=lambda i: (i.start, str(i.key)))
     verdict = STUCK if intervals else UNKNOWN if unbounded else OK
-    return {
-        "verdict": verdict,
-        "bound_ns": bound_ns if bound_ns is not None else max(bounds, default=None),
-        "intervals": intervals,
-    }
+    largest = bound_ns if bound_ns is not None else max(bounds, default=None)
+    return Liveness(verdict, largest, intervals)

@@ -4,32 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from operator import attrgetter
-from typing import Any
 
+from lockharness.checker.evidence import Overlap, Side
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.sections import Section, SectionsByKey, by_key
 
 
-def _side(section: Section) -> dict[str, Any]:
+def _side(section: Section) -> Side:
     """One section of a witness, with its deadline overrun as attribution."""
     if section.deadline is None:
         overran: int | None = None
     else:
         overran = max(section.end - section.deadline, 0)
-    return {
-        "process": section.process,
-        "token": section.token,
-        "start": section.start,
-        "end": section.end,
-        "deadline": section.deadline,
-        "overran_deadline_ns": overran,
-        "planned_end": section.planned_end,
-        "grants": list(section.grants),
-        "fencing": section.fencing,
-        "acquire_index": section.acquire_index,
-        "release_index": section.release_index,
-        "closed": section.closed,
-    }
+    return Side(
+        section.process,
+        section.token,
+        section.start,
+        section.end,
+        section.deadline,
+        overran,
+        section.planned_end,
+        list(section.grants),
+        section.fencing,
+        section.acquire_index,
+        section.release_index,
+        section.closed,
+    )
 
 
 def held_until(section: Section) -> int:
@@ -38,22 +38,16 @@ def held_until(section: Section) -> int:
     return section.end if section.end > section.start else section.start + 1
 
 
-def _witness(key: str | None, first: Section, second: Section) -> dict[str, Any]:
+def _witness(key: str | None, first: Section, second: Section) -> Overlap:
     # second starts no earlier than first: the nanoseconds both held.
     overlap = min(held_until(first), held_until(second)) - second.start
-    return {
-        "kind": "overlap",
-        "key": key,
-        "overlap_ns": overlap,
-        "first": _side(first),
-        "second": _side(second),
-    }
+    return Overlap(key, overlap, _side(first), _side(second))
 
 
 _sweep_order = attrgetter("start", "end", "acquire_index")
 
 
-def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]:
+def _check_key(key: str | None, sections: list[Section]) -> list[Overlap]:
     """Sweep by start. Besides the section with the greatest end so far (``best``), keep the
     greatest end among owners other than best's (``rival``), so that a section owned by
     best's owner is still compared with every other owner: exact, and still linear."""
@@ -66,7 +60,7 @@ def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]
         except _scan.Irregular:
             pass  # a section made by hand, of another shape: the sweep below
     sections = sorted(sections, key=_sweep_order)  # a copy: the list is the caller's
-    witnesses: list[dict[str, Any]] = []
+    witnesses: list[Overlap] = []
     best: Section | None = None
     rival: Section | None = None
     best_until = rival_until = 0
@@ -91,7 +85,7 @@ def _check_key(key: str | None, sections: list[Section]) -> list[dict[str, Any]]
 
 def check_mutual_exclusion(
     sections: Iterable[Section], grouped: SectionsByKey | None = None
-) -> list[dict[str, Any]]:
+) -> list[Overlap]:
     """Witnesses of overlapping critical sections of different owners (owner = process).
 
     Two sections overlap when a nanosecond lies in both (checker.sections): touching ones
@@ -102,7 +96,7 @@ def check_mutual_exclusion(
     """
     if grouped is None:
         grouped = by_key(sections)
-    witnesses: list[dict[str, Any]] = []
+    witnesses: list[Overlap] = []
     for key in sorted(grouped, key=str):
         witnesses.extend(_check_key(key, grouped[key]))
     return witnesses

@@ -7,6 +7,6 @@ from types import ModuleType
 
 scan: ModuleType | None
 try:
-    from lockharness.checker import _scan as scan  # built by pip install (setup.py)
+    import lockharness.checker._scan as scan  # built by pip install (setup.py)
 except ImportError:  # pragma: no cover  (a tree without the build: the same answers, slower)
     scan = None

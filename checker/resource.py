@@ -12,33 +12,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockharness.checker.evidence import ResourceWitness, StaleKind, StaleWrite
 from lockharness.checker.values import BadValue, int_field, names_field
 from lockharness.core.history import ENTER, Event
 
 
 @dataclass
 class ResourceView:
-    occupancy: list[dict[str, Any]] = field(default_factory=list)  # witnesses: > 1 inside
-    stale_rejected: list[dict[str, Any]] = field(default_factory=list)  # accepted: false
-    stale_accepted: list[dict[str, Any]] = field(default_factory=list)  # token < highest
+    occupancy: list[ResourceWitness] = field(default_factory=list)  # > 1 inside
+    stale_rejected: list[StaleWrite] = field(default_factory=list)  # accepted: false
+    stale_accepted: list[StaleWrite] = field(default_factory=list)  # token < highest
     fenced: bool = False  # some write carried a fencing token
     errors: list[Event] = field(default_factory=list)  # calls that failed (info): a gap
 
 
 def write_record(
-    kind: str, event: Event, fencing: int | None, highest: int | None
-) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "op": event.f,
-        "key": event.key,
-        "process": event.process,
-        "token": event.token,
-        "fencing": fencing,
-        "highest": highest,
-        "time": event.time,
-        "index": event.index,
-    }
+    kind: StaleKind, event: Event, fencing: int | None, highest: int | None
+) -> StaleWrite:
+    return StaleWrite(
+        kind,
+        event.f,
+        event.key,
+        event.process,
+        event.token,
+        fencing,
+        highest,
+        event.time,
+        event.index,
+    )
 
 
 def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None:
@@ -48,16 +49,15 @@ def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None
         occupancy = int_field(event, value, "occupancy")
         if occupancy is not None and occupancy > 1:
             view.occupancy.append(
-                {
-                    "kind": "resource",
-                    "key": event.key,
-                    "process": event.process,
-                    "token": event.token,
-                    "time": event.time,
-                    "index": event.index,
-                    "occupancy": occupancy,
-                    "others": list(names_field(event, value, "others")),
-                }
+                ResourceWitness(
+                    event.key,
+                    event.process,
+                    event.token,
+                    event.time,
+                    event.index,
+                    occupancy,
+                    list(names_field(event, value, "others")),
+                )
             )
     fencing, highest = int_field(event, value, "fencing"), int_field(event, value, "highest")
     if fencing is not None:

@@ -9,6 +9,7 @@ from typing import Any
 from lockharness.checker.digest import Digest, digest
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.sections import Section
+from lockharness.checker.views import Stats
 from lockharness.core.history import FAIL, INFO, INVOKE, OK, Event
 
 
@@ -41,8 +42,10 @@ def _latency_ms(latencies_ns: list[int]) -> tuple[float | None, float | None]:
     return ordered[ranks[0] - 1] / 1e6, ordered[ranks[1] - 1] / 1e6
 
 
-def compute_stats(history: Iterable[Event]) -> dict[str, Any]:
-    return digest_stats(digest(history))
+def compute_stats(history: Iterable[Event]) -> Stats:
+    """The statistics of ``history`` alone (the check adds its evidence counts)."""
+    found = digest(history)
+    return Stats(**digest_stats(found), **section_stats(found.sections))
 
 
 def digest_stats(d: Digest) -> dict[str, Any]:

@@ -1,20 +1,8 @@
-"""The verdict: valid, invalid (with witnesses) or unknown (history unusable).
+"""The check: every checker over one history, combined into one typed result.
 
-Safety and liveness are separate answers. ``verdict`` is safety alone: mutual exclusion
-(overlapping sections of different owners) and the resource's occupancy; nothing else
-makes a run invalid. Beside it, ``liveness`` (``checker.liveness``: ``verdict`` stuck, ok
-or unknown, the bound and the stuck intervals) and ``fencing`` (``checker.fencing``:
-stale writes the resource rejected, tokens granted out of order, whether the resource
-stayed consistent) are evidence a scenario may set expectations on.
-
-A scenario's expectation is meant to name each answer it cares about, e.g.::
-
-    expect: {safety: valid, liveness: stuck}
-
-read as ``result.verdict == "valid"`` and ``result.liveness["verdict"] == "stuck"``;
-an answer it does not name is not checked (``expect: invalid`` keeps meaning the safety
-verdict). A fencing expectation would read ``result.fencing["resource_consistent"]``.
-Parsing ``expect`` is the scenario loader's job, not the checker's.
+``check_history`` reads the history in one pass (checker.digest) and hands what it kept
+to the checkers: mutual exclusion and the resource's occupancy make the safety verdict;
+liveness and fencing are reported beside it (``lockharness.checker.result``).
 """
 
 from __future__ import annotations
@@ -22,86 +10,33 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
+from pathlib import Path
 
+import msgspec
 from lockharness.checker.attribution import attribute
 from lockharness.checker.digest import Digest, digest
+from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.failover import with_failovers
 from lockharness.checker.fencing import check_fencing
 from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
+from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.sections import Section, by_key
 from lockharness.checker.stats import digest_stats, section_stats
-from lockharness.core.history import OK, Event
-
-
-class Verdict(StrEnum):
-    VALID = "valid"
-    INVALID = "invalid"
-    UNKNOWN = "unknown"
-
-
-@dataclass
-class CheckResult:
-    verdict: Verdict
-    witnesses: list[dict[str, Any]] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-    stats: dict[str, Any] = field(default_factory=dict)
-    liveness: dict[str, Any] = field(default_factory=dict)  # checker.liveness; not safety
-    fencing: dict[str, Any] = field(default_factory=dict)  # checker.fencing; not safety
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": str(self.verdict),
-            "witnesses": self.witnesses,
-            "reasons": self.reasons,
-            "stats": self.stats,
-            "liveness": self.liveness,
-            "fencing": self.fencing,
-        }
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> CheckResult:
-        """The result ``to_dict`` wrote (other keys, such as results.json's, are ignored);
-        ValueError naming the first field of the wrong shape."""
-        if not isinstance(raw, dict):
-            raise ValueError("a result must be a JSON object")
-        try:
-            verdict = Verdict(str(raw.get("verdict")))
-        except ValueError:
-            raise ValueError("verdict: allowed: valid, invalid or unknown") from None
-        shapes: dict[str, tuple[type, type | None]] = {
-            "witnesses": (list, dict),
-            "reasons": (list, str),
-            "stats": (dict, None),
-            "liveness": (dict, None),
-            "fencing": (dict, None),
-        }
-        fields: dict[str, Any] = {}
-        for name, (kind, item) in shapes.items():
-            value = raw.get(name, kind())
-            if not isinstance(value, kind) or (
-                isinstance(value, list) and not all(isinstance(i, item or object) for i in value)
-            ):
-                listed = "objects" if item is dict else "strings"
-                what = f"a list of {listed}" if item else "an object"
-                raise ValueError(f"{name}: allowed: {what}")
-            fields[name] = value
-        return cls(verdict, **fields)
+from lockharness.checker.views import Fencing, Liveness, Stats
+from lockharness.core.history import OK, Event, HistoryFile
 
 
 def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _violation_reasons(mutex: list[dict[str, Any]], resource: list[dict[str, Any]]) -> list[str]:
+def _violation_reasons(mutex: list[Overlap], resource: list[ResourceWitness]) -> list[str]:
     reasons = []
-    for key, count in Counter(w["key"] for w in mutex).items():
+    for key, count in Counter(w.key for w in mutex).items():
         sections = _plural(count, "overlapping critical section", "overlapping critical sections")
         reasons.append(f"{sections} on key {key}")
-    for key, count in Counter(w["key"] for w in resource).items():
+    for key, count in Counter(w.key for w in resource).items():
         entries = _plural(count, "resource entry", "resource entries")
         reasons.append(f"{entries} with occupancy > 1 on key {key}")
     return reasons
@@ -146,6 +81,17 @@ def check_history(
             gc.enable()
 
 
+def check_file(
+    path: Path,
+    expected_processes: Collection[int] | None = None,
+    max_witnesses: int = 50,
+    notes: list[str] | None = None,
+) -> CheckResult:
+    """``check_history`` of a history file, streamed (``notes``: what reading it noticed,
+    such as a torn last line). A bad line raises ``HistoryError``, a bad value ``BadValue``."""
+    return check_history(HistoryFile(path, notes), expected_processes, max_witnesses)
+
+
 def _check(
     history: Iterable[Event], expected_processes: Collection[int] | None, cap: int
 ) -> CheckResult:
@@ -157,23 +103,23 @@ def _check(
     attribution = attribute(mutex, view.occupancy, sections, history)
     mutex, resource = attribution.mutex, attribution.resource
     fencing = check_fencing(sections=sections, view=view, grouped=grouped)
-    stats = digest_stats(found)
-    stats.update(section_stats(sections))
+    counts = digest_stats(found)
+    counts.update(section_stats(sections))
     end = found.last_time or 0
     liveness = check_liveness(sections=sections, attempts=found.attempts, end=end, grouped=grouped)
-    stats.update(_evidence_counts(liveness, fencing))
-    stats.update(_lateness_stats(sections, attribution.excused, view.errors))
-    liveness["intervals"] = liveness["intervals"][:cap]
-    for name in _FENCING_LISTS:
-        fencing[name] = fencing[name][:cap]
+    counts.update(_evidence_counts(liveness, fencing))
+    counts.update(_lateness_stats(sections, attribution.excused, view.errors))
+    liveness = msgspec.structs.replace(liveness, intervals=liveness.intervals[:cap])
+    fencing = _capped(fencing, cap)
     total = len(mutex) + len(resource)
-    stats["violations"] = total
-    stats["mutex_violations"] = len(mutex)
-    stats["resource_violations"] = len(resource)
+    counts["violations"] = total
+    counts["mutex_violations"] = len(mutex)
+    counts["resource_violations"] = len(resource)
+    stats = Stats(**counts)
     if total:
         reasons = _violation_reasons(mutex, resource)
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
-        witnesses = mutex[:cap] + resource[:cap]
+        witnesses: list[Witness] = [*mutex[:cap], *resource[:cap]]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
         return CheckResult(Verdict.INVALID, witnesses, reasons, stats, liveness, fencing)
@@ -221,28 +167,20 @@ def _harness_reasons(excused: list[str], resource_errors: list[Event]) -> list[s
     return reasons
 
 
-_FENCING_LISTS = ("stale_writes_rejected", "out_of_order", "stale_writes_accepted")
+def _capped(fencing: Fencing, cap: int) -> Fencing:
+    return msgspec.structs.replace(
+        fencing,
+        stale_writes_rejected=fencing.stale_writes_rejected[:cap],
+        out_of_order=fencing.out_of_order[:cap],
+        stale_writes_accepted=fencing.stale_writes_accepted[:cap],
+    )
 
 
-def _evidence_counts(liveness: dict[str, Any], fencing: dict[str, Any]) -> dict[str, int]:
+def _evidence_counts(liveness: Liveness, fencing: Fencing) -> dict[str, int]:
     """Full counts, taken before the lists are capped."""
     return {
-        "liveness_intervals": len(liveness["intervals"]),
-        "stale_writes_rejected": len(fencing["stale_writes_rejected"]),
-        "fencing_out_of_order": len(fencing["out_of_order"]),
-        "stale_writes_accepted": len(fencing["stale_writes_accepted"]),
+        "liveness_intervals": len(liveness.intervals),
+        "stale_writes_rejected": len(fencing.stale_writes_rejected),
+        "fencing_out_of_order": len(fencing.out_of_order),
+        "stale_writes_accepted": len(fencing.stale_writes_accepted),
     }
-
-
-def first_violation_ns(witnesses: Iterable[dict[str, Any]]) -> int | None:
-    """When the first violation began: an overlap's later start, or the resource seeing two.
-
-    In ns since the run's start; None without a violation.
-    """
-    times = []
-    for witness in witnesses:
-        if witness.get("kind") == "overlap":
-            times.append(witness["second"]["start"])
-        elif witness.get("kind") == "resource":
-            times.append(witness["time"])
-    return min(times, default=None)

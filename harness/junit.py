@@ -16,7 +16,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from lockharness.checker.describe import describe_stats, describe_witness
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.suite_results import CaseResult, Status
 
@@ -42,10 +41,10 @@ def _details(result: CaseResult, witnesses: int = _MAX_WITNESSES) -> str:
         return ""
     lines = [*o.result.reasons]
     found = o.result.witnesses
-    lines += [f"witness: {describe_witness(w)}" for w in found[:witnesses]]
+    lines += [f"witness: {w.describe()}" for w in found[:witnesses]]
     if len(found) > witnesses:
         lines.append(f"… {len(found) - witnesses} more witnesses in {RunDir.RESULTS}")
-    lines += [describe_stats(o.result.stats), f"run directory: {o.run_dir}"]
+    lines += [o.result.stats.describe(), f"run directory: {o.run_dir}"]
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from lockharness.checker.verdict import CheckResult, Verdict
+from lockharness.checker import CheckResult, Verdict
 from lockharness.core.errors import BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile
 from lockharness.core.run_dir import RunDir

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockharness.checker.verdict import CheckResult, Verdict, check_history
+from lockharness.checker import CheckResult, Verdict, check_history
 from lockharness.cluster.base import Cluster, Replicated
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.process import ManagedProcess

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from lockharness.checker.describe import describe_witness
-from lockharness.checker.verdict import Verdict, first_violation_ns
+from lockharness.checker import Verdict
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
 from lockharness.harness.runner import EXIT_INTERRUPTED, RunOutcome
 from lockharness.harness.scenario import Scenario
@@ -79,14 +78,14 @@ class CaseResult:
     def first_violation_s(self) -> float | None:
         if self.outcome is None:
             return None
-        first = first_violation_ns(self.outcome.result.witnesses)
+        first = self.outcome.result.first_violation_ns
         return None if first is None else first / 1e9
 
     @property
     def cycles_per_s(self) -> float | None:
         if self.outcome is None:
             return None
-        return self.outcome.result.stats.get("cycles_per_s") or 0.0
+        return self.outcome.result.stats.cycles_per_s or 0.0
 
     def explain(self) -> str:
         """Why it is not as expected, in one line: the first witness, else the reasons."""
@@ -96,7 +95,7 @@ class CaseResult:
         result, expect = o.result, self.case.scenario.expectation
         outcome = [result.verdict.value]
         if expect.liveness is not None:
-            outcome.append(f"liveness {(result.liveness or {}).get('verdict')}")
+            outcome.append(f"liveness {result.liveness.verdict}")
         if expect.resource is not None:
             outcome.append(f"resource {resource_outcome(result) or 'not fenced'}")
         if expect.tokens is not None:
@@ -105,11 +104,10 @@ class CaseResult:
         if o.interrupted:
             return f"interrupted (Ctrl-C) during this run; {head}"
         if result.witnesses:
-            return f"{head}: {describe_witness(result.witnesses[0])}"
+            return f"{head}: {result.witnesses[0].describe()}"
         if result.reasons:
             return f"{head}: {'; '.join(result.reasons)}"
-        cycles = result.stats.get("cycles", 0)
-        return f"{head}: no violation in {cycles} lock cycles"
+        return f"{head}: no violation in {result.stats.cycles} lock cycles"
 
 
 @dataclass

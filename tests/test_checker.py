@@ -7,14 +7,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lockharness.checker import (
+    CheckResult,
+    Overlap,
+    ResourceWitness,
+    Side,
+    Verdict,
+    Witness,
+    check_history,
+)
 from lockharness.checker.digest import check_resource, critical_sections, resource_view
 from lockharness.checker.failover import attach_failovers
 from lockharness.checker.fencing import check_fencing
 from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
 from lockharness.checker.stats import compute_stats, percentile
-from lockharness.checker.verdict import CheckResult, Verdict, check_history
 from lockharness.core.history import Event, EventType, HistoryError, Process, read_history
+from msgspec import to_builtins as plain
 from msgspec.structs import replace
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -81,12 +90,12 @@ def test_one_ns_overlap_is_a_violation() -> None:
     h = History().lease(1, "a", start=10, end=101).lease(2, "b", start=100, end=200)
     witnesses = check_mutual_exclusion(critical_sections(h.events))
     assert len(witnesses) == 1
-    assert witnesses[0]["kind"] == "overlap"
-    assert witnesses[0]["overlap_ns"] == 1
-    assert (witnesses[0]["first"]["token"], witnesses[0]["second"]["token"]) == ("a", "b")
+    assert witnesses[0].kind == "overlap"
+    assert witnesses[0].overlap_ns == 1
+    assert (witnesses[0].first.token, witnesses[0].second.token) == ("a", "b")
     result = check(h)
     assert result.verdict == Verdict.INVALID
-    assert result.stats["violations"] == 1
+    assert result.stats.violations == 1
     assert result.reasons == ["1 overlapping critical section on key k0"]
 
 
@@ -119,9 +128,9 @@ def test_overlap_hidden_behind_a_longer_section_of_the_same_owner_is_found() -> 
         .lease(2, "c", start=50, end=60)
     )
     witnesses = check_mutual_exclusion(critical_sections(h.events))
-    pairs = [(w["first"]["token"], w["second"]["token"]) for w in witnesses]
+    pairs = [(w.first.token, w.second.token) for w in witnesses]
     assert pairs == [("a", "b"), ("a", "c")]
-    assert [w["overlap_ns"] for w in witnesses] == [90, 10]
+    assert [w.overlap_ns for w in witnesses] == [90, 10]
 
 
 def test_info_and_fail_acquires_open_no_section() -> None:
@@ -148,8 +157,8 @@ def test_unreleased_section_lasts_to_the_process_last_event() -> None:
     assert sections["a"].release_index is None
     witnesses = check_mutual_exclusion(sections.values())
     assert len(witnesses) == 1
-    assert witnesses[0]["first"]["closed"] is False
-    assert witnesses[0]["overlap_ns"] == 100
+    assert witnesses[0].first.closed is False
+    assert witnesses[0].overlap_ns == 100
 
 
 def test_nemesis_events_do_not_extend_sections() -> None:
@@ -167,9 +176,9 @@ def test_deadline_overrun_is_reported_beside_the_overlap() -> None:
         .lease(2, "b", start=200, end=300, deadline=1_000)
     )
     (witness,) = check_mutual_exclusion(critical_sections(h.events))
-    assert witness["first"]["overran_deadline_ns"] == 250
-    assert witness["second"]["overran_deadline_ns"] == 0
-    assert witness["overlap_ns"] == 100  # not clipped at the deadline
+    assert witness.first.overran_deadline_ns == 250
+    assert witness.second.overran_deadline_ns == 0
+    assert witness.overlap_ns == 100  # not clipped at the deadline
 
 
 def test_extend_moves_the_deadline() -> None:
@@ -183,7 +192,7 @@ def test_extend_moves_the_deadline() -> None:
 def test_no_deadline_gives_null_overrun() -> None:
     h = History().lease(1, "a", 0, 100).lease(2, "b", 50, 150)
     (witness,) = check_mutual_exclusion(critical_sections(h.events))
-    assert witness["first"]["overran_deadline_ns"] is None
+    assert witness.first.overran_deadline_ns is None
 
 
 def test_witnesses_carry_grants_and_tokens() -> None:
@@ -194,12 +203,13 @@ def test_witnesses_carry_grants_and_tokens() -> None:
     )
     result = check(h)
     (witness,) = result.witnesses
-    assert witness["first"]["token"] == "tok-a"
-    assert witness["first"]["grants"] == ["n1", "n2", "n3"]
-    assert witness["second"]["token"] == "tok-b"
-    assert witness["second"]["grants"] == ["n3", "n4", "n5"]
-    assert witness["first"]["acquire_index"] == 1
-    assert witness["first"]["release_index"] == 2
+    assert isinstance(witness, Overlap)
+    assert witness.first.token == "tok-a"
+    assert witness.first.grants == ["n1", "n2", "n3"]
+    assert witness.second.token == "tok-b"
+    assert witness.second.grants == ["n3", "n4", "n5"]
+    assert witness.first.acquire_index == 1
+    assert witness.first.release_index == 2
     json.dumps(result.to_dict())  # JSON-ready
 
 
@@ -210,13 +220,13 @@ def test_resource_occupancy_two_is_invalid() -> None:
     h = History().lease(1, "a", 0, 100).lease(2, "b", 100, 200)
     h.add(2, "ok", "enter", 150, "b", {"occupancy": 2, "others": ["a"]})
     (witness,) = check_resource(h.events)
-    assert witness["kind"] == "resource"
-    assert (witness["process"], witness["token"], witness["occupancy"]) == (2, "b", 2)
-    assert witness["others"] == ["a"]
-    assert witness["index"] == len(h.events) - 1
+    assert witness.kind == "resource"
+    assert (witness.process, witness.token, witness.occupancy) == (2, "b", 2)
+    assert witness.others == ["a"]
+    assert witness.index == len(h.events) - 1
     result = check(h)
     assert result.verdict == Verdict.INVALID
-    assert result.stats["resource_violations"] == 1
+    assert result.stats.resource_violations == 1
 
 
 def test_resource_occupancy_one_is_fine() -> None:
@@ -231,7 +241,7 @@ def test_witnesses_are_capped_but_counted() -> None:
         h.lease(n, f"t{n}", start=n, end=1_000)
     result = check(h, max_witnesses=3)
     assert result.verdict == Verdict.INVALID
-    assert result.stats["violations"] == 9
+    assert result.stats.violations == 9
     assert len(result.witnesses) == 3
     assert "showing 3 of 9 witnesses" in result.reasons
 
@@ -285,25 +295,25 @@ def stats_history() -> History:
 
 def test_stats_on_a_hand_computed_history() -> None:
     stats = compute_stats(stats_history().events)
-    assert (stats["attempts"], stats["ok"], stats["fail"], stats["info"]) == (4, 2, 1, 1)
-    assert stats["cycles"] == 2
-    assert stats["nemesis_events"] == 1
-    assert stats["span_s"] == pytest.approx(0.011)
-    assert stats["cycles_per_s"] == pytest.approx(2 / 0.011)
+    assert (stats.attempts, stats.ok, stats.fail, stats.info) == (4, 2, 1, 1)
+    assert stats.cycles == 2
+    assert stats.nemesis_events == 1
+    assert stats.span_s == pytest.approx(0.011)
+    assert stats.cycles_per_s == pytest.approx(2 / 0.011)
     # Latencies: 2, 3, 1, 10 ms -> nearest rank p50 = 2nd of 4, p99 = 4th of 4.
-    assert stats["acquire_p50_ms"] == pytest.approx(2.0)
-    assert stats["acquire_p99_ms"] == pytest.approx(10.0)
+    assert stats.acquire_p50_ms == pytest.approx(2.0)
+    assert stats.acquire_p99_ms == pytest.approx(10.0)
     # Ok-only: 2, 1 ms.
-    assert stats["acquire_ok_p50_ms"] == pytest.approx(1.0)
-    assert stats["acquire_ok_p99_ms"] == pytest.approx(2.0)
+    assert stats.acquire_ok_p50_ms == pytest.approx(1.0)
+    assert stats.acquire_ok_p99_ms == pytest.approx(2.0)
 
 
 def test_stats_without_data_are_null() -> None:
     stats = compute_stats([])
-    assert stats["attempts"] == 0
-    assert stats["acquire_p50_ms"] is None
-    assert stats["acquire_ok_p99_ms"] is None
-    assert stats["cycles_per_s"] is None
+    assert stats.attempts == 0
+    assert stats.acquire_p50_ms is None
+    assert stats.acquire_ok_p99_ms is None
+    assert stats.cycles_per_s is None
 
 
 def test_nearest_rank_percentile() -> None:
@@ -388,7 +398,7 @@ def test_each_view_keeps_its_witnesses_under_the_cap() -> None:
         h.lease(n, f"t{n}", start=n, end=1_000)
     h.add(9, "ok", "enter", 500, "t9", {"occupancy": 10, "others": ["t0"]})
     result = check(h, max_witnesses=3)
-    kinds = [w["kind"] for w in result.witnesses]
+    kinds = [w.kind for w in result.witnesses]
     assert kinds == ["overlap"] * 3 + ["resource"]
     assert "showing 4 of 10 witnesses" in result.reasons
 
@@ -398,10 +408,14 @@ def _failover(time: int, began: int) -> Event:
     return Event(999, "nemesis", "info", "failover", time, 0, value=value)
 
 
+def _side(process: int, start: int) -> Side:
+    return Side(process, None, start, start + 500, None, None, None, [], None, 0, None, True)
+
+
 def test_a_failover_is_named_when_its_window_meets_the_gap_between_the_leases() -> None:
     # Lease A (n1) from 100, lease B (n2) from 300: a failover that began by 300 and was
     # seen done after 100 explains B, even if it was only seen after B began.
-    overlap = {"kind": "overlap", "first": {"start": 100}, "second": {"start": 300}}
+    overlap = Overlap("k0", 10, _side(1, 100), _side(2, 300))
     for time, began, named in [
         (200, 150, True),  # inside
         (305, 290, True),  # began before B, seen just after B began
@@ -409,8 +423,8 @@ def test_a_failover_is_named_when_its_window_meets_the_gap_between_the_leases() 
         (400, 350, False),  # began after B
     ]:
         (witness,) = attach_failovers([overlap], [_failover(time, began)])
-        assert bool(witness["failovers"]) is named, (time, began)
-    resource = {"kind": "resource", "time": 200}
+        assert bool(witness.failovers) is named, (time, began)
+    resource: Witness = ResourceWitness("k0", 2, "b", 200, 3, 2, ["a"])
     assert attach_failovers([resource], [_failover(200, 150)]) == [resource]
 
 
@@ -440,16 +454,16 @@ def test_nested_acquires_by_one_owner_are_one_section() -> None:
     assert (section.acquire_index, section.release_index, section.closed) == (1, 6, True)
     result = check(h)
     assert result.verdict == Verdict.VALID
-    assert result.stats["cycles"] == 1  # the inner release ends no cycle
-    assert result.stats["ok"] == 2
+    assert result.stats.cycles == 1  # the inner release ends no cycle
+    assert result.stats.ok == 2
 
 
 def test_another_owner_inside_a_reentrant_section_is_a_violation() -> None:
     # Process 2 holds [35, 45]: after process 1's inner release, before its outer one.
     h = reentrant_history().lease(2, "b", start=35, end=45)
     (witness,) = check_mutual_exclusion(critical_sections(h.events))
-    assert (witness["first"]["process"], witness["first"]["end"]) == (1, 50)
-    assert (witness["second"]["process"], witness["overlap_ns"]) == (2, 10)
+    assert (witness.first.process, witness.first.end) == (1, 50)
+    assert (witness.second.process, witness.overlap_ns) == (2, 10)
     assert check(h).verdict == Verdict.INVALID
 
 
@@ -472,7 +486,7 @@ def test_re_entering_twice_is_still_one_cycle() -> None:
         h.add(1, "ok", "release", t + 6, "a")
     h.add(1, "invoke", "release", 60, "a")
     h.add(1, "ok", "release", 61, "a")
-    assert compute_stats(h.events)["cycles"] == 1
+    assert compute_stats(h.events).cycles == 1
     assert [(s.start, s.end) for s in critical_sections(h.events)] == [(10, 60)]
 
 
@@ -494,8 +508,8 @@ def test_depth_one_or_absent_reads_as_today() -> None:
             ("c", 70, 80),
         ]
         (witness,) = check_mutual_exclusion(sections)
-        assert (witness["first"]["token"], witness["second"]["token"]) == ("b", "c")
-        assert compute_stats(h.events)["cycles"] == 3
+        assert (witness.first.token, witness.second.token) == ("b", "c")
+        assert compute_stats(h.events).cycles == 3
 
 
 # --- extensions -------------------------------------------------------------------
@@ -511,9 +525,10 @@ def test_overrun_is_measured_against_the_latest_extension() -> None:
     h.add(1, "invoke", "release", 400, "a")
     h.lease(2, "b", start=200, end=380, deadline=1_000)
     (witness,) = check(h).witnesses
-    assert witness["first"]["deadline"] == 350
-    assert witness["first"]["overran_deadline_ns"] == 50
-    assert witness["overlap_ns"] == 180  # still not clipped at any deadline
+    assert isinstance(witness, Overlap)
+    assert witness.first.deadline == 350
+    assert witness.first.overran_deadline_ns == 50
+    assert witness.overlap_ns == 180  # still not clipped at any deadline
 
 
 def test_stats_count_extends_and_sections_past_their_latest_deadline() -> None:
@@ -531,9 +546,9 @@ def test_stats_count_extends_and_sections_past_their_latest_deadline() -> None:
     h.add(3, "invoke", "release", 300, "c")
     h.lease(4, "d", start=310, end=400)  # no deadline: never past
     stats = check(h).stats
-    assert stats["sections"] == 4
-    assert stats["sections_past_deadline"] == 2
-    counts = [stats[f"extend_{n}"] for n in ("attempts", "ok", "fail", "info")]
+    assert stats.sections == 4
+    assert stats.sections_past_deadline == 2
+    counts = [stats.extend_attempts, stats.extend_ok, stats.extend_fail, stats.extend_info]
     assert counts == [3, 1, 1, 1]
 
 
@@ -550,8 +565,8 @@ def test_a_rejected_stale_write_is_reported_and_the_resource_stays_consistent() 
     enter(h, 2, "b", 210, fencing=2, accepted=True, highest=1)
     enter(h, 1, "a", 350, fencing=1, accepted=False, highest=2)
     fencing = check_fencing(h.events)
-    assert fencing["fenced"] is True
-    assert fencing["stale_writes_rejected"] == [
+    assert fencing.fenced is True
+    assert plain(fencing.stale_writes_rejected) == [
         {
             "kind": "stale-write-rejected",
             "op": "enter",
@@ -564,11 +579,11 @@ def test_a_rejected_stale_write_is_reported_and_the_resource_stays_consistent() 
             "index": len(h.events) - 1,
         }
     ]
-    assert fencing["resource_consistent"] is True
-    assert fencing["out_of_order"] == []
+    assert fencing.resource_consistent is True
+    assert fencing.out_of_order == []
     result = check(h)
-    assert result.fencing["stale_writes_rejected"] == fencing["stale_writes_rejected"]
-    assert result.stats["stale_writes_rejected"] == 1
+    assert result.fencing.stale_writes_rejected == fencing.stale_writes_rejected
+    assert result.stats.stale_writes_rejected == 1
 
 
 def test_the_last_write_on_exit_is_fenced_too() -> None:
@@ -581,15 +596,13 @@ def test_the_last_write_on_exit_is_fenced_too() -> None:
     h.add(1, "ok", "exit", 390, "a", {"fencing": 1, "accepted": False, "highest": 2})
     h.add(3, "ok", "exit", 395, "c")
     fencing = check_fencing(h.events)
-    assert [(w["op"], w["token"], w["highest"]) for w in fencing["stale_writes_rejected"]] == [
-        ("exit", "a", 2)
-    ]
-    assert fencing["resource_consistent"] is True
+    assert [(w.op, w.token, w.highest) for w in fencing.stale_writes_rejected] == [("exit", "a", 2)]
+    assert fencing.resource_consistent is True
     # The same write let through is the resource's inconsistency, not an occupancy count.
     h.events[-2] = replace(h.events[-2], value={"fencing": 1, "accepted": True, "highest": 2})
     view = check_fencing(h.events)
-    assert [w["op"] for w in view["stale_writes_accepted"]] == ["exit"]
-    assert view["resource_consistent"] is False
+    assert [w.op for w in view.stale_writes_accepted] == ["exit"]
+    assert view.resource_consistent is False
     assert resource_view(h.events).occupancy == []
 
 
@@ -598,15 +611,13 @@ def test_an_accepted_stale_write_makes_the_resource_inconsistent() -> None:
     enter(h, 2, "b", 210, fencing=2, accepted=True, highest=2)  # equal: its own token
     enter(h, 1, "a", 350, fencing=1, accepted=True, highest=2)
     fencing = check_fencing(h.events)
-    assert fencing["resource_consistent"] is False
-    assert [(w["token"], w["fencing"], w["highest"]) for w in fencing["stale_writes_accepted"]] == [
-        ("a", 1, 2)
-    ]
+    assert fencing.resource_consistent is False
+    assert [(w.token, w.fencing, w.highest) for w in fencing.stale_writes_accepted] == [("a", 1, 2)]
     # Fencing is evidence beside safety: the verdict is still the overlap's alone.
     result = check(h)
     assert result.verdict == Verdict.INVALID
     assert result.reasons == ["1 overlapping critical section on key k0"]
-    assert result.fencing["resource_consistent"] is False
+    assert result.fencing.resource_consistent is False
 
 
 def test_fencing_tokens_granted_out_of_order_are_reported() -> None:
@@ -615,12 +626,12 @@ def test_fencing_tokens_granted_out_of_order_are_reported() -> None:
     h = History()
     h.lease(2, "b", 200, 250, fencing=3).lease(1, "a", 100, 150, fencing=5)
     h.lease(3, "c", 300, 350, fencing=5).lease(4, "d", 400, 450, fencing=6)
-    witnesses = check_fencing(h.events)["out_of_order"]
-    assert [(w["earlier"]["token"], w["later"]["token"]) for w in witnesses] == [
+    witnesses = check_fencing(h.events).out_of_order
+    assert [(w.earlier.token, w.later.token) for w in witnesses] == [
         ("a", "b"),
         ("a", "c"),
     ]
-    assert witnesses[0] == {
+    assert plain(witnesses[0]) == {
         "kind": "fencing-out-of-order",
         "key": "k0",
         "earlier": {
@@ -640,7 +651,7 @@ def test_fencing_tokens_granted_out_of_order_are_reported() -> None:
             "index": 1,
         },
     }
-    assert check(h).stats["fencing_out_of_order"] == 2
+    assert check(h).stats.fencing_out_of_order == 2
 
 
 def test_concurrent_acquires_may_hear_of_their_tokens_in_either_order() -> None:
@@ -653,16 +664,16 @@ def test_concurrent_acquires_may_hear_of_their_tokens_in_either_order() -> None:
     h.add(2, "ok", "acquire", 200, "b", {"deadline": None, "grants": ["n1"], "fencing": 2})
     h.add(1, "ok", "acquire", 500, "a", {"deadline": None, "grants": ["n1"], "fencing": 1})
     h.lease(3, "c", 700, 800, fencing=2)
-    witnesses = check_fencing(h.events)["out_of_order"]
-    assert [(w["earlier"]["token"], w["later"]["token"]) for w in witnesses] == [("b", "c")]
-    assert witnesses[0]["later"]["invoked"] == 699
+    witnesses = check_fencing(h.events).out_of_order
+    assert [(w.earlier.token, w.later.token) for w in witnesses] == [("b", "c")]
+    assert witnesses[0].later.invoked == 699
 
 
 def test_an_unfenced_history_is_not_fenced() -> None:
     h = History().lease(1, "a", 10, 100).lease(2, "b", 100, 200)
     enter(h, 1, "a", 50)
     result = check(h)
-    assert result.fencing == {
+    assert plain(result.fencing) == {
         "fenced": False,
         "stale_writes_rejected": [],
         "out_of_order": [],
@@ -701,9 +712,9 @@ def test_a_gap_longer_than_three_ttls_with_attempts_is_stuck() -> None:
     # 570 ms fail, the one invoked just before 600 ms succeeds.
     h = stuck_history(next_ok_ms=600)
     liveness = check_liveness(h.events)
-    assert liveness["verdict"] == "stuck"
-    assert liveness["bound_ns"] == 300 * MS  # 3 x ttl_ms 100
-    assert liveness["intervals"] == [
+    assert liveness.verdict == "stuck"
+    assert liveness.bound_ns == 300 * MS  # 3 x ttl_ms 100
+    assert plain(liveness.intervals) == [
         {
             "key": "k0",
             "start": 10 * MS,
@@ -717,21 +728,25 @@ def test_a_gap_longer_than_three_ttls_with_attempts_is_stuck() -> None:
     # Reported beside safety, not in it: nothing overlapped.
     result = check(h)
     assert result.verdict == Verdict.VALID
-    assert result.liveness["verdict"] == "stuck"
-    assert result.stats["liveness_intervals"] == 1
+    assert result.liveness.verdict == "stuck"
+    assert result.stats.liveness_intervals == 1
 
 
 def test_gaps_within_the_bound_are_live() -> None:
     h = stuck_history(next_ok_ms=300)  # 290 ms unavailable: within 300 ms
-    assert check_liveness(h.events) == {"verdict": "ok", "bound_ns": 300 * MS, "intervals": []}
+    assert plain(check_liveness(h.events)) == {
+        "verdict": "ok",
+        "bound_ns": 300 * MS,
+        "intervals": [],
+    }
 
 
 def test_a_custom_bound_replaces_three_ttls() -> None:
     h = stuck_history(next_ok_ms=300)
     liveness = check_liveness(h.events, bound_ns=200 * MS)
-    assert liveness["verdict"] == "stuck"
-    assert liveness["bound_ns"] == 200 * MS
-    assert [(i["start"], i["end"]) for i in liveness["intervals"]] == [(10 * MS, 300 * MS)]
+    assert liveness.verdict == "stuck"
+    assert liveness.bound_ns == 200 * MS
+    assert [(i.start, i.end) for i in liveness.intervals] == [(10 * MS, 300 * MS)]
 
 
 def test_failing_while_a_lease_is_held_is_not_unavailability() -> None:
@@ -741,8 +756,8 @@ def test_failing_while_a_lease_is_held_is_not_unavailability() -> None:
     attempts(h, 2, list(range(10, 990, 50)))
     h.add(2, "invoke", "acquire", 995 * MS, value={"ttl_ms": 100})
     h.add(2, "ok", "acquire", 1_001 * MS, "b", {"deadline": None, "grants": ["n1"]})
-    assert check_liveness(h.events)["verdict"] == "ok"
-    assert check_liveness(h.events, bound_ns=MS - 1)["intervals"] == [
+    assert check_liveness(h.events).verdict == "ok"
+    assert plain(check_liveness(h.events, bound_ns=MS - 1).intervals) == [
         {
             "key": "k0",
             "start": 1_000 * MS,
@@ -759,13 +774,13 @@ def test_a_stretch_open_at_the_end_lasts_as_long_as_someone_tries() -> None:
     # Nobody ever gets the lock back: until the last failed attempt's end...
     h = stuck_history(next_ok_ms=600)
     del h.events[-3:]  # drop process 2's success
-    (interval,) = check_liveness(h.events)["intervals"]
-    assert (interval["start"], interval["end"], interval["open"]) == (10 * MS, 571 * MS, True)
+    (interval,) = check_liveness(h.events).intervals
+    assert (interval.start, interval.end, interval.open) == (10 * MS, 571 * MS, True)
     # ...or, with an attempt still outstanding, to the history's last event.
     h.add(2, "invoke", "acquire", 580 * MS, value={"ttl_ms": 100})
     h.add("nemesis", "info", "heal", 900 * MS, value={}, key=None)
-    (interval,) = check_liveness(h.events)["intervals"]
-    assert (interval["end"], interval["attempts"]) == (900 * MS, 6)
+    (interval,) = check_liveness(h.events).intervals
+    assert (interval.end, interval.attempts) == (900 * MS, 6)
 
 
 def test_the_bound_is_per_key() -> None:
@@ -776,15 +791,19 @@ def test_the_bound_is_per_key() -> None:
         h.add(2, "invoke", "acquire", 10 * MS, value={"ttl_ms": ttl_ms}, key=key)
         h.add(2, "ok", "acquire", 510 * MS, f"b-{key}", {"deadline": None}, key=key)
     liveness = check_liveness(h.events)
-    assert [i["key"] for i in liveness["intervals"]] == ["k0"]
-    assert liveness["bound_ns"] == 3_000 * MS
+    assert [i.key for i in liveness.intervals] == ["k0"]
+    assert liveness.bound_ns == 3_000 * MS
 
 
 def test_no_attempts_is_unknown() -> None:
-    assert check_liveness([])["verdict"] == "unknown"
+    assert check_liveness([]).verdict == "unknown"
     h = History()
     h.add("nemesis", "info", "kill", 0, value={"node": "n1"}, key=None)
-    assert check_liveness(h.events) == {"verdict": "unknown", "bound_ns": None, "intervals": []}
+    assert plain(check_liveness(h.events)) == {
+        "verdict": "unknown",
+        "bound_ns": None,
+        "intervals": [],
+    }
 
 
 def test_an_attempt_abandoned_without_completion_stops_counting() -> None:
@@ -796,8 +815,8 @@ def test_an_attempt_abandoned_without_completion_stops_counting() -> None:
     h.lease(2, "b", start=10 * MS, end=20 * MS)
     h.add(3, "invoke", "acquire", 500 * MS, value={"ttl_ms": 100})
     h.add(3, "ok", "acquire", 501 * MS, "c", {"deadline": None})
-    assert check_liveness(h.events)["verdict"] == "ok"
-    assert check_liveness(h.events, bound_ns=0)["intervals"][-1]["start"] == 500 * MS
+    assert check_liveness(h.events).verdict == "ok"
+    assert check_liveness(h.events, bound_ns=0).intervals[-1].start == 500 * MS
 
 
 def test_fencing_evidence_is_capped_but_counted() -> None:
@@ -805,6 +824,6 @@ def test_fencing_evidence_is_capped_but_counted() -> None:
     for n in range(4):  # tokens 9, 8, 7, 6: three grants out of order
         h.lease(n, f"t{n}", start=(n + 1) * 10 * MS, end=(n + 1) * 10 * MS + 1, fencing=9 - n)
     result = check(h, max_witnesses=1)
-    assert len(result.fencing["out_of_order"]) == 1
-    assert result.stats["fencing_out_of_order"] == 3
+    assert len(result.fencing.out_of_order) == 1
+    assert result.stats.fencing_out_of_order == 3
     assert result.verdict == Verdict.VALID

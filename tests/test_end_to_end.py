@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lockharness.checker.digest import critical_sections
+from lockharness.checker import critical_sections
 from lockharness.core.history import read_history
 
 from tests.conftest import REPO, lockharness, run, value

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lockharness.checker.verdict import Verdict, check_history
+from lockharness.checker import Verdict, check_history
 from lockharness.core.history import Event
 
 from tests.conftest import REPO
@@ -67,9 +67,9 @@ def test_a_late_worker_makes_the_run_unknown_with_the_figures() -> None:
     result = check_history(_sorted(_late_pair()))
     assert result.verdict is Verdict.UNKNOWN
     assert result.witnesses == []
-    assert result.stats["harness_late_overlaps"] == 1
-    assert result.stats["violations"] == 0
-    assert result.stats["max_lateness_ns"] == 55 * MS
+    assert result.stats.harness_late_overlaps == 1
+    assert result.stats.violations == 0
+    assert result.stats.max_lateness_ns == 55 * MS
     (reason,) = [r for r in result.reasons if r.startswith("harness late")]
     assert "p0 on k0 ended 50.0 ms past its deadline, 55.0 ms after its worker meant" in reason
 
@@ -77,7 +77,7 @@ def test_a_late_worker_makes_the_run_unknown_with_the_figures() -> None:
 def test_a_grant_heard_of_within_the_lease_is_the_locks_fault() -> None:
     result = check_history(_sorted(_late_pair(second_invoke=90 * MS, second_ok=99 * MS)))
     assert result.verdict is Verdict.INVALID
-    assert result.stats["harness_late_overlaps"] == 0
+    assert result.stats.harness_late_overlaps == 0
 
 
 def test_a_grant_asked_for_within_the_lease_but_heard_of_after_it_is_the_late_harness() -> None:
@@ -86,7 +86,7 @@ def test_a_grant_asked_for_within_the_lease_but_heard_of_after_it_is_the_late_ha
     # Had A left within its lease there would be no overlap, whenever B was granted.
     result = check_history(_sorted(_late_pair(second_invoke=99 * MS)))
     assert result.verdict is Verdict.UNKNOWN
-    assert result.stats["harness_late_overlaps"] == 1
+    assert result.stats.harness_late_overlaps == 1
 
 
 def test_no_deadline_is_the_locks_fault() -> None:
@@ -137,11 +137,11 @@ def _with_resource(h: History, planned_end: int | None) -> History:
 def test_the_resources_witness_is_attributed_the_same_way() -> None:
     late = check_history(_sorted(_with_resource(_late_pair(), 95 * MS)))
     assert late.verdict is Verdict.UNKNOWN
-    assert late.stats["harness_late_overlaps"] == 2  # the overlap and the resource's view
+    assert late.stats.harness_late_overlaps == 2  # the overlap and the resource's view
     within = _late_pair(second_invoke=90 * MS, second_ok=99 * MS)
     lock = check_history(_sorted(_with_resource(within, 95 * MS)))
     assert lock.verdict is Verdict.INVALID
-    assert lock.stats["resource_violations"] == 1
+    assert lock.stats.resource_violations == 1
 
 
 def test_a_genuine_violation_stands_beside_an_excused_one() -> None:
@@ -153,8 +153,8 @@ def test_a_genuine_violation_stands_beside_an_excused_one() -> None:
         h.add(e.process + 1, e.type, e.f, e.time, e.token, e.value, e.key)
     result = check_history(_sorted(h))
     assert result.verdict is Verdict.INVALID
-    assert [w["key"] for w in result.witnesses] == ["k1"]
-    assert result.stats["harness_late_overlaps"] == 1
+    assert [w.key for w in result.witnesses] == ["k1"]
+    assert result.stats.harness_late_overlaps == 1
 
 
 def test_resource_errors_make_a_clean_run_unknown() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from lockharness.checker.verdict import check_history
+from lockharness.checker import check_history
 from lockharness.core.history import read_history
 from lockharness.harness import runner
 from lockharness.harness.reports import REPORTS

@@ -15,13 +15,12 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lockharness.checker import check_history, fencing, liveness, mutex, stats
 from lockharness.checker import digest as digest_module
-from lockharness.checker import fencing, liveness, mutex, stats
 from lockharness.checker.digest import Digest, _c_digest, _python_digest, digest
 from lockharness.checker.resource import ResourceView
 from lockharness.checker.sections import Section, by_key
 from lockharness.checker.stats import _latency_ms, percentile
-from lockharness.checker.verdict import check_history
 from lockharness.core.history import Event, EventType, HistoryError, HistoryFile, write_history
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from lockharness.checker.verdict import CheckResult, Verdict
+from lockharness.checker import CheckResult, Fencing, Liveness, LivenessVerdict, Stats, Verdict
 from lockharness.core.durations import (
     format_duration,
     format_signed_duration,
@@ -1042,17 +1042,20 @@ def test_expect_may_name_the_fenced_resource(tmp_path: Path) -> None:
 
 
 def test_an_expectation_is_met_only_by_every_view_it_names() -> None:
-    fenced = {"fenced": True, "resource_consistent": True}
-    result = CheckResult(Verdict.INVALID, [], [], {}, {"verdict": "ok"}, fenced)
+    fenced = Fencing(fenced=True, resource_consistent=True)
+    ok = Liveness(LivenessVerdict.OK)
+    result = CheckResult(Verdict.INVALID, [], [], Stats(), ok, fenced)
     assert Expectation("invalid", None, "consistent").met_by(result)
     assert Expectation("invalid", "ok", "consistent").met_by(result)
     assert not Expectation("invalid", None, "inconsistent").met_by(result)
     assert not Expectation("valid", None, "consistent").met_by(result)
     assert Expectation("invalid", None, "consistent", "ordered").met_by(result)
-    shuffled = CheckResult(Verdict.INVALID, [], [], {"fencing_out_of_order": 2}, {}, fenced)
+    shuffled = CheckResult(
+        Verdict.INVALID, [], [], Stats(fencing_out_of_order=2), Liveness(), fenced
+    )
     assert Expectation("invalid", None, "consistent", "out-of-order").met_by(shuffled)
     assert not Expectation("invalid", None, None, "ordered").met_by(shuffled)
-    unfenced = CheckResult(Verdict.INVALID, [], [], {}, {"verdict": "ok"}, {"fenced": False})
+    unfenced = CheckResult(Verdict.INVALID, [], [], Stats(), ok, Fencing(fenced=False))
     assert not Expectation("invalid", None, "consistent").met_by(unfenced)
     assert Expectation("invalid").met_by(unfenced)
 
@@ -1103,10 +1106,10 @@ def test_unknown_safety_may_be_expected_only_of_a_client_stuck_without_a_lease(
         message = bad(tmp_path, GOOD.replace("expect: valid", f"expect: {wrong}"))
         assert "is not an expectation" in message and "unknown with liveness stuck" in message
     never = CheckResult(
-        Verdict.UNKNOWN, [], ["no acquire ever succeeded"], {}, {"verdict": "stuck"}, {}
+        Verdict.UNKNOWN, [], ["no acquire ever succeeded"], Stats(), Liveness(LivenessVerdict.STUCK)
     )
     assert Expectation("unknown", "stuck").met_by(never)
     broken = CheckResult(
-        Verdict.UNKNOWN, [], ["worker w2 recorded nothing"], {}, {"verdict": "ok"}, {}
+        Verdict.UNKNOWN, [], ["worker w2 recorded nothing"], Stats(), Liveness(LivenessVerdict.OK)
     )
     assert not Expectation("unknown", "stuck").met_by(broken)

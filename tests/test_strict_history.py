@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lockharness.checker.values import BadValue
-from lockharness.checker.verdict import CheckResult, Verdict, check_history
+from lockharness.checker import BadValue, CheckResult, Overlap, Verdict, check_history
 from lockharness.core.history import Event, EventType, HistoryFile, read_history
 from msgspec.structs import replace
 
@@ -264,7 +263,8 @@ def test_a_nested_acquire_with_no_outer_hold_opens_a_section() -> None:
     result = check_history(sorted(h.events, key=lambda e: e.time))
     assert result.verdict is Verdict.INVALID
     (witness,) = result.witnesses
-    assert witness["second"]["process"] == 2 and not witness["second"]["closed"]
+    assert isinstance(witness, Overlap)
+    assert witness.second.process == 2 and not witness.second.closed
 
 
 # ---- results round trip -----------------------------------------------------------------------
@@ -277,7 +277,7 @@ def test_results_round_trip_through_json() -> None:
         .lease(2, "b", start=40, end=90, fencing=2)
     )
     result = check_history(h.events)
-    assert result.liveness and result.fencing
+    assert result.liveness.bound_ns is not None and result.fencing.fenced  # both carried
     again = CheckResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again == result
     with pytest.raises(ValueError, match="reasons: allowed: a list of strings"):

@@ -10,7 +10,7 @@ from string import Template
 from typing import Any
 
 import pytest
-from lockharness.checker.verdict import check_history
+from lockharness.checker import check_history
 from lockharness.core.history import Event
 from lockharness.harness.reports.analysis import ops_to_draw
 from lockharness.harness.reports.colours import fault_colour

@@ -10,8 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
-from lockharness.checker.values import BadValue
-from lockharness.checker.verdict import Verdict, check_history
+from lockharness.checker import BadValue, Verdict, check_history
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
 from lockharness.core.run_dir import RunDir

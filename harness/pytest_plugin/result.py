@@ -3,10 +3,12 @@ itself when an assertion on it fails."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the plug-in loads this at pytest's start: the checker only when it runs
+    from lockharness.checker import Fencing, Liveness, Stats, Witness
 
 
 class RunVerdict(str):
@@ -38,12 +40,12 @@ class LockRun:
     verdict: RunVerdict
     expected: str  # the scenario's expectation for this client, e.g. "valid, stuck"
     expectation_met: bool
-    witnesses: tuple[dict[str, Any], ...]  # as in results.json; the first is explained
+    witnesses: tuple[Witness, ...]  # as in results.json, typed; the first is explained
     first_witness: str | None  # the checker's witness, as `lockharness run` prints it
     reasons: tuple[str, ...]  # why the verdict is what it is (unknown: why not decided)
-    stats: Mapping[str, Any]
-    liveness: Mapping[str, Any]
-    fencing: Mapping[str, Any]
+    stats: Stats
+    liveness: Liveness
+    fencing: Fencing
     run_dir: Path  # history.jsonl, results.json, timeline.html, logs
     summary: str  # what `lockharness run` prints at the end of a run
 

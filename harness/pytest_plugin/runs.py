@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from lockharness.checker.describe import describe_stats, describe_witness
 from lockharness.core.durations import parse_duration
 from lockharness.core.errors import BadInput
 from lockharness.harness.backends import check_backend
@@ -132,9 +131,9 @@ def _lock_run(outcome: RunOutcome) -> LockRun:
     )
     print_summary(console, scenario.name, result, scenario.expectation, outcome.run_dir)
     witnesses = tuple(result.witnesses)
-    first = describe_witness(witnesses[0]) if witnesses else None
+    first = witnesses[0].describe() if witnesses else None
     reasons = tuple(result.reasons)
-    why = evidence(first, len(witnesses), reasons, describe_stats(result.stats), outcome.run_dir)
+    why = evidence(first, len(witnesses), reasons, result.stats.describe(), outcome.run_dir)
     return LockRun(
         scenario=scenario.name,
         client=scenario.client.name,
@@ -145,9 +144,9 @@ def _lock_run(outcome: RunOutcome) -> LockRun:
         witnesses=witnesses,
         first_witness=first,
         reasons=reasons,
-        stats=dict(result.stats),
-        liveness=dict(result.liveness),
-        fencing=dict(result.fencing),
+        stats=result.stats,
+        liveness=result.liveness,
+        fencing=result.fencing,
         run_dir=outcome.run_dir,
         summary=text.getvalue(),
     )

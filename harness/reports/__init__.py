@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from lockharness.checker.verdict import CheckResult, check_history
+from lockharness.checker import CheckResult, check_history
 from lockharness.core.errors import BadInput, LockharnessError
 from lockharness.core.history import Event, HistoryError, HistoryFile
 from lockharness.core.run_dir import RunDir

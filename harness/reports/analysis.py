@@ -11,7 +11,7 @@ from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 import numpy
-from lockharness.checker.sections import Section
+from lockharness.checker import Overlap, Section, Witness
 from lockharness.core.history import INFO, INVOKE, NEMESIS, Event
 from numpy.typing import NDArray
 
@@ -176,22 +176,13 @@ class Window:
     truncated: bool = False  # the window was cut short to stay within its op budget
 
 
-def witness_span(witness: dict[str, Any]) -> tuple[int, int] | None:
+def witness_span(witness: Witness) -> tuple[int, int]:
     """The stretch of time a witness convicts: the overlap, or the resource's moment."""
-    try:
-        if witness.get("kind") == "overlap":
-            first, second = witness["first"], witness["second"]
-            start = int(second["start"])
-            return start, max(min(int(first["end"]), int(second["end"])), start)
-        if witness.get("kind") == "resource":
-            return int(witness["time"]), int(witness["time"])
-    except (KeyError, TypeError, ValueError):
-        pass
-    return None
+    return witness.span()
 
 
 def choose_windows(
-    ops: Sequence[Op], witnesses: Sequence[dict[str, Any]], max_ops: int = MAX_OPS
+    ops: Sequence[Op], witnesses: Sequence[Witness], max_ops: int = MAX_OPS
 ) -> tuple[list[Window], bool]:
     """The windows of time to draw, and whether that is less than the whole history.
 
@@ -208,13 +199,13 @@ def choose_windows(
 def _windows(
     starts: Sequence[int] | NDArray[numpy.int64],
     last: int,
-    witnesses: Sequence[dict[str, Any]],
+    witnesses: Sequence[Witness],
     max_ops: int,
 ) -> tuple[list[Window], bool]:
     """``choose_windows`` from the operations' starts (sorted) and their latest end."""
     if len(starts) <= max_ops:
         return [Window(int(starts[0]), last)], False
-    spans = sorted(s for s in map(witness_span, witnesses) if s is not None)
+    spans = sorted(map(witness_span, witnesses))
     if not spans:
         spans = [(int(starts[0]), int(starts[0]))]
     budget = max(max_ops // len(spans), _MIN_WINDOW_OPS)
@@ -245,7 +236,7 @@ class OpsToDraw:
 
 
 def ops_to_draw(
-    history: Iterable[Event], witnesses: Sequence[dict[str, Any]], max_ops: int = MAX_OPS
+    history: Iterable[Event], witnesses: Sequence[Witness], max_ops: int = MAX_OPS
 ) -> OpsToDraw:
     """``choose_windows`` and the operations in the windows, without holding a long
     history's operations: the first pass keeps at most ``max_ops`` of them and notes only
@@ -293,14 +284,14 @@ def _merge(windows: list[Window]) -> list[Window]:
 
 
 def witness_parties(
-    witness: dict[str, Any], token_section: dict[str, Section]
-) -> list[tuple[Any, str]]:
+    witness: Witness, token_section: dict[str, Section]
+) -> list[tuple[int | str | None, str]]:
     """(process, token) of each lease a witness convicts, the offender first."""
-    if witness.get("kind") == "overlap":
-        sides = [witness.get("first") or {}, witness.get("second") or {}]
-        return [(side.get("process"), str(side.get("token"))) for side in sides]
-    parties: list[tuple[Any, str]] = [(witness.get("process"), str(witness.get("token")))]
-    for token in map(str, witness.get("others") or []):
+    if isinstance(witness, Overlap):
+        sides = [witness.first, witness.second]
+        return [(side.process, str(side.token)) for side in sides]
+    parties: list[tuple[int | str | None, str]] = [(witness.process, str(witness.token))]
+    for token in witness.others:
         section = token_section.get(token)
         parties.append((None if section is None else section.process, token))
     return parties

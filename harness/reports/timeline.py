@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from string import Template
 
-from lockharness.checker.verdict import CheckResult
+from lockharness.checker import CheckResult
 from lockharness.core.history import Event
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.reports.analysis import (

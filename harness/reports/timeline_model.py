@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from lockharness.checker.describe import describe_stats, describe_witness
-from lockharness.checker.digest import critical_sections
-from lockharness.checker.sections import Section
-from lockharness.checker.verdict import CheckResult
+from lockharness.checker import CheckResult, Overlap, Section, Witness, critical_sections
 from lockharness.core.history import Event
 from lockharness.harness.reports.analysis import (
     MAX_OPS,
@@ -71,12 +67,12 @@ class WitnessMark:
 
     number: int
     kind: str
-    key: Any  # as the witness has it: text from the history, or missing
+    key: str | None  # as the witness has it: the history's key, or none
     start: int
     end: int
     columns: tuple[int, ...]  # sorted; the convicted leases' columns that are drawn
     tokens: tuple[str, ...]  # of the convicted leases, the offender first
-    leases: tuple[Any, ...]  # an overlap's two acquire indexes, as the witness has them
+    leases: tuple[int, ...]  # an overlap's two acquire indexes; none for the resource's
     description: str
 
 
@@ -100,7 +96,7 @@ class WindowView:
 
 @dataclass(frozen=True, slots=True)
 class LeaseRef:
-    process: Any  # as the witness names it
+    process: int | str | None  # as the witness names it; None: no lease has the token
     token: str
     acquire_index: int | None  # None when no lease in the history has that token
 
@@ -163,7 +159,7 @@ def _facts(scenario: Scenario, result: CheckResult) -> tuple[tuple[str, str], ..
             f"TTL {_span(w.ttl_ns)}, hold {_span(w.hold_min_ns)} to "
             f"{_span(w.hold_max_ns)}",
         ),
-        ("stats", describe_stats(result.stats)),
+        ("stats", result.stats.describe()),
     )
 
 
@@ -195,7 +191,7 @@ class _Run:
     ops: Sequence[Op]
     sections: Sequence[Section]
     periods: Sequence[FaultPeriod]
-    witnesses: Sequence[dict[str, Any]]
+    witnesses: Sequence[Witness]
     columns: dict[int | str, int]  # column number per process
     threads: int | None
     token_section: dict[str, Section]
@@ -214,28 +210,27 @@ def _band(run: _Run, period: FaultPeriod, lane: int) -> FaultBand:
     return FaultBand(period, label, lane, fault_colour(period.kind), hit)
 
 
-def _mark(run: _Run, number: int, witness: dict[str, Any], window: Window) -> WitnessMark | None:
+def _mark(run: _Run, number: int, witness: Witness, window: Window) -> WitnessMark | None:
     span = witness_span(witness)
-    if span is None or span[1] < window.start or span[0] > window.end:
+    if span[1] < window.start or span[0] > window.end:
         return None
     parties = witness_parties(witness, run.token_section)
     columns = sorted({run.columns[p] for p, _ in parties if p in run.columns})
     if not columns:
         return None
-    leases: tuple[Any, ...] = ()
-    if witness.get("kind") == "overlap":
-        first, second = witness.get("first") or {}, witness.get("second") or {}
-        leases = (first.get("acquire_index"), second.get("acquire_index"))
+    leases: tuple[int, ...] = ()
+    if isinstance(witness, Overlap):
+        leases = (witness.first.acquire_index, witness.second.acquire_index)
     return WitnessMark(
         number,
-        str(witness.get("kind")),
-        witness.get("key"),
+        witness.kind,
+        witness.key,
         span[0],
         span[1],
         tuple(columns),
         tuple(t for _, t in parties),
         leases,
-        describe_witness(witness),
+        witness.describe(),
     )
 
 
@@ -271,16 +266,16 @@ def _window(run: _Run, window: Window, anchored: set[int], marked: set[int]) -> 
     )
 
 
-def _entry(run: _Run, number: int, witness: dict[str, Any], drawn: bool) -> WitnessEntry:
+def _entry(run: _Run, number: int, witness: Witness, drawn: bool) -> WitnessEntry:
     refs = []
     for process, token in witness_parties(witness, run.token_section):
         section = run.token_section.get(token)
         refs.append(LeaseRef(process, token, None if section is None else section.acquire_index))
-    return WitnessEntry(number, tuple(refs), drawn, describe_witness(witness))
+    return WitnessEntry(number, tuple(refs), drawn, witness.describe())
 
 
 def _convicting(
-    witnesses: Sequence[dict[str, Any]], token_section: dict[str, Section]
+    witnesses: Sequence[Witness], token_section: dict[str, Section]
 ) -> dict[int, tuple[int, ...]]:
     by_section: dict[int, tuple[int, ...]] = {}
     for number, witness in enumerate(witnesses, start=1):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockharness.checker.verdict import CheckResult
+from lockharness.checker import CheckResult
 
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
 LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
@@ -26,7 +26,7 @@ class Expectation:
     def met_by(self, result: CheckResult) -> bool:
         """True if a run's safety verdict (and the other views, where expected) are as
         expected."""
-        liveness = (result.liveness or {}).get("verdict")
+        liveness = result.liveness.verdict
         return (
             result.verdict.value == self.safety
             and self.liveness in (None, liveness)
@@ -47,16 +47,14 @@ class Expectation:
 def resource_outcome(result: CheckResult) -> str | None:
     """consistent / inconsistent for a fenced run (did the resource ever take a write
     below the highest token it had seen?), None when no write carried a fencing token."""
-    fencing = result.fencing or {}
-    if not fencing.get("fenced"):
+    if not result.fencing.fenced:
         return None
-    return "consistent" if fencing.get("resource_consistent") else "inconsistent"
+    return "consistent" if result.fencing.resource_consistent else "inconsistent"
 
 
 def tokens_outcome(result: CheckResult) -> str | None:
     """ordered / out-of-order for a fenced run (was any token granted not above one granted
     before it?), None when no lease carried a fencing token."""
-    fencing = result.fencing or {}
-    if not fencing.get("fenced"):
+    if not result.fencing.fenced:
         return None
-    return "out-of-order" if result.stats.get("fencing_out_of_order") else "ordered"
+    return "out-of-order" if result.stats.fencing_out_of_order else "ordered"
