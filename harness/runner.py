@@ -40,6 +40,7 @@ from lockharness.harness.reports import write_reports
 from lockharness.harness.runlog import run_log
 from lockharness.harness.scenario import Scenario, to_yaml
 from lockharness.harness.store import create_run_dir, update_latest
+from lockharness.workloads.client_doc import options_plain
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
 from lockharness.workloads.worker import (
@@ -107,9 +108,10 @@ def _worker_configs(
             discovery=(
                 cluster.discovery(worker).to_dict() if isinstance(cluster, Replicated) else None
             ),
-            client=scenario.client.name,
-            client_options=dict(scenario.client.options),
-            client_command=list(scenario.client.info().command),
+            client=scenario.client.class_path,
+            client_options=options_plain(scenario.client.options),
+            client_command=list(scenario.client.command),
+            client_plugin=scenario.client.plugin,
             keys=[f"k{i}" for i in range(w.keys)],
             ttl_ms=w.ttl_ns // 1_000_000,
             hold_min_ns=w.hold_min_ns,

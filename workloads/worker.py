@@ -26,7 +26,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,9 @@ from lockharness.core.clock import ClockReader
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
-from lockharness.workloads.program import ProgramClient, start_program_client
+from lockharness.workloads.client_build import Builder, client_builder
+from lockharness.workloads.program import ProgramClient
 from lockharness.workloads.protocol import (
-    ClientFactory,
     CrashPoint,
     Extending,
     Lease,
@@ -44,7 +43,6 @@ from lockharness.workloads.protocol import (
     TrustsClientClock,
 )
 from lockharness.workloads.recorder import Recorder
-from lockharness.workloads.registry import client_info
 from lockharness.workloads.resource import Resource
 
 # Time reserved at the end of an honoured lease for exit + release: the section must be
@@ -76,8 +74,8 @@ class WorkerConfig:
     threads: int
     nodes: list[Endpoint]  # this worker's proxies, in node order
     resource: Endpoint
-    client: str
-    client_options: dict[str, Any]
+    client: str  # its class, "module:Class" (a plug-in's as the scenario names it)
+    client_options: dict[str, Any]  # plain data, as the resolved scenario writes them
     keys: list[str]
     ttl_ms: int
     hold_min_ns: int
@@ -95,6 +93,7 @@ class WorkerConfig:
     extend: bool = False  # sections extend their lease while they hold (extending clients)
     # A program in any language (workloads.program), run as this argv; empty: a class.
     client_command: list[str] = field(default_factory=list)
+    client_plugin: bool = False  # client is a user's plug-in class
     # The start barrier: with a go file, the worker builds its clients, says so (its ready
     # file), and starts when the controller writes the run's t0 into the go file, so a
     # client that takes seconds to start (a JVM) costs the run none of its time.
@@ -124,7 +123,7 @@ class ClientLoop:
         process: int,
         recorder: Recorder,
         stop: threading.Event,
-        factory: ClientFactory,
+        build: Builder,
     ) -> None:
         self.config = config
         self.process = process
@@ -133,9 +132,7 @@ class ClientLoop:
         self.clock = lambda: time.monotonic_ns() - self.config.t0_ns
         self.rng = random.Random(f"{config.seed}:{process}")
         discovery = Discovery.from_dict(config.discovery) if config.discovery else None
-        self.client: LockClient = factory(
-            config.nodes, self.clock, config.client_options, discovery=discovery
-        )
+        self.client: LockClient = build(config.nodes, self.clock, discovery)
         if isinstance(self.client, CrashPoint):  # e.g. setnx-expire, between its two commands
             self.client.crash_between = self._crash_if_armed
         run_dir = Path(config.history_path).parent  # the worker's files live beside its shard
@@ -323,12 +320,14 @@ class ClientLoop:
             self.rec.record(self.process, OK if released else FAIL, RELEASE, lease.key, lease.token)
 
 
-def client_factory(config: WorkerConfig) -> ClientFactory:
-    """What builds this worker's clients: a program speaking docs/client-protocol.md, or a
-    class (a plug-in's module is imported now, through LOCKHARNESS_PLUGIN_PATH)."""
-    if config.client_command:
-        return partial(start_program_client, config.client_command)
-    return client_info(config.client).factory()
+def client_factory(config: WorkerConfig) -> Builder:
+    """What builds this worker's clients (workloads.client_build)."""
+    return client_builder(
+        config.client,
+        plugin=config.client_plugin,
+        command=config.client_command,
+        options=config.client_options,
+    )
 
 
 def ready_file(run_dir: Path, worker: int) -> Path:
@@ -366,11 +365,11 @@ def run_worker(config: WorkerConfig) -> int:
     recorder = Recorder(Path(config.history_path), clock, on_failure=stop.set)
     # Built side by side: a client program may take seconds to start (a JVM), and every
     # worker's clients must be built before the controller's go (the start barrier).
-    factory = client_factory(config)  # once: a plug-in's module is imported here
+    build = client_factory(config)  # once: the client's module is imported here
     with ThreadPoolExecutor(config.threads) as pool:
         loops = list(
             pool.map(
-                lambda t: ClientLoop(config, config.first_process + t, recorder, stop, factory),
+                lambda t: ClientLoop(config, config.first_process + t, recorder, stop, build),
                 range(config.threads),
             )
         )
@@ -393,8 +392,9 @@ def run_worker(config: WorkerConfig) -> int:
         while thread.is_alive():  # join in slices so SIGTERM's handler gets to run
             thread.join(0.2)
     recorder.close()
-    restarts = sum(loop.client.restarts for loop in loops if isinstance(loop.client, ProgramClient))
-    if config.client_command:  # programs that exited, hung or misspoke, started again
+    programs = [loop.client for loop in loops if isinstance(loop.client, ProgramClient)]
+    if programs:  # programs that exited, hung or misspoke, started again
+        restarts = sum(program.restarts for program in programs)
         restarts_file(Path(config.history_path).parent, config.worker).write_text(f"{restarts}\n")
     if recorder.failed is not None:
         with contextlib.suppress(OSError):  # the log may sit on the same full disk
