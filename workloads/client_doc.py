@@ -14,6 +14,7 @@ from lockharness.workloads.client_info import ClientInfo, ClientOptions, Timeout
 from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin
 from lockharness.workloads.programs import command_client
 from lockharness.workloads.registry import CLIENTS, client_info
+from lockharness.workloads.task import ClientTask
 from msgspec import Meta
 
 __all__ = ["Timeout"]  # the workload's acquire_timeout is one (harness/scenario/model.py)
@@ -67,6 +68,15 @@ class ClientSpec:
         if self.command:
             return ""
         return self.name if self.plugin else CLIENTS[self.name].factory_path
+
+    def task(self) -> ClientTask:
+        """What a worker needs to build it (workloads/task.py)."""
+        return ClientTask(
+            class_path=self.class_path,
+            plugin=self.plugin,
+            command=self.command,
+            options=options_plain(self.options),
+        )
 
     def info(self) -> ClientInfo:
         """What the registry knows of it; a plug-in's class was checked when it was read."""
