@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Protocol, cast, get_args, get_origin
 
 import msgspec
@@ -289,9 +290,20 @@ def _durations(node: Any) -> Any:
     return out
 
 
-def json_schema(tp: Any, title: str) -> str:
-    """``tp``'s JSON Schema, draft-07 (what editors' YAML language servers read)."""
-    schema = _durations(msgspec.json.schema(tp, schema_hook=_schema_hook))
+def json_schema(tp: Any, title: str, any_of: Mapping[str, Sequence[Any]] | None = None) -> str:
+    """``tp``'s JSON Schema, draft-07 (what editors' YAML language servers read). ``any_of``:
+    definitions whose schema is replaced by any of these types' (a shape that reading
+    checks in steps, which the schema can say at once)."""
+    parts = {name: tuple(types) for name, types in (any_of or {}).items()}
+    every = [tp, *(t for types in parts.values() for t in types)]
+    schemas, definitions = msgspec.json.schema_components(
+        every, schema_hook=_schema_hook, ref_template="#/$defs/{name}"
+    )
+    at = 1
+    for name, types in parts.items():
+        definitions[name] = {"anyOf": list(schemas[at : at + len(types)])}
+        at += len(types)
+    schema = _durations({**schemas[0], "$defs": dict(sorted(definitions.items()))})
     text = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False)
     text = text.replace('"$defs"', '"definitions"').replace('"#/$defs/', '"#/definitions/')
     draft7 = "http://json-schema.org/draft-07/schema#"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 from lockharness.core.durations import _show, duration_type
+from lockharness.core.options import DeclaredOptions
 
 # holders: every node that granted the lease held now; holder: one of them, at random.
 # master: the current master; replica: one of its replicas (replicated topology only).
@@ -109,7 +110,7 @@ class Room:
         return None
 
 
-class FaultOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class FaultOptions(DeclaredOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A fault kind's options: each kind declares a subclass (no options: this class)."""
 
 

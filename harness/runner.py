@@ -43,7 +43,8 @@ from lockharness.harness.scenario import Scenario, to_yaml
 from lockharness.harness.store import create_run_dir, update_latest
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
-from lockharness.workloads.worker import HISTORY_FAILED_EXIT_CODE, WorkerConfig
+from lockharness.workloads.task import WorkerTask, encode_task
+from lockharness.workloads.worker import HISTORY_FAILED_EXIT_CODE
 from rich.console import Console
 
 log = logging.getLogger("lockharness")
@@ -87,34 +88,21 @@ def resolve_seed(scenario: Scenario) -> Scenario:
     return dataclasses.replace(scenario, seed=random.SystemRandom().randrange(2**31))
 
 
-def _worker_configs(
+def _worker_tasks(
     scenario: Scenario, cluster: Cluster, run_dir: RunDir, t0_ns: int
-) -> list[WorkerConfig]:
-    w = scenario.workload
+) -> list[WorkerTask]:
+    """Each worker's task: the scenario's typed workload and client, and its own part."""
+    w, client = scenario.workload, scenario.client.task()
     assert scenario.seed is not None
     return [
-        WorkerConfig(
+        WorkerTask(
             worker=worker,
             first_process=(worker - 1) * w.threads,
-            threads=w.threads,
-            nodes=cluster.worker_endpoints(worker),
+            nodes=tuple(cluster.worker_endpoints(worker)),
             resource=cluster.resource,
-            discovery=(
-                cluster.discovery(worker).to_dict() if isinstance(cluster, Replicated) else None
-            ),
-            client=scenario.client.name,
-            client_options=dict(scenario.client.options),
-            client_command=list(scenario.client.info().command),
-            keys=[f"k{i}" for i in range(w.keys)],
-            ttl_ms=w.ttl_ns // 1_000_000,
-            hold_min_ns=w.hold_min_ns,
-            hold_max_ns=w.hold_max_ns,
-            acquire_timeout_ns=w.acquire_timeout_ns,
-            retry_delay_min_ns=w.retry_delay_min_ns,
-            retry_delay_max_ns=w.retry_delay_max_ns,
-            honor_validity=w.honor_validity,
-            nesting=w.nesting,
-            extend=w.extend,
+            discovery=cluster.discovery(worker) if isinstance(cluster, Replicated) else None,
+            client=client,
+            workload=w,
             t0_ns=t0_ns,
             go_path=str(run_dir.go),
             end_ns=scenario.duration_ns,
@@ -134,15 +122,15 @@ def _worker_env(scenario: Scenario) -> dict[str, str]:
 
 
 def _start_workers(
-    configs: list[WorkerConfig], run_dir: RunDir, env: dict[str, str], ledger: ProcessLedger
+    tasks: list[WorkerTask], run_dir: RunDir, env: dict[str, str], ledger: ProcessLedger
 ) -> list[ManagedProcess]:
     workers = []
-    for config in configs:
-        name = f"worker-w{config.worker}"
-        config_path = run_dir.worker_config(config.worker)
-        config_path.write_text(config.to_json())
+    for task in tasks:
+        name = f"worker-w{task.worker}"
+        config_path = run_dir.worker_config(task.worker)
+        config_path.write_bytes(encode_task(task))
         argv = [sys.executable, "-m", "lockharness.workloads.worker", str(config_path)]
-        log_path = run_dir.worker_log(config.worker)
+        log_path = run_dir.worker_log(task.worker)
         worker = ManagedProcess(name, argv, log_path, env, ledger)
         worker.start()
         workers.append(worker)
@@ -240,12 +228,12 @@ def _watch_failovers(cluster: Cluster, recorder: Recorder, t0_ns: int) -> Callab
 
 
 def _client_clocks(
-    scenario: Scenario, configs: list[WorkerConfig], run_dir: RunDir
+    scenario: Scenario, tasks: list[WorkerTask], run_dir: RunDir
 ) -> dict[int, ClockControl]:
     """A wall-clock control per worker, when a client-clock fault is planned."""
     if not any(fault.kind == "client-clock" for fault in scenario.faults.faults):
         return {}
-    return {c.worker: ClockControl(run_dir.client_clock(c.worker)) for c in configs}
+    return {c.worker: ClockControl(run_dir.client_clock(c.worker)) for c in tasks}
 
 
 @dataclass
@@ -271,12 +259,12 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
     recorder: Recorder | None = None
     try:
         cluster.start()
-        configs = _worker_configs(scenario, cluster, run_dir, 0)  # t0: at the go, below
-        client_clocks = _client_clocks(scenario, configs, run_dir)  # before workers map them
-        workers = _start_workers(configs, run_dir, _worker_env(scenario), cluster.ledger)
+        tasks = _worker_tasks(scenario, cluster, run_dir, 0)  # t0: at the go, below
+        client_clocks = _client_clocks(scenario, tasks, run_dir)  # before workers map them
+        workers = _start_workers(tasks, run_dir, _worker_env(scenario), cluster.ledger)
         _await_ready(workers, run_dir, console)
         t0_ns = time.monotonic_ns()
-        live = LiveHistory([Path(c.history_path) for c in configs], w.threads)
+        live = LiveHistory([Path(c.history_path) for c in tasks], w.threads)
         ctx = FaultContext(
             cluster,
             workers,

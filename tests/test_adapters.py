@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 import redis
 from lockharness.cluster.local import LocalCluster
@@ -52,7 +53,10 @@ def build(clean_cluster: LocalCluster) -> Iterator[Callable[..., LockClient]]:
     built: list[LockClient] = []
 
     def make(name: str, worker: int = 1, **options: object) -> LockClient:
-        client = CLIENTS[name].factory()(clean_cluster.worker_endpoints(worker), clock, options)
+        info = CLIENTS[name]
+        assert info.options_type is not None
+        typed = msgspec.structs.replace(info.options_type(), **options)
+        client = info.factory()(clean_cluster.worker_endpoints(worker), clock, typed)
         built.append(client)
         return client
 
@@ -184,7 +188,10 @@ def test_a_missing_extra_names_the_install_command() -> None:
     # Without the libraries the harness still loads; building such a client says what to do.
     blocked = "import sys; sys.modules.update(pottery=None, redlock=None, redis_lock=None); "
     loads = "import lockharness.workloads.registry, lockharness.harness.cli; "
-    fails = "import lockharness.workloads.adapters.pottery_redlock"
+    fails = (
+        "from lockharness.workloads.registry import CLIENTS; c = CLIENTS['pottery-redlock']; "
+        "c.factory()([], lambda: 0, c.options_type())"
+    )
     done = subprocess.run(
         [sys.executable, "-c", blocked + loads + fails],
         cwd=REPO,

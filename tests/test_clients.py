@@ -7,11 +7,14 @@ import time
 import redis
 from lockharness.cluster.local import LocalCluster
 from lockharness.cluster.toxiproxy import ToxicSpec
-from lockharness.workloads.redlock import Redlock
+from lockharness.workloads.clients.redlock import Redlock
+from lockharness.workloads.clients.single import SingleInstanceLock, SingleOptions
+from lockharness.workloads.clients.unsafe_del import UnsafeDelLock
 from lockharness.workloads.resource import Resource
-from lockharness.workloads.single import SingleInstanceLock
-from lockharness.workloads.unsafe_del import UnsafeDelLock
 from lockharness.workloads.validity import drift_ns
+
+SINGLE, REDLOCK = SingleOptions(), Redlock.Options()
+ONE_NODE = UnsafeDelLock.Options()
 
 
 def clock() -> int:
@@ -24,8 +27,8 @@ def direct(cluster: LocalCluster, index: int) -> redis.Redis:
 
 
 def test_single_second_client_is_refused(clean_cluster: LocalCluster) -> None:
-    first = SingleInstanceLock(clean_cluster.worker_endpoints(1), clock, {})
-    second = SingleInstanceLock(clean_cluster.worker_endpoints(2), clock, {})
+    first = SingleInstanceLock(clean_cluster.worker_endpoints(1), clock, SINGLE)
+    second = SingleInstanceLock(clean_cluster.worker_endpoints(2), clock, SINGLE)
     lease = first.acquire("k", 5000)
     assert lease is not None and lease.grants == ("n1",)
     assert second.acquire("k", 5000) is None
@@ -34,8 +37,8 @@ def test_single_second_client_is_refused(clean_cluster: LocalCluster) -> None:
 
 
 def test_single_release_with_wrong_token_does_nothing(clean_cluster: LocalCluster) -> None:
-    owner = SingleInstanceLock(clean_cluster.worker_endpoints(1), clock, {})
-    other = SingleInstanceLock(clean_cluster.worker_endpoints(2), clock, {})
+    owner = SingleInstanceLock(clean_cluster.worker_endpoints(1), clock, SINGLE)
+    other = SingleInstanceLock(clean_cluster.worker_endpoints(2), clock, SINGLE)
     lease = owner.acquire("k", 5000)
     assert lease is not None
     forged = type(lease)(lease.key, "not-the-token", lease.deadline, lease.grants)
@@ -44,7 +47,7 @@ def test_single_release_with_wrong_token_does_nothing(clean_cluster: LocalCluste
 
 
 def test_single_deadline_is_ttl_minus_drift_from_the_request(clean_cluster: LocalCluster) -> None:
-    lock = SingleInstanceLock(clean_cluster.worker_endpoints(1), clock, {})
+    lock = SingleInstanceLock(clean_cluster.worker_endpoints(1), clock, SINGLE)
     before = clock()
     lease = lock.acquire("k", 1000)
     assert lease is not None and lease.deadline is not None
@@ -53,8 +56,8 @@ def test_single_deadline_is_ttl_minus_drift_from_the_request(clean_cluster: Loca
 
 def test_unsafe_del_frees_someone_elses_lock(clean_cluster: LocalCluster) -> None:
     # The broken client really is broken: its release removes a lock it does not own.
-    holder = UnsafeDelLock(clean_cluster.worker_endpoints(1), clock, {})
-    stale = UnsafeDelLock(clean_cluster.worker_endpoints(2), clock, {})
+    holder = UnsafeDelLock(clean_cluster.worker_endpoints(1), clock, ONE_NODE)
+    stale = UnsafeDelLock(clean_cluster.worker_endpoints(2), clock, ONE_NODE)
     lease = holder.acquire("k", 5000)
     assert lease is not None
     forged = type(lease)(lease.key, "expired-lease-token", lease.deadline, lease.grants)
@@ -63,8 +66,8 @@ def test_unsafe_del_frees_someone_elses_lock(clean_cluster: LocalCluster) -> Non
 
 
 def test_redlock_second_client_is_refused(clean_cluster: LocalCluster) -> None:
-    first = Redlock(clean_cluster.worker_endpoints(1), clock, {})
-    second = Redlock(clean_cluster.worker_endpoints(2), clock, {})
+    first = Redlock(clean_cluster.worker_endpoints(1), clock, REDLOCK)
+    second = Redlock(clean_cluster.worker_endpoints(2), clock, REDLOCK)
     lease = first.acquire("k", 5000)
     assert lease is not None and lease.grants == ("n1", "n2", "n3", "n4", "n5")
     assert second.acquire("k", 5000) is None
@@ -75,8 +78,8 @@ def test_redlock_second_client_is_refused(clean_cluster: LocalCluster) -> None:
 
 
 def test_redlock_release_with_wrong_token_does_nothing(clean_cluster: LocalCluster) -> None:
-    owner = Redlock(clean_cluster.worker_endpoints(1), clock, {})
-    other = Redlock(clean_cluster.worker_endpoints(2), clock, {})
+    owner = Redlock(clean_cluster.worker_endpoints(1), clock, REDLOCK)
+    other = Redlock(clean_cluster.worker_endpoints(2), clock, REDLOCK)
     lease = owner.acquire("k", 5000)
     assert lease is not None
     forged = type(lease)(lease.key, "not-the-token", lease.deadline, lease.grants)
@@ -91,20 +94,20 @@ def _disable(cluster: LocalCluster, worker: int, nodes: list[str]) -> None:
 
 def test_redlock_acquires_with_two_of_five_nodes_cut_off(clean_cluster: LocalCluster) -> None:
     _disable(clean_cluster, 1, ["n1", "n2"])
-    lease = Redlock(clean_cluster.worker_endpoints(1), clock, {}).acquire("k", 5000)
+    lease = Redlock(clean_cluster.worker_endpoints(1), clock, REDLOCK).acquire("k", 5000)
     assert lease is not None
     assert lease.grants == ("n3", "n4", "n5")
     # Worker 2's proxies are untouched: it still reaches n1 and n2, which hold nothing.
-    assert Redlock(clean_cluster.worker_endpoints(2), clock, {}).acquire("k", 5000) is None
+    assert Redlock(clean_cluster.worker_endpoints(2), clock, REDLOCK).acquire("k", 5000) is None
     assert direct(clean_cluster, 0).get("k") is None
 
 
 def test_redlock_refuses_with_three_of_five_nodes_cut_off(clean_cluster: LocalCluster) -> None:
     _disable(clean_cluster, 1, ["n1", "n2", "n3"])
-    assert Redlock(clean_cluster.worker_endpoints(1), clock, {}).acquire("k", 5000) is None
+    assert Redlock(clean_cluster.worker_endpoints(1), clock, REDLOCK).acquire("k", 5000) is None
     # The minority it did reach was released again, so others are not blocked for a TTL.
     assert direct(clean_cluster, 3).get("k") is None and direct(clean_cluster, 4).get("k") is None
-    assert Redlock(clean_cluster.worker_endpoints(2), clock, {}).acquire("k", 5000) is not None
+    assert Redlock(clean_cluster.worker_endpoints(2), clock, REDLOCK).acquire("k", 5000) is not None
 
 
 def test_redlock_slow_node_counts_as_no_grant_within_the_timeout(
@@ -113,7 +116,7 @@ def test_redlock_slow_node_counts_as_no_grant_within_the_timeout(
     # One node answers only after 2 s; a 50 ms per-node timeout must not wait for it.
     proxy = clean_cluster.proxy_name(1, "n5")
     clean_cluster.toxiproxy.add_toxic(ToxicSpec(proxy, "slow", "latency", {"latency": 2000}))
-    lock = Redlock(clean_cluster.worker_endpoints(1), clock, {"timeout": 50_000_000})
+    lock = Redlock(clean_cluster.worker_endpoints(1), clock, Redlock.Options(timeout=50_000_000))
     started = time.monotonic()
     lease = lock.acquire("k", 5000)
     waited = time.monotonic() - started
@@ -126,7 +129,7 @@ def test_redlock_validity_shrinks_by_the_time_acquiring_took(clean_cluster: Loca
     for node in ("n1", "n2", "n3"):
         spec = ToxicSpec(clean_cluster.proxy_name(1, node), "slow", "latency", {"latency": 300})
         clean_cluster.toxiproxy.add_toxic(spec)
-    lock = Redlock(clean_cluster.worker_endpoints(1), clock, {"timeout": 1_000_000_000})
+    lock = Redlock(clean_cluster.worker_endpoints(1), clock, Redlock.Options(timeout=1_000_000_000))
     started = clock()
     lease = lock.acquire("k", 1000)
     finished = clock()

@@ -21,7 +21,7 @@ from lockharness.compose.cluster import ComposeConfig
 from lockharness.compose.replicated import ComposeReplicatedCluster
 from lockharness.core.connect import single_try_client
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.single import SingleInstanceLock
+from lockharness.workloads.clients.single import SingleInstanceLock, SingleOptions
 
 pytestmark = pytest.mark.usefixtures("docker_engine")
 
@@ -119,7 +119,7 @@ def test_sentinel_fails_over_and_a_client_on_the_host_follows(
     lock = SingleInstanceLock(
         replicated.worker_endpoints(1),
         time.monotonic_ns,
-        {"discovery": "sentinel"},
+        SingleOptions(discovery="sentinel"),
         discovery=replicated.discovery(1),
     )
     try:
@@ -180,7 +180,7 @@ def test_promote_without_sentinel_repoints_clients_and_teardown_leaves_nothing(
         lock = SingleInstanceLock(
             cluster.worker_endpoints(1),
             time.monotonic_ns,
-            {"discovery": "pointer"},
+            SingleOptions(discovery="pointer"),
             discovery=cluster.discovery(1),
         )
         assert (lease := lock.acquire("k", 60_000)) is not None and lease.grants == ("n1",)

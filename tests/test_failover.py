@@ -14,7 +14,7 @@ from lockharness.cluster.local import ClusterConfig
 from lockharness.cluster.process import pid_alive
 from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from lockharness.core.history import read_history
-from lockharness.workloads.single import SingleInstanceLock
+from lockharness.workloads.clients.single import SingleInstanceLock, SingleOptions
 
 from tests.conftest import run, value
 
@@ -42,7 +42,7 @@ def test_sentinel_fails_over_and_clients_follow_through_their_proxies(
     lock = SingleInstanceLock(
         replicated.worker_endpoints(1),
         time.monotonic_ns,
-        {"discovery": "sentinel"},
+        SingleOptions(discovery="sentinel"),
         discovery=replicated.discovery(1),
     )
     try:
@@ -95,7 +95,7 @@ def test_promote_without_sentinel_repoints_clients(
         lock = SingleInstanceLock(
             cluster.worker_endpoints(1),
             time.monotonic_ns,
-            {"discovery": "pointer"},
+            SingleOptions(discovery="pointer"),
             discovery=cluster.discovery(1),
         )
         assert (lease := lock.acquire("k", 60_000)) is not None and lease.grants == ("n1",)

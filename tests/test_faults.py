@@ -25,8 +25,8 @@ from lockharness.faults.registry import options_type
 from lockharness.faults.schedule import Occurrence, build_schedule
 from lockharness.faults.spec import FaultPlan, FaultSpec, TimelineEntry
 from lockharness.faults.targets import pick_nodes
+from lockharness.workloads.clients.redlock import Redlock
 from lockharness.workloads.recorder import Recorder
-from lockharness.workloads.redlock import Redlock
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -259,7 +259,9 @@ def test_holder_target_is_a_node_that_granted_the_held_lease(
     nemesis = bench(FaultPlan())
     fault_cluster.toxiproxy.set_enabled(fault_cluster.proxy_name(1, "n1"), False)
     fault_cluster.toxiproxy.set_enabled(fault_cluster.proxy_name(1, "n2"), False)
-    lease = Redlock(fault_cluster.worker_endpoints(1), time.monotonic_ns, {}).acquire("k", 10_000)
+    lease = Redlock(
+        fault_cluster.worker_endpoints(1), time.monotonic_ns, Redlock.Options()
+    ).acquire("k", 10_000)
     assert lease is not None and lease.grants == ("n3", "n4", "n5")
     shard = Recorder(tmp_path / "history.w1.jsonl", time.monotonic_ns)
     shard.record(0, "ok", "acquire", "k", lease.token, {"grants": list(lease.grants)})

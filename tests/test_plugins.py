@@ -11,6 +11,7 @@ import pytest
 import yaml
 from lockharness.core.history import read_history
 from lockharness.harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
+from lockharness.workloads.clients.single import SingleOptions
 from lockharness.workloads.plugins import PluginError, load_plugin
 
 from tests.conftest import REPO, lockharness, run, value
@@ -27,8 +28,16 @@ workload: {workers: 1, threads: 2, hold_min: 1ms, hold_max: 5ms}
 
 # A correct plug-in, to break one piece at a time.
 GOOD_CLASS = """\
+from lockharness.workloads.client_info import ClientOptions, Timeout
+
+
+class LockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    timeout: Timeout = 100_000_000
+    node: int = 1
+
+
 class Lock:
-    OPTIONS = {"timeout": ("duration", "socket timeout"), "node": ("int", "which node")}
+    Options = LockOptions
 
     def __init__(self, nodes, clock, options, discovery=None):
         pass
@@ -176,20 +185,26 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from lockharness.workloads.client_info import ClientOptions, Timeout
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Lease
 
 
-class Lock:
+class LockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    timeout: Timeout = 200_000_000
+
+
+class Lock(DeclaredClient):
     \"\"\"SET NX PX, compare-and-delete, in a module named like a harness package.\"\"\"
 
-    OPTIONS = {"timeout": ("duration", "socket timeout")}
+    Options = LockOptions
 
     def __init__(self, nodes, clock, options, discovery=None):
         import plug_helper as again  # the same sibling, imported again in the worker
 
         self.script = again.RELEASE
         self.node, self.clock = nodes[0], clock
-        timeout = options.get("timeout", 200_000_000) / 1e9
+        timeout = options.timeout / 1e9  # typed: LockOptions
         self.redis = redis.Redis(host=self.node.host, port=self.node.port,
                                  socket_timeout=timeout, retry=Retry(NoBackoff(), 0))
 
@@ -237,7 +252,7 @@ def lock_module(**replace: str) -> str:
 
 def declaring(attribute: str) -> str:
     """The good class with one more class attribute."""
-    return lock_module(**{"    OPTIONS": f"    {attribute}\n    OPTIONS"})
+    return lock_module(**{"    Options =": f"    {attribute}\n    Options ="})
 
 
 BAD_PLUGINS = {
@@ -309,10 +324,15 @@ BAD_PLUGINS = {
         {"plug.py": lock_module(**{"nodes, clock, options, discovery=None": "nodes"})},
         ["cannot be built as Lock(nodes, clock, options, discovery=None)"],
     ),
-    "bad OPTIONS": (
+    "Options not a ClientOptions": (
         "plug:Lock",
-        {"plug.py": lock_module(**{'("duration"': '("seconds"'})},
-        ["plug:Lock.OPTIONS['timeout']", "kind one of duration, int, float, bool, str"],
+        {"plug.py": lock_module(**{"Options = LockOptions": "Options = {'timeout': 'duration'}"})},
+        ["plug:Lock.Options is a dict", "expected: class Options(ClientOptions)"],
+    ),
+    "options in the old form": (
+        "plug:Lock",
+        {"plug.py": declaring("OPTIONS = {'timeout': ('duration', 'socket timeout')}")},
+        ["plug:Lock.OPTIONS is the old form", "expected: class Options(ClientOptions)"],
     ),
     "needs_masters not a bool": (
         "plug:Lock",
@@ -406,7 +426,7 @@ def test_a_bad_use_of_a_plugin_is_bad_input(
     modules = {
         "plug.py": GOOD_CLASS,
         "masters.py": declaring("needs_masters = True"),
-        "free.py": lock_module(**{"    OPTIONS": "    _OPTIONS"}),  # declares none
+        "free.py": lock_module(**{"    Options =": "    _Options ="}),  # declares none
     }
     path = scenario_with(tmp_path, client, modules, section)
     assert_rejected(tmp_path, "run", str(path), mentions=mentions)
@@ -494,8 +514,10 @@ def test_a_resolved_plugin_scenario_reads_back_equal_from_elsewhere(tmp_path: Pa
         {"roundtrip_plug.py": GOOD_CLASS},
     )
     s = load_scenario(path)
+    options_type = s.client.info().options_type
+    assert options_type is not None
     assert s.client == ClientSpec(
-        "roundtrip_plug:Lock", {"timeout": 50_000_000}, (str(path.parent.resolve()),)
+        "roundtrip_plug:Lock", options_type(timeout=50_000_000), (str(path.parent.resolve()),)
     )
     elsewhere = tmp_path / "store" / "resolved.yaml"  # as a run directory holds it
     elsewhere.parent.mkdir()
@@ -513,13 +535,27 @@ def test_client_path_and_switching_to_and_from_a_plugin(
         tmp_path, "{class: 'pathed_plug:Lock', path: ../libs, options: {node: 1}}", {}
     )
     s = load_scenario(path)
-    assert s.client.path == (str(libs.resolve()),) and s.client.info().options["node"][0] == "int"
-    # To a built-in: options of the same name and kind stay.
+    options_type = s.client.info().options_type
+    assert s.client.path == (str(libs.resolve()),) and options_type is not None
+    assert s.client.options == options_type(node=1)
+    # To a built-in: options of the same name and type stay.
     single = with_overrides(s, client="single")
-    assert single.client == ClientSpec("single", {"node": 1})
+    assert single.client == ClientSpec("single", SingleOptions(node=1))
+    moved = with_overrides(
+        load_scenario(
+            scenario_with(
+                tmp_path,
+                "{class: 'pathed_plug:Lock', path: ../libs, options: {node: 2, timeout: 30ms}}",
+                {},
+                "cluster: {nodes: 3}",
+            )
+        ),
+        client="single",
+    )
+    assert moved.client == ClientSpec("single", SingleOptions(node=2, timeout=30_000_000))
     # To a plug-in in the current directory: found there, and recorded for the workers.
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "cwd_free_plug.py").write_text(lock_module(**{"    OPTIONS": "    _OPTIONS"}))
+    (tmp_path / "cwd_free_plug.py").write_text(lock_module(**{"    Options =": "    _Options ="}))
     free = with_overrides(single, client="cwd_free_plug:Lock")
     assert free.client == ClientSpec("cwd_free_plug:Lock", {}, (str(tmp_path.resolve()),))
     assert free.client.info().free_options  # no OPTIONS: none of single's options fit

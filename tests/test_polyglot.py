@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from lockharness.workloads.programs import PROGRAM_CLIENTS, missing
+from lockharness.workloads.registry import CLIENTS as REGISTERED
 
 from tests.conftest import run
 
@@ -24,7 +24,7 @@ CLIENTS = ["redsync", "node-redlock", "redisson-redlock", "redisson-rlock"]
 
 
 def built(client: str) -> None:
-    problem = missing(PROGRAM_CLIENTS[client])
+    problem = REGISTERED[client].unavailable
     if problem is None:
         return
     if os.environ.get("CI") == "true":

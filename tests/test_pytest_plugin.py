@@ -31,6 +31,7 @@ from lockharness.core.run_dir import RunDir
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict
 from lockharness.harness.pytest_plugin.runs import RunPlace, prepare
 from lockharness.harness.pytest_plugin.settings import Settings
+from lockharness.workloads.clients.single import SingleOptions
 
 from tests.test_orphans import assert_children_gone
 
@@ -575,9 +576,9 @@ def test_the_arguments_as_a_scenario_file_and_the_command_line_take_them(tmp_pat
     assert (timed.name, timed.duration_ns, timed.seed) == ("mine", 1_500_000_000, 3)
     assert prepare(place, "single-baseline", duration="2s", workers=2).workload.workers == 2
     options = {"name": "single", "options": {"timeout": "20ms"}}
-    assert prepare(place, "single-baseline", client=options).client.options == {
-        "timeout": 20_000_000
-    }
+    assert prepare(place, "single-baseline", client=options).client.options == SingleOptions(
+        timeout=20_000_000
+    )
     bad: list[tuple[dict[str, Any], str]] = [
         ({"duration": 5}, "duration=: 5 is not a duration; write a number and a unit"),
         ({"nodes": 3}, "nodes=: not an override; allowed: client, seed, duration, workers"),

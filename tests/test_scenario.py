@@ -38,6 +38,9 @@ from lockharness.harness.scenario import (
     to_yaml,
     with_overrides,
 )
+from lockharness.workloads.clients.redlock import RedlockOptions
+from lockharness.workloads.clients.single import SingleOptions
+from lockharness.workloads.one_node import OneNodeOptions
 from lockharness.workloads.registry import CLIENTS
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -210,7 +213,7 @@ def test_to_yaml_round_trips_options_and_every_key(tmp_path: Path) -> None:
     client = "client: {name: single, options: {timeout: 50ms, node: 1}}"
     path = write(tmp_path, GOOD.replace("client: single", client))
     s = load_scenario(str(path))
-    assert s.client == ClientSpec("single", {"timeout": 50_000_000, "node": 1})
+    assert s.client == ClientSpec("single", SingleOptions(timeout=50_000_000, node=1))
     text = to_yaml(s)
     for key in ("seed: null", "persistence: none", "timeout: 50ms", "retry_delay_max: 50ms"):
         assert key in text
@@ -227,7 +230,7 @@ def test_defaults(tmp_path: Path) -> None:
     s = load_scenario(str(write(tmp_path, GOOD)))
     assert s.seed is None
     assert (s.cluster.nodes, s.cluster.persistence) == (5, "none")
-    assert s.client == ClientSpec("single", {})
+    assert s.client == ClientSpec("single", SingleOptions())
     assert s.workload.acquire_timeout_ns == 2 * 10**9
     assert isinstance(s, Scenario)
 
@@ -360,7 +363,7 @@ def test_overrides() -> None:
     s = load_scenario("single-baseline")
     o = with_overrides(s, duration_ns=3 * 10**9, seed=7, workers=2, threads=5, client="redlock")
     assert (o.duration_ns, o.seed, o.workload.workers, o.workload.threads) == (3 * 10**9, 7, 2, 5)
-    assert o.client == ClientSpec("redlock", {})
+    assert o.client == ClientSpec("redlock", RedlockOptions())
     assert o.workload.ttl_ns == s.workload.ttl_ns
     assert with_overrides(s) == s
 
@@ -370,9 +373,12 @@ def test_override_client_drops_options_it_does_not_accept(tmp_path: Path) -> Non
     path = write(tmp_path, GOOD.replace("client: single", client))
     s = load_scenario(str(path))
     assert with_overrides(s, client="redlock").client == ClientSpec(
-        "redlock", {"timeout": 50_000_000}
+        "redlock", RedlockOptions(timeout=50_000_000)
     )
-    assert with_overrides(s, client="unsafe-del").client.options == s.client.options
+    # Of single's options, unsafe-del takes timeout and node (node 1: its default too).
+    assert with_overrides(s, client="unsafe-del").client.options == OneNodeOptions(
+        timeout=50_000_000, node=1
+    )
 
 
 def test_a_program_client_survives_overrides_and_the_written_scenario(tmp_path: Path) -> None:
@@ -391,7 +397,9 @@ def test_a_program_client_survives_overrides_and_the_written_scenario(tmp_path: 
 def test_override_client_as_a_scenario_file_gives_it(tmp_path: Path) -> None:
     s = load_scenario("single-baseline")
     doc = ClientDoc(name="single", options={"timeout": "20ms"})
-    assert with_overrides(s, client=doc).client == ClientSpec("single", {"timeout": 20_000_000})
+    assert with_overrides(s, client=doc).client == ClientSpec(
+        "single", SingleOptions(timeout=20_000_000)
+    )
     program = tmp_path / "prog"
     program.write_text("#!/bin/sh\n")
     program.chmod(0o755)
@@ -723,7 +731,7 @@ def test_topology_and_client_must_fit(tmp_path: Path) -> None:
     assert "sentinel needs cluster.sentinels > 0" in bad(tmp_path, sentinel + no_sentinels)
     fits = tmp_path / "fits.yaml"
     fits.write_text(sentinel + REPLICATED)
-    assert load_scenario(str(fits)).client.options["discovery"] == "sentinel"
+    assert load_scenario(str(fits)).client.options == SingleOptions(discovery="sentinel")
 
 
 KILL = "faults: [{kind: kill, name: k}]\n"

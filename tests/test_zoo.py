@@ -6,21 +6,23 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import msgspec
 import pytest
 import redis
 from lockharness.cluster.local import LocalCluster
 from lockharness.cluster.toxiproxy import ToxicSpec
+from lockharness.workloads.clients.redlock import Redlock, RedlockOptions
+from lockharness.workloads.clients.redlock_extend import ExtendingRedlock
+from lockharness.workloads.clients.redlock_fenced import FencedRedlock, fence_key
+from lockharness.workloads.clients.redlock_naive import NaiveRedlock
+from lockharness.workloads.clients.reentrant import ReentrantLock
+from lockharness.workloads.clients.set_nx_watch import SetNxWatchLock
+from lockharness.workloads.clients.setnx_del import SetnxDelLock
+from lockharness.workloads.clients.setnx_expire import SetnxExpireLock
+from lockharness.workloads.clients.setnx_getset import SetnxGetsetLock
+from lockharness.workloads.one_node import OneNodeOptions
 from lockharness.workloads.protocol import Lease, LockClient
-from lockharness.workloads.redlock import Redlock
-from lockharness.workloads.redlock_extend import ExtendingRedlock
-from lockharness.workloads.redlock_fenced import FencedRedlock, fence_key
-from lockharness.workloads.redlock_naive import NaiveRedlock
-from lockharness.workloads.reentrant import ReentrantLock
 from lockharness.workloads.registry import CLIENTS
-from lockharness.workloads.set_nx_watch import SetNxWatchLock
-from lockharness.workloads.setnx_del import SetnxDelLock
-from lockharness.workloads.setnx_expire import SetnxExpireLock
-from lockharness.workloads.setnx_getset import SetnxGetsetLock
 
 ZOO = [
     "setnx-del",
@@ -33,6 +35,9 @@ ZOO = [
     "redlock-fenced",
 ]
 SINGLE_NODE = {"setnx-del", "setnx-expire", "setnx-getset", "set-nx-watch", "reentrant"}
+
+
+ONE_NODE = OneNodeOptions()
 
 
 def clock() -> int:
@@ -52,7 +57,10 @@ def value(cluster: LocalCluster, index: int, key: str) -> bytes:
 
 
 def build(name: str, cluster: LocalCluster, worker: int, **options: object) -> LockClient:
-    return CLIENTS[name].factory()(cluster.worker_endpoints(worker), clock, options)
+    info = CLIENTS[name]
+    assert info.options_type is not None
+    typed = msgspec.structs.replace(info.options_type(), **options)
+    return info.factory()(cluster.worker_endpoints(worker), clock, typed)
 
 
 def holders(cluster: LocalCluster, name: str) -> range:
@@ -87,13 +95,15 @@ def test_only_the_owner_releases(clean_cluster: LocalCluster, name: str) -> None
 
 
 def test_setnx_del_sets_no_ttl(clean_cluster: LocalCluster) -> None:
-    lease = SetnxDelLock(clean_cluster.worker_endpoints(1), clock, {}).acquire("k", 300)
+    lease = SetnxDelLock(clean_cluster.worker_endpoints(1), clock, SetnxDelLock.Options()).acquire(
+        "k", 300
+    )
     assert lease is not None and lease.deadline is None
     assert direct(clean_cluster, 0).pttl("k") == -1  # a dead holder blocks the key forever
 
 
 def test_setnx_expire_crash_between_leaves_a_key_without_ttl(clean_cluster: LocalCluster) -> None:
-    lock = SetnxExpireLock(clean_cluster.worker_endpoints(1), clock, {})
+    lock = SetnxExpireLock(clean_cluster.worker_endpoints(1), clock, SetnxExpireLock.Options())
     seen: list[int] = []
     lock.crash_between = lambda: seen.append(direct(clean_cluster, 0).pttl("k"))
     lease = lock.acquire("k", 3000)
@@ -111,7 +121,9 @@ def test_setnx_expire_crash_between_leaves_a_key_without_ttl(clean_cluster: Loca
 
 
 def _getset(cluster: LocalCluster, worker: int, wall_ms: int) -> SetnxGetsetLock:
-    return SetnxGetsetLock(cluster.worker_endpoints(worker), clock, {"wall_ms": lambda: wall_ms})
+    client = SetnxGetsetLock(cluster.worker_endpoints(worker), clock, SetnxGetsetLock.Options())
+    client.wall_ms = lambda: wall_ms
+    return client
 
 
 def test_setnx_getset_recovers_an_expired_lock(clean_cluster: LocalCluster) -> None:
@@ -148,7 +160,7 @@ def test_setnx_getset_a_clock_ahead_steals_a_live_lock(clean_cluster: LocalClust
 
 
 def test_set_nx_watch_retries_on_a_concurrent_write(clean_cluster: LocalCluster) -> None:
-    lock = SetNxWatchLock(clean_cluster.worker_endpoints(1), clock, {})
+    lock = SetNxWatchLock(clean_cluster.worker_endpoints(1), clock, SetNxWatchLock.Options())
     lease = lock.acquire("k", 1500)
     assert lease is not None and 0 < direct(clean_cluster, 0).pttl("k") <= 2000
     writes: list[object] = []
@@ -165,7 +177,7 @@ def test_set_nx_watch_retries_on_a_concurrent_write(clean_cluster: LocalCluster)
 def test_set_nx_watch_does_not_delete_a_lock_taken_during_release(
     clean_cluster: LocalCluster,
 ) -> None:
-    lock = SetNxWatchLock(clean_cluster.worker_endpoints(1), clock, {})
+    lock = SetNxWatchLock(clean_cluster.worker_endpoints(1), clock, SetNxWatchLock.Options())
     lease = lock.acquire("k", 1500)
     assert lease is not None
     # Our lock is replaced by another owner's between WATCH and EXEC: the retry sees it.
@@ -180,7 +192,7 @@ def test_redlock_naive_grants_an_expired_lease_where_redlock_refuses(
     for node in ("n1", "n2", "n3"):
         spec = ToxicSpec(clean_cluster.proxy_name(1, node), "slow", "latency", {"latency": 400})
         clean_cluster.toxiproxy.add_toxic(spec)
-    options: dict[str, object] = {"timeout": 1_000_000_000}
+    options = RedlockOptions(timeout=1_000_000_000)
     naive = NaiveRedlock(clean_cluster.worker_endpoints(1), clock, options)
     started = clock()
     lease = naive.acquire("k", 300)
@@ -195,8 +207,8 @@ def test_redlock_naive_grants_an_expired_lease_where_redlock_refuses(
 
 
 def test_reentrant_nests_and_unwinds(clean_cluster: LocalCluster) -> None:
-    owner = ReentrantLock(clean_cluster.worker_endpoints(1), clock, {})
-    other = ReentrantLock(clean_cluster.worker_endpoints(2), clock, {})
+    owner = ReentrantLock(clean_cluster.worker_endpoints(1), clock, ReentrantLock.Options())
+    other = ReentrantLock(clean_cluster.worker_endpoints(2), clock, ReentrantLock.Options())
     node = direct(clean_cluster, 0)
     outer = owner.acquire("k", 5000)
     assert outer is not None and outer.depth == 1
@@ -219,7 +231,9 @@ def test_reentrant_nests_and_unwinds(clean_cluster: LocalCluster) -> None:
 
 
 def test_redlock_extend_extends_a_bounded_number_of_times(clean_cluster: LocalCluster) -> None:
-    lock = ExtendingRedlock(clean_cluster.worker_endpoints(1), clock, {"max_extensions": 2})
+    lock = ExtendingRedlock(
+        clean_cluster.worker_endpoints(1), clock, ExtendingRedlock.Options(max_extensions=2)
+    )
     lease = lock.acquire("k", 1000)
     assert lease is not None and lease.deadline is not None
     for ttl_ms in (3000, 6000):  # each extension adds about 2 s, then 3 s
@@ -234,7 +248,7 @@ def test_redlock_extend_extends_a_bounded_number_of_times(clean_cluster: LocalCl
 
 
 def test_redlock_extend_refuses_a_lease_whose_key_vanished(clean_cluster: LocalCluster) -> None:
-    lock = ExtendingRedlock(clean_cluster.worker_endpoints(1), clock, {})
+    lock = ExtendingRedlock(clean_cluster.worker_endpoints(1), clock, ExtendingRedlock.Options())
     lease = lock.acquire("k", 5000)
     assert lease is not None
     for i in range(3):  # gone from a majority (expired, or a node restarted empty)
@@ -246,7 +260,7 @@ def test_redlock_extend_refuses_a_lease_whose_key_vanished(clean_cluster: LocalC
 def test_redlock_fenced_tokens_increase_and_are_the_max_of_the_grants(
     clean_cluster: LocalCluster,
 ) -> None:
-    lock = FencedRedlock(clean_cluster.worker_endpoints(1), clock, {})
+    lock = FencedRedlock(clean_cluster.worker_endpoints(1), clock, FencedRedlock.Options())
     direct(clean_cluster, 4).set(fence_key("k"), 41)  # one node is ahead of the others
     seen = []
     for _ in range(3):

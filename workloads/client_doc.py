@@ -4,25 +4,25 @@ ClientSpec the harness and its workers run, and written back."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
-from lockharness.core.durations import duration_type, format_duration
 from lockharness.core.typed_input import Invalid, Text, convert, plain, show
-from lockharness.workloads.client_info import ClientInfo
+from lockharness.workloads.client_info import ClientInfo, ClientOptions, Timeout
 from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin
-from lockharness.workloads.programs import command_client, missing
+from lockharness.workloads.programs import command_client
 from lockharness.workloads.registry import CLIENTS, client_info
+from lockharness.workloads.task import ClientTask
 from msgspec import Meta
+
+__all__ = ["Timeout"]  # the workload's acquire_timeout is one (harness/scenario/model.py)
 
 if TYPE_CHECKING:
     ClientName = str  # a Literal of the registry's names, built at run time
-    Timeout = int
 else:
     ClientName = Literal[tuple(CLIENTS)]
-    Timeout = duration_type("Timeout", positive=True)
 
 CLIENT_ALLOWED = (
     f"a client name ({', '.join(CLIENTS)}) or a mapping with keys name, options; "
@@ -40,10 +40,15 @@ class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     command: list[Text] | None = None  # a program speaking docs/client-protocol.md
 
 
+# A client's options as the harness holds them: its declared Options, defaults filled in;
+# a plug-in that declares none, or a user's program: plain data, as written.
+Options = ClientOptions | dict[str, Any]
+
+
 @dataclass(frozen=True)
 class ClientSpec:
     name: str  # a built-in client, or a plug-in class as "module:ClassName"
-    options: dict[str, object] = field(default_factory=dict)  # durations as int ns
+    options: Options
     # A plug-in: the directories (absolute) its module is imported from, ahead of
     # sys.path, here and in the workers (empty: from sys.path). Empty for a built-in.
     path: tuple[str, ...] = ()
@@ -56,6 +61,23 @@ class ClientSpec:
         # A program's name ("command:prog") has a colon too, but it is no class.
         return is_plugin_path(self.name) and not self.command
 
+    @property
+    def class_path(self) -> str:
+        """The class a worker builds, "module:Class": a plug-in's as the scenario names it
+        (the worker finds it through its path); empty for a program given by its command."""
+        if self.command:
+            return ""
+        return self.name if self.plugin else CLIENTS[self.name].factory_path
+
+    def task(self) -> ClientTask:
+        """What a worker needs to build it (workloads/task.py)."""
+        return ClientTask(
+            class_path=self.class_path,
+            plugin=self.plugin,
+            command=self.command,
+            options=options_plain(self.options),
+        )
+
     def info(self) -> ClientInfo:
         """What the registry knows of it; a plug-in's class was checked when it was read."""
         if self.command:
@@ -63,14 +85,6 @@ class ClientSpec:
         return client_info(self.name, self.path)
 
 
-_FINITE = 1.7976931348623157e308  # bounds a float option: no nan, no inf
-_OPTION_TYPES: dict[str, Any] = {  # the kinds of ClientInfo.options
-    "duration": Timeout,
-    "int": int,
-    "bool": bool,
-    "str": Text,
-    "float": Annotated[float, Meta(ge=-_FINITE, le=_FINITE, extra={"allowed": "a number"})],
-}
 _PLAIN = "a string, number, boolean or null, or a list or mapping (string keys) of those"
 
 
@@ -82,23 +96,34 @@ def _is_plain_data(value: object) -> bool:
     return value is None or isinstance(value, bool | int | float | str)
 
 
-def client_options(info: ClientInfo, given: dict[str, Any]) -> dict[str, Any]:
-    """As the client's table says; a plug-in that declares none takes plain data (it goes
-    to the workers through their JSON config)."""
-    if info.free_options:
+def client_options(info: ClientInfo, given: dict[str, Any]) -> Options:
+    """As the client's Options declare, defaults filled in; a plug-in that declares none
+    takes plain data (it goes to the workers as written)."""
+    if info.options_type is None:
         for name, value in given.items():  # names are strings: ClientDoc says so
             if not _is_plain_data(value):
                 problem = f"{show(value)} is not plain data; allowed: {_PLAIN}"
                 raise Invalid(f"client.options.{name}", problem)
         return dict(given)
-    fields = []
-    for option, (kind, _) in info.options.items():
-        name, _, choices = kind.partition(":")  # "choice:a|b|c"
-        tp = Literal[tuple(choices.split("|"))] if name == "choice" else _OPTION_TYPES[kind]
-        fields.append((option, tp | msgspec.UnsetType, msgspec.UNSET))
-    options = msgspec.defstruct("Options", fields, forbid_unknown_fields=True)
-    read = convert(given, options, "client.options")
-    return {o: v for o in info.options if (v := getattr(read, o)) is not msgspec.UNSET}
+    options: ClientOptions = convert(given, info.options_type, "client.options")
+    return options
+
+
+def options_plain(options: Options) -> dict[str, Any]:
+    """The mapping that reads back to ``options`` (durations as written, "100ms")."""
+    return plain(options) if isinstance(options, ClientOptions) else dict(options)
+
+
+def _changed(options: Options) -> dict[str, tuple[Any, Any]]:
+    """The options that differ from their defaults: name -> (field type, plain value)."""
+    if not isinstance(options, ClientOptions):
+        return {}
+    written = plain(options)
+    return {
+        f.encode_name: (f.type, written[f.encode_name])
+        for f in msgspec.structs.fields(options)
+        if f.required or getattr(options, f.name) != f.default
+    }
 
 
 def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
@@ -116,7 +141,7 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
             "client", f"{show(value)} is not one of the choices; allowed: {', '.join(CLIENTS)}"
         )
     if isinstance(value, str):
-        return ClientSpec(value)
+        value = ClientDoc(name=value)
     if value.command is not None:
         return _command_client(value, base)
     path: tuple[str, ...] = ()
@@ -136,7 +161,7 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
         )
     else:
         info = CLIENTS[value.name]
-        if problem := missing(info):
+        if info.command and (problem := info.unavailable):  # a reference program not built
             raise Invalid("client.name", f"{value.name}: {problem}")
     # Which options are allowed depends on the client the name or class picks.
     return ClientSpec(info.name, client_options(info, value.options or {}), path)
@@ -185,7 +210,7 @@ def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
     if "/" in program and not Path(program).is_absolute():
         program = str(((base or Path.cwd()) / program).resolve())
     info = command_client((program, *args))
-    if problem := missing(info):
+    if problem := info.unavailable:
         raise Invalid(
             "client.command", f"{problem}; allowed: a program that speaks docs/client-protocol.md"
         )
@@ -196,9 +221,10 @@ def switch_client(
     old: ClientSpec, client: str | ClientDoc, base: Path | None, flag: str
 ) -> ClientSpec:
     """``old`` replaced by ``client`` (a ``--client`` flag): another client keeps only the
-    options it accepts, with the same kind of value (none of a plug-in's that declares no
-    OPTIONS), unless it comes with options of its own (a ``ClientDoc``, as a scenario's
-    ``client:`` mapping). A plug-in class is looked for as in a scenario file."""
+    options of ``old`` that differ from their defaults and that it accepts, declared with the
+    same type (none of a plug-in's that declares no Options), unless it comes with options
+    of its own (a ``ClientDoc``, as a scenario's ``client:`` mapping). A plug-in class is
+    looked for as in a scenario file."""
     if isinstance(client, str):
         plugin = is_plugin_path(client)
         if not plugin and client not in CLIENTS:
@@ -213,19 +239,65 @@ def switch_client(
         raise Invalid(flag, e.reason if e.path == "client.class" else str(e)) from None
     if doc.options is not None:
         return new  # its own options, checked against it
-    before, after = old.info().options, new.info().options
-    same = {o for o in before.keys() & after.keys() if before[o][0] == after[o][0]}
-    return replace(new, options={o: v for o, v in old.options.items() if o in same})
+    before, after = _changed(old.options), new.info().options_type
+    if after is None or not before:
+        return new
+    types = {f.encode_name: _base(f.type) for f in msgspec.structs.fields(after)}
+    kept = {o: value for o, (tp, value) in before.items() if types.get(o) == _base(tp)}
+    try:
+        return replace(new, options=client_options(new.info(), kept))
+    except Invalid as e:  # a kept value breaks no declared type; a required one is missing
+        raise Invalid(flag, str(e)) from None
+
+
+def _base(tp: Any) -> Any:
+    """A field's type without its Annotated layers (descriptions, bounds)."""
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp
+
+
+# ---- the clients' part of the scenario schema, from the declarations ---------------------
+
+
+class _NamedClient(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="name"):
+    """``client: {name: <a built-in>, options: {...}}``: each client's own options."""
+
+
+class PluginClassClient(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``client: {class: "module:Class", path: [...], options: {...}}``."""
+
+    class_: Text = msgspec.field(name="class")
+    path: str | list[str] | None = None
+    options: dict[str, Any] | None = None  # the class's own: known only once it is loaded
+
+
+class ProgramCommandClient(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``client: {command: [program, args...], options: {...}}``."""
+
+    command: list[Text]
+    options: dict[str, Any] | None = None  # the program's own, as written
+
+
+def client_schema_types() -> tuple[type, ...]:
+    """What a scenario's ``client`` mapping may be, one type per form (a built-in client's
+    with its declared Options): the scenario schema's ClientDoc is any of them."""
+    named = [
+        msgspec.defstruct(
+            f"{info.factory_path.rpartition(':')[2]}Client",
+            [("options", info.options_type | None, None)],
+            bases=(_NamedClient,),
+            tag=name,
+        )
+        for name, info in CLIENTS.items()
+        if info.options_type is not None
+    ]
+    return (*named, PluginClassClient, ProgramCommandClient)
 
 
 def client_to_plain(c: ClientSpec) -> dict[str, Any]:
     """The mapping that reads back to ``c``."""
-    kinds = {o: kind for o, (kind, _) in c.info().options.items()}
-    # A duration option holds int ns (client_options read it so).
-    options = {
-        o: format_duration(cast(int, v)) if kinds.get(o) == "duration" else plain(v)
-        for o, v in c.options.items()
-    }
+    options = options_plain(c.options)
     if c.plugin:  # where it was found, so the written scenario finds it again
         return {"class": c.name, "path": list(c.path), "options": options}
     if c.command:

@@ -1,28 +1,36 @@
-"""What a lock-client class says about itself, read into the registry's ClientInfo: one
-reading for the built-in clients and a user's plug-in alike.
+"""What a lock-client class declares about itself, read into the registry's ClientInfo: one
+reading for the built-in clients, the adapters, the reference programs and a user's plug-in.
 
-On the class (each optional for a plug-in):
+A class declares, on itself (DeclaredClient gives each its default):
 
-    docstring, first line    the description (`lockharness list --clients`)
-    NAME = "redlock"         a built-in's name in scenarios (a plug-in is named by its
-                             class path, "module:Class", which is how scenarios name it)
-    OPTIONS = {name: (kind, help)}
+    docstring, first line    the description (`lockharness list --clients`, docs/clients.md)
+    name = "redlock"         a built-in's name in scenarios: declaring it registers the class
+                             (workloads/registry.py); a plug-in is named by its class path
+    class Options(ClientOptions): ...   its options: a msgspec Struct, as a fault kind's
+                             (types, defaults, bounds, a Meta description per field); the
+                             constructor receives an instance
     needs_masters = True     one lock spread over independent masters
     reentrant = True         the Reentrant protocol (workloads/protocol.py)
     ttl_step_ms = 1000       the TTLs it can set are multiples of this
+    unavailable()            why it cannot run here (a library or program missing), or None
 
 Derived, not declared: ``extends``, from the Extending protocol (an ``extend`` method), so
-a class cannot say it extends and lack the method, or the reverse.
+a class cannot say it extends and lack the method, or the reverse. A plug-in class need not
+subclass DeclaredClient: what it leaves out takes the default, except that a class with no
+``Options`` takes any plain data as its options, as written (a dict).
 """
 
 from __future__ import annotations
 
-from lockharness.workloads.client_info import ClientInfo, option_kind_ok
+from typing import ClassVar
+
+import msgspec
+from lockharness.workloads.client_info import ClientInfo, ClientOptions
 from lockharness.workloads.protocol import Extending
 
 _OPTIONS_EXPECTED = (
-    "OPTIONS = {name: (kind, help)} with kind one of duration, int, float, bool, str, "
-    "or choice:a|b|c, and help a string"
+    "class Options(ClientOptions) (lockharness.workloads.client_info), its fields the "
+    "options: types, defaults and a msgspec.Meta description"
 )
 
 
@@ -31,34 +39,66 @@ class DeclarationError(ValueError):
     expected, and names the class as ``label``."""
 
 
+class DeclaredClient:
+    """The base of a lock-client class: the declaration's defaults. Subclasses implement
+    the LockClient protocol (workloads/protocol.py)."""
+
+    name: ClassVar[str]  # only on a class of its own: a subclass is another client
+    Options: ClassVar[type[ClientOptions]] = ClientOptions
+    needs_masters: ClassVar[bool] = False
+    reentrant: ClassVar[bool] = False
+    ttl_step_ms: ClassVar[int] = 1
+    # Where listings put it, read from the class itself (lower first; then by module).
+    rank: ClassVar[int] = 10
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this client cannot run here, or None."""
+        return None
+
+    @classmethod
+    def launcher(cls) -> tuple[str, ...]:
+        """A client that is a program (docs/client-protocol.md): its argv; else empty."""
+        return ()
+
+
 def declared_info(
     cls: type, name: str, factory_path: str, label: str, default_description: str | None
 ) -> ClientInfo:
     """``cls``'s declaration as a ClientInfo named ``name``, built by ``factory_path``.
     ``default_description``: when the class has no docstring (None: it must have one)."""
+    if "OPTIONS" in dir(cls):
+        raise DeclarationError(
+            f"{label}.OPTIONS is the old form of options (a table of kinds); expected: "
+            f"{_OPTIONS_EXPECTED}"
+        )
     flags = {flag: _flag(cls, flag, label) for flag in ("needs_masters", "reentrant")}
-    declared = hasattr(cls, "OPTIONS")  # else: options passed through as written
-    options = _options(getattr(cls, "OPTIONS", None), label) if declared else {}
+    unavailable = getattr(cls, "unavailable", None)
+    program = cls.launcher() if issubclass(cls, DeclaredClient) else ()
+    summary = _description(cls, label, default_description)
+    why_not = unavailable() if callable(unavailable) else None
     return ClientInfo(
         name=name,
-        description=_description(cls, label, default_description),
+        description=why_not or summary,  # one that cannot run here: what it needs
+        summary=summary,
         factory_path=factory_path,
-        options=options,
+        options_type=_options(cls, label),
         needs_masters=flags["needs_masters"],
         reentrant=flags["reentrant"],
         extends=issubclass(cls, Extending),  # workload.extend may use it
-        free_options=not declared,
         ttl_step_ms=_ttl_step(cls, label),
+        command=program,
+        unavailable=why_not,
     )
 
 
 def declared_name(cls: type, label: str) -> str:
-    """A built-in's NAME, declared on the class itself: a subclass that inherited its
+    """A built-in's name, declared on the class itself: a subclass that inherited its
     parent's would be listed twice under one name."""
-    name = vars(cls).get("NAME")
+    name = vars(cls).get("name")
     if not isinstance(name, str) or not name:
         raise DeclarationError(
-            f"{label} declares no NAME of its own; expected: NAME = 'its-client-name'"
+            f"{label} declares no name of its own; expected: name = 'its-client-name'"
         )
     return name
 
@@ -94,24 +134,14 @@ def _ttl_step(cls: type, label: str) -> int:
     return value
 
 
-def _options(raw: object, label: str) -> dict[str, tuple[str, str]]:
-    if not isinstance(raw, dict):
-        kind = type(raw).__name__
+def _options(cls: type, label: str) -> type[ClientOptions] | None:
+    if not hasattr(cls, "Options"):
+        return None  # options passed through as written
+    options = cls.Options
+    if not (isinstance(options, type) and issubclass(options, ClientOptions)):
+        kind = type(options).__name__ if not isinstance(options, type) else "class"
         shown = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
-        raise DeclarationError(f"{label}.OPTIONS is {shown}; expected: {_OPTIONS_EXPECTED}")
-    options: dict[str, tuple[str, str]] = {}
-    for name, spec in raw.items():
-        ok = (
-            isinstance(name, str)
-            and name.isidentifier()
-            and isinstance(spec, tuple | list)
-            and len(spec) == 2
-            and option_kind_ok(spec[0])
-            and isinstance(spec[1], str)
-        )
-        if not ok:
-            raise DeclarationError(
-                f"{label}.OPTIONS[{name!r}] is {spec!r}; expected: {_OPTIONS_EXPECTED}"
-            )
-        options[name] = (spec[0], spec[1])
+        if isinstance(options, type) and issubclass(options, msgspec.Struct):
+            shown = "a Struct that is not a ClientOptions"
+        raise DeclarationError(f"{label}.Options is {shown}; expected: {_OPTIONS_EXPECTED}")
     return options

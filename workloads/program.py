@@ -20,13 +20,18 @@ import queue
 import subprocess
 import threading
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 from lockharness.cluster.spawner import spawn
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
+from lockharness.core.typed_input import plain
+from lockharness.workloads.client_info import ClientOptions, Timeout
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
+from lockharness.workloads.programs import clients_dir, not_runnable
 from lockharness.workloads.protocol import Clock, Lease
+from msgspec import Meta
 
 PROTOCOL_VERSION = 1
 DEFAULT_REQUEST_TIMEOUT_NS = 5_000_000_000  # a reply slower than this is a hung program
@@ -168,30 +173,66 @@ class _Session:
         return self.program.receive(self.last_id, timeout_s)
 
 
-class ProgramClient:
-    """The LockClient protocol over a program. Options: ``request_timeout`` (ns) is this
-    side's; every other option goes to the program in ``init``, as written."""
+class ProgramOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A program client's options: ``request_timeout`` is this side's; every other option
+    goes to the program in ``init``."""
+
+    request_timeout: Annotated[
+        Timeout, Meta(description="how long a reply may take (slower: a hung program)")
+    ] = DEFAULT_REQUEST_TIMEOUT_NS
+
+
+def _split(options: ProgramOptions | dict[str, object]) -> tuple[float, dict[str, object]]:
+    """This side's reply timeout (s), and the options the program gets, as plain data. A
+    user's own program (``client: {command: ...}``) gets its options as written."""
+    if isinstance(options, ProgramOptions):
+        given: dict[str, object] = plain(options)
+        timeout_ns = options.request_timeout
+    else:
+        given = dict(options)
+        written = given.get("request_timeout", DEFAULT_REQUEST_TIMEOUT_NS)
+        timeout_ns = written if isinstance(written, int) else DEFAULT_REQUEST_TIMEOUT_NS
+    given.pop("request_timeout", None)
+    return timeout_ns / 1e9, given
+
+
+class ProgramClient(DeclaredClient):
+    """The LockClient protocol over a program. A reference program's class declares its
+    ``name`` (its launcher is bin/<name> in clients_dir()); a user's own is given by its
+    ``command`` (start_program_client)."""
+
+    Options = ProgramOptions
 
     def __init__(
         self,
-        command: Sequence[str],
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: ProgramOptions | dict[str, object],
         discovery: Discovery | None = None,  # given to no program yet (independent masters)
+        *,
+        command: Sequence[str] = (),  # none: this class's launcher
         session: _Session | None = None,  # one started already (start_program_client)
     ) -> None:
-        self.command = list(command)
+        self.command = list(command or self.launcher())
         self.nodes = list(nodes)
         self.clock = clock
-        timeout_ns = options.get("request_timeout", DEFAULT_REQUEST_TIMEOUT_NS)
-        self.timeout_s = int(timeout_ns) / 1e9  # type: ignore[call-overload]
-        self.options = {k: v for k, v in options.items() if k != "request_timeout"}
+        self.timeout_s, self.options = _split(options)
         self.restarts = 0  # programs started again after one exited, hung or misspoke
-        self._session: _Session | None = session or _Session(command, nodes, self.options)
+        self._session: _Session | None = session or _Session(self.command, nodes, self.options)
         self.abilities = self._session.abilities
         self.announced = self._session.announced
         self.observer = GrantObserver(nodes, GRANT_TIMEOUT_S)
+
+    @classmethod
+    def launcher(cls) -> tuple[str, ...]:
+        """A reference program's argv: the launcher `make clients` builds (none: a user's
+        own program, given by its command)."""
+        return (str(clients_dir() / "bin" / cls.name),) if "name" in vars(cls) else ()
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        launcher = cls.launcher()
+        return not_runnable(launcher, reference=True) if launcher else None
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         """One request and its reply; on any failure the program is stopped, so that the
@@ -280,9 +321,8 @@ def start_program_client(
     options: dict[str, object],
     discovery: Discovery | None = None,
 ) -> ProgramClient:
-    """A client for ``command``, of the class its declared abilities call for (the
-    Extending protocol only for a program that said it can extend)."""
-    passed = {k: v for k, v in options.items() if k != "request_timeout"}
-    session = _Session(command, nodes, passed)
+    """A client for a user's program ``command`` (options as written), of the class its
+    abilities call for (the Extending protocol only for a program that said it can)."""
+    session = _Session(command, nodes, _split(options)[1])
     cls = ExtendingProgramClient if "extend" in session.abilities else ProgramClient
-    return cls(command, nodes, clock, options, discovery, session=session)
+    return cls(nodes, clock, options, discovery, command=command, session=session)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
@@ -93,7 +93,7 @@ class ClientFactory(Protocol):
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: Any,  # the class's typed Options; a dict for a plug-in without Options
         discovery: Discovery | None = None,
     ) -> LockClient: ...
 

@@ -9,15 +9,14 @@
         exit      (the section's last write: a fencing token is checked again)
         release
 
-Run as `python -m lockharness.workloads.worker CONFIG.json`. A client exception becomes an
+Run as `python -m lockharness.workloads.worker TASK.json` (workloads/task.py: one
+msgspec-encoded WorkerTask). A client exception becomes an
 `info` event and the client carries on. SIGTERM lets each client finish its cycle and stop.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import os
 import random
 import signal
@@ -25,19 +24,16 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from lockharness.core.clock import ClockReader
-from lockharness.core.discovery import Discovery
-from lockharness.core.endpoints import Endpoint
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from lockharness.core.run_dir import RunDir
-from lockharness.workloads.program import ProgramClient, start_program_client
+from lockharness.workloads.client_build import Builder, client_builder
+from lockharness.workloads.program import ProgramClient
 from lockharness.workloads.protocol import (
-    ClientFactory,
     CrashPoint,
     Extending,
     Lease,
@@ -45,56 +41,14 @@ from lockharness.workloads.protocol import (
     TrustsClientClock,
 )
 from lockharness.workloads.recorder import Recorder
-from lockharness.workloads.registry import client_info
 from lockharness.workloads.resource import Resource
+from lockharness.workloads.task import WorkerTask, decode_task
 
 # Time reserved at the end of an honoured lease for exit + release: the section must be
 # over (release invoked) by the deadline.
 EXIT_BUDGET_NS = 5_000_000
 CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with this
 HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard; it stopped
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    worker: int  # 1-based
-    first_process: int
-    threads: int
-    nodes: list[Endpoint]  # this worker's proxies, in node order
-    resource: Endpoint
-    client: str
-    client_options: dict[str, Any]
-    keys: list[str]
-    ttl_ms: int
-    hold_min_ns: int
-    hold_max_ns: int
-    acquire_timeout_ns: int
-    retry_delay_min_ns: int
-    retry_delay_max_ns: int
-    honor_validity: bool
-    t0_ns: int  # CLOCK_MONOTONIC at run start, the history's zero (from the go file, if any)
-    end_ns: int  # in the history's time base
-    seed: int
-    history_path: str
-    discovery: dict[str, Any] | None = None  # replicated topology: how to find the master
-    nesting: float = 0.0  # chance that a section re-acquires its own lock (reentrant)
-    extend: bool = False  # sections extend their lease while they hold (extending clients)
-    # A program in any language (workloads.program), run as this argv; empty: a class.
-    client_command: list[str] = field(default_factory=list)
-    # The start barrier: with a go file, the worker builds its clients, says so (its ready
-    # file), and starts when the controller writes the run's t0 into the go file, so a
-    # client that takes seconds to start (a JVM) costs the run none of its time.
-    go_path: str | None = None
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
-
-    @classmethod
-    def from_json(cls, text: str) -> WorkerConfig:
-        raw = json.loads(text)
-        raw["nodes"] = [Endpoint.from_dict(n) for n in raw["nodes"]]
-        raw["resource"] = Endpoint.from_dict(raw["resource"])
-        return cls(**raw)
 
 
 def _error(e: BaseException) -> dict[str, str]:
@@ -106,31 +60,30 @@ class ClientLoop:
 
     def __init__(
         self,
-        config: WorkerConfig,
+        task: WorkerTask,
         process: int,
         recorder: Recorder,
         stop: threading.Event,
-        factory: ClientFactory,
+        build: Builder,
     ) -> None:
-        self.config = config
+        self.task = task
         self.process = process
         self.rec = recorder
         self.stop = stop
-        self.clock = lambda: time.monotonic_ns() - self.config.t0_ns
-        self.rng = random.Random(f"{config.seed}:{process}")
-        discovery = Discovery.from_dict(config.discovery) if config.discovery else None
-        self.client: LockClient = factory(
-            config.nodes, self.clock, config.client_options, discovery=discovery
-        )
+        self.clock = lambda: time.monotonic_ns() - self.task.t0_ns
+        self.rng = random.Random(f"{task.seed}:{process}")
+        self.workload = task.workload  # the same after the go (which sets t0 only)
+        self.keys = task.workload.key_names
+        self.client: LockClient = build(task.nodes, self.clock, task.discovery)
         if isinstance(self.client, CrashPoint):  # e.g. setnx-expire, between its two commands
             self.client.crash_between = self._crash_if_armed
-        run_dir = RunDir(Path(config.history_path).parent)  # beside the worker's shard
-        clock_file = run_dir.client_clock(config.worker)  # the nemesis's client-clock fault
+        run_dir = RunDir(Path(task.history_path).parent)  # beside the worker's shard
+        clock_file = run_dir.client_clock(task.worker)  # the nemesis's client-clock fault
         if isinstance(self.client, TrustsClientClock) and clock_file.exists():
             reader = ClockReader(clock_file)
             self.client.wall_ms = lambda: reader.now_ns() // 1_000_000
-        self._armed = run_dir.crash_point(config.worker)  # there: the nemesis armed it
-        self.resource = Resource(config.resource)
+        self._armed = run_dir.crash_point(task.worker)  # there: the nemesis armed it
+        self.resource = Resource(task.resource)
 
     def _crash_if_armed(self) -> None:
         """At the client's crash point: if the nemesis armed it, the whole process dies
@@ -139,12 +92,12 @@ class ClientLoop:
             os._exit(CRASH_EXIT_CODE)
 
     def running(self) -> bool:
-        return not self.stop.is_set() and self.clock() < self.config.end_ns
+        return not self.stop.is_set() and self.clock() < self.task.end_ns
 
     def run(self) -> None:
         try:
             while self.running():
-                key = self.rng.choice(self.config.keys)
+                key = self.rng.choice(self.keys)
                 lease = self.acquire(key)
                 if lease is not None:
                     self.release(*self.critical_section(lease))
@@ -157,8 +110,8 @@ class ClientLoop:
 
     def acquire(self, key: str) -> Lease | None:
         """Attempts until one succeeds, the acquire timeout passes or the run ends."""
-        ttl_ms = self.config.ttl_ms
-        give_up = self.clock() + self.config.acquire_timeout_ns
+        ttl_ms = self.workload.ttl_ms
+        give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
             self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
             try:
@@ -178,7 +131,9 @@ class ClientLoop:
                     self.rec.record(self.process, OK, ACQUIRE, key, lease.token, value)
                     return lease
                 self.rec.record(self.process, FAIL, ACQUIRE, key)
-            delay = self.rng.uniform(self.config.retry_delay_min_ns, self.config.retry_delay_max_ns)
+            delay = self.rng.uniform(
+                self.workload.retry_delay_min_ns, self.workload.retry_delay_max_ns
+            )
             if self.clock() + delay >= give_up:
                 return None
             self.stop.wait(delay / 1e9)
@@ -190,7 +145,7 @@ class ClientLoop:
         if the harness is on time. Recorded with the release, it lets the checker tell a
         late harness (CPU starvation, a hung resource) from a lock that let two in."""
         hold_end = self.clock() + int(
-            self.rng.uniform(self.config.hold_min_ns, self.config.hold_max_ns)
+            self.rng.uniform(self.workload.hold_min_ns, self.workload.hold_max_ns)
         )
         if self.usable_until(lease, hold_end) <= self.clock():
             # The lease is too short to use safely: release it untouched, right away.
@@ -211,7 +166,7 @@ class ClientLoop:
                     "highest": entry.highest,
                 }
             self.rec.record(self.process, OK, ENTER, key, token, value)
-        if self.config.nesting and self.rng.random() < self.config.nesting:
+        if self.workload.nesting and self.rng.random() < self.workload.nesting:
             self.nested(lease, self.usable_until(lease, hold_end))
         lease = self.hold(lease, hold_end)
         planned_end = self.usable_until(lease, hold_end) + EXIT_BUDGET_NS
@@ -220,7 +175,7 @@ class ClientLoop:
 
     def usable_until(self, lease: Lease, hold_end: int) -> int:
         """When the work must stop: the hold's end, or before the deadline if honoured."""
-        if self.config.honor_validity and lease.deadline is not None:
+        if self.workload.honor_validity and lease.deadline is not None:
             return min(hold_end, lease.deadline - EXIT_BUDGET_NS)
         return hold_end
 
@@ -229,9 +184,9 @@ class ClientLoop:
         With ``extend``, renew the lease whenever a third of its TTL has passed since the
         hold began or the last renewal (as Redisson's watchdog does) while the hold goes on
         past the current validity; once the client refuses, hold what is left of it."""
-        renew_every = self.config.ttl_ms * 1_000_000 // 3
+        renew_every = self.workload.ttl_ms * 1_000_000 // 3
         renewed_at = self.clock()
-        while self.config.extend and lease.deadline is not None and hold_end > lease.deadline:
+        while self.workload.extend and lease.deadline is not None and hold_end > lease.deadline:
             now = self.clock()
             if now >= hold_end:
                 break
@@ -250,7 +205,7 @@ class ClientLoop:
     def extend(self, lease: Lease) -> Lease | None:
         # The scenario allows workload.extend only for an Extending client (ClientInfo.extends).
         assert isinstance(self.client, Extending), "extend asked of a client that cannot"
-        ttl_ms = self.config.ttl_ms
+        ttl_ms = self.workload.ttl_ms
         self.rec.record(self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms})
         try:
             extended = self.client.extend(lease, ttl_ms)
@@ -309,61 +264,61 @@ class ClientLoop:
             self.rec.record(self.process, OK if released else FAIL, RELEASE, lease.key, lease.token)
 
 
-def client_factory(config: WorkerConfig) -> ClientFactory:
-    """What builds this worker's clients: a program speaking docs/client-protocol.md, or a
-    class (a plug-in's module is imported now, through LOCKHARNESS_PLUGIN_PATH)."""
-    if config.client_command:
-        return partial(start_program_client, config.client_command)
-    return client_info(config.client).factory()
+def client_factory(task: WorkerTask) -> Builder:
+    """What builds this worker's clients (workloads.client_build)."""
+    client = task.client
+    return client_builder(
+        client.class_path, plugin=client.plugin, command=client.command, options=client.options
+    )
 
 
 GO_TIMEOUT_S = 300.0  # a controller that never says go has died (its workers die with it)
 
 
-def _await_go(config: WorkerConfig, stop: threading.Event) -> WorkerConfig | None:
-    """Say ready, wait for the controller's go: the config with the run's t0; None when
+def _await_go(task: WorkerTask, stop: threading.Event) -> WorkerTask | None:
+    """Say ready, wait for the controller's go: the task with the run's t0; None when
     told to stop first."""
-    assert config.go_path is not None
-    go = Path(config.go_path)
-    RunDir(go.parent).ready(config.worker).write_text(f"{os.getpid()}\n")
+    assert task.go_path is not None
+    go = Path(task.go_path)
+    RunDir(go.parent).ready(task.worker).write_text(f"{os.getpid()}\n")
     deadline = time.monotonic() + GO_TIMEOUT_S
     while not stop.is_set() and time.monotonic() < deadline:
         text = go.read_text() if go.exists() else ""
         if text.endswith("\n"):  # written whole (the controller writes then renames)
-            return dataclasses.replace(config, t0_ns=int(text))
+            return msgspec.structs.replace(task, t0_ns=int(text))
         time.sleep(0.005)
     return None
 
 
-def run_worker(config: WorkerConfig) -> int:
+def run_worker(task: WorkerTask) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the controller handles Ctrl-C and tells us
 
     def clock() -> int:
-        return time.monotonic_ns() - config.t0_ns
+        return time.monotonic_ns() - task.t0_ns
 
     # Clients must not go on unrecorded: a shard that cannot be written stops the worker.
-    recorder = Recorder(Path(config.history_path), clock, on_failure=stop.set)
+    recorder = Recorder(Path(task.history_path), clock, on_failure=stop.set)
     # Built side by side: a client program may take seconds to start (a JVM), and every
     # worker's clients must be built before the controller's go (the start barrier).
-    factory = client_factory(config)  # once: a plug-in's module is imported here
-    with ThreadPoolExecutor(config.threads) as pool:
+    build = client_factory(task)  # once: the client's module is imported here
+    with ThreadPoolExecutor(task.workload.threads) as pool:
         loops = list(
             pool.map(
-                lambda t: ClientLoop(config, config.first_process + t, recorder, stop, factory),
-                range(config.threads),
+                lambda t: ClientLoop(task, task.first_process + t, recorder, stop, build),
+                range(task.workload.threads),
             )
         )
-    if config.go_path is not None:
-        started = _await_go(config, stop)
+    if task.go_path is not None:
+        started = _await_go(task, stop)
         if started is None:  # stopped (or abandoned) before the run began: nothing to record
             for loop in loops:
                 loop.close()
             return 0
-        config = started  # the recorder's clock reads it from here on
+        task = started  # the recorder's clock reads it from here on
         for loop in loops:
-            loop.config = started
+            loop.task = started
     threads = [
         threading.Thread(target=loop.run, name=f"process-{loop.process}", daemon=True)
         for loop in loops
@@ -374,10 +329,11 @@ def run_worker(config: WorkerConfig) -> int:
         while thread.is_alive():  # join in slices so SIGTERM's handler gets to run
             thread.join(0.2)
     recorder.close()
-    restarts = sum(loop.client.restarts for loop in loops if isinstance(loop.client, ProgramClient))
-    if config.client_command:  # programs that exited, hung or misspoke, started again
-        run_dir = RunDir(Path(config.history_path).parent)
-        run_dir.program_restarts(config.worker).write_text(f"{restarts}\n")
+    programs = [loop.client for loop in loops if isinstance(loop.client, ProgramClient)]
+    if programs:  # programs that exited, hung or misspoke, started again
+        restarts = sum(program.restarts for program in programs)
+        run_dir = RunDir(Path(task.history_path).parent)
+        run_dir.program_restarts(task.worker).write_text(f"{restarts}\n")
     if recorder.failed is not None:
         with contextlib.suppress(OSError):  # the log may sit on the same full disk
             print(f"history not written: {recorder.failed}", file=sys.stderr, flush=True)
@@ -387,9 +343,9 @@ def run_worker(config: WorkerConfig) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m lockharness.workloads.worker CONFIG.json", file=sys.stderr)
+        print("usage: python -m lockharness.workloads.worker TASK.json", file=sys.stderr)
         return 2
-    return run_worker(WorkerConfig.from_json(Path(argv[0]).read_text()))
+    return run_worker(decode_task(Path(argv[0]).read_bytes()))
 
 
 if __name__ == "__main__":

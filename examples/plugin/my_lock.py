@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
 import redis
 from lockharness.core.endpoints import Endpoint  # a node: name ("n1"), host, port
+from lockharness.workloads.client_info import ClientOptions, Timeout
+from lockharness.workloads.declaration import DeclaredClient  # the declaration's defaults
 from lockharness.workloads.protocol import Lease  # what acquire hands back
+from msgspec import Meta
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -42,16 +46,22 @@ DRIFT_FACTOR = 0.01  # redis.io: allow 1% of the TTL for clock drift...
 DRIFT_FLOOR_MS = 2  # ...plus 2 ms for the granularity of Redis's expiry clock
 
 
-class MyLock:
+class MyLockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The options a scenario may give under client.options, checked like a built-in
+    client's before the run starts: a msgspec Struct (types, defaults, bounds, and a
+    description each). A duration (Timeout) is written "100ms" and arrives as an int of
+    nanoseconds."""
+
+    timeout: Annotated[Timeout, Meta(description="socket timeout for each request")] = (
+        DEFAULT_TIMEOUT_NS
+    )
+    node: Annotated[int, Meta(description="which node (1-based) holds the lock")] = 1
+
+
+class MyLock(DeclaredClient):
     """Single-instance SET NX PX lock with a Lua compare-and-delete release (example)."""
 
-    # The options a scenario may give under client.options, checked like a built-in
-    # client's before the run starts: name -> (kind, help). Kinds: duration, int, float,
-    # bool, str, choice:a|b. A duration arrives here as an int of nanoseconds.
-    OPTIONS = {
-        "timeout": ("duration", "socket timeout for each request (default 100ms)"),
-        "node": ("int", "which node (1-based) holds the lock (default 1)"),
-    }
+    Options = MyLockOptions
     needs_masters = False  # one instance, not a lock spread over independent masters
     reentrant = False  # a second acquire by the same holder is refused
 
@@ -59,16 +69,13 @@ class MyLock:
         self,
         nodes: Sequence[Endpoint],
         clock: Callable[[], int],
-        options: dict[str, object],
+        options: MyLockOptions,  # read from the scenario, defaults filled in
         discovery: object = None,  # replicated topology only; this class ignores it
     ) -> None:
         # The harness builds one instance per client thread: no locking needed inside.
-        timeout_ns = options.get("timeout", DEFAULT_TIMEOUT_NS)
-        node = options.get("node", 1)
-        assert isinstance(timeout_ns, int) and isinstance(node, int)  # as OPTIONS declares
-        self.node = nodes[node - 1]  # reached through this worker's own proxy to that node
+        self.node = nodes[options.node - 1]  # reached through this worker's proxy to it
         self.clock = clock  # the history's time base: ns since the run started
-        timeout_s = timeout_ns / 1e9
+        timeout_s = options.timeout / 1e9
         self.redis = redis.Redis(
             host=self.node.host,
             port=self.node.port,

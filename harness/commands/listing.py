@@ -15,7 +15,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     if args.clients:
         table = Table("client", "what it does", "options")
         for info in CLIENTS.values():
-            table.add_row(info.name, info.description, ", ".join(info.options))
+            table.add_row(info.name, info.description, ", ".join(info.option_names))
     else:
         table = Table("scenario", "expect", "description")
         for scenario in builtin_scenarios():

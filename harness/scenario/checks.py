@@ -11,6 +11,12 @@ from lockharness.harness.scenario.model import Scenario
 from lockharness.workloads.registry import CLIENTS
 
 
+def _option(s: Scenario, name: str) -> object:
+    """The client's option ``name`` if it has one (a plug-in may declare any, or none)."""
+    options = s.client.options
+    return options.get(name) if isinstance(options, dict) else getattr(options, name, None)
+
+
 def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
     """In the order they are reported."""
     w, nodes, client = s.workload, s.cluster.nodes, s.client.name
@@ -20,13 +26,13 @@ def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
             why = f"{shown(lo)} is above {high} ({shown(hi)}); allowed: a duration up to {high}"
             yield f"workload.{low}", why
     # A single-node client's `node` option must name a node the cluster has.
-    node = s.client.options.get("node")
+    node = _option(s, "node")
     if isinstance(node, int) and not 1 <= node <= nodes:
         why = f"{node} is not a node of the cluster; allowed: an integer from 1 to {nodes}"
         yield "client.options.node", f"{why} (cluster.nodes)"
     # Redlock-style clients need independent masters; discovery needs replicas.
     info, replicated = s.client.info(), s.cluster.topology == "replicated"
-    discovery = s.client.options.get("discovery", "static")
+    discovery = _option(s, "discovery") or "static"
     if info.needs_masters and replicated:
         singles = ", ".join(name for name, i in CLIENTS.items() if not i.needs_masters)
         why = f"replicated does not fit client {client}, which needs independent masters; "

@@ -23,12 +23,12 @@ from lockharness.harness.scenario.limits import (
     DEFAULT_BACKEND,
     IMAGE_PATTERN,
     IMAGE_RULE,
-    MAX_COUNT,
     MAX_SEED,
     NAME_PATTERN,
     NAME_RULE,
 )
-from lockharness.workloads.client_doc import CLIENT_META, ClientDoc, ClientName, ClientSpec, Timeout
+from lockharness.workloads.client_doc import CLIENT_META, ClientDoc, ClientName, ClientSpec
+from lockharness.workloads.spec import Ttl, WorkloadSpec
 from msgspec import Meta
 
 Persistence = Literal["none", "aof-always", "aof-everysec"]
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     # subclass per set of bounds, a Literal of names from a table): to a type checker, the
     # int or str each value is.
     RunLength = int
-    Ttl = int
     Safety = str
     Liveness = str
     Resource = str
@@ -52,14 +51,12 @@ if TYPE_CHECKING:
     Backend = str
 else:
     RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
-    Ttl = duration_type("Ttl", positive=True, whole_ms=True)  # Redis PX takes milliseconds
     Safety = Literal[(*EXPECTATIONS, "unknown")]
     Liveness = Literal[LIVENESS_EXPECTATIONS]
     Resource = Literal[RESOURCE_EXPECTATIONS]
     Tokens = Literal[TOKEN_EXPECTATIONS]
     ExpectName = Literal[EXPECTATIONS]
     Backend = Literal[BACKENDS]
-Count = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
 # let a final newline through).
 _END = r"(?![\s\S])"
@@ -82,22 +79,6 @@ class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     # LOCKHARNESS_REDIS_IMAGE / LOCKHARNESS_TOXIPROXY_IMAGE environment's).
     redis_image: Image | None = None
     toxiproxy_image: Image | None = None
-
-
-class WorkloadSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    workers: Count = 4
-    threads: Count = 3
-    keys: Annotated[int, Meta(ge=1, le=10_000)] = 1
-    ttl_ns: Ttl = msgspec.field(name="ttl", default=1 * _S)
-    hold_min_ns: Delay = msgspec.field(name="hold_min", default=10 * _MS)
-    hold_max_ns: Delay = msgspec.field(name="hold_max", default=50 * _MS)
-    acquire_timeout_ns: Timeout = msgspec.field(name="acquire_timeout", default=2 * _S)
-    retry_delay_min_ns: Delay = msgspec.field(name="retry_delay_min", default=5 * _MS)
-    retry_delay_max_ns: Delay = msgspec.field(name="retry_delay_max", default=50 * _MS)
-    honor_validity: bool = True
-    # The chance that a section re-acquires its own lock (reentrant clients).
-    nesting: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
-    extend: bool = False  # sections extend their lease while the hold goes on
 
 
 @dataclass(frozen=True, kw_only=True)

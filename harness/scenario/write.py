@@ -13,7 +13,7 @@ from lockharness.core.typed_input import plain
 from lockharness.faults.plan_doc import plan_to_plain
 from lockharness.harness.scenario.expectation import Expectation
 from lockharness.harness.scenario.model import Scenario, ScenarioDoc
-from lockharness.workloads.client_doc import client_to_plain
+from lockharness.workloads.client_doc import client_schema_types, client_to_plain
 
 
 def _expect(e: Expectation) -> object:
@@ -59,4 +59,6 @@ def to_yaml(s: Scenario) -> str:
 
 def json_schema() -> str:
     """The scenario file's JSON Schema, draft-07 (what editors' YAML servers read)."""
-    return schema_of(ScenarioDoc, "lockharness scenario")
+    # The clients' part: one form per built-in client, from its declaration.
+    clients = {"ClientDoc": client_schema_types()}
+    return schema_of(ScenarioDoc, "lockharness scenario", any_of=clients)

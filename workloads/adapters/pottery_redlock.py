@@ -19,53 +19,58 @@ it (workloads/grant_observer.py: one GET per node, one round trip, after the acq
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated, Any
 
 from lockharness.core.connect import single_try_client
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import (
-    MULTI_TIMEOUT_NS,
-    NOT_INSTALLED,
-    timeout_s,
+    MultiNodeOptions,
+    not_installed,
+    optional_library,
+    require,
 )
-from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
+from msgspec import Meta
 
-try:
-    from pottery import Redlock, ReleaseUnlockedLock
-except ImportError as missing:  # the optional `clients` extra
-    raise ImportError(NOT_INSTALLED.format("pottery")) from missing
+pottery = optional_library("pottery")  # the optional `clients` extra
 
 
-class PotteryRedlock:
+class PotteryOptions(MultiNodeOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    raise_on_redis_errors: Annotated[
+        bool, Meta(description="raise when a majority of nodes errored (the library's default)")
+    ] = False
+
+
+class PotteryRedlock(DeclaredClient):
     """pottery 3.0.1's Redlock over N nodes, non-blocking; no deadline; grants observed"""
 
-    NAME = "pottery-redlock"
-    OPTIONS = {
-        "timeout": TIMEOUT_OPTION,
-        "raise_on_redis_errors": (
-            "bool",
-            "raise when a majority of nodes errored (library default: false)",
-        ),
-    }
+    name = "pottery-redlock"
+    Options = PotteryOptions
     needs_masters = True
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return not_installed(pottery, "pottery")
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: PotteryOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        timeout = timeout_s(options, MULTI_TIMEOUT_NS)
+        self.library = require(pottery, "pottery")
+        timeout = options.timeout / 1e9
         self.masters = [single_try_client(node, timeout) for node in nodes]
-        self.raise_on_redis_errors = bool(options.get("raise_on_redis_errors", False))
+        self.raise_on_redis_errors = options.raise_on_redis_errors
         self.observer = GrantObserver(nodes, timeout)
-        self.held: dict[str, Redlock] = {}  # a Redlock object is one lease: release needs it
+        self.held: dict[str, Any] = {}  # a pottery Redlock is one lease: release needs it
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
-        lock = Redlock(
+        lock = self.library.Redlock(
             key=key,
             masters=self.masters,
             raise_on_redis_errors=self.raise_on_redis_errors,
@@ -80,7 +85,7 @@ class PotteryRedlock:
     def release(self, lease: Lease) -> bool:
         try:
             self.held.pop(lease.token).release()
-        except ReleaseUnlockedLock as refused:
+        except self.library.ReleaseUnlockedLock as refused:
             if refused.redis_errors:
                 raise
             return False

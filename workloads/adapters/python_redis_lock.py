@@ -20,45 +20,64 @@ The instance is fixed (option node) or found through Sentinel or a pointer, as f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.adapters.common import NOT_INSTALLED, SINGLE_NODE_OPTIONS, single_node
+from lockharness.workloads.adapters.common import (
+    SingleNodeOptions,
+    not_installed,
+    optional_library,
+    require,
+    single_node,
+)
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
+from msgspec import Meta
 
-try:
-    import redis_lock
-except ImportError as missing:  # the optional `clients` extra
-    raise ImportError(NOT_INSTALLED.format("python-redis-lock")) from missing
+redis_lock = optional_library("redis_lock")  # the optional `clients` extra
 
 
-class PythonRedisLock:
+class RenewalOptions(SingleNodeOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    auto_renewal: Annotated[bool, Meta(description="renew the key every expire*2/3 while held")] = (
+        False
+    )
+
+
+class RenewingOptions(RenewalOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    auto_renewal: Annotated[bool, Meta(description="renew the key every expire*2/3 while held")] = (
+        True
+    )
+
+
+class PythonRedisLock(DeclaredClient):
     """python-redis-lock 4.0.1 on one node (SET NX EX, whole seconds); no deadline"""
 
-    NAME = "python-redis-lock"
-    OPTIONS = {
-        **SINGLE_NODE_OPTIONS,
-        "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default false)"),
-    }
+    name = "python-redis-lock"
+    Options: ClassVar[type[RenewalOptions]] = RenewalOptions
     ttl_step_ms = 1000  # the library's expire is in whole seconds
-    auto_renewal_default = False
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return not_installed(redis_lock, "python-redis-lock")
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: RenewalOptions,
         discovery: Discovery | None = None,
     ) -> None:
+        self.library = require(redis_lock, "python-redis-lock")
         self.nodes = single_node(nodes, options, discovery)
-        self.auto_renewal = bool(options.get("auto_renewal", self.auto_renewal_default))
-        self.held: dict[str, redis_lock.Lock] = {}
+        self.auto_renewal = options.auto_renewal
+        self.held: dict[str, Any] = {}  # a redis_lock.Lock per lease: release needs it
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         if ttl_ms % 1000:
             raise ValueError(f"python-redis-lock expires in whole seconds; ttl {ttl_ms} ms is not")
         node, redis = self.nodes.master()
-        lock = redis_lock.Lock(redis, key, expire=ttl_ms // 1000, auto_renewal=self.auto_renewal)
+        lock = self.library.Lock(redis, key, expire=ttl_ms // 1000, auto_renewal=self.auto_renewal)
         if not lock.acquire(blocking=False):
             return None
         self.held[lock.id] = lock
@@ -67,7 +86,7 @@ class PythonRedisLock:
     def release(self, lease: Lease) -> bool:
         try:
             self.held.pop(lease.token).release()
-        except redis_lock.NotAcquired:  # expired, or another client's lock is there now
+        except self.library.NotAcquired:  # expired, or another client's lock is there now
             return False
         return True
 
@@ -82,9 +101,5 @@ class RenewingPythonRedisLock(PythonRedisLock):
     suite's client matrix can run the library both ways.
     """
 
-    NAME = "python-redis-lock-renewal"
-    OPTIONS = {
-        **SINGLE_NODE_OPTIONS,
-        "auto_renewal": ("bool", "renew the key every expire*2/3 while held (default true)"),
-    }
-    auto_renewal_default = True
+    name = "python-redis-lock-renewal"
+    Options = RenewingOptions

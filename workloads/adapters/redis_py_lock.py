@@ -16,23 +16,24 @@ from collections.abc import Sequence
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.adapters.common import SINGLE_NODE_OPTIONS, single_node
+from lockharness.workloads.adapters.common import SingleNodeOptions, single_node
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
 from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 
 
-class RedisPyLock:
+class RedisPyLock(DeclaredClient):
     """redis-py 8.1's redis.lock.Lock on one node (SET NX PX, Lua release); no deadline"""
 
-    NAME = "redis-py-lock"
-    OPTIONS = SINGLE_NODE_OPTIONS
+    name = "redis-py-lock"
+    Options = SingleNodeOptions
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: SingleNodeOptions,
         discovery: Discovery | None = None,
     ) -> None:
         self.nodes = single_node(nodes, options, discovery)

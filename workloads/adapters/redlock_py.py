@@ -20,54 +20,60 @@ GET per node, one round trip, after the acquire).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
 from lockharness.core.connect import single_try_client
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import (
-    MULTI_TIMEOUT_NS,
-    NOT_INSTALLED,
-    timeout_s,
+    MultiNodeOptions,
+    not_installed,
+    optional_library,
+    require,
 )
-from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.client_info import Timeout
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
+from msgspec import Meta
 
-try:
-    import redlock
-except ImportError as missing:  # the optional `clients` extra
-    raise ImportError(NOT_INSTALLED.format("redlock-py")) from missing
+redlock = optional_library("redlock")  # the optional `clients` extra
 
 DEFAULT_RETRY_DELAY_NS = 200_000_000  # the library's own default
 
 
-class RedlockPy:
+class RedlockPyOptions(MultiNodeOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    retry_delay: Annotated[
+        Timeout, Meta(description="the library's sleep after a refused round (its default)")
+    ] = DEFAULT_RETRY_DELAY_NS
+
+
+class RedlockPy(DeclaredClient):
     """redlock-py 1.0.8 over N nodes in turn, one round; wall-clock validity; grants observed"""
 
-    NAME = "redlock-py"
-    OPTIONS = {
-        "timeout": TIMEOUT_OPTION,
-        "retry_delay": (
-            "duration",
-            "the library's sleep after a refused round (default its 200ms)",
-        ),
-    }
+    name = "redlock-py"
+    Options = RedlockPyOptions
     needs_masters = True
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return not_installed(redlock, "redlock-py")
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: RedlockPyOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        timeout = timeout_s(options, MULTI_TIMEOUT_NS)
+        self.library = require(redlock, "redlock-py")
+        timeout = options.timeout / 1e9
         self.servers = [single_try_client(node, timeout) for node in nodes]
         # The library accepts client objects as they are (URLs and dicts it would turn
         # into default, retrying clients). retry_count=1: one round; retries are the worker's.
         # retry_delay: the library reads 0 as "its default", so 0 cannot turn the sleep off.
-        delay_ns = int(options.get("retry_delay", DEFAULT_RETRY_DELAY_NS))  # type: ignore[call-overload]
-        self.dlm = redlock.Redlock(self.servers, retry_count=1, retry_delay=delay_ns / 1e9)
+        delay_s = options.retry_delay / 1e9
+        self.dlm = self.library.Redlock(self.servers, retry_count=1, retry_delay=delay_s)
         self.observer = GrantObserver(nodes, timeout)
         self.clock = clock
 
@@ -82,7 +88,7 @@ class RedlockPy:
 
     def release(self, lease: Lease) -> bool:
         # The Lock is plain data (validity, resource, token): rebuilt from the lease.
-        self.dlm.unlock(redlock.Lock(0, lease.key, lease.token.encode()))
+        self.dlm.unlock(self.library.Lock(0, lease.key, lease.token.encode()))
         return True  # unlock returns None and swallows errors: no signal to translate
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
 """Redlock with extension (redis.io: "Making the algorithm more reliable: Extending the
-lock"), on top of workloads/redlock.py.
+lock"), on top of workloads/clients/redlock.py.
 
     acquire, release: as Redlock
     extend(lease, ttl):
@@ -20,36 +20,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Annotated
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.clients.redlock import Redlock, RedlockOptions
 from lockharness.workloads.protocol import Clock, Lease
-from lockharness.workloads.redlock import Redlock
 from lockharness.workloads.scripts import COMPARE_AND_PEXPIRE
 from lockharness.workloads.validity import validity_deadline
+from msgspec import Meta
 
 DEFAULT_MAX_EXTENSIONS = 3
+
+
+class ExtendingOptions(RedlockOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    max_extensions: Annotated[int, Meta(description="how many times one lease may be extended")] = (
+        DEFAULT_MAX_EXTENSIONS
+    )
 
 
 class ExtendingRedlock(Redlock):
     """Redlock plus extend: compare-and-pexpire on a majority within validity, bounded"""
 
-    NAME = "redlock-extend"
-    OPTIONS = {
-        "timeout": TIMEOUT_OPTION,
-        "max_extensions": ("int", "how many times one lease may be extended (default 3)"),
-    }
+    name = "redlock-extend"
+    Options = ExtendingOptions
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: ExtendingOptions,
         discovery: Discovery | None = None,
     ) -> None:
         super().__init__(nodes, clock, options, discovery)
-        self.max_extensions = int(options.get("max_extensions", DEFAULT_MAX_EXTENSIONS))  # type: ignore[call-overload]
+        self.max_extensions = options.max_extensions
         self.extensions: dict[str, int] = {}  # lease token -> times extended so far
 
     def extend(self, lease: Lease, ttl_ms: int) -> Lease | None:

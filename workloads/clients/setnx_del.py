@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 
-from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
 from lockharness.workloads.one_node import OneNodeClient
 from lockharness.workloads.protocol import Lease
 
@@ -24,8 +23,7 @@ from lockharness.workloads.protocol import Lease
 class SetnxDelLock(OneNodeClient):
     """SETNX key token, release by DEL; no expiry: a crashed holder blocks forever"""
 
-    NAME = "setnx-del"
-    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+    name = "setnx-del"
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:  # ttl_ms: ignored, no expiry
         token = os.urandom(20).hex()

@@ -19,8 +19,7 @@ from collections.abc import Sequence
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
-from lockharness.workloads.one_node import OneNodeClient
+from lockharness.workloads.one_node import OneNodeClient, OneNodeOptions
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.scripts import REENTRANT_ACQUIRE, REENTRANT_RELEASE
 from lockharness.workloads.validity import validity_deadline
@@ -29,15 +28,14 @@ from lockharness.workloads.validity import validity_deadline
 class ReentrantLock(OneNodeClient):
     """reentrant lock on one node: value owner:count, Lua acquire/release, TTL refreshed"""
 
-    NAME = "reentrant"
-    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+    name = "reentrant"
     reentrant = True  # the Reentrant protocol: nothing in the methods shows it
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: OneNodeOptions,
         discovery: Discovery | None = None,
     ) -> None:
         super().__init__(nodes, clock, options, discovery)

@@ -13,44 +13,60 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Annotated, ClassVar
 
 from lockharness.core.discovery import Discovery, master_finder
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import DISCOVERY_OPTION, TIMEOUT_OPTION
+from lockharness.workloads.client_info import (
+    ClientOptions,
+    DiscoveryMode,
+    NodeNumber,
+    SocketTimeout,
+    Timeout,
+)
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.scripts import COMPARE_AND_DELETE
 from lockharness.workloads.validity import validity_deadline
+from msgspec import Meta
 
 DEFAULT_TIMEOUT_NS = 200_000_000
 DEFAULT_WAIT_NS = 100_000_000
 
 
-class SingleInstanceLock:
+class SingleOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    timeout: SocketTimeout = DEFAULT_TIMEOUT_NS
+    node: Annotated[
+        NodeNumber, Meta(description="which node (1-based) holds the lock (discovery: static)")
+    ] = 1
+    discovery: DiscoveryMode = "static"
+    wait_replicas: Annotated[
+        int, Meta(description="WAIT for this many replicas after acquiring (0: no)")
+    ] = 0
+    wait_timeout: Annotated[Timeout, Meta(description="how long WAIT may take")] = DEFAULT_WAIT_NS
+
+
+class SingleInstanceLock(DeclaredClient):
     """SET key token NX PX ttl on one node; release by Lua compare-and-delete"""
 
-    NAME = "single"
-    OPTIONS = {
-        "timeout": TIMEOUT_OPTION,
-        "node": ("int", "which node (1-based) holds the lock (discovery: static)"),
-        "discovery": DISCOVERY_OPTION,
-        "wait_replicas": ("int", "WAIT for this many replicas after acquiring (0: no)"),
-        "wait_timeout": ("duration", "how long WAIT may take (default 100ms)"),
-    }
+    name = "single"
+    rank = 0  # listed first: the simplest lock
+    # Wider than SingleOptions: unsafe-del, a subclass, takes only part of them.
+    Options: ClassVar[type[ClientOptions]] = SingleOptions
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: SingleOptions,
         discovery: Discovery | None = None,
     ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        mode, node = str(options.get("discovery", "static")), int(options.get("node", 1))  # type: ignore[call-overload]
         # Which node is "the" instance: fixed, or the master Sentinel or a pointer names.
-        self.nodes = master_finder(mode, nodes, node, discovery, timeout_s)
+        timeout_s = options.timeout / 1e9
+        self.nodes = master_finder(options.discovery, nodes, options.node, discovery, timeout_s)
         self.clock = clock
-        self.wait_replicas = int(options.get("wait_replicas", 0))  # type: ignore[call-overload]
-        self.wait_ms = int(options.get("wait_timeout", DEFAULT_WAIT_NS)) // 1_000_000  # type: ignore[call-overload]
+        self.wait_replicas = options.wait_replicas
+        self.wait_ms = options.wait_timeout // 1_000_000
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         token = os.urandom(20).hex()

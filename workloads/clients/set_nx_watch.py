@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
-from lockharness.workloads.one_node import OneNodeClient
+from lockharness.workloads.one_node import OneNodeClient, OneNodeOptions
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.validity import validity_deadline
+from msgspec import Meta
 from redis.exceptions import WatchError
 
 DEFAULT_RELEASE_RETRIES = 3
@@ -35,25 +36,27 @@ class ReleaseContended(Exception):
     """Every WATCH ... EXEC attempt met a concurrent write: outcome unknown."""
 
 
+class WatchOptions(OneNodeOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    release_retries: Annotated[int, Meta(description="retries after a WatchError on release")] = (
+        DEFAULT_RELEASE_RETRIES
+    )
+
+
 class SetNxWatchLock(OneNodeClient):
     """SET NX EX; release by WATCH/GET/MULTI/DEL/EXEC, retried on a concurrent write"""
 
-    NAME = "set-nx-watch"
-    OPTIONS = {
-        "timeout": TIMEOUT_OPTION,
-        "node": NODE_OPTION,
-        "release_retries": ("int", "retries after a WatchError on release (default 3)"),
-    }
+    name = "set-nx-watch"
+    Options = WatchOptions
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: WatchOptions,
         discovery: Discovery | None = None,
     ) -> None:
         super().__init__(nodes, clock, options, discovery)
-        self.attempts = int(options.get("release_retries", DEFAULT_RELEASE_RETRIES)) + 1  # type: ignore[call-overload]
+        self.attempts = options.release_retries + 1
         # Called between the GET and MULTI of each release attempt (tests write the key there).
         self.before_exec: Callable[[], object] | None = None  # its result is ignored
 

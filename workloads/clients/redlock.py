@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.client_info import ClientOptions, SocketTimeout
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.fanout import FanOut
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.scripts import COMPARE_AND_DELETE
@@ -32,22 +33,26 @@ class ReleaseUnknown(Exception):
     """No node answered the release: whether the lease is gone is unknown."""
 
 
-class Redlock:
+class RedlockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    timeout: SocketTimeout = DEFAULT_TIMEOUT_NS
+
+
+class Redlock(DeclaredClient):
     """Redlock: SET NX PX on N nodes concurrently, majority + validity, release on all"""
 
-    NAME = "redlock"
-    OPTIONS = {"timeout": TIMEOUT_OPTION}
+    name = "redlock"
+    rank = 1
+    Options = RedlockOptions
     needs_masters = True
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: RedlockOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
-        self.nodes = FanOut(nodes, timeout_s)
+        self.nodes = FanOut(nodes, options.timeout / 1e9)
         self.quorum = len(nodes) // 2 + 1
         self.clock = clock
 

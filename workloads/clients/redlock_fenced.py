@@ -1,4 +1,4 @@
-"""Redlock that also hands out a fencing token, on top of workloads/redlock.py.
+"""Redlock that also hands out a fencing token, on top of workloads/clients/redlock.py.
 
     acquire as Redlock; then, if it succeeded:
         on every node, concurrently: EVAL fence-incr key token fence:key
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from lockharness.workloads.clients.redlock import Redlock
 from lockharness.workloads.protocol import Lease
-from lockharness.workloads.redlock import Redlock
 from lockharness.workloads.scripts import FENCE_INCR
 
 
@@ -32,7 +32,7 @@ def fence_key(key: str) -> str:
 class FencedRedlock(Redlock):
     """Redlock plus a fencing token: max of INCR fence:key over a majority of holders"""
 
-    NAME = "redlock-fenced"  # OPTIONS and needs_masters: Redlock's
+    name = "redlock-fenced"  # Options and needs_masters: Redlock's
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         lease = super().acquire(key, ttl_ms)

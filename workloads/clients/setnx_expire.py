@@ -21,8 +21,7 @@ from collections.abc import Callable, Sequence
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
-from lockharness.workloads.one_node import OneNodeClient
+from lockharness.workloads.one_node import OneNodeClient, OneNodeOptions
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.validity import validity_deadline
 
@@ -30,14 +29,13 @@ from lockharness.workloads.validity import validity_deadline
 class SetnxExpireLock(OneNodeClient):
     """SETNX then EXPIRE as a second command (crash hook between); release GET+DEL"""
 
-    NAME = "setnx-expire"
-    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+    name = "setnx-expire"
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: OneNodeOptions,
         discovery: Discovery | None = None,
     ) -> None:
         super().__init__(nodes, clock, options, discovery)

@@ -18,7 +18,7 @@ The value written is "expiry:random". The timestamp alone is the literature's va
 two clients writing in the same millisecond would then share one lease token, and the
 history could not tell their leases apart; the random suffix keeps tokens unique, and
 every comparison reads only the timestamp before the colon. The client clock is
-``wall_ms`` (option or attribute), so a nemesis or a test can skew it per client.
+``wall_ms`` (an attribute), so a nemesis or a test can skew it per client.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from collections.abc import Callable, Sequence
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import NODE_OPTION, TIMEOUT_OPTION
-from lockharness.workloads.one_node import OneNodeClient
+from lockharness.workloads.one_node import OneNodeClient, OneNodeOptions
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.validity import validity_deadline
 
@@ -48,19 +47,17 @@ def expiry_of(value: bytes | str) -> int:
 class SetnxGetsetLock(OneNodeClient):
     """SETNX key expiry (client clock), take stale locks over by GETSET; trusts clocks"""
 
-    NAME = "setnx-getset"
-    OPTIONS = {"timeout": TIMEOUT_OPTION, "node": NODE_OPTION}
+    name = "setnx-getset"
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: OneNodeOptions,
         discovery: Discovery | None = None,
     ) -> None:
         super().__init__(nodes, clock, options, discovery)
-        wall = options.get("wall_ms", system_wall_ms)
-        self.wall_ms: Callable[[], int] = wall if callable(wall) else system_wall_ms
+        self.wall_ms: Callable[[], int] = system_wall_ms  # the worker or a test may skew it
         # Called after GET saw a stale value, before GETSET (tests use it to race).
         self.before_getset: Callable[[], None] | None = None
 

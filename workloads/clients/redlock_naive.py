@@ -12,7 +12,7 @@ Claim illustrated: the validity check is not optional. Without it, and with the 
 asked sequentially, a slow majority grants a lease whose keys have already expired on
 the first nodes asked, and the caller, told only "yes", goes on to use it. The lease
 has no deadline (the algorithm gives none), so the checker counts it held until
-release. Compare workloads/redlock.py.
+release. Compare workloads/clients/redlock.py.
 """
 
 from __future__ import annotations
@@ -23,31 +23,30 @@ from collections.abc import Sequence
 from lockharness.core.connect import single_try_client
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.client_info import TIMEOUT_OPTION
+from lockharness.workloads.clients.redlock import RedlockOptions, ReleaseUnknown
+from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
-from lockharness.workloads.redlock import ReleaseUnknown
 from lockharness.workloads.scripts import COMPARE_AND_DELETE
 from redis.exceptions import RedisError
 
-DEFAULT_TIMEOUT_NS = 50_000_000
 NODE_ERRORS = (RedisError, OSError)  # down, too slow, or an error reply: a no
 
 
-class NaiveRedlock:
+class NaiveRedlock(DeclaredClient):
     """Redlock without the validity check, nodes asked one after another"""
 
-    NAME = "redlock-naive"
-    OPTIONS = {"timeout": TIMEOUT_OPTION}
+    name = "redlock-naive"
+    Options = RedlockOptions
     needs_masters = True
 
     def __init__(
         self,
         nodes: Sequence[Endpoint],
         clock: Clock,
-        options: dict[str, object],
+        options: RedlockOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        timeout_s = int(options.get("timeout", DEFAULT_TIMEOUT_NS)) / 1e9  # type: ignore[call-overload]
+        timeout_s = options.timeout / 1e9
         self.nodes = [(node.name, single_try_client(node, timeout_s)) for node in nodes]
         self.quorum = len(nodes) // 2 + 1
         self.clock = clock

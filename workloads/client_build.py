@@ -1,0 +1,58 @@
+"""How a worker builds the client it runs from what the controller hands it: a class
+("module:Class", a built-in's or a plug-in's) or a program's argv, and the options as plain
+data, read once into the class's own Options. It imports that one class, never the registry
+(which imports every client)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from functools import reduce
+from typing import Any
+
+from lockharness.core.discovery import Discovery
+from lockharness.core.endpoints import Endpoint
+from lockharness.core.typed_input import convert
+from lockharness.workloads.client_info import ClientOptions
+from lockharness.workloads.plugins import load_plugin
+from lockharness.workloads.program import start_program_client
+from lockharness.workloads.protocol import Clock, LockClient
+
+# Builds one client (one per logical process) for the nodes as this worker reaches them.
+Builder = Callable[[Sequence[Endpoint], Clock, Discovery | None], LockClient]
+
+
+def imported(class_path: str) -> type:
+    """The class "module:Class" (or "module:Outer.Inner") names, its module imported now."""
+    module, _, attr = class_path.partition(":")
+    found = reduce(getattr, attr.split("."), importlib.import_module(module))
+    assert isinstance(found, type), f"{class_path} is not a class"
+    return found
+
+
+def typed_options(cls: type, options: dict[str, Any]) -> ClientOptions | dict[str, Any]:
+    """``options`` (plain data, as the scenario was written back) as ``cls`` declares them;
+    as they are for a class that declares no Options."""
+    declared = getattr(cls, "Options", None)
+    if isinstance(declared, type) and issubclass(declared, ClientOptions):
+        typed: ClientOptions = convert(options, declared, "client.options")
+        return typed
+    return dict(options)
+
+
+def client_builder(
+    class_path: str, *, plugin: bool, command: Sequence[str], options: dict[str, Any]
+) -> Builder:
+    """What builds this worker's clients: a user's program speaking
+    docs/client-protocol.md (``command``), or a class (a plug-in's module is imported now,
+    through LOCKHARNESS_PLUGIN_PATH)."""
+    if command:
+        argv = list(command)
+        return lambda nodes, clock, discovery: start_program_client(
+            argv, nodes, clock, options, discovery
+        )
+    cls = load_plugin(class_path).info.factory() if plugin else imported(class_path)
+    assert isinstance(cls, type)
+    given = typed_options(cls, options)
+    built: Builder = lambda nodes, clock, discovery: cls(nodes, clock, given, discovery)  # noqa: E731
+    return built

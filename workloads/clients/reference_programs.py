@@ -1,0 +1,51 @@
+"""The reference lock clients in other languages (clients/README.md), each over one real
+library: programs speaking docs/client-protocol.md, built by `make clients`. A scenario
+names them like any built-in client; each class here declares one."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from lockharness.workloads.program import ExtendingProgramClient, ProgramClient, ProgramOptions
+from msgspec import Meta
+
+
+class ReferenceOptions(ProgramOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    timeout_ms: Annotated[
+        int, Meta(description="per-node socket and response timeout in ms (the program's)")
+    ] = 50
+
+
+class Redsync(ExtendingProgramClient):
+    """Go: go-redsync/redsync v4.18.1, Redlock over every node, one TryLock; release Unlock, extend Extend"""  # noqa: E501
+
+    name = "redsync"
+    Options = ReferenceOptions
+    needs_masters = True
+    rank = 30
+
+
+class NodeRedlock(ExtendingProgramClient):
+    """Node: redlock 5.0.0-beta.2 (ioredis), Redlock over every node, retryCount 0; release, extend"""  # noqa: E501
+
+    name = "node-redlock"
+    Options = ReferenceOptions
+    needs_masters = True
+    rank = 30
+
+
+class RedissonRedlock(ProgramClient):
+    """Java: Redisson 3.52.0 RedissonRedLock over every node, tryLock(0, ttl); unlock"""
+
+    name = "redisson-redlock"
+    Options = ReferenceOptions
+    needs_masters = True
+    rank = 30
+
+
+class RedissonRlock(ProgramClient):
+    """Java: Redisson 3.52.0 RLock on node 1, watchdog renewing every ttl/3; unlock"""
+
+    name = "redisson-rlock"
+    Options = ReferenceOptions
+    rank = 30
