@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup python-env redis-server toxiproxy chromium docker-engine images compose-ready bench-compose demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
+.PHONY: generated docs setup python-env redis-server toxiproxy chromium docker-engine images compose-ready bench-compose demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
 setup: python-env redis-server toxiproxy chromium clients
@@ -140,6 +140,11 @@ lint: python-env
 
 # The docs site (docs/, mkdocs.yml) into build/site; --strict: a broken link, a missing
 # #anchor or a page left out of the nav fails the build.
+# What follows from the declarations of fault kinds, lock clients and the scenario: the
+# shipped JSON Schema and the docs' tables (tests/generated.py; tests fail while one is stale).
+generated: python-env
+	$(BIN)/python -m tests.generated
+
 docs: python-env
 	$(BIN)/mkdocs build --strict --site-dir build/site
 

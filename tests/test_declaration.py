@@ -28,6 +28,7 @@ from lockharness.workloads.protocol import CrashPoint, Extending, TrustsClientCl
 from lockharness.workloads.registry import CLIENTS, declared_clients
 
 from tests.conftest import REPO
+from tests.generated import BEGIN, section
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -152,8 +153,11 @@ def test_without_the_extra_an_adapter_is_listed_as_what_to_install() -> None:
 def test_the_docs_client_table_is_the_generated_one() -> None:
     page = (REPO / "docs" / "clients.md").read_text()
     assert page.startswith("# Lock clients\n")
-    section = page.partition("## Built-in clients\n\n")[2]
-    assert section.startswith(client_table())
+    built_in = page.partition("## Built-in clients\n\n")[2]
+    assert built_in.startswith(BEGIN.format("workloads/docs.py") + client_table())
+    assert section(REPO / "docs" / "clients.md", "workloads/docs.py") == client_table(), (
+        "docs/clients.md's client table is stale: run `make generated`"
+    )
     rows = [line for line in client_table().splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == list(CLIENTS)
     # Each row says what the declaration says: options with their defaults, abilities.

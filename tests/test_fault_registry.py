@@ -18,6 +18,7 @@ from lockharness.harness.reports.timeline import fault_colour
 from lockharness.harness.scenario import load_scenario, to_yaml
 
 from tests.conftest import lockharness
+from tests.generated import section
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -34,8 +35,11 @@ def test_every_list_of_kinds_is_the_registry() -> None:
         assert cls.kind == kind and cls.summary and cls.legend
 
 
-def test_the_readme_fault_table_is_the_generated_one() -> None:
+def test_the_docs_fault_table_is_the_generated_one() -> None:
     assert fault_table() in (REPO / "docs" / "faults.md").read_text()
+    assert section(REPO / "docs" / "faults.md", "faults/docs.py") == fault_table(), (
+        "docs/faults.md's table of fault kinds is stale: run `make generated`"
+    )
 
 
 @pytest.mark.parametrize("kind", [*FAULT_KINDS, "heal", "no-such-kind"])
@@ -48,7 +52,7 @@ def test_style_keeps_the_timeline_colours(kind: str) -> None:
 def test_the_schema_command_prints_the_shipped_schema(tmp_path: Path) -> None:
     done = lockharness("schema", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == SCHEMA.read_text()
+    assert done.stdout == SCHEMA.read_text(), f"{SCHEMA} is stale: run `make generated`"
     schema = json.loads(done.stdout)
     assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
     assert "definitions" in schema and "$defs" not in done.stdout
