@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 from lockharness.workloads.protocol import Lease
-from my_lock import MyLock
+from my_lock import MyLock, MyLockOptions
 
 if TYPE_CHECKING:
     from lockharness.cluster.base import Cluster
@@ -50,8 +50,9 @@ def test_a_lock_without_nx_is_caught(lockharness_run: RunScenario) -> None:
 
 # Your own workload: a cluster (5 masters, each behind Toxiproxy) and faults by hand.
 def test_a_node_restarted_empty_forgets_the_lock(lock_cluster: Cluster, nemesis: Nemesis) -> None:
-    alice = MyLock(lock_cluster.worker_endpoints(1), time.monotonic_ns, {})  # on n1
-    bob = MyLock(lock_cluster.worker_endpoints(2), time.monotonic_ns, {})
+    options = MyLockOptions()  # node 1, as a scenario's defaults give it
+    alice = MyLock(lock_cluster.worker_endpoints(1), time.monotonic_ns, options)  # on n1
+    bob = MyLock(lock_cluster.worker_endpoints(2), time.monotonic_ns, options)
     lease = alice.acquire("k", ttl_ms=10_000)
     assert lease is not None
     assert bob.acquire("k", ttl_ms=10_000) is None  # alice holds it
