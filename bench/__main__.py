@@ -19,8 +19,6 @@ import statistics
 import sys
 from typing import Any
 
-from lockharness.core.errors import BadInput
-
 from bench import (
     bringup,
     checker_bench,
@@ -30,6 +28,7 @@ from bench import (
     scenarios,
     throughput,
 )
+from lockharness.core.errors import BadInput
 
 Row = tuple[str, str, str]  # figure, value, note
 

@@ -18,11 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.bringup import NODES, WORKERS, cluster_config
 from lockharness.cluster.local import LocalCluster
 from lockharness.compose.cluster import ComposeCluster, ComposeConfig
 from lockharness.compose.engine import compose_command
-
-from bench.bringup import NODES, WORKERS, cluster_config
 
 REPEATS = 5
 TARGET_UP_S = 3.0

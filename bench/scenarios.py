@@ -22,13 +22,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from lockharness.core.history import INFO, NEMESIS, read_history
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario, builtin_scenarios, with_overrides
 from lockharness.harness.scenario.limits import BACKENDS
-from rich.console import Console
 
 
 def first_violation_s(outcome: RunOutcome) -> float | None:

@@ -30,6 +30,9 @@ from typing import Any
 
 import msgspec
 import redis
+from rich.console import Console
+
+from bench.bringup import cluster_config
 from lockharness.cluster.local import LocalCluster
 from lockharness.core.endpoints import Endpoint
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
@@ -38,9 +41,6 @@ from lockharness.harness.scenario import Scenario, load_scenario, with_overrides
 from lockharness.workloads.clients.redlock import DEFAULT_TIMEOUT_NS as REDLOCK_TIMEOUT_NS
 from lockharness.workloads.clients.single import DEFAULT_TIMEOUT_NS as SINGLE_TIMEOUT_NS
 from lockharness.workloads.scripts import COMPARE_AND_DELETE
-from rich.console import Console
-
-from bench.bringup import cluster_config
 
 CLIENTS = ("single", "redlock")
 WORKERS = 4

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 import msgspec
+
 from lockharness.checker.evidence import Failover, Overlap, Witness
 from lockharness.checker.values import BadValue
 from lockharness.core.history import INFO, NEMESIS, Event

@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 import msgspec
+
 from lockharness.checker.evidence import Witness, first_violation_ns
 from lockharness.checker.views import Fencing, Liveness, Stats
 

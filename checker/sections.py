@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 
 import msgspec
+
 from lockharness.core.history import Event
 
 

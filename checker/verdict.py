@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import msgspec
+
 from lockharness.checker.attribution import attribute
 from lockharness.checker.digest import Digest, digest
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness

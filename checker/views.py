@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 import msgspec
+
 from lockharness.checker.evidence import OutOfOrder, StaleWrite, StuckInterval, ms_text
 
 

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 import redis
+
 from lockharness.cluster.base import NodeHandle
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.core.clock import ClockControl

@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import redis
+
 from lockharness.cluster.aof import AofTracker, AofTruncation
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.ports import free_port, free_port_except

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+
 from lockharness.cluster.proxied import NodeT, ProxiedCluster
 from lockharness.cluster.sentinel import SentinelHandle
 from lockharness.core.connect import single_try_client

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import redis
+
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.ports import free_port
 from lockharness.cluster.process import ManagedProcess, ServerProcess

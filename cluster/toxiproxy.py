@@ -27,13 +27,14 @@ from typing import Any
 
 import requests
 import toxiproxy.api
+from toxiproxy import Toxiproxy
+from toxiproxy.proxy import Proxy
+
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.ports import free_port
 from lockharness.cluster.process import ManagedProcess, ServerProcess
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
-from toxiproxy import Toxiproxy
-from toxiproxy.proxy import Proxy
 
 _PARALLEL_REQUESTS = 8
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import docker.errors
 from docker.models.containers import Container
+
 from lockharness.compose.engine import client
 from lockharness.compose.project import RUN_LABEL
 

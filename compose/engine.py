@@ -15,6 +15,7 @@ from pathlib import Path
 
 import docker
 import docker.errors
+
 from lockharness.core.errors import BadInput, ClusterError
 
 HOW_TO_GET = "run `make docker-engine` (root on Debian), or install Docker and start its daemon"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import docker.errors
+
 from lockharness.compose.engine import client
 from lockharness.compose.project import REDIS_SERVER_IN_CONTAINER, SUPERVISOR_IN_CONTAINER
 from lockharness.compose.rootfs import build_context

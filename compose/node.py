@@ -20,6 +20,7 @@ from pathlib import Path
 
 import docker.errors
 from docker.models.containers import Container
+
 from lockharness.cluster.aof import AofTracker, AofTruncation
 from lockharness.cluster.process import pid_alive
 from lockharness.cluster.proxied import answers_ping

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from lockharness.cluster.redis_node import PERSISTENCE_ARGS
 from lockharness.core.clock import shim_env
 from lockharness.core.run_dir import RunDir

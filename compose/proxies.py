@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+
 from lockharness.core.errors import ClusterError
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import docker.errors
+
 from lockharness.cluster.ports import free_port_except
 from lockharness.cluster.replication import ReplicatedTopology, ReplicationConfig
 from lockharness.compose import engine

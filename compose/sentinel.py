@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import docker.errors
+
 from lockharness.cluster.sentinel import SentinelHandle
 from lockharness.compose.engine import client as engine
 from lockharness.compose.project import SENTINEL_PORT

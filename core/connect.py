@@ -10,9 +10,10 @@ a full delay.
 from __future__ import annotations
 
 import redis
-from lockharness.core.endpoints import Endpoint
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from lockharness.core.endpoints import Endpoint
 
 DEFAULT_TIMEOUT_NS = 200_000_000
 

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import redis
-from lockharness.core.connect import single_try_client
-from lockharness.core.endpoints import Endpoint
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
+
+from lockharness.core.connect import single_try_client
+from lockharness.core.endpoints import Endpoint
 
 POINTER_KEY = "lockharness:master"
 

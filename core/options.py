@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
+
 from lockharness.core.durations import Duration
 
 

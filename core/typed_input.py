@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Protocol, cast, get_args, get_origin
 
 import msgspec
-from lockharness.core.durations import Duration, format_duration, format_signed_duration
-from lockharness.core.durations import _show as show
 from msgspec import Meta
 from msgspec import inspect as mi
+
+from lockharness.core.durations import Duration, format_duration, format_signed_duration
+from lockharness.core.durations import _show as show
 
 Text = Annotated[str, Meta(pattern=r"\S", extra={"allowed": "a non-empty string"})]
 

@@ -10,11 +10,12 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
+from msgspec import Meta
+
 from lockharness.core.durations import duration_type
 from lockharness.faults.base import Fault
 from lockharness.faults.spec import FaultOptions
 from lockharness.faults.targets import pick_workers
-from msgspec import Meta
 
 _H = 3_600_000_000_000
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 import msgspec
+
 from lockharness.core.errors import ClusterError
 from lockharness.core.history import INFO, INVOKE, NEMESIS, EventType
 from lockharness.faults.base import Fault, FaultContext

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
+from msgspec import Meta
+
 from lockharness.cluster.toxiproxy import ToxicSpec
 from lockharness.core.durations import _show, duration_type
 from lockharness.faults.base import Fault
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room, WorkerList
 from lockharness.faults.targets import ring_views
-from msgspec import Meta
 
 _H = 3_600_000_000_000
 PARTITION_MODES = ("isolate", "cut-worker", "ring", "shared-link")

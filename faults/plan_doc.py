@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Union, cast, get_args, get_origin
 
 import msgspec
+from msgspec import Meta
+
 from lockharness.core.typed_input import Invalid, convert, join, plain, show
 from lockharness.faults.base import Fault
 from lockharness.faults.registry import KINDS
@@ -25,7 +27,6 @@ from lockharness.faults.spec import (
     TimelineEntry,
     WorkerTargets,
 )
-from msgspec import Meta
 
 _S = 1_000_000_000
 # (?![\s\S]) ends the pattern where $ would let a final newline through (Python's re).

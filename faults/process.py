@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, cast
 
+from msgspec import Meta
+
 from lockharness.cluster.process import ManagedProcess
 from lockharness.faults.base import Fault
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
 from lockharness.faults.targets import pick_workers
-from msgspec import Meta
 
 
 class KillOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):

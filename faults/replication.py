@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from msgspec import Meta
+
 from lockharness.faults.base import Fault
 from lockharness.faults.spec import FaultOptions
-from msgspec import Meta
 
 
 class PromoteOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 import msgspec
+
 from lockharness.core.durations import _show, duration_type
 from lockharness.core.options import DeclaredOptions
 

@@ -14,6 +14,8 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
+from rich.console import Console
+
 from lockharness.core.durations import parse_duration
 from lockharness.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from lockharness.core.interrupts import install_stop_handlers
@@ -27,7 +29,6 @@ from lockharness.harness.scenario.limits import (
     MAX_SEED,
     MAX_SEEDS,
 )
-from rich.console import Console
 
 _COMMANDS = {
     "list": "listing",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.console import Console
+
 from lockharness.checker import CheckResult, LivenessVerdict, Verdict, describe_fencing
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.scenario.expectation import Expectation
-from rich.console import Console
 
 _STYLE = {Verdict.VALID: "bold green", Verdict.INVALID: "bold red", Verdict.UNKNOWN: "bold yellow"}
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from lockharness.checker import CheckResult, Verdict, check_history
 from lockharness.cluster.base import Cluster, Replicated
 from lockharness.cluster.ledger import ProcessLedger
@@ -45,7 +47,6 @@ from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
 from lockharness.workloads.task import WorkerTask, encode_task
 from lockharness.workloads.worker import HISTORY_FAILED_EXIT_CODE
-from rich.console import Console
 
 log = logging.getLogger("lockharness")
 

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from rich.console import Console
+from rich.live import Live
+from rich.table import Column, Table
+from rich.text import Text
+
 from lockharness.core.errors import (
     BadInput,
 )
@@ -45,10 +50,6 @@ from lockharness.harness.suite_results import (
 )
 from lockharness.workloads.plugins import is_plugin_path
 from lockharness.workloads.registry import CLIENTS
-from rich.console import Console
-from rich.live import Live
-from rich.table import Column, Table
-from rich.text import Text
 
 ALL = "all"
 SCENARIO_SUFFIXES = (".yaml", ".yml")

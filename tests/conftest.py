@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import redis
+
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.core.history import Event
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary

@@ -13,10 +13,10 @@ from pathlib import Path
 import msgspec
 import pytest
 import redis
+
 from lockharness.cluster.local import LocalCluster
 from lockharness.workloads.protocol import Lease, LockClient
 from lockharness.workloads.registry import CLIENTS
-
 from tests.conftest import REPO, run
 
 ADAPTERS = ["redis-py-lock", "pottery-redlock", "redlock-py", "python-redis-lock"]

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import to_builtins as plain
+from msgspec.structs import replace
+
 from lockharness.checker import (
     CheckResult,
     Overlap,
@@ -23,8 +26,6 @@ from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
 from lockharness.checker.stats import compute_stats, percentile
 from lockharness.core.history import Event, EventType, HistoryError, Process, read_history
-from msgspec import to_builtins as plain
-from msgspec.structs import replace
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 

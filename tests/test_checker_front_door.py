@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from lockharness.checker import (
     CheckResult,
     Failover,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from lockharness.harness.scenario import builtin_scenarios
 from lockharness.workloads.registry import CLIENTS
-
 from tests.conftest import lockharness
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

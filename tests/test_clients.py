@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import redis
+
 from lockharness.cluster.local import LocalCluster
 from lockharness.cluster.toxiproxy import ToxicSpec
 from lockharness.workloads.clients.redlock import Redlock

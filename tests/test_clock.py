@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from lockharness.core.clock import ClockControl, ClockReader, read_state, shim_env, shim_library
 from lockharness.core.errors import BadInput
 from lockharness.harness.binaries import REDIS_SERVER, find_binary

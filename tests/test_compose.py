@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from lockharness.cluster.toxiproxy import ToxicSpec
 from lockharness.compose import engine, images
 from lockharness.compose.cleanup import leftovers

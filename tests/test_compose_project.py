@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from lockharness.cluster.redis_node import PERSISTENCE_ARGS
 from lockharness.compose.project import (
     RUN_LABEL,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from lockharness.cluster.base import Replicated
 from lockharness.cluster.replicated import ReplicationConfig
 from lockharness.cluster.toxiproxy import ToxicSpec

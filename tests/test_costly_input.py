@@ -12,9 +12,9 @@ import resource
 from pathlib import Path
 
 import pytest
+
 from lockharness.core.errors import EXIT_BAD_INPUT, BadInput
 from lockharness.harness.scenario import load_scenario
-
 from tests.conftest import lockharness
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

@@ -11,6 +11,7 @@ import types
 
 import jsonschema
 import pytest
+
 from lockharness.core.endpoints import Endpoint
 from lockharness.harness.scenario import json_schema
 from lockharness.workloads.client_info import ClientInfo, ClientOptions
@@ -26,7 +27,6 @@ from lockharness.workloads.declaration import (
 from lockharness.workloads.docs import client_table
 from lockharness.workloads.protocol import CrashPoint, Extending, TrustsClientClock
 from lockharness.workloads.registry import CLIENTS, declared_clients
-
 from tests.conftest import REPO
 from tests.generated import BEGIN, section
 

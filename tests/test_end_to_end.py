@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from lockharness.checker import critical_sections
 from lockharness.core.history import read_history
-
 from tests.conftest import REPO, lockharness, run, value
 
 RUN_FLAGS = ("--duration", "3s", "--workers", "2", "--threads", "3")

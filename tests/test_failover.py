@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from lockharness.cluster.local import ClusterConfig
 from lockharness.cluster.process import pid_alive
 from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from lockharness.core.history import read_history
 from lockharness.workloads.clients.single import SingleInstanceLock, SingleOptions
-
 from tests.conftest import run, value
 
 

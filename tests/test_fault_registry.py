@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+
 from lockharness.faults.clock_faults import ClockStrobeOptions
 from lockharness.faults.docs import fault_table
 from lockharness.faults.nemesis import FAULTS
@@ -16,7 +17,6 @@ from lockharness.faults.plan_doc import FAULT_DOCS
 from lockharness.faults.registry import FAULT_KINDS, KINDS, style
 from lockharness.harness.reports.timeline import fault_colour
 from lockharness.harness.scenario import load_scenario, to_yaml
-
 from tests.conftest import lockharness
 from tests.generated import section
 

@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import lockharness.faults.nemesis as nemesis_module
 import pytest
 import redis
+
+import lockharness.faults.nemesis as nemesis_module
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.connect import single_try_client

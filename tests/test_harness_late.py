@@ -12,7 +12,6 @@ from pathlib import Path
 
 from lockharness.checker import Verdict, check_history
 from lockharness.core.history import Event
-
 from tests.conftest import REPO
 from tests.test_checker import History
 from tests.test_orphans import assert_nothing_left

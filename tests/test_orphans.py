@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from lockharness.cluster.ledger import ProcessRecord, process_start, read_ledger
 from lockharness.cluster.ports import free_port
 from lockharness.cluster.process import pid_alive
-
 from tests.conftest import lockharness
 from tests.test_teardown import started_pids, wait_for
 

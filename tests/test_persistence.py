@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from lockharness.cluster.redis_node import LocalRedisNode
 
 NodeFactory = Callable[[str], LocalRedisNode]

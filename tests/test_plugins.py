@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from lockharness.core.history import read_history
 from lockharness.harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
 from lockharness.workloads.clients.single import SingleOptions
 from lockharness.workloads.plugins import PluginError, load_plugin
-
 from tests.conftest import REPO, lockharness, run, value
 
 EXAMPLE = REPO / "examples" / "plugin" / "my-lock.yaml"

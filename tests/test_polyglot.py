@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from lockharness.workloads.registry import CLIENTS as REGISTERED
 
+from lockharness.workloads.registry import CLIENTS as REGISTERED
 from tests.conftest import run
 
 # Seconds of each run; a client's start (a JVM: seconds on a loaded machine) is not part of

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from lockharness.cluster.local import LocalCluster
 from lockharness.cluster.process import pid_alive
 from lockharness.workloads.program import (
@@ -19,7 +20,6 @@ from lockharness.workloads.program import (
     ProgramError,
     start_program_client,
 )
-
 from tests.conftest import lockharness
 
 TINY = [sys.executable, str(Path(__file__).parent / "programs" / "tiny_lock.py")]

@@ -19,20 +19,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 # Imported here, before any inner session: pytester takes the modules loaded during an
 # inline session out of sys.modules again, and these must stay loaded once.
 import lockharness.harness.pytest_plugin
 import lockharness.harness.pytest_plugin.clusters
 import lockharness.harness.pytest_plugin.injector
 import lockharness.harness.pytest_plugin.runs
-import pytest
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict
 from lockharness.harness.pytest_plugin.runs import RunPlace, prepare
 from lockharness.harness.pytest_plugin.settings import Settings
 from lockharness.workloads.clients.single import SingleOptions
-
 from tests.test_orphans import assert_children_gone
 
 pytest_plugins = ("pytester",)

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from lockharness.core.history import Event
-from lockharness.harness.scenario import load_scenario, to_yaml
 from msgspec.structs import replace
 
+from lockharness.core.history import Event
+from lockharness.harness.scenario import load_scenario, to_yaml
 from tests.conftest import lockharness, run
 from tests.test_checker import History
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import redis
+
 from lockharness.harness.binaries import REDIS_SERVER, find_binary
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from matplotlib.image import imread
+
 from lockharness.checker import check_history
 from lockharness.core.history import read_history
 from lockharness.harness import runner
 from lockharness.harness.reports import REPORTS
 from lockharness.harness.runner import RunOutcome
 from lockharness.harness.scenario import load_scenario, to_yaml
-from matplotlib.image import imread
-
 from tests.conftest import REPO, lockharness
 
 CHROMIUM_FLAGS = [

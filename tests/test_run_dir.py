@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.store import create_run_dir, stored_runs, update_latest
 

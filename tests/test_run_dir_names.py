@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from lockharness.core.run_dir import RunDir
 
+from lockharness.core.run_dir import RunDir
 from tests.test_layers import REPO, modules
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

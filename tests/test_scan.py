@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from lockharness.checker import check_history, fencing, liveness, mutex, stats
 from lockharness.checker import digest as digest_module
 from lockharness.checker.digest import Digest, _c_digest, _python_digest, digest

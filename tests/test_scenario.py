@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
 from lockharness.checker import CheckResult, Fencing, Liveness, LivenessVerdict, Stats, Verdict
 from lockharness.core.durations import (
     format_duration,

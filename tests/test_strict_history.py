@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lockharness.checker import BadValue, CheckResult, Overlap, Verdict, check_history
-from lockharness.core.history import Event, EventType, HistoryFile, read_history
 from msgspec.structs import replace
 
+from lockharness.checker import BadValue, CheckResult, Overlap, Verdict, check_history
+from lockharness.core.history import Event, EventType, HistoryFile, read_history
 from tests.conftest import lockharness
 from tests.test_checker import History
 

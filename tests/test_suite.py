@@ -17,8 +17,8 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
-from lockharness.harness.scenario import load_scenario
 
+from lockharness.harness.scenario import load_scenario
 from tests.conftest import lockharness
 from tests.test_teardown import (
     assert_all_gone,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from lockharness.cluster.process import pid_alive
 
 Spawn = Callable[..., subprocess.Popen[str]]

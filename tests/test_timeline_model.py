@@ -10,6 +10,7 @@ from string import Template
 from typing import Any
 
 import pytest
+
 from lockharness.checker import check_history
 from lockharness.core.history import Event
 from lockharness.harness.reports.analysis import ops_to_draw

@@ -4,6 +4,7 @@ worker handed the typed parts it needs as one msgspec-encoded task."""
 from __future__ import annotations
 
 import pytest
+
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import BadInput

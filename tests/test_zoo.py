@@ -9,6 +9,7 @@ from dataclasses import replace
 import msgspec
 import pytest
 import redis
+
 from lockharness.cluster.local import LocalCluster
 from lockharness.cluster.toxiproxy import ToxicSpec
 from lockharness.workloads.clients.redlock import Redlock, RedlockOptions

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
+from msgspec import Meta
+
 from lockharness.core.typed_input import Invalid, Text, convert, plain, show
 from lockharness.workloads.client_info import ClientInfo, ClientOptions, Timeout
 from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin
 from lockharness.workloads.programs import command_client
 from lockharness.workloads.registry import CLIENTS, client_info
 from lockharness.workloads.task import ClientTask
-from msgspec import Meta
 
 __all__ = ["Timeout"]  # the workload's acquire_timeout is one (harness/scenario/model.py)
 

@@ -8,10 +8,11 @@ from functools import reduce
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
+from msgspec import Meta
+
 from lockharness.core.durations import duration_type
 from lockharness.core.options import DeclaredOptions
 from lockharness.workloads.protocol import ClientFactory
-from msgspec import Meta
 
 if TYPE_CHECKING:
     Timeout = int  # a Duration at run time (an int of nanoseconds); see faults/spec.py

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import msgspec
+
 from lockharness.workloads.client_info import ClientInfo, ClientOptions
 from lockharness.workloads.protocol import Extending
 

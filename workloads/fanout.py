@@ -10,8 +10,9 @@ import time
 from collections.abc import Sequence
 
 import redis
-from lockharness.core.endpoints import Endpoint
 from redis.connection import Connection
+
+from lockharness.core.endpoints import Endpoint
 
 # What a node that is down, cut off or too slow looks like from here.
 NODE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)

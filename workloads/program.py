@@ -22,6 +22,8 @@ import threading
 from collections.abc import Sequence
 from typing import IO, Annotated, Any
 
+from msgspec import Meta
+
 from lockharness.cluster.spawner import spawn
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
@@ -31,7 +33,6 @@ from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.programs import clients_dir, not_runnable
 from lockharness.workloads.protocol import Clock, Lease
-from msgspec import Meta
 
 PROTOCOL_VERSION = 1
 DEFAULT_REQUEST_TIMEOUT_NS = 5_000_000_000  # a reply slower than this is a hung program

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import redis
+
 from lockharness.core.endpoints import Endpoint
 
 # The fencing check, shared by both writes. KEYS[2]: highest-token key; ARGV[2]: the

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import msgspec
+from msgspec import Meta
+
 from lockharness.core.durations import duration_type
 from lockharness.workloads.client_info import Timeout
 from lockharness.workloads.limits import MAX_COUNT
-from msgspec import Meta
 
 _MS, _S = 1_000_000, 1_000_000_000
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from lockharness.core.discovery import Discovery
 from lockharness.core.durations import Duration
 from lockharness.core.endpoints import Endpoint

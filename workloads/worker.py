@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from lockharness.core.clock import ClockReader
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from lockharness.core.run_dir import RunDir

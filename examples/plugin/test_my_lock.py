@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 from lockharness.workloads.protocol import Lease
+
 from my_lock import MyLock, MyLockOptions
 
 if TYPE_CHECKING:

@@ -10,6 +10,8 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
+from rich.console import Console
+
 from lockharness.checker import BadValue, Verdict, check_history
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
@@ -17,7 +19,6 @@ from lockharness.core.run_dir import RunDir
 from lockharness.harness.console import print_summary
 from lockharness.harness.recheck import apply_run_problems, run_history, stored_run_problems
 from lockharness.harness.scenario.expectation import Expectation
-from rich.console import Console
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

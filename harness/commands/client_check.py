@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import redis
+from rich.console import Console
+
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, BadInput
 from lockharness.core.interrupts import shielded
@@ -24,7 +26,6 @@ from lockharness.harness.runlog import run_log
 from lockharness.harness.store import check_store, create_run_dir
 from lockharness.workloads.program import ProgramClient, ProgramError, start_program_client
 from lockharness.workloads.protocol import Extending, Lease
-from rich.console import Console
 
 KEY, TTL_MS = "client-check", 5_000
 

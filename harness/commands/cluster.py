@@ -7,6 +7,9 @@ import sys
 import time
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from lockharness.core.errors import EXIT_AS_EXPECTED
 from lockharness.core.interrupts import shielded
 from lockharness.core.run_dir import RunDir
@@ -16,8 +19,6 @@ from lockharness.harness.runlog import run_log
 from lockharness.harness.scenario.limits import DEFAULT_BACKEND
 from lockharness.harness.scenario.model import ClusterSpec
 from lockharness.harness.store import check_store, create_run_dir
-from rich.console import Console
-from rich.table import Table
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

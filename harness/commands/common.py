@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.console import Console
+
 from lockharness.harness import gc
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
-from rich.console import Console
 
 
 def find_binaries(args: argparse.Namespace) -> Binaries:

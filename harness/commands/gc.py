@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.console import Console
+
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_INTERNAL, BadInput
 from lockharness.harness import gc
-from rich.console import Console
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from lockharness.core.errors import EXIT_AS_EXPECTED
 from rich.console import Console
+
+from lockharness.core.errors import EXIT_AS_EXPECTED
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

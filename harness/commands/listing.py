@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
+from rich.table import Table
+
 from lockharness.core.errors import EXIT_AS_EXPECTED
 from lockharness.harness.scenario import builtin_scenarios
 from lockharness.workloads.registry import CLIENTS
-from rich.console import Console
-from rich.table import Table
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
+
 from lockharness.core.errors import EXIT_AS_EXPECTED
 from lockharness.harness.reports import rebuild_reports
-from rich.console import Console
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
+
 from lockharness.harness.backends import check_backend
 from lockharness.harness.commands.common import find_binaries, warn_leftovers
 from lockharness.harness.console import print_summary
 from lockharness.harness.runner import run_scenario
 from lockharness.harness.scenario import load_scenario, with_overrides
 from lockharness.harness.store import check_store
-from rich.console import Console
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

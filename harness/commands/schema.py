@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rich.console import Console
+
 from lockharness.core.errors import EXIT_AS_EXPECTED
 from lockharness.harness.scenario import json_schema
-from rich.console import Console
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
+
 from lockharness.harness.commands.common import find_binaries, warn_leftovers
 from lockharness.harness.store import check_store
 from lockharness.harness.suite import SuiteRequest, check_report_paths, plan_suite, run_suite
-from rich.console import Console
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

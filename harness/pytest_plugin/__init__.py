@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import pytest
+
 from lockharness.harness.pytest_plugin import settings
 from lockharness.harness.pytest_plugin.failures import bad_input_fails
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+
 from lockharness.core.errors import BadInput
 
 

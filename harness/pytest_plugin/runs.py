@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from rich.console import Console
+
 from lockharness.core.durations import parse_duration
 from lockharness.core.errors import BadInput
 from lockharness.harness.backends import check_backend
@@ -20,7 +22,6 @@ from lockharness.harness.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario, load_scenario, with_overrides
 from lockharness.harness.scenario.limits import MAX_COUNT
 from lockharness.harness.store import check_store
-from rich.console import Console
 
 OVERRIDES = ("workers", "threads", "backend")  # besides client, seed and duration
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from lockharness.core.errors import BadInput
 from lockharness.harness.binaries import (
     REDIS_SERVER,

@@ -11,9 +11,10 @@ from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 import numpy
+from numpy.typing import NDArray
+
 from lockharness.checker import Overlap, Section, Witness
 from lockharness.core.history import INFO, INVOKE, NEMESIS, Event
-from numpy.typing import NDArray
 
 MAX_OPS = 10_000  # about 1.5 MB of HTML: a browser lays it out in well under a second
 _MIN_WINDOW_OPS = 100  # however many violations share the budget, each gets some context

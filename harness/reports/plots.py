@@ -17,13 +17,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-from lockharness.core.history import ACQUIRE, FAIL, INFO, NEMESIS, OK, RELEASE, Event
-from lockharness.harness.reports.analysis import FaultPeriod, Op, stream_ops
-from lockharness.harness.reports.colours import fault_colour
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
+
+from lockharness.core.history import ACQUIRE, FAIL, INFO, NEMESIS, OK, RELEASE, Event
+from lockharness.harness.reports.analysis import FaultPeriod, Op, stream_ops
+from lockharness.harness.reports.colours import fault_colour
 
 # Jepsen's outcome colours, darkened a little: points must stand out on white.
 _OUTCOME_COLOURS = {OK: "#2b7bd6", FAIL: "#e0559a", INFO: "#f08c00"}

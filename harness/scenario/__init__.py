@@ -17,6 +17,7 @@ from typing import Annotated, TypeVar
 
 import msgspec
 import yaml
+
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert, show
 from lockharness.core.yaml_read import TooMuch, read_yaml

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import msgspec
+from msgspec import Meta
+
 from lockharness.core.durations import duration_type
 from lockharness.core.typed_input import Text
 from lockharness.faults.plan_doc import FAULTS_META, TIMELINE_META, FaultDoc
@@ -29,7 +31,6 @@ from lockharness.harness.scenario.limits import (
 )
 from lockharness.workloads.client_doc import CLIENT_META, ClientDoc, ClientName, ClientSpec
 from lockharness.workloads.spec import Ttl, WorkloadSpec
-from msgspec import Meta
 
 Persistence = Literal["none", "aof-always", "aof-everysec"]
 Topology = Literal["masters", "replicated"]

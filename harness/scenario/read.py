@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from lockharness.core.typed_input import Invalid, convert, show
 from lockharness.faults.plan_doc import prepared, read_plan
 from lockharness.faults.spec import Room

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 import yaml
+
 from lockharness.core.durations import format_duration
 from lockharness.core.typed_input import json_schema as schema_of
 from lockharness.core.typed_input import plain

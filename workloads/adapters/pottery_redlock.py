@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from msgspec import Meta
+
 from lockharness.core.connect import single_try_client
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
@@ -33,7 +35,6 @@ from lockharness.workloads.adapters.common import (
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
-from msgspec import Meta
 
 pottery = optional_library("pottery")  # the optional `clients` extra
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar
 
+from msgspec import Meta
+
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import (
@@ -33,7 +35,6 @@ from lockharness.workloads.adapters.common import (
 )
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
-from msgspec import Meta
 
 redis_lock = optional_library("redis_lock")  # the optional `clients` extra
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from redis.exceptions import LockNotOwnedError
+from redis.lock import Lock
+
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import SingleNodeOptions, single_node
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
-from redis.exceptions import LockNotOwnedError
-from redis.lock import Lock
 
 
 class RedisPyLock(DeclaredClient):

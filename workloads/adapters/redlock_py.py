@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated
 
+from msgspec import Meta
+
 from lockharness.core.connect import single_try_client
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
@@ -35,7 +37,6 @@ from lockharness.workloads.client_info import Timeout
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
-from msgspec import Meta
 
 redlock = optional_library("redlock")  # the optional `clients` extra
 

@@ -22,13 +22,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated
 
+from msgspec import Meta
+
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.clients.redlock import Redlock, RedlockOptions
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.scripts import COMPARE_AND_PEXPIRE
 from lockharness.workloads.validity import validity_deadline
-from msgspec import Meta
 
 DEFAULT_MAX_EXTENSIONS = 3
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from redis.exceptions import RedisError
+
 from lockharness.core.connect import single_try_client
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
@@ -27,7 +29,6 @@ from lockharness.workloads.clients.redlock import RedlockOptions, ReleaseUnknown
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.scripts import COMPARE_AND_DELETE
-from redis.exceptions import RedisError
 
 NODE_ERRORS = (RedisError, OSError)  # down, too slow, or an error reply: a no
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from lockharness.workloads.program import ExtendingProgramClient, ProgramClient, ProgramOptions
 from msgspec import Meta
+
+from lockharness.workloads.program import ExtendingProgramClient, ProgramClient, ProgramOptions
 
 
 class ReferenceOptions(ProgramOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -21,13 +21,14 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Annotated
 
+from msgspec import Meta
+from redis.exceptions import WatchError
+
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.one_node import OneNodeClient, OneNodeOptions
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.validity import validity_deadline
-from msgspec import Meta
-from redis.exceptions import WatchError
 
 DEFAULT_RELEASE_RETRIES = 3
 

@@ -15,6 +15,8 @@ import os
 from collections.abc import Sequence
 from typing import Annotated, ClassVar
 
+from msgspec import Meta
+
 from lockharness.core.discovery import Discovery, master_finder
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.client_info import (
@@ -28,7 +30,6 @@ from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
 from lockharness.workloads.scripts import COMPARE_AND_DELETE
 from lockharness.workloads.validity import validity_deadline
-from msgspec import Meta
 
 DEFAULT_TIMEOUT_NS = 200_000_000
 DEFAULT_WAIT_NS = 100_000_000
