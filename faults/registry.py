@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from lockharness.core.declared import declared_in
 from lockharness.faults import clock_faults, network, process, replication
 from lockharness.faults.base import Fault
 from lockharness.faults.spec import FaultOptions
@@ -22,19 +23,9 @@ _HEAL_STYLE = ("#5c8a5c", "healing")
 _OTHER_COLOUR = "#666699"
 
 
-def _declared(module: ModuleType) -> list[type[Fault]]:
-    """The fault kinds a module declares, in the order it declares them."""
-    return [
-        value
-        for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, Fault)
-        and "kind" in vars(value)
-        and value.__module__ == module.__name__
-    ]
-
-
-KINDS: dict[str, type[Fault]] = {cls.kind: cls for m in _MODULES for cls in _declared(m)}
+KINDS: dict[str, type[Fault]] = {
+    cls.kind: cls for m in _MODULES for cls in declared_in(m, Fault, "kind")
+}
 FAULT_KINDS: tuple[str, ...] = tuple(KINDS)
 
 

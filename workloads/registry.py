@@ -17,6 +17,7 @@ import pkgutil
 from collections.abc import Iterator, Sequence
 from types import ModuleType
 
+from lockharness.core.declared import declared_in
 from lockharness.workloads.client_info import ClientInfo
 from lockharness.workloads.declaration import DeclaredClient, declared_info, declared_name
 from lockharness.workloads.plugins import is_plugin_path, load_plugin
@@ -34,14 +35,7 @@ def _modules() -> Iterator[ModuleType]:
 
 def declared_clients(module: ModuleType) -> list[type[DeclaredClient]]:
     """The clients a module declares, in the order it declares them."""
-    return [
-        value
-        for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, DeclaredClient)
-        and "name" in vars(value)
-        and value.__module__ == module.__name__
-    ]
+    return declared_in(module, DeclaredClient, "name")
 
 
 def _read() -> dict[str, ClientInfo]:
