@@ -4,6 +4,7 @@ observation of which nodes granted (for the multi-node libraries that do not say
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -37,26 +38,29 @@ class MultiNodeOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_
     timeout: SocketTimeout = MULTI_TIMEOUT_NS
 
 
-def optional_library(module: str) -> ModuleType | None:
-    """The library's module, or None when the optional `clients` extra is not installed: the
-    adapter's class is declared (and listed, as what to install) either way."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
+class OptionalLibrary:
+    """A library of the optional `clients` extra, imported only when an adapter is built:
+    the adapter's class is declared (and listed, as what to install) either way, and
+    listing the clients imports none of the libraries."""
 
+    def __init__(self, module: str, distribution: str) -> None:
+        self.module, self.distribution = module, distribution
 
-def not_installed(library: ModuleType | None, distribution: str) -> str | None:
-    """An adapter's ``unavailable()``: what to install, if its library is missing."""
-    return NOT_INSTALLED.format(distribution) if library is None else None
+    def missing(self) -> str | None:
+        """An adapter's ``unavailable()``: what to install, if the library is not there."""
+        try:
+            found = importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):  # a parent missing, or a module without a spec
+            found = False
+        return None if found else NOT_INSTALLED.format(self.distribution)
 
-
-def require(library: ModuleType | None, distribution: str) -> ModuleType:
-    """The library, for a constructor; ImportError saying what to install if it is missing
-    (a run of the adapter fails in its workers, as an import of it used to)."""
-    if library is None:
-        raise ImportError(NOT_INSTALLED.format(distribution))
-    return library
+    def load(self) -> ModuleType:
+        """The library, for a constructor; ImportError saying what to install if it is
+        missing (a run of the adapter fails in its workers)."""
+        try:
+            return importlib.import_module(self.module)
+        except ImportError:
+            raise ImportError(NOT_INSTALLED.format(self.distribution)) from None
 
 
 def single_node(

@@ -28,15 +28,13 @@ from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import (
     MultiNodeOptions,
-    not_installed,
-    optional_library,
-    require,
+    OptionalLibrary,
 )
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
 
-pottery = optional_library("pottery")  # the optional `clients` extra
+pottery = OptionalLibrary("pottery", "pottery")  # the optional `clients` extra
 
 
 class PotteryOptions(MultiNodeOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -54,7 +52,7 @@ class PotteryRedlock(DeclaredClient):
 
     @classmethod
     def unavailable(cls) -> str | None:
-        return not_installed(pottery, "pottery")
+        return pottery.missing()
 
     def __init__(
         self,
@@ -63,7 +61,7 @@ class PotteryRedlock(DeclaredClient):
         options: PotteryOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        self.library = require(pottery, "pottery")
+        self.library = pottery.load()
         timeout = options.timeout / 1e9
         self.masters = [single_try_client(node, timeout) for node in nodes]
         self.raise_on_redis_errors = options.raise_on_redis_errors

@@ -27,16 +27,14 @@ from msgspec import Meta
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import (
+    OptionalLibrary,
     SingleNodeOptions,
-    not_installed,
-    optional_library,
-    require,
     single_node,
 )
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
 
-redis_lock = optional_library("redis_lock")  # the optional `clients` extra
+redis_lock = OptionalLibrary("redis_lock", "python-redis-lock")  # the optional `clients` extra
 
 
 class RenewalOptions(SingleNodeOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -60,7 +58,7 @@ class PythonRedisLock(DeclaredClient):
 
     @classmethod
     def unavailable(cls) -> str | None:
-        return not_installed(redis_lock, "python-redis-lock")
+        return redis_lock.missing()
 
     def __init__(
         self,
@@ -69,7 +67,7 @@ class PythonRedisLock(DeclaredClient):
         options: RenewalOptions,
         discovery: Discovery | None = None,
     ) -> None:
-        self.library = require(redis_lock, "python-redis-lock")
+        self.library = redis_lock.load()
         self.nodes = single_node(nodes, options, discovery)
         self.auto_renewal = options.auto_renewal
         self.held: dict[str, Any] = {}  # a redis_lock.Lock per lease: release needs it

@@ -29,16 +29,14 @@ from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import (
     MultiNodeOptions,
-    not_installed,
-    optional_library,
-    require,
+    OptionalLibrary,
 )
 from lockharness.workloads.client_info import Timeout
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
 
-redlock = optional_library("redlock")  # the optional `clients` extra
+redlock = OptionalLibrary("redlock", "redlock-py")  # the optional `clients` extra
 
 DEFAULT_RETRY_DELAY_NS = 200_000_000  # the library's own default
 
@@ -58,7 +56,7 @@ class RedlockPy(DeclaredClient):
 
     @classmethod
     def unavailable(cls) -> str | None:
-        return not_installed(redlock, "redlock-py")
+        return redlock.missing()
 
     def __init__(
         self,
@@ -67,7 +65,7 @@ class RedlockPy(DeclaredClient):
         options: RedlockPyOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        self.library = require(redlock, "redlock-py")
+        self.library = redlock.load()
         timeout = options.timeout / 1e9
         self.servers = [single_try_client(node, timeout) for node in nodes]
         # The library accepts client objects as they are (URLs and dicts it would turn
