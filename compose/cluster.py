@@ -137,9 +137,6 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
         redis_image, toxiproxy_image = self.preflight()
         try:
             self._up(redis_image, toxiproxy_image)
-            toxiproxy = container_name(self.run_dir, "toxiproxy")
-            wait_api(self._api_port, lambda: _container_alive(toxiproxy))
-            populate(self._api_port, list(self._proxies.values()))
             for server in (*self._nodes, self._resource):
                 server.wait_ready()
             self.wait_reachable()
@@ -149,14 +146,16 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
             raise
 
     def _up(self, redis_image: str, toxiproxy_image: str) -> None:
-        """compose.yaml, then `compose up`; on a port taken since we chose it (this machine
-        is shared), take the half-started project down and try again with new ports."""
+        """compose.yaml, `compose up`, then Toxiproxy's proxies (which bind their ports only
+        now); on a port taken since we chose it (this machine is shared), take the
+        half-started project down and try again with new ports."""
         for attempt in range(1, _UP_ATTEMPTS + 1):
             self._write_project(redis_image, toxiproxy_image)
             self._brought_up = True  # from here on, teardown has something to remove
             self._write_description()  # before `up`: gc can find a half-started run
             try:
                 engine.run_compose(self.compose_file, self.project, ["up", "-d", "--no-build"])
+                self._populate()
                 return
             except ClusterError as e:
                 if "address already in use" not in str(e) or attempt == _UP_ATTEMPTS:
@@ -164,6 +163,11 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
                 log.warning("compose up: a chosen port was taken; new ports (%s)", e)
                 remove_containers(self.run_dir)
                 self._choose_ports()
+
+    def _populate(self) -> None:
+        toxiproxy = container_name(self.run_dir, "toxiproxy")
+        wait_api(self._api_port, lambda: _container_alive(toxiproxy))
+        populate(self._api_port, list(self._proxies.values()))
 
     def _write_project(self, redis_image: str, toxiproxy_image: str) -> None:
         for node in (*self._nodes, self._resource):

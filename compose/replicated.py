@@ -142,15 +142,9 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
         images = (redis_image, toxiproxy_image)
         try:
             servers = [*(n.name for n in self._nodes), self._resource.name, TOXIPROXY_HOST]
-            self._up_services(images, servers, self._choose_ports, self._remove_all)
-            toxiproxy = container_name(self.run_dir, TOXIPROXY_HOST)
-            wait_api(self._api_port, lambda: _container_alive(toxiproxy))
-            proxies = [
-                *self._shared.values(),
-                *self._proxies.values(),
-                *self._sentinel_proxies.values(),
-            ]
-            populate(self._api_port, proxies)  # sentinel proxies dial nothing until they start
+            self._up_services(
+                images, servers, self._choose_ports, self._remove_all, then=self._populate
+            )
             for server in (*self._nodes, self._resource):
                 server.wait_ready()
             self._set_pointer(self._nodes[0].name)
@@ -176,9 +170,11 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
         services: list[str],
         new_ports: Callable[[], None],
         remove: Callable[[], None],
+        then: Callable[[], None] = lambda: None,
     ) -> None:
-        """compose.yaml, then `compose up` of ``services``; on a port taken since we chose
-        it (this machine is shared), remove what half-started and try with new ports."""
+        """compose.yaml, `compose up` of ``services``, then ``then`` (Toxiproxy's proxies,
+        which bind their ports only then); on a port taken since we chose it (this machine
+        is shared), remove what half-started and try with new ports."""
         for attempt in range(1, _UP_ATTEMPTS + 1):
             self._write_project(*images)
             self._brought_up = True  # from here on, teardown has something to remove
@@ -186,6 +182,7 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
             try:
                 up = ["up", "-d", "--no-build", *services]
                 engine.run_compose(self.compose_file, self.project, up)
+                then()
                 return
             except ClusterError as e:
                 if "address already in use" not in str(e) or attempt == _UP_ATTEMPTS:
@@ -195,6 +192,16 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
                 )
                 remove()
                 new_ports()
+
+    def _populate(self) -> None:
+        toxiproxy = container_name(self.run_dir, TOXIPROXY_HOST)
+        wait_api(self._api_port, lambda: _container_alive(toxiproxy))
+        proxies = [
+            *self._shared.values(),
+            *self._proxies.values(),
+            *self._sentinel_proxies.values(),
+        ]
+        populate(self._api_port, proxies)  # sentinel proxies dial nothing until they start
 
     def _remove_all(self) -> None:
         remove_containers(self.run_dir)
