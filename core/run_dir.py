@@ -57,35 +57,9 @@ class RunDir:
     COMPOSE_FILE: ClassVar[str] = "compose.yaml"
     COMPOSE_ENV: ClassVar[str] = ".env"  # the Compose project's name
 
-    # Every name above: a "{}" stands for a worker number or a node's name.
-    NAMES: ClassVar[tuple[str, ...]] = (
-        SCENARIO,
-        HISTORY,
-        SHARD,
-        NEMESIS_SHARD,
-        RESULTS,
-        TIMELINE,
-        LATENCY,
-        RATE,
-        HARNESS_LOG,
-        LEDGER,
-        REDIS_LOG,
-        SENTINEL_LOG,
-        TOXIPROXY_LOG,
-        WORKER_CONFIG,
-        WORKER_LOG,
-        GO,
-        GO_PARTIAL,
-        READY,
-        CRASH_POINT,
-        CLIENT_CLOCK,
-        PROGRAM_RESTARTS,
-        DATA,
-        SENTINEL_CONFIG,
-        CLOCK,
-        NODE_CLOCK,
-        COMPOSE_FILE,
-        COMPOSE_ENV,
+    # Every name above, in that order: a "{}" stands for a worker number or a node's name.
+    NAMES: ClassVar[tuple[str, ...]] = tuple(
+        value for key, value in vars().items() if key.isupper() and isinstance(value, str)
     )
 
     @property

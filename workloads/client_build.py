@@ -5,29 +5,19 @@ data, read once into the class's own Options. It imports that one class, never t
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
-from functools import reduce
 from typing import Any
 
 from lockharness.core.discovery import Discovery
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.typed_input import convert
-from lockharness.workloads.client_info import ClientOptions
+from lockharness.workloads.client_info import ClientOptions, imported
 from lockharness.workloads.plugins import load_plugin
 from lockharness.workloads.program import start_program_client
 from lockharness.workloads.protocol import Clock, LockClient
 
 # Builds one client (one per logical process) for the nodes as this worker reaches them.
 Builder = Callable[[Sequence[Endpoint], Clock, Discovery | None], LockClient]
-
-
-def imported(class_path: str) -> type:
-    """The class "module:Class" (or "module:Outer.Inner") names, its module imported now."""
-    module, _, attr = class_path.partition(":")
-    found = reduce(getattr, attr.split("."), importlib.import_module(module))
-    assert isinstance(found, type), f"{class_path} is not a class"
-    return found
 
 
 def typed_options(cls: type, options: dict[str, Any]) -> ClientOptions | dict[str, Any]:
@@ -52,7 +42,11 @@ def client_builder(
             argv, nodes, clock, options, discovery
         )
     cls = load_plugin(class_path).info.factory() if plugin else imported(class_path)
-    assert isinstance(cls, type)
+    assert isinstance(cls, type), f"{class_path} is not a class"
     given = typed_options(cls, options)
-    built: Builder = lambda nodes, clock, discovery: cls(nodes, clock, given, discovery)  # noqa: E731
-    return built
+
+    def build(nodes: Sequence[Endpoint], clock: Clock, discovery: Discovery | None) -> LockClient:
+        client: LockClient = cls(nodes, clock, given, discovery)
+        return client
+
+    return build

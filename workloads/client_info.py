@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
@@ -73,5 +73,10 @@ class ClientInfo:
         return tuple(f.encode_name for f in msgspec.structs.fields(self.options_type))
 
     def factory(self) -> ClientFactory:
-        module, _, attr = self.factory_path.partition(":")
-        return reduce(getattr, attr.split("."), importlib.import_module(module))  # "A.B" too
+        return imported(self.factory_path)
+
+
+def imported(class_path: str) -> Any:
+    """What "module:Name" (or "module:Outer.Inner") names, its module imported now."""
+    module, _, attr = class_path.partition(":")
+    return reduce(getattr, attr.split("."), importlib.import_module(module))
