@@ -17,7 +17,7 @@ import random
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -90,6 +90,15 @@ class FaultContext:
 
     def __post_init__(self) -> None:
         self.cuts = ProxyCuts(self.cluster)
+
+    def processes_of(self, workers: Iterable[int]) -> dict[str, list[int]] | None:
+        """The logical processes each worker runs, as the history names them ("w2": [3,
+        4, 5]): whom a fault on those workers touches, for the checker (checker.exposure).
+        None when the context does not know the threads per worker."""
+        threads = self.threads_per_worker
+        if threads is None:
+            return None
+        return {f"w{n}": list(range((n - 1) * threads, n * threads)) for n in sorted(set(workers))}
 
     @property
     def node_names(self) -> list[str]:

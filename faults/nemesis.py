@@ -111,7 +111,17 @@ class Nemesis:
         fault = FAULTS[spec.kind](spec, self.ctx, self._started)
         targets = fault.choose(occurrence.targets)
         options = msgspec.to_builtins(fault.options, enc_hook=int)  # durations as int ns
-        base = {"phase": "start", "kind": spec.kind, "targets": targets, "options": options}
+        # The occurrence's number pairs its start with its stop; when it was due and how
+        # long it was to last let a replay (harness.replay) inject it again as it ran.
+        base = {
+            "phase": "start",
+            "kind": spec.kind,
+            "targets": targets,
+            "options": options,
+            "occurrence": self._started,
+            "at_ns": occurrence.at_ns,
+            "duration_ns": occurrence.duration_ns,
+        }
         if not targets:
             self._record(INFO, spec.name, {**base, "skipped": "no target (no lease held now)"})
             return None
@@ -142,7 +152,7 @@ class Nemesis:
         if number not in self._active:
             return
         fault = self._active.pop(number)
-        base = {"phase": "stop", "kind": fault.kind, "targets": fault.targets}
+        base = {"phase": "stop", "kind": fault.kind, "targets": fault.targets, "occurrence": number}
         decided = self._record(INVOKE, fault.spec.name, base)
         try:
             details = fault.stop()

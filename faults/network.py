@@ -10,6 +10,7 @@ Mechanisms, as Toxiproxy implements them:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
@@ -156,6 +157,18 @@ def _workers(option: str | Sequence[str], count: int) -> list[int]:
     return [int(name.removeprefix("w")) for name in option]
 
 
+def _processes(fault: Fault, links: Sequence[str]) -> dict[str, Any]:
+    """``{"processes": {"w1": [0, 1, 2], ...}}`` for the workers whose links ``links`` are
+    (proxies named w<worker>-<node>; replication links name no worker): whose leases the
+    fault can separate from their nodes (checker.exposure)."""
+    workers = [int(m[1]) for link in links if (m := _WORKER_LINK.match(link))]
+    processes = fault.ctx.processes_of(workers) if workers else None
+    return {"processes": processes} if processes else {}
+
+
+_WORKER_LINK = re.compile(r"w(\d+)-")
+
+
 def _streams(option: str) -> list[str]:
     return ["downstream", "upstream"] if option == "both" else [option]
 
@@ -197,7 +210,7 @@ class Partition(Fault):
         self.targets = targets
         self.links = self._links(targets)
         self.ctx.cuts.cut(self.links)
-        return {"mode": self.options.mode, "cut": self.links}
+        return {"mode": self.options.mode, "cut": self.links, **_processes(self, self.links)}
 
     def stop(self) -> dict[str, Any]:
         self.ctx.cuts.restore(self.links)
@@ -221,7 +234,14 @@ class _ToxicFault(Fault):
         ]
         self.added = [(spec.proxy, spec.name) for spec in specs]
         self.ctx.cluster.toxiproxy.add_toxics(specs)
-        return {"type": toxic_type, "attributes": attributes, "toxics": len(specs)}
+        links = sorted({spec.proxy for spec in specs})
+        return {
+            "type": toxic_type,
+            "attributes": attributes,
+            "toxics": len(specs),
+            "links": links,
+            **_processes(self, links),
+        }
 
     def _proxies(self, targets: list[str]) -> list[str]:
         cluster = self.ctx.cluster

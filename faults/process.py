@@ -7,12 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, cast
 
+import redis
 from msgspec import Meta
 
 from lockharness.cluster.process import ManagedProcess
+from lockharness.core.connect import single_try_client
 from lockharness.faults.base import Fault
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
 from lockharness.faults.targets import pick_workers
+
+KEYS_SHOWN = 100  # of the keys a restarted node came back with, in its stop event
 
 
 class KillOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -77,7 +81,23 @@ class Kill(Fault):
     def stop(self) -> dict[str, Any]:
         for name in self.targets:
             self.ctx.cluster.node(name).restart()
-        return {"restarted": self.targets}
+        return {"restarted": self.targets, "keys": self._keys()}
+
+    def _keys(self) -> dict[str, list[str] | None]:
+        """The keys each restarted node came back with (the first few; None: it did not
+        say), so that the history shows whether a grant survived (checker.exposure)."""
+        found: dict[str, list[str] | None] = {}
+        for name in self.targets:
+            client = single_try_client(self.ctx.cluster.node(name).endpoint, 1.0)
+            try:
+                found[name] = sorted(
+                    str(k, "utf-8", "replace") for k in client.scan_iter(count=1000)
+                )[:KEYS_SHOWN]
+            except redis.RedisError:
+                found[name] = None
+            finally:
+                client.close()
+        return found
 
 
 class Pause(Fault):
@@ -132,11 +152,9 @@ class ClientPause(_WorkerFault):
         self.targets = targets
         self._signal(signal.SIGSTOP)
         details: dict[str, Any] = {"paused": targets}
-        threads = self.ctx.threads_per_worker
-        if threads is not None:  # whom it froze, so the checker can tell its effects apart
-            details["processes"] = {
-                f"w{n}": list(range((n - 1) * threads, n * threads)) for n, _ in self._workers()
-            }
+        processes = self.ctx.processes_of(n for n, _ in self._workers())
+        if processes is not None:  # whom it froze, so the checker can tell its effects apart
+            details["processes"] = processes
         return details
 
     def stop(self) -> dict[str, Any]:
@@ -160,7 +178,11 @@ class ClientKill(_WorkerFault):
         for number, worker in self._workers():
             self.ctx.killed_workers.add(number)  # before the kill: the runner must not mourn
             worker.kill()
-        return {"killed": targets}
+        details: dict[str, Any] = {"killed": targets}
+        processes = self.ctx.processes_of(n for n, _ in self._workers())
+        if processes is not None:
+            details["processes"] = processes
+        return details
 
     def stop(self) -> dict[str, Any]:
         return {}
