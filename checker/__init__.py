@@ -2,9 +2,11 @@
 
 The front door, as Porcupine's: ``check_history(events)`` or ``check_file(path)`` gives
 a ``CheckResult``: the safety ``verdict`` (a ``Verdict``), its ``witnesses`` (``Overlap``
-or ``ResourceWitness``), the ``reasons``, and beside safety ``liveness``, ``fencing`` and
-``stats``. ``CheckResult.to_dict`` is results.json's shape and ``from_dict`` reads it back.
-Everything outside the checker imports from here, never from its modules.
+or ``ResourceWitness``), the ``reasons``, and beside safety ``liveness``, ``fencing``,
+``stats`` and ``exposure`` (did the faults touch a live lease: an ``Exposure``;
+``result.vacuous`` when a valid run's faults touched none). ``CheckResult.to_dict`` is
+results.json's shape and ``from_dict`` reads it back. Everything outside the checker
+imports from here, never from its modules.
 """
 
 from lockharness.checker.digest import critical_sections
@@ -21,20 +23,32 @@ from lockharness.checker.evidence import (
     first_violation_ns,
     ms_text,
 )
+from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.sections import Section
 from lockharness.checker.values import BadValue
 from lockharness.checker.verdict import check_file, check_history
-from lockharness.checker.views import Fencing, Liveness, LivenessVerdict, Stats, describe_fencing
+from lockharness.checker.views import (
+    Exposure,
+    FaultExposure,
+    Fencing,
+    Liveness,
+    LivenessVerdict,
+    Stats,
+    describe_fencing,
+)
 
 NATIVE_SCAN: bool = _scan is not None  # the one pass and the sweeps run in C (checker/_scan.c)
 
 __all__ = [
+    "EXPOSURE_KINDS",
     "NATIVE_SCAN",
     "BadValue",
     "CheckResult",
+    "Exposure",
     "Failover",
+    "FaultExposure",
     "Fencing",
     "Grant",
     "Liveness",
@@ -49,6 +63,7 @@ __all__ = [
     "StuckInterval",
     "Verdict",
     "Witness",
+    "check_exposure",
     "check_file",
     "check_history",
     "critical_sections",

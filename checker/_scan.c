@@ -11,7 +11,7 @@ the definition; each function here follows its Python statement by statement, an
 tests/test_scan.py holds the two equal on random histories and sections.
 
 What the loop leaves to Python, by calling back: every error message (a value field of the
-wrong type: the helpers raise BadValue as the Python loop does), a fault's failover record,
+wrong type: the helpers raise BadValue as the Python loop does), every nemesis event,
 a resource answer that says more than "one occupant, no fencing", and new KeyAttempts. An
 event or section of a shape this code does not take (made by hand: not the reader's types,
 ints beyond int64) raises Irregular, and the caller runs the Python instead, from the start
@@ -31,7 +31,7 @@ enum { T_INVOKE, T_OK, T_FAIL, T_INFO };
 enum { F_ACQUIRE, F_RELEASE, F_EXTEND, F_ENTER, F_EXIT, F_OTHER };
 
 /* Interned names: dict lookups with them hash once. */
-static PyObject *s_nemesis, *s_to, *s_ttl_ms, *s_deadline, *s_depth, *s_grants, *s_fencing,
+static PyObject *s_nemesis, *s_ttl_ms, *s_deadline, *s_depth, *s_grants, *s_fencing,
     *s_planned_end, *s_occupancy, *s_highest, *s_accepted, *s_invokes, *s_dones;
 
 typedef struct {
@@ -43,7 +43,7 @@ typedef struct {
     PyObject *held, *extended, *invoked, *last, *pending, *by_key, *latencies, *ok_latencies,
         *holding, *nested_release, *sections, *resource_errors;
     /* callbacks and types */
-    PyObject *key_attempts, *take_answer, *on_failover, *int_field, *names_field, *depth_of,
+    PyObject *key_attempts, *take_answer, *on_nemesis, *int_field, *names_field, *depth_of,
         *section, *unset;
     long long events, nemesis, counts[4], extends[4], cycles;
     long long lo, hi, last_time, last_index;
@@ -491,17 +491,11 @@ Scanner_feed(Scanner *self, PyObject *batch)
         PyObject *ev = items[i], *process = FIELD(self, ev, PROCESS), *t = FIELD(self, ev, TIME);
         PyObject *value = FIELD(self, ev, VALUE);
         int type = type_code(FIELD(self, ev, TYPE)), r = 0;
-        if (!PyLong_CheckExact(process)) { /* the nemesis */
+        if (!PyLong_CheckExact(process)) { /* the nemesis: few events, each kept */
             self->nemesis++;
-            if (type == T_INFO && nonempty(value)) {
-                int has = PyDict_Contains(value, s_to);
-                if (has < 0) return NULL;
-                if (has) {
-                    PyObject *found = PyObject_CallOneArg(self->on_failover, ev);
-                    if (found == NULL) return NULL;
-                    Py_DECREF(found);
-                }
-            }
+            PyObject *kept = PyObject_CallOneArg(self->on_nemesis, ev);
+            if (kept == NULL) return NULL;
+            Py_DECREF(kept);
             continue;
         }
         switch (f_code(FIELD(self, ev, F))) {
@@ -541,7 +535,7 @@ members(Scanner *self, PyObject **slots[N_MEMBERS])
         &self->held, &self->extended, &self->invoked, &self->last, &self->pending,
         &self->by_key, &self->latencies, &self->ok_latencies, &self->holding,
         &self->nested_release, &self->sections, &self->resource_errors, &self->key_attempts,
-        &self->take_answer, &self->on_failover, &self->int_field, &self->names_field,
+        &self->take_answer, &self->on_nemesis, &self->int_field, &self->names_field,
         &self->depth_of, &self->section, &self->unset,
     };
     memcpy(slots, all, sizeof all);
@@ -581,7 +575,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
     static char *names[] = {
         "ordered", "event_type", "held", "extended", "invoked", "last", "pending", "by_key",
         "latencies", "ok_latencies", "holding", "nested_release", "sections",
-        "resource_errors", "key_attempts", "take_answer", "on_failover", "int_field",
+        "resource_errors", "key_attempts", "take_answer", "on_nemesis", "int_field",
         "names_field", "depth_of", "section", "unset", NULL,
     };
     PyObject *got[N_MEMBERS + 1]; /* event_type, then the members in their order */
@@ -905,10 +899,10 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
-    PyObject **interned[] = {&s_nemesis, &s_to, &s_ttl_ms, &s_deadline, &s_depth, &s_grants,
+    PyObject **interned[] = {&s_nemesis, &s_ttl_ms, &s_deadline, &s_depth, &s_grants,
                              &s_fencing, &s_planned_end, &s_occupancy, &s_highest, &s_accepted,
                              &s_invokes, &s_dones};
-    const char *texts[] = {"nemesis", "to", "ttl_ms", "deadline", "depth", "grants", "fencing",
+    const char *texts[] = {"nemesis", "ttl_ms", "deadline", "depth", "grants", "fencing",
                            "planned_end", "occupancy", "highest", "accepted", "invokes", "dones"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         if ((*interned[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;

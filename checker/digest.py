@@ -1,11 +1,12 @@
 """One pass over a history: everything the checkers need, and nothing of the events.
 
 A history can hold ten million events; the checkers need a tenth of that: the critical
-sections, the acquire attempts' times, the resource's answers, failovers and counts. This
-pass reads each event once and keeps those, so a history streamed from a file is checked
-in memory bounded by its lock cycles, not its events. The rules are the modules' own:
-``checker.sections`` (what a section is), ``checker.attempts`` (how attempts pair),
-``checker.resource`` (what the resource said), ``checker.failover``, ``checker.stats``.
+sections, the acquire attempts' times, the resource's answers, the nemesis's events and
+counts. This pass reads each event once and keeps those, so a history streamed from a file
+is checked in memory bounded by its lock cycles and faults, not its events. The rules are
+the modules' own: ``checker.sections`` (what a section is), ``checker.attempts`` (how
+attempts pair), ``checker.resource`` (what the resource said), ``checker.failover``,
+``checker.stats``.
 
 It is one loop, not one pass per module, because on a large history the loop is the cost:
 each event is dispatched once on ``f``. Values the checkers read are type-checked here, as
@@ -66,6 +67,7 @@ class Digest:
     attempts: Attempts = field(default_factory=Attempts)
     resource: ResourceView = field(default_factory=ResourceView)
     failovers: list[Failover] = field(default_factory=list)
+    nemesis: list[Event] = field(default_factory=list)  # every nemesis event, in order
     events: int = 0
     first_time: int | None = None
     last_time: int | None = None
@@ -139,10 +141,7 @@ def _python_digest(history: Iterable[Event]) -> Digest:
             process = event.process
             if process == NEMESIS:
                 nemesis += 1
-                if event.type == INFO and event.value and "to" in event.value:
-                    found = failover(event)
-                    if found is not None:
-                        d.failovers.append(found)
+                _nemesis_event(d, event)
                 continue
             t = event.time
             last[process] = t
@@ -251,6 +250,16 @@ def _python_digest(history: Iterable[Event]) -> Digest:
     return d
 
 
+def _nemesis_event(d: Digest, event: Event) -> None:
+    """A nemesis event is kept (checker.exposure reads the faults from them), and a
+    failover it records is read (checker.failover)."""
+    d.nemesis.append(event)
+    if event.type == INFO and event.value and "to" in event.value:
+        found = failover(event)
+        if found is not None:
+            d.failovers.append(found)
+
+
 def _finish(
     d: Digest,
     pending: dict[int | str, KeyAttempts],
@@ -282,11 +291,6 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     last: dict[int | str, int] = {}
     pending: dict[int | str, KeyAttempts] = {}
 
-    def on_failover(event: Event) -> None:
-        found = failover(event)
-        if found is not None:
-            d.failovers.append(found)
-
     scanner = _scan.Scanner(
         ordered=isinstance(history, HistoryFile),
         event_type=Event,
@@ -304,7 +308,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         resource_errors=view.errors,
         key_attempts=KeyAttempts,
         take_answer=partial(take_answer, view),
-        on_failover=on_failover,
+        on_nemesis=partial(_nemesis_event, d),
         int_field=_int,
         names_field=_names,
         depth_of=_depth,

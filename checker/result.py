@@ -4,8 +4,9 @@ Safety and liveness are separate answers. ``verdict`` is safety alone: mutual ex
 (overlapping sections of different owners) and the resource's occupancy; nothing else
 makes a run invalid. Beside it, ``liveness`` (stuck, ok or unknown, the bound and the
 stuck intervals) and ``fencing`` (stale writes the resource rejected, tokens granted out
-of order, whether the resource stayed consistent) are evidence a scenario may set
-expectations on, e.g. ``expect: {safety: valid, liveness: stuck}``, read as
+of order, whether the resource stayed consistent) and ``exposure`` (how the faults touched
+live leases; a valid run whose faults touched none is ``vacuous``) are evidence a scenario
+may set expectations on, e.g. ``expect: {safety: valid, liveness: stuck}``, read as
 ``result.verdict == "valid"`` and ``result.liveness.verdict == "stuck"``.
 
 ``to_dict`` is results.json's shape, unchanged since results were plain dicts (users'
@@ -21,7 +22,7 @@ from typing import Any
 import msgspec
 
 from lockharness.checker.evidence import Witness, first_violation_ns
-from lockharness.checker.views import Fencing, Liveness, Stats
+from lockharness.checker.views import Exposure, Fencing, Liveness, Stats
 
 
 class Verdict(StrEnum):
@@ -38,6 +39,17 @@ class CheckResult:
     stats: Stats = field(default_factory=Stats)
     liveness: Liveness = field(default_factory=Liveness)  # not safety
     fencing: Fencing = field(default_factory=Fencing)  # not safety
+    exposure: Exposure = field(default_factory=Exposure)  # did the faults touch a lease?
+
+    @property
+    def vacuous(self) -> bool:
+        """Valid, but its faults touched no live lease: it says nothing about them."""
+        return self.verdict is Verdict.VALID and self.exposure.vacuous
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict as people read it: ``valid (vacuous)`` for a vacuous one."""
+        return f"{self.verdict.value} (vacuous)" if self.vacuous else self.verdict.value
 
     @property
     def first_violation_ns(self) -> int | None:
@@ -69,6 +81,7 @@ _ALLOWED = {
     "stats": "an object of counts",
     "liveness": "an object (verdict, bound_ns, intervals)",
     "fencing": "an object (fenced, stale_writes_rejected, out_of_order, ...)",
+    "exposure": "an object (faults, touched, counts, occurrences, ...)",
 }
 
 

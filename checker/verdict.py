@@ -2,7 +2,8 @@
 
 ``check_history`` reads the history in one pass (checker.digest) and hands what it kept
 to the checkers: mutual exclusion and the resource's occupancy make the safety verdict;
-liveness and fencing are reported beside it (``lockharness.checker.result``).
+liveness, fencing and exposure (did the faults touch a live lease?) are reported beside it
+(``lockharness.checker.result``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import msgspec
 from lockharness.checker.attribution import attribute
 from lockharness.checker.digest import Digest, digest
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
+from lockharness.checker.exposure import check_exposure
 from lockharness.checker.failover import with_failovers
 from lockharness.checker.fencing import check_fencing
 from lockharness.checker.liveness import check_liveness
@@ -117,18 +119,19 @@ def _check(
     counts["mutex_violations"] = len(mutex)
     counts["resource_violations"] = len(resource)
     stats = Stats(**counts)
+    exposure = check_exposure(sections, found.nemesis, found.failovers, end)
     if total:
         reasons = _violation_reasons(mutex, resource)
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
         witnesses: list[Witness] = [*mutex[:cap], *resource[:cap]]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
-        return CheckResult(Verdict.INVALID, witnesses, reasons, stats, liveness, fencing)
+        return CheckResult(Verdict.INVALID, witnesses, reasons, stats, liveness, fencing, exposure)
     reasons = _unknown_reasons(found, expected_processes)
     reasons += _harness_reasons(attribution.excused, view.errors)
     if reasons:
-        return CheckResult(Verdict.UNKNOWN, [], reasons, stats, liveness, fencing)
-    return CheckResult(Verdict.VALID, [], [], stats, liveness, fencing)
+        return CheckResult(Verdict.UNKNOWN, [], reasons, stats, liveness, fencing, exposure)
+    return CheckResult(Verdict.VALID, [], [], stats, liveness, fencing, exposure)
 
 
 _LATE_NS = 1_000_000  # a section that ends later than this after its planned end is late

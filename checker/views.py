@@ -107,3 +107,63 @@ def describe_fencing(fencing: Fencing, stats: Stats) -> str:
     out_of_order = stats.fencing_out_of_order
     text += f"{out_of_order} token(s) granted out of order" if out_of_order else "tokens in order"
     return text
+
+
+class FaultExposure(msgspec.Struct, frozen=True):
+    """One fault occurrence and how it touched the leases live while it was in effect
+    (checker.exposure); ``touched`` empty: it touched none."""
+
+    occurrence: int  # its number in the run (the nemesis's), negative when not recorded
+    fault: str  # its name in the scenario
+    kind: str
+    start: int  # in effect, ns since the run's start
+    end: int  # taken out (or the history's end)
+    targets: list[str]
+    touched: list[str]  # exposure kinds (checker.exposure.EXPOSURE_KINDS)
+    leases: int  # live leases it touched
+
+    def describe(self) -> str:
+        span = f"{self.start / 1e9:.3f}s→{self.end / 1e9:.3f}s"
+        what = f"{self.fault} ({self.kind}) on {','.join(self.targets) or '-'} {span}"
+        if not self.touched:
+            return f"{what}: touched no live lease"
+        return f"{what}: {', '.join(self.touched)} ({self.leases} lease(s))"
+
+
+class Exposure(msgspec.Struct, frozen=True):
+    """Did the faults touch a live lease (checker.exposure)? ``counts`` are fault
+    occurrences per way of touching (failover-during-lease: failovers). The lists are
+    capped (checker.exposure.MAX_FAULTS_SHOWN); the counts are whole."""
+
+    faults: int = 0  # occurrences put in effect
+    skipped: int = 0  # occurrences that found no target (nothing injected)
+    touched: int = 0  # occurrences that touched a live lease
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+    leases: int = 0  # leases live for some time
+    leases_touched: int = 0
+    failovers_touching: int = 0
+    occurrences: list[FaultExposure] = msgspec.field(default_factory=list)  # in run order
+    touched_leases: list[int] = msgspec.field(default_factory=list)  # their acquire indexes
+
+    @property
+    def vacuous(self) -> bool:
+        """Faults were planned (in effect or skipped), yet none touched a live lease: a
+        valid verdict then says nothing about the faults. A run without faults is not."""
+        return (
+            (self.faults + self.skipped) > 0 and self.touched == 0 and not self.failovers_touching
+        )
+
+    def describe(self) -> str:
+        if not self.faults + self.skipped:
+            return "exposure: no faults"
+        text = (
+            f"exposure: {self.touched} of {self.faults} fault(s) touched a live lease "
+            f"({self.leases_touched} of {self.leases} leases)"
+        )
+        if self.skipped:
+            text += f", {self.skipped} skipped (no target)"
+        if self.failovers_touching:
+            text += f", {self.failovers_touching} failover(s) during a lease"
+        if self.counts:
+            text += ": " + ", ".join(f"{how} {n}" for how, n in self.counts.items())
+        return text

@@ -1,0 +1,426 @@
+"""Exposure: did the faults touch a live lease? A pure function of the history.
+
+A valid verdict says that no two owners overlapped; it does not say that a fault ever put
+the lock to the test. A kill that lands between leases tests nothing. This checker pairs
+every fault occurrence the nemesis recorded with the leases live while it was in effect
+and says how it touched them, so that a valid run whose faults touched nothing is called
+what it is (``vacuous``) and a scenario can require exposure (a ``sometimes`` assertion).
+
+A lease is *live* from its acquire ok until its release is invoked or its validity
+deadline passes, whichever comes first (a lease without a deadline: until its release, or
+the history's end if never released): its grants are in force and its holder is inside.
+A lease is *held* from its acquire ok until its release is invoked (what the holder
+believes). An occurrence is *in effect* from its start ``info`` to its stop ``info`` (or
+the history's end). Each way of touching, by the fault kinds it applies to:
+
+- kill-of-grant-node (kill): a node that granted a lease was killed while the lease was
+  live. Of those nodes, when it came back (its stop): restart-before-expiry, before the
+  lease's deadline (without one: always), split into restart-with-key and
+  restart-without-key by the keys the node held when it came back (the stop's ``keys``;
+  neither when it did not say); or restart-after-expiry, at or after the deadline (the
+  delayed-restart policy at work). A node still down at the history's end adds none.
+- grants-majority-lost (kill): with this kill, more than half of a live lease's grant
+  nodes were down at once or back without its key.
+- pause-of-grant-node (pause), clock-change-of-grant-node (clock-bump, clock-strobe,
+  clock-rate): in effect on a grant node at some instant the lease was live.
+- holder-partitioned (partition), holder-latency (latency, toxic): a link from the
+  holder's worker to one of its grant nodes was cut or slowed while the lease was live
+  (the fault's ``cut``/``links`` and ``processes`` say which links and whose they are).
+- holder-paused (client-pause): the holder was frozen while it held; also
+  holder-paused-past-deadline when its deadline passed while it was frozen.
+- holder-killed (client-kill): the holder's worker was killed while it held.
+- failover-during-lease: a failover (Sentinel's, or a promote) whose window met a live
+  lease that the old master granted (any live lease when the old master is not named).
+  Counted in failovers, not fault occurrences; a promote counts as touched by it.
+- fault-during-lease: any other fault (replication links, client clocks, a crash point,
+  a network fault whose processes are not recorded) in effect while some lease was live.
+
+Counts are fault occurrences (one occurrence may count under several kinds). Defined on
+the history alone, so ``check`` of a stored run gives the figures ``run`` gave.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockharness.checker.evidence import Failover
+from lockharness.checker.sections import Section
+from lockharness.checker.values import BadValue
+from lockharness.checker.views import Exposure, FaultExposure
+from lockharness.core.history import INFO, Event
+
+# Every way a fault can touch a lease, and what it means (docs, the expectation's check).
+EXPOSURE_KINDS: dict[str, str] = {
+    "kill-of-grant-node": "a node that granted a live lease was killed",
+    "restart-before-expiry": "a killed grant node came back before that lease's deadline",
+    "restart-with-key": "a killed grant node came back before the deadline, holding the key",
+    "restart-without-key": "a killed grant node came back before the deadline, without the key",
+    "restart-after-expiry": "a killed grant node stayed down past that lease's deadline",
+    "grants-majority-lost": "more than half of a live lease's grant nodes down or back empty",
+    "pause-of-grant-node": "a node that granted a live lease was paused",
+    "clock-change-of-grant-node": "a clock fault on a node that granted a live lease",
+    "holder-partitioned": "the holder's worker was cut from a grant node while the lease lived",
+    "holder-latency": "a toxic slowed a link from the holder to a grant node",
+    "holder-paused": "the holder was frozen (client pause) while it held",
+    "holder-paused-past-deadline": "the holder was frozen while its deadline passed",
+    "holder-killed": "the holder's worker was killed while it held",
+    "failover-during-lease": "a failover while a lease granted by the old master was live",
+    "fault-during-lease": "another fault in effect while some lease was live",
+}
+MAX_FAULTS_SHOWN = 1000  # occurrences and touched leases listed (all are counted)
+_CLOCK_KINDS = frozenset({"clock-bump", "clock-strobe", "clock-rate"})
+_TOXIC_KINDS = frozenset({"latency", "toxic"})
+_KEY_SEPARATORS = (":", "/", "_", ".", "-", "{", "}")
+
+
+@dataclass
+class _Occurrence:
+    number: int
+    name: str
+    kind: str
+    start: int  # in effect
+    end: int | None  # taken out; None until its stop is seen
+    targets: tuple[str, ...]
+    started: dict[str, Any]
+    event: Event  # its start info: what a BadValue names
+    stopped: dict[str, Any] = field(default_factory=dict)
+    touched: set[str] = field(default_factory=set)
+    leases: set[int] = field(default_factory=set)  # acquire indexes
+
+    def touch(self, how: str, lease: Section) -> None:
+        self.touched.add(how)
+        self.leases.add(lease.acquire_index)
+
+
+@dataclass
+class _Lease:
+    section: Section
+    live_end: int  # exclusive
+    held_end: int  # exclusive; the history's end for a lease never released
+
+    @property
+    def start(self) -> int:
+        return self.section.start
+
+
+def _text(event: Event, value: dict[str, Any], name: str, default: str) -> str:
+    raw = value.get(name, default)
+    if type(raw) is not str:
+        raise BadValue(event, name, "a string")
+    return raw
+
+
+def _names(event: Event, value: dict[str, Any], name: str) -> tuple[str, ...]:
+    raw = value.get(name)
+    if raw is None:
+        return ()
+    if type(raw) is list and all(type(item) is str for item in raw):
+        return tuple(raw)
+    raise BadValue(event, name, "a list of node or worker names")
+
+
+def _processes(event: Event, value: dict[str, Any]) -> dict[int, str] | None:
+    """``processes`` ({"w1": [0, 1, 2]}) as process -> worker name; None when absent."""
+    raw = value.get("processes")
+    if raw is None:
+        return None
+    if type(raw) is not dict or not all(
+        type(ps) is list and all(type(p) is int for p in ps) for ps in raw.values()
+    ):
+        raise BadValue(event, "processes", 'a mapping of worker names to process lists ("w1")')
+    return {p: worker for worker, ps in raw.items() for p in ps}
+
+
+def _occurrences(nemesis: Iterable[Event], end: int) -> tuple[list[_Occurrence], int, int | None]:
+    """The occurrences put in effect, in order; how many were skipped (no target); and when
+    the nemesis began to heal (a fault never stopped is out by then)."""
+    found: list[_Occurrence] = []
+    by_number: dict[int, _Occurrence] = {}
+    unnumbered: dict[str, list[_Occurrence]] = defaultdict(list)  # older histories: FIFO
+    skipped = 0
+    heal: int | None = None
+    for event in nemesis:
+        value = event.value or {}
+        phase = value.get("phase")
+        if phase == "heal" and heal is None:
+            heal = event.time
+        if event.type != INFO or phase not in ("start", "stop"):
+            continue
+        number = value.get("occurrence")
+        if number is not None and type(number) is not int:
+            raise BadValue(event, "occurrence", "an integer or null")
+        if phase == "start":
+            if "skipped" in value:
+                skipped += 1
+                continue
+            kind = _text(event, value, "kind", event.f)
+            targets = _names(event, value, "targets")
+            occurrence = _Occurrence(
+                number if number is not None else -len(found) - 1,
+                event.f,
+                kind,
+                event.time,
+                None,
+                targets,
+                value,
+                event,
+            )
+            found.append(occurrence)
+            if number is not None:
+                by_number[number] = occurrence
+            else:
+                unnumbered[event.f].append(occurrence)
+            continue
+        if number is not None:
+            stopped = by_number.pop(number, None)
+        else:
+            waiting = unnumbered.get(event.f)
+            stopped = waiting.pop(0) if waiting else None
+        if stopped is not None and stopped.end is None:
+            stopped.end, stopped.stopped = event.time, value
+    for occurrence in found:
+        if occurrence.end is None:
+            occurrence.end = heal if heal is not None and heal >= occurrence.start else end
+    return found, skipped, heal
+
+
+def _leases(sections: Sequence[Section], end: int) -> list[_Lease]:
+    leases = []
+    for s in sections:
+        held_end = s.end if s.closed else max(s.end, end)
+        if s.deadline is None:
+            live_end = held_end
+        elif s.closed:
+            live_end = min(s.end, s.deadline)
+        else:
+            live_end = s.deadline  # never released: live until its grants expire
+        leases.append(_Lease(s, live_end, max(held_end, s.start + 1)))
+    leases.sort(key=lambda lease: lease.start)
+    return leases
+
+
+class _Index:
+    """Leases by start, to find those that meet a window without a scan of them all."""
+
+    def __init__(self, leases: list[_Lease]) -> None:
+        self.leases = leases
+        self.starts = [lease.start for lease in leases]
+        self.longest = max((lease.held_end - lease.start for lease in leases), default=0)
+
+    def meeting(self, start: int, end: int, live: bool = True) -> list[_Lease]:
+        """Leases live (or held) at some instant of [start, end)."""
+        hi = bisect.bisect_left(self.starts, end)
+        lo = bisect.bisect_left(self.starts, start - self.longest)
+        found = []
+        for lease in self.leases[lo:hi]:
+            until = lease.live_end if live else lease.held_end
+            if until > start and lease.start < until:
+                found.append(lease)
+        return found
+
+
+def _key_held(key: str | None, keys: object) -> bool | None:
+    """Whether a node's keys (the names it came back with) include a lease's key, as it is
+    or behind a library's prefix ("lock:k0"); None when the node did not say."""
+    if key is None or type(keys) is not list:
+        return None
+    return any(
+        k == key or (k.endswith(key) and k[-len(key) - 1] in _KEY_SEPARATORS)
+        for k in keys
+        if type(k) is str
+    )
+
+
+# A grant a kill took from a lease: (from, until, node, the kill), until exclusive.
+_Loss = tuple[int, int, str, _Occurrence]
+
+
+def _kill(occurrence: _Occurrence, index: _Index, losses: dict[int, list[_Loss]]) -> None:
+    started, stopped, event = occurrence.started, occurrence.stopped, occurrence.event
+    killed = set(_names(event, started, "killed") if "killed" in started else occurrence.targets)
+    back = set(_names(event, stopped, "restarted")) if "restarted" in stopped else set()
+    keys: dict[str, Any] = stopped["keys"] if type(stopped.get("keys")) is dict else {}
+    at, came_back = occurrence.start, occurrence.end
+    for lease in index.meeting(at, at + 1):
+        s = lease.section
+        for node in sorted(killed.intersection(s.grants)):
+            occurrence.touch("kill-of-grant-node", s)
+            lost_until = lease.live_end  # down to the end, or back without the key
+            if node in back and came_back is not None:
+                if s.deadline is None or came_back < s.deadline:
+                    occurrence.touch("restart-before-expiry", s)
+                    held = _key_held(s.key, keys.get(node))
+                    if held is not None:
+                        occurrence.touch("restart-with-key" if held else "restart-without-key", s)
+                    if held:
+                        lost_until = came_back
+                else:
+                    occurrence.touch("restart-after-expiry", s)
+            losses[s.acquire_index].append((at, max(lost_until, at + 1), node, occurrence))
+
+
+def _grants_majority(losses: dict[int, list[_Loss]], index: _Index) -> None:
+    """More than half of a lease's grant nodes lost at once (down, or back without its
+    key) counts for the kill that tipped it over."""
+    by_index = {lease.section.acquire_index: lease.section for lease in index.leases}
+    for acquire_index, lost in losses.items():
+        s = by_index[acquire_index]
+        for at, _, _, occurrence in lost:
+            down = {node for start, until, node, _ in lost if start <= at < until}
+            if 2 * len(down) > len(s.grants):
+                occurrence.touch("grants-majority-lost", s)
+
+
+def _on_grant_nodes(occurrence: _Occurrence, index: _Index, how: str) -> None:
+    nodes = set(occurrence.targets)
+    end = occurrence.end if occurrence.end is not None else occurrence.start + 1
+    for lease in index.meeting(occurrence.start, max(end, occurrence.start + 1)):
+        if nodes.intersection(lease.section.grants):
+            occurrence.touch(how, lease.section)
+
+
+def _holder_links(occurrence: _Occurrence, index: _Index, how: str, links_field: str) -> bool:
+    """A network fault on links from a holder's worker to its grant nodes; False when the
+    history does not say whose links they are."""
+    processes = _processes(occurrence.event, occurrence.started)
+    links = set(_names(occurrence.event, occurrence.started, links_field))
+    if processes is None or not links:
+        return False
+    end = occurrence.end if occurrence.end is not None else occurrence.start + 1
+    for lease in index.meeting(occurrence.start, max(end, occurrence.start + 1)):
+        s = lease.section
+        worker = processes.get(s.process) if isinstance(s.process, int) else None
+        if worker is not None and any(f"{worker}-{node}" in links for node in s.grants):
+            occurrence.touch(how, s)
+    return True
+
+
+def _holder_processes(occurrence: _Occurrence, index: _Index) -> bool:
+    processes = _processes(occurrence.event, occurrence.started)
+    if processes is None:
+        return False
+    start = occurrence.start
+    end = occurrence.end if occurrence.end is not None else start + 1
+    if occurrence.kind == "client-kill":
+        end = start + 1  # an instant: the kill
+    for lease in index.meeting(start, max(end, start + 1), live=False):
+        s = lease.section
+        if s.process not in processes:
+            continue
+        if occurrence.kind == "client-kill":
+            occurrence.touch("holder-killed", s)
+            continue
+        occurrence.touch("holder-paused", s)
+        if s.deadline is not None and start < s.deadline < end:
+            occurrence.touch("holder-paused-past-deadline", s)
+    return True
+
+
+def _any_live(occurrence: _Occurrence, index: _Index) -> None:
+    end = occurrence.end if occurrence.end is not None else occurrence.start + 1
+    for lease in index.meeting(occurrence.start, max(end, occurrence.start + 1)):
+        occurrence.touch("fault-during-lease", lease.section)
+
+
+def _failovers(failovers: Sequence[Failover], index: _Index) -> tuple[int, set[int]]:
+    """Failovers whose window met a lease the old master granted, and those leases."""
+    count, leases = 0, set[int]()
+    for f in failovers:
+        hit = [
+            lease.section
+            for lease in index.meeting(f.began, max(f.time, f.began) + 1)
+            if f.from_ is None or f.from_ in lease.section.grants
+        ]
+        if hit:
+            count += 1
+            leases.update(s.acquire_index for s in hit)
+    return count, leases
+
+
+def check_exposure(
+    sections: Sequence[Section],
+    nemesis: Sequence[Event],
+    failovers: Sequence[Failover] = (),
+    end: int = 0,
+) -> Exposure:
+    """How the faults recorded in ``nemesis`` (the nemesis's events, in order) touched the
+    ``sections`` live while they were in effect; ``end`` is the history's last time."""
+    end = max([end, *(s.end for s in sections)]) if sections else end
+    occurrences, skipped, _ = _occurrences(nemesis, end)
+    index = _Index(_leases(sections, end))
+    losses: dict[int, list[_Loss]] = defaultdict(list)
+    for occurrence in occurrences:
+        kind = occurrence.kind
+        if kind == "kill":
+            _kill(occurrence, index, losses)
+        elif kind == "pause":
+            _on_grant_nodes(occurrence, index, "pause-of-grant-node")
+        elif kind in _CLOCK_KINDS:
+            _on_grant_nodes(occurrence, index, "clock-change-of-grant-node")
+        elif kind == "partition" and occurrence.started.get("mode") != "shared-link":
+            if not _holder_links(occurrence, index, "holder-partitioned", "cut"):
+                _any_live(occurrence, index)
+        elif kind in _TOXIC_KINDS:
+            if not _holder_links(occurrence, index, "holder-latency", "links"):
+                _any_live(occurrence, index)
+        elif kind in ("client-pause", "client-kill"):
+            if not _holder_processes(occurrence, index):
+                _any_live(occurrence, index)
+        elif kind != "promote":
+            _any_live(occurrence, index)
+    _grants_majority(losses, index)
+    failed_over, failover_leases = _failovers(failovers, index)
+    for occurrence in occurrences:  # a promote is a failover: touched when its failover was
+        if occurrence.kind == "promote" and failed_over:
+            window = index.meeting(occurrence.start, occurrence.start + 1)
+            for lease in window:
+                if lease.section.acquire_index in failover_leases:
+                    occurrence.touch("failover-during-lease", lease.section)
+    return _summary(occurrences, skipped, index, failed_over, failover_leases)
+
+
+def _summary(
+    occurrences: list[_Occurrence],
+    skipped: int,
+    index: _Index,
+    failed_over: int,
+    failover_leases: set[int],
+) -> Exposure:
+    counts: dict[str, int] = {}
+    for occurrence in occurrences:
+        for how in occurrence.touched:
+            if how != "failover-during-lease":
+                counts[how] = counts.get(how, 0) + 1
+    if failed_over:
+        counts["failover-during-lease"] = failed_over
+    touched_leases = set(failover_leases)
+    for occurrence in occurrences:
+        touched_leases |= occurrence.leases
+    shown = [
+        FaultExposure(
+            occurrence=o.number,
+            fault=o.name,
+            kind=o.kind,
+            start=o.start,
+            end=o.end if o.end is not None else o.start,
+            targets=list(o.targets),
+            touched=sorted(o.touched),
+            leases=len(o.leases),
+        )
+        for o in occurrences[:MAX_FAULTS_SHOWN]
+    ]
+    return Exposure(
+        faults=len(occurrences),
+        skipped=skipped,
+        touched=sum(1 for o in occurrences if o.touched),
+        counts=dict(sorted(counts.items(), key=lambda item: list(EXPOSURE_KINDS).index(item[0]))),
+        leases=sum(1 for lease in index.leases if lease.live_end > lease.start),
+        leases_touched=len(touched_leases),
+        failovers_touching=failed_over,
+        occurrences=shown,
+        touched_leases=sorted(touched_leases)[:MAX_FAULTS_SHOWN],
+    )
