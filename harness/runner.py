@@ -42,6 +42,7 @@ from lockharness.harness.recheck import apply_run_problems
 from lockharness.harness.reports import write_reports
 from lockharness.harness.runlog import run_log
 from lockharness.harness.scenario import Scenario, to_yaml
+from lockharness.harness.scenario.expectation import require_exposure
 from lockharness.harness.store import create_run_dir, update_latest
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
@@ -387,6 +388,7 @@ def conclude(
         )
     result = check_history(history, expected_processes=range(w.workers * w.threads))
     result = apply_run_problems(result, problems)
+    result = require_exposure(result, scenario.expectation)
     result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
     outcome = RunOutcome(
         run_dir, scenario, result, execution.interrupted, execution.exits, problems

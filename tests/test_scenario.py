@@ -1122,3 +1122,50 @@ def test_unknown_safety_may_be_expected_only_of_a_client_stuck_without_a_lease(
         Verdict.UNKNOWN, [], ["worker w2 recorded nothing"], Stats(), Liveness(LivenessVerdict.OK)
     )
     assert not Expectation("unknown", "stuck").met_by(broken)
+
+
+def test_expect_may_require_exposure(tmp_path: Path) -> None:
+    required = '{safety: valid, exposure: {kill-of-grant-node: ">= 3", touched: 2}}'
+    s = load_scenario(
+        str(write(tmp_path, GOOD.replace("expect: valid", f"expect: {required}"), "req.yaml"))
+    )
+    assert [str(r) for r in s.expectation.exposure] == ["kill-of-grant-node >= 3", "touched >= 2"]
+    assert str(s.expectation) == "valid, exposure kill-of-grant-node >= 3, touched >= 2"
+    assert load_scenario(str(write(tmp_path, to_yaml(s), "again.yaml"))) == s
+
+
+@pytest.mark.parametrize(
+    ("exposure", "says"),
+    [
+        ("{kills: 3}", "'kills' is not an exposure name; allowed: kill-of-grant-node"),
+        ('{touched: "about 3"}', "expect.exposure.touched: 'about 3' is not a required count"),
+        ("{touched: -1}", "allowed: a count from 0"),
+        ("{}", "is not a non-empty mapping of exposure names"),
+        ("3", "is not a non-empty mapping of exposure names"),
+    ],
+)
+def test_a_bad_exposure_requirement_names_its_key(tmp_path: Path, exposure: str, says: str) -> None:
+    text = GOOD.replace("expect: valid", f"expect: {{safety: valid, exposure: {exposure}}}")
+    message = bad(tmp_path, text)
+    assert "x.yaml: expect.exposure" in message and says in message
+
+
+def test_an_exposure_requirement_needs_a_valid_expectation(tmp_path: Path) -> None:
+    text = GOOD.replace("expect: valid", "expect: {safety: invalid, exposure: {touched: 1}}")
+    assert "an exposure requirement needs safety valid" in bad(tmp_path, text)
+
+
+def test_a_valid_run_below_its_exposure_requirement_is_unknown() -> None:
+    from lockharness.checker import Exposure
+    from lockharness.harness.scenario.expectation import ExposureRequirement, require_exposure
+
+    touched = Exposure(faults=4, touched=3, counts={"kill-of-grant-node": 3})
+    result = CheckResult(Verdict.VALID, [], [], Stats(), Liveness(), Fencing(), touched)
+    needs = Expectation("valid", exposure=(ExposureRequirement("kill-of-grant-node", ">=", 3),))
+    assert require_exposure(result, needs) is result and needs.met_by(result)
+    more = Expectation("valid", exposure=(ExposureRequirement("kill-of-grant-node", ">", 3),))
+    below = require_exposure(result, more)
+    assert below.verdict is Verdict.UNKNOWN and not more.met_by(below)
+    assert "kill-of-grant-node was 3, required > 3" in below.reasons[-1]
+    invalid = CheckResult(Verdict.INVALID, [], [], Stats(), Liveness(), Fencing(), Exposure())
+    assert require_exposure(invalid, more) is invalid  # a violation stands

@@ -18,7 +18,7 @@ from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.console import print_summary
 from lockharness.harness.recheck import apply_run_problems, run_history, stored_run_problems
-from lockharness.harness.scenario.expectation import Expectation
+from lockharness.harness.scenario.expectation import Expectation, require_exposure
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
@@ -51,6 +51,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     except HistoryError as e:
         raise BadInput(str(e)) from None
     result = apply_run_problems(result, problems)
+    result = require_exposure(result, expectation)  # the run's own requirement, as `run` did
     result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
     if args.expect:
         expectation = Expectation(args.expect)

@@ -20,6 +20,7 @@ from lockharness.core.run_dir import RunDir
 from lockharness.harness.reports.analysis import periods_and_end
 from lockharness.harness.reports.timeline import write_timeline
 from lockharness.harness.scenario import Scenario, load_scenario
+from lockharness.harness.scenario.expectation import require_exposure
 
 log = logging.getLogger("lockharness.reports")
 
@@ -102,4 +103,5 @@ def rebuild_reports(run_dir: Path) -> list[Path]:
     if result is None:
         w = scenario.workload
         result = check_history(history, expected_processes=range(w.workers * w.threads))
+        result = require_exposure(result, scenario.expectation)
     return write_reports(run_dir, history, result, scenario)

@@ -2,14 +2,68 @@
 
 from __future__ import annotations
 
+import dataclasses
+import operator
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from lockharness.checker import CheckResult
+from lockharness.checker import EXPOSURE_KINDS, CheckResult, Verdict
 
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
 LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
 RESOURCE_EXPECTATIONS: tuple[str, ...] = ("consistent", "inconsistent")
 TOKEN_EXPECTATIONS: tuple[str, ...] = ("ordered", "out-of-order")
+
+
+# What `expect: {exposure: {...}}` may count: each way a fault touches a live lease
+# (checker.exposure), and two totals.
+EXPOSURE_TOTALS: dict[str, str] = {
+    "touched": "fault occurrences that touched a live lease, in any way",
+    "leases-touched": "leases that some fault touched",
+}
+EXPOSURE_NAMES: tuple[str, ...] = (*EXPOSURE_KINDS, *EXPOSURE_TOTALS)
+_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "==": operator.eq,
+    "<=": operator.le,
+    "<": operator.lt,
+}
+REQUIREMENT_FORM = re.compile(r"\s*(>=|>|==|<=|<)\s*(\d{1,9})\s*")
+REQUIREMENT_ALLOWED = 'a count from 0 (at least that many), or ">= N", "> N", "== N", "<= N", "< N"'
+
+
+@dataclass(frozen=True)
+class ExposureRequirement:
+    """``kill-of-grant-node: ">= 3"``: what a valid run's faults must have touched for its
+    verdict to vouch for them (a Jepsen-less "sometimes" assertion)."""
+
+    name: str  # an EXPOSURE_NAMES entry
+    op: str  # a _COMPARISONS key
+    count: int
+
+    def measured(self, result: CheckResult) -> int:
+        exposure = result.exposure
+        if self.name == "touched":
+            return exposure.touched
+        if self.name == "leases-touched":
+            return exposure.leases_touched
+        return exposure.counts.get(self.name, 0)
+
+    def met_by(self, result: CheckResult) -> bool:
+        return _COMPARISONS[self.op](self.measured(result), self.count)
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.op} {self.count}"
+
+
+def parse_requirement(name: str, raw: object) -> ExposureRequirement | None:
+    """A requirement from YAML (``3`` or ``">= 3"``); None if it is not one."""
+    if type(raw) is int and raw >= 0:
+        return ExposureRequirement(name, ">=", raw)
+    match = REQUIREMENT_FORM.fullmatch(raw) if isinstance(raw, str) else None
+    return ExposureRequirement(name, match[1], int(match[2])) if match else None
 
 
 @dataclass(frozen=True)
@@ -22,6 +76,7 @@ class Expectation:
     liveness: str | None = None
     resource: str | None = None
     tokens: str | None = None
+    exposure: tuple[ExposureRequirement, ...] = ()  # for a valid run (require_exposure)
 
     def met_by(self, result: CheckResult) -> bool:
         """True if a run's safety verdict (and the other views, where expected) are as
@@ -40,8 +95,30 @@ class Expectation:
             self.liveness,
             self.resource and f"resource {self.resource}",
             self.tokens and f"tokens {self.tokens}",
+            self.exposure and "exposure " + ", ".join(map(str, self.exposure)),
         )
         return ", ".join(p for p in parts if p)
+
+    def unmet_exposure(self, result: CheckResult) -> list[ExposureRequirement]:
+        return [r for r in self.exposure if not r.met_by(result)]
+
+
+def require_exposure(result: CheckResult, expectation: Expectation) -> CheckResult:
+    """A valid run whose faults touched the leases less than the scenario requires cannot
+    vouch for them: unknown, with the reason. Invalid and unknown runs stand."""
+    if result.verdict is not Verdict.VALID:
+        return result
+    unmet = expectation.unmet_exposure(result)
+    if not unmet:
+        return result
+    shown = "; ".join(
+        f"{r.name} was {r.measured(result)}, required {r.op} {r.count}" for r in unmet
+    )
+    reason = (
+        f"exposure below what the scenario requires ({shown}): the faults did not test the "
+        "lock as the claim needs, so this valid verdict cannot vouch for it"
+    )
+    return dataclasses.replace(result, verdict=Verdict.UNKNOWN, reasons=[*result.reasons, reason])
 
 
 def resource_outcome(result: CheckResult) -> str | None:

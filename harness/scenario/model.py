@@ -15,7 +15,10 @@ from lockharness.faults.plan_doc import FAULTS_META, TIMELINE_META, FaultDoc
 from lockharness.faults.spec import Delay, FaultPlan, TimelineEntry
 from lockharness.harness.scenario.expectation import (
     EXPECTATIONS,
+    EXPOSURE_NAMES,
     LIVENESS_EXPECTATIONS,
+    REQUIREMENT_ALLOWED,
+    REQUIREMENT_FORM,
     RESOURCE_EXPECTATIONS,
     TOKEN_EXPECTATIONS,
     Expectation,
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     Resource = str
     Tokens = str
     ExpectName = str
+    ExposureName = str
     Backend = str
 else:
     RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
@@ -57,6 +61,7 @@ else:
     Resource = Literal[RESOURCE_EXPECTATIONS]
     Tokens = Literal[TOKEN_EXPECTATIONS]
     ExpectName = Literal[EXPECTATIONS]
+    ExposureName = Literal[EXPOSURE_NAMES]
     Backend = Literal[BACKENDS]
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
 # let a final newline through).
@@ -120,8 +125,14 @@ EXPECT_ALLOWED = (
     f"{' or '.join(EXPECTATIONS)}, or a mapping with keys safety "
     f"({', '.join(EXPECTATIONS)}; or unknown with liveness stuck), liveness "
     f"({', '.join(LIVENESS_EXPECTATIONS)}), resource ({', '.join(RESOURCE_EXPECTATIONS)}) "
-    f"and tokens ({', '.join(TOKEN_EXPECTATIONS)})"
+    f", tokens ({', '.join(TOKEN_EXPECTATIONS)}) and, with safety valid, exposure (a mapping "
+    "of exposure names to required counts)"
 )
+Requirement = Annotated[
+    Annotated[int, Meta(ge=0, le=999_999_999)]
+    | Annotated[str, Meta(pattern=f"^(?:{REQUIREMENT_FORM.pattern}){_END}")],
+    Meta(extra={"allowed": REQUIREMENT_ALLOWED}),
+]
 
 
 class ExpectDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -129,6 +140,9 @@ class ExpectDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     liveness: Liveness | None = None
     resource: Resource | None = None
     tokens: Tokens | None = None
+    # How much the faults must have touched live leases for a valid verdict to stand
+    # (docs/exposure.md); below it, the run is unknown.
+    exposure: dict[ExposureName, Requirement] | None = None
 
 
 _NOT_EXPECTATION = {"allowed": EXPECT_ALLOWED, "problem": "is not an expectation"}

@@ -14,7 +14,14 @@ from lockharness.core.typed_input import Invalid, convert, show
 from lockharness.faults.plan_doc import prepared, read_plan
 from lockharness.faults.spec import Room
 from lockharness.harness.scenario.checks import scenario_problems
-from lockharness.harness.scenario.expectation import EXPECTATIONS, Expectation
+from lockharness.harness.scenario.expectation import (
+    EXPECTATIONS,
+    EXPOSURE_NAMES,
+    REQUIREMENT_ALLOWED,
+    Expectation,
+    ExposureRequirement,
+    parse_requirement,
+)
 from lockharness.harness.scenario.model import (
     EXPECT_ALLOWED,
     ClusterSpec,
@@ -27,8 +34,47 @@ from lockharness.workloads.client_doc import read_client
 from lockharness.workloads.registry import CLIENTS
 
 
+def _requirements(value: object, path: str, name: str) -> tuple[ExposureRequirement, ...]:
+    """``exposure: {kill-of-grant-node: ">= 3"}``, each key and count checked by name."""
+    where = f"{path}.exposure"
+    if not isinstance(value, dict) or not value:
+        raise Invalid(
+            where,
+            f"{name}{show(value)} is not a non-empty mapping of exposure names "
+            f"to counts; allowed names: {', '.join(EXPOSURE_NAMES)}",
+        )
+    found = []
+    for kind, raw in value.items():
+        if kind not in EXPOSURE_NAMES:
+            raise Invalid(
+                where,
+                f"{name}{show(kind)} is not an exposure name; allowed: "
+                f"{', '.join(EXPOSURE_NAMES)} (docs/exposure.md)",
+            )
+        requirement = parse_requirement(kind, raw)
+        if requirement is None:
+            raise Invalid(
+                f"{where}.{kind}",
+                f"{name}{show(raw)} is not a required count; allowed: {REQUIREMENT_ALLOWED}",
+            )
+        found.append(requirement)
+    return tuple(found)
+
+
 def read_expectation(value: object, path: str, name: str = "") -> Expectation:
-    """``expect: valid``, or a mapping such as ``{safety: valid, liveness: stuck}``."""
+    """``expect: valid``, or a mapping such as ``{safety: valid, liveness: stuck}``, or
+    with an exposure requirement ``{safety: valid, exposure: {touched: ">= 3"}}``."""
+    exposure: tuple[ExposureRequirement, ...] = ()
+    if isinstance(value, dict) and "exposure" in value:
+        exposure = _requirements(value["exposure"], path, name)
+        if value.get("safety", "valid") != "valid":
+            raise Invalid(
+                f"{path}.exposure",
+                f"{name}an exposure requirement needs safety "
+                f"valid (it is {show(value.get('safety'))}); allowed: safety: valid, or "
+                "no exposure (a violation is evidence enough)",
+            )
+        value = {k: v for k, v in value.items() if k != "exposure"}
     try:
         doc = ExpectDoc(value) if value in EXPECTATIONS else msgspec.convert(value, ExpectDoc)
     except (msgspec.ValidationError, TypeError):
@@ -38,7 +84,7 @@ def read_expectation(value: object, path: str, name: str = "") -> Expectation:
     # broke some other way (a dead worker, missing events) cannot pass as expected.
     if doc is None or (doc.safety == "unknown" and doc.liveness != "stuck"):
         raise Invalid(path, f"{name}{show(value)} is not an expectation; allowed: {EXPECT_ALLOWED}")
-    return Expectation(doc.safety, doc.liveness, doc.resource, doc.tokens)
+    return Expectation(doc.safety, doc.liveness, doc.resource, doc.tokens, exposure)
 
 
 def _expect_clients(value: object) -> dict[str, Expectation]:

@@ -18,7 +18,11 @@ from lockharness.workloads.client_doc import client_schema_types, client_to_plai
 
 
 def _expect(e: Expectation) -> object:
-    written = {k: v for k, v in dataclasses.asdict(e).items() if v is not None}
+    written: dict[str, object] = {
+        k: v for k, v in dataclasses.asdict(e).items() if v is not None and k != "exposure"
+    }
+    if e.exposure:
+        written["exposure"] = {r.name: f"{r.op} {r.count}" for r in e.exposure}
     return e.safety if len(written) == 1 else written
 
 
