@@ -199,28 +199,40 @@ def _leases(sections: Sequence[Section], end: int) -> list[_Lease]:
         else:
             live_end = s.deadline  # never released: live until its grants expire
         leases.append(_Lease(s, live_end, max(held_end, s.start + 1)))
-    leases.sort(key=lambda lease: lease.start)
+    leases.sort(key=_by_start)
     return leases
 
 
 class _Index:
-    """Leases by start, to find those that meet a window without a scan of them all."""
+    """Leases by start, to find those that meet a window without a scan of them all. The
+    few that last far longer than the rest (never released, or frozen past their end) are
+    kept apart and always looked at, so that one of them does not widen every search."""
 
     def __init__(self, leases: list[_Lease]) -> None:
         self.leases = leases
-        self.starts = [lease.start for lease in leases]
-        self.longest = max((lease.held_end - lease.start for lease in leases), default=0)
+        lengths = sorted(lease.held_end - lease.start for lease in leases)
+        usual = 4 * lengths[len(lengths) * 99 // 100] if lengths else 0
+        self.long = [x for x in leases if x.held_end - x.start > usual or not x.section.closed]
+        self.short = [
+            x for x in leases if not (x.held_end - x.start > usual or not x.section.closed)
+        ]
+        self.starts = [lease.start for lease in self.short]
+        self.longest = max((lease.held_end - lease.start for lease in self.short), default=0)
 
     def meeting(self, start: int, end: int, live: bool = True) -> list[_Lease]:
-        """Leases live (or held) at some instant of [start, end)."""
+        """Leases live (or held) at some instant of [start, end), by start."""
         hi = bisect.bisect_left(self.starts, end)
         lo = bisect.bisect_left(self.starts, start - self.longest)
         found = []
-        for lease in self.leases[lo:hi]:
+        for lease in (*self.short[lo:hi], *self.long):
             until = lease.live_end if live else lease.held_end
-            if until > start and lease.start < until:
+            if lease.start < end and until > start and lease.start < until:
                 found.append(lease)
-        return found
+        return sorted(found, key=_by_start) if self.long else found
+
+
+def _by_start(lease: _Lease) -> int:
+    return lease.start
 
 
 def _key_held(key: str | None, keys: object) -> bool | None:
@@ -349,7 +361,10 @@ def check_exposure(
 ) -> Exposure:
     """How the faults recorded in ``nemesis`` (the nemesis's events, in order) touched the
     ``sections`` live while they were in effect; ``end`` is the history's last time."""
-    end = max([end, *(s.end for s in sections)]) if sections else end
+    end = max(end, max((s.end for s in sections), default=end))
+    if not nemesis and not failovers:  # no faults: nothing to pair (and a long history's
+        leases = _leases(sections, end)  # check pays for no index)
+        return Exposure(leases=sum(1 for lease in leases if lease.live_end > lease.start))
     occurrences, skipped, _ = _occurrences(nemesis, end)
     index = _Index(_leases(sections, end))
     losses: dict[int, list[_Loss]] = defaultdict(list)

@@ -33,10 +33,17 @@ def _client_table() -> str:
     return client_table()
 
 
+def _exposure_table() -> str:
+    from lockharness.harness.scenario.expectation import exposure_table
+
+    return exposure_table()
+
+
 # A docs page's generated section: (page, what the marker names, the generator).
 SECTIONS: tuple[tuple[Path, str, Callable[[], str]], ...] = (
     (REPO / "docs" / "faults.md", "faults/docs.py", _fault_table),
     (REPO / "docs" / "clients.md", "workloads/docs.py", _client_table),
+    (REPO / "docs" / "exposure.md", "checker/exposure.py", _exposure_table),
 )
 
 

@@ -135,3 +135,14 @@ def tokens_outcome(result: CheckResult) -> str | None:
     if not result.fencing.fenced:
         return None
     return "out-of-order" if result.stats.fencing_out_of_order else "ordered"
+
+
+def exposure_table() -> str:
+    """The exposure names a requirement may count, as a Markdown table (docs/exposure.md,
+    written by `make generated`)."""
+    units = {"failover-during-lease": "failovers", "leases-touched": "leases"}
+    rows = [
+        f"| `{name}` | {units.get(name, 'fault occurrences')} | {what} |"
+        for name, what in {**EXPOSURE_KINDS, **EXPOSURE_TOTALS}.items()
+    ]
+    return "| name | counts | when |\n|---|---|---|\n" + "\n".join(rows) + "\n"
