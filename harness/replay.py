@@ -42,9 +42,11 @@ def replay_scenario(scenario: Scenario, run_dir: Path, schedule: Schedule) -> Sc
 
 def replay_yaml(scenario: Scenario, run_dir: Path, schedule: Schedule) -> str:
     header = [
-        f"Replays the faults of {run_dir}: each occurrence as it ran, in effect - taken out",
-        "(since the run's start), and its targets. Who holds the lock when a fault lands",
-        "depends on timing, which a replay does not repeat (docs/scenarios.md, Replays).",
+        "Replays the faults of the run in",
+        f"  {run_dir}",
+        "each occurrence as it ran: in effect - taken out (since the run's start), the fault,",
+        "its targets. Who holds the lock when a fault lands depends on timing, which a replay",
+        'does not repeat (docs/scenarios.md, "Replays").',
     ]
     lines = schedule_lines(schedule) or ["(no fault occurrence ran)"]
     comment = "".join(f"# {line}\n" for line in header) + "".join(f"#   {x}\n" for x in lines)

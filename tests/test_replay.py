@@ -290,7 +290,7 @@ def test_replay_yaml_reads_back_as_the_replaying_scenario(
     schedule = read_schedule(a_run().events)
     text = replay_yaml(scenario, tmp_path / "run", schedule)
     comment = [line for line in text.splitlines() if line.startswith("#")]
-    assert f"# Replays the faults of {tmp_path / 'run'}" in comment[0]
+    assert comment[:2] == ["# Replays the faults of the run in", f"#   {tmp_path / 'run'}"]
     assert "#   2.504 s - 2.701 s  restart-holder-node (kill)  [n2, n3]" in comment
     path = tmp_path / "replay.yaml"
     path.write_text(text)
@@ -356,3 +356,28 @@ def test_a_replay_that_cannot_be_written_is_a_reason_never_the_verdict(
     (reason,) = [r for r in unreadable.result.reasons if RunDir.REPLAY in r]
     assert "no occurrence number" in reason
     assert unreadable.result.verdict == readable.result.verdict
+
+
+def test_the_bench_table_shows_the_replay_reproduction_rate() -> None:
+    from bench.scenarios import summary_rows
+
+    def runs(verdicts: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"verdict": v, "as_expected": v == "invalid", "first_violation_s": 1.0,
+             "cycles_per_s": 5.0}
+            for v in verdicts
+        ]  # fmt: skip
+
+    report = {
+        "scenarios": {
+            "breaks": {
+                "expect": "invalid",
+                "runs": runs(["invalid", "invalid", "valid"]),
+                "replays": [{"seed": 1, "verdict": "invalid"}, {"seed": 2, "verdict": "valid"}],
+            },
+            "holds": {"expect": "valid", "runs": runs(["valid"]), "replays": []},
+        }
+    }
+    head, breaks, holds = summary_rows(report)
+    assert head[-1] == "replay reproduced"
+    assert breaks[-1] == "1/2" and holds[-1] == "-"
