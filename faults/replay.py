@@ -70,6 +70,12 @@ def _number(event: Event, value: dict[str, Any]) -> int:
     return number
 
 
+def _field(event: Event, value: dict[str, Any], key: str) -> Any:
+    if key not in value:
+        raise ScheduleError(f"nemesis event {event.index} ({event.f}) does not say its {key}")
+    return value[key]
+
+
 def read_schedule(events: Iterable[Event]) -> Schedule:
     """The occurrences the nemesis events of a run describe, in one pass (other events,
     the final heal and Sentinel's failovers are passed over)."""
@@ -85,14 +91,15 @@ def read_schedule(events: Iterable[Event]) -> Schedule:
             ran[number] = RanOccurrence(
                 number=number,
                 fault=event.f,
-                kind=value["kind"],
-                targets=tuple(value["targets"]),
-                due_ns=value["at_ns"],
+                kind=_field(event, value, "kind"),
+                targets=tuple(_field(event, value, "targets")),
+                due_ns=_field(event, value, "at_ns"),
                 decided_ns=event.time,
-                duration_ns=value["duration_ns"],
+                duration_ns=_field(event, value, "duration_ns"),
             )
         elif phase == "start" and event.type == INFO and "skipped" in value:
-            skipped.append(SkippedOccurrence(number, event.f, value["at_ns"], event.time))
+            due = _field(event, value, "at_ns")
+            skipped.append(SkippedOccurrence(number, event.f, due, event.time))
         elif number not in ran:
             raise ScheduleError(f"nemesis event {event.index}: occurrence {number} never started")
         elif phase == "start" and event.type == INFO:

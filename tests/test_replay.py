@@ -256,6 +256,14 @@ def test_events_without_occurrence_numbers_are_refused() -> None:
         read_schedule(e.events)
 
 
+def test_a_start_that_does_not_say_how_long_it_was_to_last_is_refused() -> None:
+    e = Events()
+    value = {"phase": "start", "kind": "kill", "targets": ["n1"], "occurrence": 1, "at_ns": 0}
+    e.add(5, "invoke", "kill", value)
+    with pytest.raises(ScheduleError, match="does not say its duration_ns"):
+        read_schedule(e.events)
+
+
 def test_a_stop_of_an_occurrence_that_never_started_is_refused() -> None:
     e = Events()
     e.stop(3, "kill", "kill", ["n1"], 5)
