@@ -130,7 +130,8 @@ def _compose(seeds: int) -> dict[str, Any] | str:
         file=sys.stderr,
         flush=True,
     )
-    found = scenarios.run(seeds, backend="compose", invalid_only=True)
+    # Detection rates only, to compare with the local ones: no replays.
+    found = scenarios.run(seeds, backend="compose", invalid_only=True, replay=False)
     return {"bringup": up, "scenarios": found}
 
 
@@ -147,7 +148,14 @@ def _print_compose(compose: dict[str, Any] | str, local: dict[str, Any]) -> bool
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--seeds", type=int, default=10, help="seeds per fault scenario")
-    seeds = parser.parse_args().seeds
+    parser.add_argument(
+        "--no-replay",
+        dest="replay",
+        action="store_false",
+        help="do not replay the invalid runs of expected-invalid scenarios",
+    )
+    args = parser.parse_args()
+    seeds = args.seeds
     started = datetime.datetime.now().astimezone()
     print("bench: bring-up ...", file=sys.stderr, flush=True)
     up = bringup.run()
@@ -164,7 +172,7 @@ def main() -> int:
     print("bench: failover duration ...", file=sys.stderr, flush=True)
     fo = failover.run()
     print(f"bench: fault scenarios x {seeds} seeds ...", file=sys.stderr, flush=True)
-    sc = scenarios.run(seeds)
+    sc = scenarios.run(seeds, replay=args.replay)
     compose = _compose(seeds)
     # ru_maxrss is in KiB on Linux; this process ran the harness controller for every run.
     own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1,14 +1,17 @@
 """Every built-in fault scenario over N seeds: how often it comes out as expected, and for
 the expected-invalid ones the detection rate and the median time from run start to the
 first violation. Also the median delay from the nemesis deciding a fault to the fault
-being in effect, per fault kind, from the same runs' histories.
+being in effect, per fault kind, from the same runs' histories. Each expected-invalid run
+that came out invalid has its replay.yaml run once (unless ``--no-replay``): the replay
+reproduction rate is how many of those replays came out invalid again.
 
 With ``--backend compose`` the runs are on the Docker Compose backend; ``--compare`` runs
 the expected-invalid scenarios on both backends, seed by seed side by side (a busy shared
 machine slows both alike), and compares their detection rates (issue 12's target: the
 same rates, here within one seed of the N).
 
-    python -m bench.scenarios [--seeds 10] [--backend local|compose] [--compare] [NAME ...]
+    python -m bench.scenarios [--seeds 10] [--backend local|compose] [--compare] [--no-replay]
+                              [NAME ...]
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ from lockharness.core.history import INFO, NEMESIS, read_history
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.runner import RunOutcome, run_scenario
-from lockharness.harness.scenario import Scenario, builtin_scenarios, with_overrides
+from lockharness.harness.scenario import (
+    Scenario,
+    builtin_scenarios,
+    load_scenario,
+    with_overrides,
+)
 from lockharness.harness.scenario.limits import BACKENDS
 
 
@@ -62,6 +70,17 @@ def _new_report(seeds: int, backend: str) -> dict[str, Any]:
     return {"seeds": seeds, "backend": backend, "scenarios": {}, "delays_ms": defaultdict(list)}
 
 
+def _replay(outcome: RunOutcome, binaries: Binaries, store: Path) -> str:
+    """The verdict of one run of ``outcome``'s replay.yaml (the faults as they ran)."""
+    replay = RunDir(outcome.run_dir).replay
+    if not replay.exists():  # not written: the run's reasons say why
+        return "no replay.yaml"
+    again = run_scenario(
+        load_scenario(replay), store=store, binaries=binaries, console=Console(file=io.StringIO())
+    )
+    return again.result.verdict.value
+
+
 def _run_one(
     scenario: Scenario,
     seed: int,
@@ -69,8 +88,10 @@ def _run_one(
     binaries: Binaries,
     store: Path,
     report: dict[str, Any],
+    replay: bool = False,
 ) -> None:
-    """One run of ``scenario`` at ``seed`` on ``backend``, added to ``report``."""
+    """One run of ``scenario`` at ``seed`` on ``backend``, added to ``report``; with
+    ``replay``, an expected-invalid run that came out invalid is replayed once."""
     outcome = run_scenario(
         with_overrides(scenario, seed=seed, backend=backend),
         store=store,
@@ -86,6 +107,7 @@ def _run_one(
             "expectation": str(scenario.expectation),
             "duration_s": scenario.duration_ns / 1e9,
             "runs": [],
+            "replays": [],
         },
     )
     entry["runs"].append(
@@ -100,20 +122,25 @@ def _run_one(
     shown = f"{scenario.name} seed {seed}" + ("" if backend == "local" else f" ({backend})")
     mismatch = "" if outcome.as_expected else "  (NOT as expected)"
     print(f"  {shown}: {outcome.result.verdict.value}{mismatch}", file=sys.stderr, flush=True)
+    if replay and scenario.expect == "invalid" and outcome.result.verdict.value == "invalid":
+        verdict = _replay(outcome, binaries, store)
+        entry["replays"].append({"seed": seed, "verdict": verdict})
+        print(f"  {shown} replayed: {verdict}", file=sys.stderr, flush=True)
 
 
 def _study(
-    scenarios: list[Scenario], seeds: int, backends: tuple[str, ...]
+    scenarios: list[Scenario], seeds: int, backends: tuple[str, ...], replay: bool = False
 ) -> dict[str, dict[str, Any]]:
     """A report per backend; each seed runs on every backend in turn, so that a busy shared
-    machine slows them alike."""
+    machine slows them alike. ``replay``: replay each invalid run of an expected-invalid
+    scenario once."""
     binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
     reports = {backend: _new_report(seeds, backend) for backend in backends}
     with tempfile.TemporaryDirectory(prefix="lockharness-scenarios-") as tmp:
         for scenario in scenarios:
             for seed in range(1, seeds + 1):
                 for backend, report in reports.items():
-                    _run_one(scenario, seed, backend, binaries, Path(tmp), report)
+                    _run_one(scenario, seed, backend, binaries, Path(tmp), report, replay)
     return reports
 
 
@@ -122,8 +149,10 @@ def run(
     names: list[str] | None = None,
     backend: str = "local",
     invalid_only: bool = False,
+    replay: bool = True,
 ) -> dict[str, Any]:
-    return _study(fault_scenarios(names, invalid_only), seeds, (backend,))[backend]
+    """``replay``: each invalid run of an expected-invalid scenario is replayed once."""
+    return _study(fault_scenarios(names, invalid_only), seeds, (backend,), replay)[backend]
 
 
 def run_both(seeds: int = 10, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -160,6 +189,14 @@ def comparison_rows(local: dict[str, Any], compose: dict[str, Any]) -> list[tupl
     return rows
 
 
+def replay_rate(s: dict[str, Any]) -> str:
+    """Invalid replays / replays of invalid runs; "-" when none was replayed."""
+    replays = s.get("replays", [])
+    if not replays:
+        return "-"
+    return f"{sum(r['verdict'] == 'invalid' for r in replays)}/{len(replays)}"
+
+
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
     head = (
         "scenario",
@@ -168,6 +205,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
         "detected",
         "first violation (median)",
         "cycles/s (median)",
+        "replay reproduced",
     )
     rows: list[tuple[str, ...]] = [head]
     for name, s in report["scenarios"].items():
@@ -178,7 +216,8 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
         first = f"{statistics.median(found):.1f} s" if found and s["expect"] == "invalid" else "-"
         rate = statistics.median(r["cycles_per_s"] for r in runs)
         expect = s.get("expectation", s["expect"])  # every view it names: "valid, stuck"
-        rows.append((name, expect, f"{matched}/{n}", detected, first, f"{rate:.1f}"))
+        row = (name, expect, f"{matched}/{n}", detected, first, f"{rate:.1f}", replay_rate(s))
+        rows.append(row)
     return rows
 
 
@@ -204,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare", action="store_true", help="the expected-invalid ones on both backends"
     )
+    parser.add_argument(
+        "--no-replay",
+        dest="replay",
+        action="store_false",
+        help="do not replay the invalid runs of expected-invalid scenarios",
+    )
     parser.add_argument("names", nargs="*", help="built-in fault scenarios (default: all)")
     args = parser.parse_args(argv)
     if args.compare:
@@ -211,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = comparison_rows(both["local"], both["compose"])
         print_table(rows)
         return 0 if all(row[-1] == "met" for row in rows[1:]) else 1
-    report = run(args.seeds, args.names, args.backend)
+    report = run(args.seeds, args.names, args.backend, replay=args.replay)
     print_table(summary_rows(report))
     print()
     print_table(delay_rows(report))

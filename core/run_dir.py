@@ -27,6 +27,7 @@ class RunDir:
 
     # What the run is and what it found.
     SCENARIO: ClassVar[str] = "scenario.yaml"  # the scenario as run, seed included
+    REPLAY: ClassVar[str] = "replay.yaml"  # the scenario with the fault schedule that ran
     HISTORY: ClassVar[str] = "history.jsonl"  # the shards merged, with global indexes
     SHARD: ClassVar[str] = "history.w{}.jsonl"  # worker N's own history
     NEMESIS_SHARD: ClassVar[str] = "history.nemesis.jsonl"  # the nemesis's events
@@ -65,6 +66,10 @@ class RunDir:
     @property
     def scenario(self) -> Path:
         return self.path / self.SCENARIO
+
+    @property
+    def replay(self) -> Path:
+        return self.path / self.REPLAY
 
     @property
     def history(self) -> Path:

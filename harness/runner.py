@@ -39,6 +39,7 @@ from lockharness.harness.backends import make_cluster
 from lockharness.harness.binaries import Binaries
 from lockharness.harness.progress import ProgressLine
 from lockharness.harness.recheck import apply_run_problems
+from lockharness.harness.replay import write_replay
 from lockharness.harness.reports import write_reports
 from lockharness.harness.runlog import run_log
 from lockharness.harness.scenario import Scenario, to_yaml
@@ -373,8 +374,9 @@ def concluding_note(run_dir: Path) -> str | None:
 def conclude(
     scenario: Scenario, run_dir: Path, execution: Execution, cluster: dict[str, Any]
 ) -> RunOutcome:
-    """Merge the shards, check, keep results.json and the reports. A file that cannot be
-    written (a full disk) costs that file and becomes a reason, never the verdict."""
+    """Merge the shards, check, keep results.json, the reports and replay.yaml. A file that
+    cannot be written (a full disk) costs that file and becomes a reason, never the
+    verdict."""
     w = scenario.workload
     notes: list[str] = []  # torn last lines dropped from shards
     # Streamed, never held whole: a soak of millions of events is merged, checked and
@@ -393,7 +395,8 @@ def conclude(
     outcome = RunOutcome(
         run_dir, scenario, result, execution.interrupted, execution.exits, problems
     )
-    return _save_results(_write_reports(outcome, history), cluster)
+    outcome = _write_replay(_write_reports(outcome, history))
+    return _save_results(outcome, cluster)
 
 
 def _with_reason(outcome: RunOutcome, reason: str) -> RunOutcome:
@@ -418,6 +421,17 @@ def _write_reports(outcome: RunOutcome, history: Iterable[Event]) -> RunOutcome:
     except Exception as e:
         log.exception("reports not written")
         return _with_reason(outcome, f"reports not written: {type(e).__name__}: {e}")
+    return outcome
+
+
+def _write_replay(outcome: RunOutcome) -> RunOutcome:
+    """The scenario that replays the faults as they ran; a failure becomes a reason."""
+    try:
+        write_replay(outcome.scenario, outcome.run_dir)
+    except Exception as e:  # the schedule unreadable, a full disk: never the verdict
+        log.exception("%s not written", RunDir.REPLAY)
+        RunDir(outcome.run_dir).replay.unlink(missing_ok=True)  # half a scenario misleads
+        return _with_reason(outcome, f"{RunDir.REPLAY} not written: {type(e).__name__}: {e}")
     return outcome
 
 
