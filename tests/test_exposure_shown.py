@@ -14,6 +14,8 @@ from rich.console import Console
 from lockharness.checker import CheckResult, Exposure, FaultExposure, Verdict
 from lockharness.harness.console import VACUOUS_NOTE, print_summary
 from lockharness.harness.junit import junit_tree
+from lockharness.harness.pytest_plugin import pytest_assertrepr_compare
+from lockharness.harness.pytest_plugin.runs import lock_run
 from lockharness.harness.runner import RunOutcome
 from lockharness.harness.scenario import load_scenario, with_overrides
 from lockharness.harness.scenario.expectation import Expectation
@@ -143,7 +145,9 @@ def test_the_html_index_gives_vacuous_verdicts_and_exposure(tmp_path: Path) -> N
 
 
 def test_junit_carries_exposure_properties(tmp_path: Path) -> None:
-    cases = list(junit_tree(_suite(tmp_path)).getroot().iter("testcase"))
+    root = junit_tree(_suite(tmp_path)).getroot()
+    assert root is not None
+    cases = list(root.iter("testcase"))
     props = [{p.get("name"): p.get("value") for p in c.iter("property")} for c in cases]
     exposure = [{k: v for k, v in p.items() if k and k.startswith("exposure.")} for p in props]
     assert exposure == [
@@ -160,3 +164,29 @@ def test_junit_carries_exposure_properties(tmp_path: Path) -> None:
     assert all(p["verdict"] == "valid" for p in props)  # the verdict itself is unchanged
     out = cases[1].find("system-out")
     assert out is not None and UNTOUCHED.describe() in (out.text or "")
+
+
+# ---- the pytest plug-in's result ------------------------------------------------------------
+
+
+def test_the_plug_ins_result_gives_exposure_and_vacuous(tmp_path: Path) -> None:
+    vacuous = lock_run(_case(2, UNTOUCHED, tmp_path).outcome)  # type: ignore[arg-type]
+    assert vacuous.vacuous and vacuous.exposure == UNTOUCHED
+    assert vacuous.verdict == "valid"  # still the plain verdict: `== "valid"` holds
+    assert "seed 2: valid (vacuous), expected valid," in repr(vacuous)
+    assert vacuous.summary.splitlines()[1].startswith(
+        "VALID (vacuous) redlock-kill-minority (expected valid)"
+    )
+    # A failed `assert result.verdict == "invalid"` says the run was vacuous, and why.
+    shown = pytest_assertrepr_compare("==", vacuous.verdict, "invalid")
+    assert shown is not None
+    assert shown[:3] == ["'valid' == 'invalid'", UNTOUCHED.describe(), VACUOUS_NOTE]
+
+    touched = lock_run(_case(1, TOUCHED, tmp_path).outcome)  # type: ignore[arg-type]
+    assert not touched.vacuous and touched.exposure.counts["kill-of-grant-node"] == 3
+    assert "seed 1: valid, expected" in repr(touched)
+    assert touched.verdict.evidence.splitlines()[0] == TOUCHED.describe()
+    assert VACUOUS_NOTE not in touched.verdict.evidence
+
+    plain = lock_run(_case(3, NO_FAULTS, tmp_path).outcome)  # type: ignore[arg-type]
+    assert not plain.vacuous and "exposure" not in plain.verdict.evidence

@@ -314,8 +314,9 @@ def test_touched_leases_are_marked_and_untouched_faults_greyed(numbered: bool) -
     (view,) = page.windows
     bands = {b.period.start: b for b in view.faults}
     assert bands[0].touched == () and bands[0].untouched
-    assert bands[15 * MS].touched is not None and not bands[15 * MS].untouched
-    assert "kill-of-grant-node" in bands[15 * MS].touched
+    touching = bands[15 * MS].touched
+    assert touching is not None and "kill-of-grant-node" in touching
+    assert not bands[15 * MS].untouched
     frames = {f.section.token: f for f in view.leases}
     touched_a = frames["tok-a"].touched
     assert touched_a is not None and "kill-of-grant-node" in touched_a
