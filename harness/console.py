@@ -11,6 +11,21 @@ from lockharness.core.run_dir import RunDir
 from lockharness.harness.scenario.expectation import Expectation
 
 _STYLE = {Verdict.VALID: "bold green", Verdict.INVALID: "bold red", Verdict.UNKNOWN: "bold yellow"}
+# Why a vacuous verdict matters, said once under it.
+VACUOUS_NOTE = (
+    "vacuous: no fault touched a live lease, so this valid verdict says nothing about "
+    "how the lock survives them"
+)
+
+
+def shouted_verdict(result: CheckResult) -> str:
+    """The verdict as a summary line leads with it: ``VALID``, ``VALID (vacuous)``."""
+    return result.verdict.value.upper() + (" (vacuous)" if result.vacuous else "")
+
+
+def had_faults(result: CheckResult) -> bool:
+    """Faults were planned in the run (put in effect or skipped for want of a target)."""
+    return result.exposure.faults + result.exposure.skipped > 0
 
 
 def print_summary(
@@ -25,9 +40,13 @@ def print_summary(
     matched = expectation.met_by(result)
     mark = "[green]as expected[/]" if matched else "[red]NOT as expected[/]"
     console.print(
-        f"[{_STYLE[verdict]}]{verdict.value.upper()}[/] {name} (expected {expectation}): {mark}",
+        f"[{_STYLE[verdict]}]{shouted_verdict(result)}[/] {name} (expected {expectation}): {mark}",
         highlight=False,
     )
+    if had_faults(result):
+        console.print(f"  {result.exposure.describe()}", highlight=False)
+    if result.vacuous:
+        console.print(f"  [yellow]{VACUOUS_NOTE}[/]", highlight=False)
     if expectation.liveness is not None or liveness.verdict is LivenessVerdict.STUCK:
         console.print(f"  {liveness.describe()}", highlight=False)
     if result.fencing.fenced:

@@ -16,7 +16,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
+from lockharness.checker import CheckResult
 from lockharness.core.run_dir import RunDir
+from lockharness.harness.console import had_faults
 from lockharness.harness.suite_results import CaseResult, Status
 
 _MAX_WITNESSES = 10  # in a failure's body; results.json has them all
@@ -40,6 +42,8 @@ def _details(result: CaseResult, witnesses: int = _MAX_WITNESSES) -> str:
     if o is None:
         return ""
     lines = [*o.result.reasons]
+    if had_faults(o.result):
+        lines.append(o.result.exposure.describe())
     found = o.result.witnesses
     lines += [f"witness: {w.describe()}" for w in found[:witnesses]]
     if len(found) > witnesses:
@@ -76,12 +80,24 @@ def _properties(result: CaseResult) -> ET.Element:
             "run_dir": o.run_dir,
             "first_violation_s": result.first_violation_s,
             "cycles_per_s": result.cycles_per_s,
-        }
+        } | _exposure(o.result)
     properties = ET.Element("properties")
     for name, value in values.items():
         if value is not None:
             ET.SubElement(properties, "property", name=name, value=_text(value))
     return properties
+
+
+def _exposure(result: CheckResult) -> dict[str, object]:
+    """exposure.faults, .touched, .vacuous (a valid run whose faults touched no live
+    lease) and exposure.<kind> per way of touching (checker.EXPOSURE_KINDS)."""
+    exposure = result.exposure
+    values: dict[str, object] = {
+        "exposure.faults": exposure.faults,
+        "exposure.touched": exposure.touched,
+        "exposure.vacuous": "true" if result.vacuous else "false",
+    }
+    return values | {f"exposure.{kind}": n for kind, n in exposure.counts.items()}
 
 
 def _testcase(result: CaseResult) -> ET.Element:

@@ -30,6 +30,7 @@ from lockharness.core.errors import (
 from lockharness.core.interrupts import shielded
 from lockharness.harness.backends import check_backend, images
 from lockharness.harness.binaries import Binaries
+from lockharness.harness.console import shouted_verdict
 from lockharness.harness.junit import write_junit
 from lockharness.harness.runner import run_scenario
 from lockharness.harness.scenario import (
@@ -254,10 +255,10 @@ class SuiteProgress:
         o = result.outcome
         if o is None:
             return
-        verdict = o.result.verdict.value
         text = (
-            f"{_MARK[status]} {self._position(result.case)}: {verdict.upper()} "
+            f"{_MARK[status]} {self._position(result.case)}: {shouted_verdict(o.result)} "
             f"(expected {result.case.scenario.expectation}) · {status.value}"
+            f" · exposure {result.exposure}"
             f" · first violation {_seconds(result.first_violation_s)}"
             f" · {result.cycles_per_s or 0.0:.1f} cycles/s · {result.elapsed_s:.1f} s"
             f" → {o.run_dir}"
@@ -363,6 +364,7 @@ def summary_table(results: Sequence[CaseResult]) -> Table:
         "client",
         "runs",
         "verdict",
+        "exposure",
         "expected",
         "match",
         "first violation",
@@ -384,6 +386,7 @@ def summary_table(results: Sequence[CaseResult]) -> Table:
             g.client,
             str(runs),
             g.verdicts,
+            g.exposure,
             g.expect,
             f"[{style}]{match}[/]",
             first,

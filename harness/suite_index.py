@@ -26,6 +26,7 @@ th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-al
 th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .valid { color: #1a7f37; } .invalid { color: #cf222e; } .unknown { color: #9a6700; }
+.valid.vacuous { color: #9a6700; }
 .ok { background: #e6ffec; } .bad { background: #ffebe9; } .unsure { background: #fff8c5; }
 .why { font-size: 12px; color: #555; max-width: 60em; }
 a { margin-right: .6em; }
@@ -65,6 +66,9 @@ def _links(result: CaseResult, page_dir: Path) -> str:
 def _run_row(result: CaseResult, page_dir: Path) -> str:
     case, o = result.case, result.outcome
     verdict = o.result.verdict.value if o else "-"
+    verdict_text = o.result.verdict_text if o else "-"
+    if o and o.result.vacuous:
+        verdict += " vacuous"  # valid, yet its faults touched nothing: not shown as green
     rate = "-" if result.cycles_per_s is None else f"{result.cycles_per_s:.1f}"
     why = ""
     if result.status is not Status.AS_EXPECTED:
@@ -74,7 +78,8 @@ def _run_row(result: CaseResult, page_dir: Path) -> str:
         _e(case.name),
         _e(case.client),
         _e(case.seed),
-        f'<span class="{_e(verdict)}">{_e(verdict)}</span>',
+        f'<span class="{_e(verdict)}">{_e(verdict_text)}</span>',
+        _e(result.exposure),
         _e(str(case.scenario.expectation)),
         _e(result.status.value) + why,
         _seconds(result.first_violation_s),
@@ -83,7 +88,7 @@ def _run_row(result: CaseResult, page_dir: Path) -> str:
         _links(result, page_dir),
     ]
     tds = "".join(
-        f'<td class="num">{c}</td>' if i in (0, 3, 7, 8, 9) else f"<td>{c}</td>"
+        f'<td class="num">{c}</td>' if i in (0, 3, 8, 9, 10) else f"<td>{c}</td>"
         for i, c in enumerate(cells)
     )
     return f'<tr class="{_ROW_CLASS[result.status]}">{tds}</tr>'
@@ -99,6 +104,7 @@ def _summary_rows(results: Sequence[CaseResult]) -> str:
             g.client,
             len(g.ran),
             g.verdicts,
+            g.exposure,
             g.expect,
             f"{g.matched}/{len(g.results)}",
             _seconds(g.first_violation_s),
@@ -125,14 +131,15 @@ def render_index(results: Sequence[CaseResult], page_dir: Path) -> str:
 <p>{len(results)} runs: {totals}. Written {_e(stamp)}.</p>
 <h2>Scenario &times; client</h2>
 <table>
-<tr><th>scenario</th><th>client</th><th>runs</th><th>verdict</th><th>expected</th>
-<th>match</th><th>first violation (median)</th><th>cycles/s (median)</th></tr>
+<tr><th>scenario</th><th>client</th><th>runs</th><th>verdict</th><th>exposure</th>
+<th>expected</th><th>match</th><th>first violation (median)</th><th>cycles/s (median)</th></tr>
 {_summary_rows(results)}
 </table>
 <h2>Runs</h2>
 <table>
-<tr><th>#</th><th>scenario</th><th>client</th><th>seed</th><th>verdict</th><th>expected</th>
-<th>match</th><th>first violation</th><th>cycles/s</th><th>took</th><th>run</th></tr>
+<tr><th>#</th><th>scenario</th><th>client</th><th>seed</th><th>verdict</th><th>exposure</th>
+<th>expected</th><th>match</th><th>first violation</th><th>cycles/s</th><th>took</th>
+<th>run</th></tr>
 {runs}
 </table>
 </body>

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from lockharness.checker import Verdict
+from lockharness.checker import Exposure, Verdict
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
 from lockharness.harness.runner import EXIT_INTERRUPTED, RunOutcome
 from lockharness.harness.scenario import Scenario
@@ -44,6 +44,22 @@ class Case:
 def identity(scenario: Scenario) -> str:
     """Where a scenario came from: `all` and a built-in's name given together run it once."""
     return str(Path(scenario.source).resolve()) if scenario.source else scenario.name
+
+
+def exposure_text(exposures: Sequence[Exposure]) -> str:
+    """How many fault occurrences touched a live lease, over one run or a group's:
+    "3/5 faults touched"; "-" when none had faults."""
+    faults = sum(e.faults for e in exposures)
+    skipped = sum(e.skipped for e in exposures)
+    failovers = sum(e.failovers_touching for e in exposures)
+    if not faults + skipped + failovers:
+        return "-"
+    text = f"{sum(e.touched for e in exposures)}/{faults} faults touched"
+    if skipped:
+        text += f", {skipped} skipped"
+    if failovers:
+        text += f", {failovers} failover(s) during a lease"
+    return text
 
 
 class Status(StrEnum):
@@ -87,13 +103,18 @@ class CaseResult:
             return None
         return self.outcome.result.stats.cycles_per_s or 0.0
 
+    @property
+    def exposure(self) -> str:
+        """ "3/5 faults touched", "-" without faults (or without a run)."""
+        return "-" if self.outcome is None else exposure_text([self.outcome.result.exposure])
+
     def explain(self) -> str:
         """Why it is not as expected, in one line: the first witness, else the reasons."""
         o = self.outcome
         if o is None:
             return "not run: the suite stopped before this run"
         result, expect = o.result, self.case.scenario.expectation
-        outcome = [result.verdict.value]
+        outcome = [result.verdict_text]
         if expect.liveness is not None:
             outcome.append(f"liveness {result.liveness.verdict}")
         if expect.resource is not None:
@@ -125,10 +146,15 @@ class GroupSummary:
 
     @property
     def verdicts(self) -> str:
-        counts = Counter(r.outcome.result.verdict.value for r in self.ran if r.outcome)
+        counts = Counter(r.outcome.result.verdict_text for r in self.ran if r.outcome)
         if len(counts) <= 1:
             return next(iter(counts), "-")
         return ", ".join(f"{n} {v}" for v, n in counts.items())
+
+    @property
+    def exposure(self) -> str:
+        """Over the runs: "7/12 faults touched", "-" when none had faults."""
+        return exposure_text([r.outcome.result.exposure for r in self.ran if r.outcome])
 
     @property
     def matched(self) -> int:

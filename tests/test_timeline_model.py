@@ -13,7 +13,7 @@ import pytest
 
 from lockharness.checker import check_history
 from lockharness.core.history import Event
-from lockharness.harness.reports.analysis import ops_to_draw
+from lockharness.harness.reports.analysis import fault_periods, ops_to_draw
 from lockharness.harness.reports.colours import fault_colour
 from lockharness.harness.reports.markup import Html, fill, template
 from lockharness.harness.reports.timeline import choose_windows, client_ops, render_timeline
@@ -265,3 +265,111 @@ def test_the_stylesheet_takes_every_size_from_the_layout_and_repeats_none() -> N
     assert not written & set(CSS_SIZES.values()), written & set(CSS_SIZES.values())
     page = template("timeline.html")
     assert page.is_valid() and "css" in page.get_identifiers()
+
+
+# ---- exposure: touched leases marked, faults that touched nothing greyed --------------------
+
+
+def _occurrence(time: int, phase: str, number: int | None, **more: object) -> tuple[Any, ...]:
+    value: dict[str, Any] = {"phase": phase, "kind": "kill", "targets": ["n1"], **more}
+    if number is not None:
+        value["occurrence"] = number
+    return (time, "nemesis", "info", "kill", None, None, value)
+
+
+_KILL_BEFORE_ANY_LEASE = (_occurrence(0, "start", 1), _occurrence(5, "stop", 1, restarted=["n1"]))
+_LEASE_A = (  # its acquire is waiting while kill #1 is in effect: no lease is live then
+    (1, 0, "invoke", "acquire", "k", None, None),
+    (12, 0, "ok", "acquire", "k", "tok-a", _lease(12)),
+    (40, 0, "invoke", "release", "k", "tok-a", None),
+    (41, 0, "ok", "release", "k", "tok-a", None),
+)
+
+
+def _exposed(numbered: bool) -> list[Event]:
+    """Kill #1 lands before any lease (touches nothing); kill #2 hits n1 while p0's lease
+    (granted by n1) is live; p1's later lease meets no fault."""
+    first, second = (1, 2) if numbered else (None, None)
+    return _history(
+        _occurrence(0, "start", first),
+        _LEASE_A[0],
+        _occurrence(5, "stop", first, restarted=["n1"]),
+        _LEASE_A[1],
+        _occurrence(15, "start", second),
+        _occurrence(20, "stop", second, restarted=["n1"]),
+        *_LEASE_A[2:],
+        (50, 1, "invoke", "acquire", "k", None, None),
+        (51, 1, "ok", "acquire", "k", "tok-b", _lease(51)),
+        (60, 1, "invoke", "release", "k", "tok-b", None),
+        (61, 1, "ok", "release", "k", "tok-b", None),
+    )
+
+
+@pytest.mark.parametrize("numbered", [True, False], ids=["by-occurrence", "by-name-and-start"])
+def test_touched_leases_are_marked_and_untouched_faults_greyed(numbered: bool) -> None:
+    history = _exposed(numbered)
+    result = check_history(history)
+    assert (result.exposure.faults, result.exposure.touched) == (2, 1)
+    page = _page(history)
+    (view,) = page.windows
+    bands = {b.period.start: b for b in view.faults}
+    assert bands[0].touched == () and bands[0].untouched
+    touching = bands[15 * MS].touched
+    assert touching is not None and "kill-of-grant-node" in touching
+    assert not bands[15 * MS].untouched
+    frames = {f.section.token: f for f in view.leases}
+    touched_a = frames["tok-a"].touched
+    assert touched_a is not None and "kill-of-grant-node" in touched_a
+    assert touched_a.startswith("kill #2 (" if numbered else "kill at 0.015 s (")
+    assert frames["tok-b"].touched is None
+    assert page.had_faults and page.untouched_faults and not page.vacuous
+    assert ("exposure", result.exposure.describe().removeprefix("exposure: ")) in page.facts
+
+    html = render_timeline(history, result, _scenario())
+    touched = re.findall(
+        r'<div class="lease touched"[^>]*data-token="([^"]+)"[^>]*title="([^"]+)"', html
+    )
+    assert [(token, "; touched by kill " in title) for token, title in touched] == [("tok-a", True)]
+    greyed = re.findall(r'<div class="fault untouched"[^>]*title="([^"]+)"', html)
+    assert greyed == ["kill [n1]: 0.000 s → 0.005 s; touched no live lease"]
+    assert html.count('class="flabel untouched"') == 1
+    assert 'class="sw sw-touched"' in html and 'class="sw sw-untouched"' in html
+    assert "touched no live lease</p>" in html  # the legend's last entry
+    assert "1 of 2 fault(s) touched a live lease" in html
+    assert "VALID (vacuous)" not in html
+
+
+def test_a_vacuous_run_says_so_in_its_header_and_facts() -> None:
+    kill, after = _KILL_BEFORE_ANY_LEASE
+    history = _history(kill, _LEASE_A[0], after, *_LEASE_A[1:])
+    result = check_history(history)
+    assert result.vacuous
+    page = _page(history)
+    assert page.vacuous and page.had_faults and page.untouched_faults
+    assert not any(f.touched for view in page.windows for f in view.leases)
+    html = render_timeline(history, result, _scenario())
+    assert "VALID (vacuous)</span>" in html
+    assert "vacuous: the valid verdict says nothing about the faults" in html
+    assert 'class="lease touched"' not in html and 'class="sw sw-touched"' in html
+
+
+def test_a_run_without_faults_has_no_exposure_marks() -> None:
+    history = _history(*_LEASE_A)
+    page = _page(history)
+    assert not page.had_faults and not page.untouched_faults and not page.vacuous
+    html = render_timeline(history, check_history(history), _scenario())
+    assert "sw sw-touched" not in html and "sw sw-untouched" not in html
+    assert "<td>exposure</td><td>no faults</td>" in html
+
+
+def test_a_stop_pairs_with_its_start_by_occurrence_number() -> None:
+    # Two kills of n1 overlap; the later one is taken out first. First in, first out would
+    # end #1 at 4 ms; the numbers say #2 ended then.
+    history = _history(
+        _occurrence(0, "start", 1),
+        _occurrence(2, "start", 2),
+        _occurrence(4, "stop", 2),
+        _occurrence(10, "stop", 1),
+    )
+    periods = [(p.occurrence, p.start, p.end) for p in fault_periods(history)]
+    assert periods == [(1, 0, 10 * MS), (2, 2 * MS, 4 * MS)]

@@ -3,12 +3,13 @@ itself when an assertion on it fails."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the plug-in loads this at pytest's start: the checker only when it runs
-    from lockharness.checker import Fencing, Liveness, Stats, Witness
+    from lockharness.checker import Exposure, Fencing, Liveness, Stats, Witness
 
 
 class RunVerdict(str):
@@ -32,7 +33,8 @@ class RunVerdict(str):
 class LockRun:
     """One scenario run, checked. ``verdict`` is safety alone; ``expectation_met`` also
     weighs the scenario's other expectations (liveness, fencing), as `lockharness run`'s
-    exit code does."""
+    exit code does. ``vacuous``: valid, but no fault touched a live lease (``exposure``
+    says how the faults touched the leases), so the verdict says nothing about them."""
 
     scenario: str
     client: str  # a built-in name, "module:ClassName", or the program a command runs
@@ -46,15 +48,18 @@ class LockRun:
     stats: Stats
     liveness: Liveness
     fencing: Fencing
+    exposure: Exposure  # did the faults touch a live lease, and how
+    vacuous: bool  # valid, yet the faults touched no live lease
     run_dir: Path  # history.jsonl, results.json, timeline.html, logs
     summary: str  # what `lockharness run` prints at the end of a run
 
     def __repr__(self) -> str:
         # Short: pytest shows it beside a failed `assert result.expectation_met`, cut to
         # a line; the witness is in the report's "lockharness" section.
+        verdict = f"{self.verdict!s}{' (vacuous)' if self.vacuous else ''}"
         return (
             f"LockRun({self.scenario}, client {self.client}, seed {self.seed}: "
-            f"{self.verdict!s}, expected {self.expected}, "
+            f"{verdict}, expected {self.expected}, "
             f"{len(self.witnesses)} witnesses, run_dir {self.run_dir})"
         )
 
@@ -65,9 +70,11 @@ def evidence(
     reasons: tuple[str, ...],
     stats_line: str,
     run_dir: Path,
+    exposure_lines: Sequence[str] = (),
 ) -> str:
-    """The lines a failed assertion on the verdict shows, below the comparison."""
-    lines = []
+    """The lines a failed assertion on the verdict shows, below the comparison;
+    ``exposure_lines``: the exposure, and why a vacuous verdict says little, first."""
+    lines = [*exposure_lines]
     if witness is not None:
         more = f" (of {witnesses})" if witnesses > 1 else ""
         lines.append(f"first witness{more}: {witness}")

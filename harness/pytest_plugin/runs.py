@@ -14,7 +14,7 @@ from rich.console import Console
 from lockharness.core.durations import parse_duration
 from lockharness.core.errors import BadInput
 from lockharness.harness.backends import check_backend
-from lockharness.harness.console import print_summary
+from lockharness.harness.console import VACUOUS_NOTE, had_faults, print_summary
 from lockharness.harness.pytest_plugin.clients import client_doc
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict, evidence
 from lockharness.harness.pytest_plugin.settings import Settings
@@ -118,10 +118,11 @@ def run(place: RunPlace, scenario: Scenario) -> tuple[LockRun, bool]:
         outcome = run_scenario(scenario, store=place.store, binaries=binaries, console=progress)
     finally:
         log.propagate = propagated
-    return _lock_run(outcome), outcome.interrupted
+    return lock_run(outcome), outcome.interrupted
 
 
-def _lock_run(outcome: RunOutcome) -> LockRun:
+def lock_run(outcome: RunOutcome) -> LockRun:
+    """What the test gets of a run: its result typed, and the text that explains it."""
     scenario, result = outcome.scenario, outcome.result
     assert scenario.seed is not None  # run_scenario chose one
     text = io.StringIO()
@@ -134,7 +135,11 @@ def _lock_run(outcome: RunOutcome) -> LockRun:
     witnesses = tuple(result.witnesses)
     first = witnesses[0].describe() if witnesses else None
     reasons = tuple(result.reasons)
-    why = evidence(first, len(witnesses), reasons, result.stats.describe(), outcome.run_dir)
+    exposure = [result.exposure.describe()] if had_faults(result) else []
+    if result.vacuous:
+        exposure.append(VACUOUS_NOTE)
+    stats = result.stats.describe()
+    why = evidence(first, len(witnesses), reasons, stats, outcome.run_dir, exposure)
     return LockRun(
         scenario=scenario.name,
         client=scenario.client.name,
@@ -148,6 +153,8 @@ def _lock_run(outcome: RunOutcome) -> LockRun:
         stats=result.stats,
         liveness=result.liveness,
         fencing=result.fencing,
+        exposure=result.exposure,
+        vacuous=result.vacuous,
         run_dir=outcome.run_dir,
         summary=text.getvalue(),
     )

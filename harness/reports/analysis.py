@@ -47,6 +47,7 @@ class FaultPeriod:
     start: int
     end: int
     ended: bool  # False when the history ends with the fault still in effect
+    occurrence: int | None = None  # the nemesis's number for it, when the history has one
 
 
 def _open_op(invoke: Event, end: int) -> Op:
@@ -128,10 +129,12 @@ def periods_and_end(history: Iterable[Event]) -> tuple[list[FaultPeriod], int]:
 
     Each fault occurrence from its start ``info`` to its stop ``info``, plus the final heal.
 
-    Occurrences of one fault on the same targets may overlap; they are paired first in,
-    first out. A skipped occurrence (no target) was never in effect, so it has no period.
+    A stop is paired with its start by the occurrence's number where the nemesis recorded
+    one; else occurrences of one fault on the same targets, which may overlap, are paired
+    first in, first out. A skipped occurrence (no target) was never in effect, so it has no
+    period.
     """
-    opened: dict[tuple[str, tuple[str, ...]], list[Event]] = {}
+    opened: dict[tuple[str, tuple[str, ...]] | int, list[Event]] = {}
     periods: list[FaultPeriod] = []
     heal_started: int | None = None
     last = 0  # the history's last time (it is in time order)
@@ -150,21 +153,34 @@ def periods_and_end(history: Iterable[Event]) -> tuple[list[FaultPeriod], int]:
             continue
         if event.type != INFO:
             continue
-        targets = _targets(value)
+        pairing = _pairing(event.f, value)
         if phase == "start" and "skipped" not in value:
-            opened.setdefault((event.f, targets), []).append(event)
+            opened.setdefault(pairing, []).append(event)
         elif phase == "stop":
-            starts = opened.get((event.f, targets))
+            starts = opened.get(pairing)
             if starts:
-                began = starts.pop(0)
-                kind = str((began.value or {}).get("kind", event.f))
-                periods.append(FaultPeriod(event.f, kind, targets, began.time, event.time, True))
-    for (name, targets), starts in opened.items():
-        for began in starts:
-            kind = str((began.value or {}).get("kind", name))
-            periods.append(FaultPeriod(name, kind, targets, began.time, last, False))
+                periods.append(_period(starts.pop(0), event.time, True))
+    for starts in opened.values():
+        periods += [_period(began, last, False) for began in starts]
     periods.sort(key=lambda p: (p.start, p.name))
     return periods, last
+
+
+def _occurrence(value: dict[str, Any]) -> int | None:
+    number = value.get("occurrence")
+    return number if type(number) is int else None
+
+
+def _pairing(name: str, value: dict[str, Any]) -> tuple[str, tuple[str, ...]] | int:
+    """What pairs a start with its stop: the occurrence's number, else name and targets."""
+    number = _occurrence(value)
+    return number if number is not None else (name, _targets(value))
+
+
+def _period(began: Event, end: int, ended: bool) -> FaultPeriod:
+    value = began.value or {}
+    kind = str(value.get("kind", began.f))
+    return FaultPeriod(began.f, kind, _targets(value), began.time, end, ended, _occurrence(value))
 
 
 # ---- which parts of a long history to draw ----------------------------------------------

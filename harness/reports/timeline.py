@@ -116,7 +116,11 @@ def _witness_list(entries: Sequence[WitnessEntry]) -> Html:
 
 def _legend(page: Page) -> Html:
     swatches = [fill(_SWATCH, cls=cls, label=label) for cls, label in _SWATCHES]
+    if page.had_faults:  # no mark on any lease then means no fault touched one
+        swatches.append(fill(_SWATCH, cls="sw-touched", label="lease a fault touched"))
     swatches += [fill(_FAULT_SWATCH, colour=c, kind=kind) for kind, c in page.fault_legend]
+    if page.untouched_faults:
+        swatches.append(fill(_SWATCH, cls="sw-untouched", label="fault: touched no live lease"))
     return fill(_LEGEND, swatches=join(swatches))
 
 
@@ -143,7 +147,7 @@ def render_page(page: Page) -> str:
         css=fill(template("timeline.css"), **CSS_SIZES),
         name=page.name,
         verdict=page.verdict,
-        verdict_shown=page.verdict.upper(),
+        verdict_shown=page.verdict.upper() + (" (vacuous)" if page.vacuous else ""),
         expect_class="yes" if page.as_expected else "no",
         expectation=page.expectation,
         expect_word="as expected" if page.as_expected else "NOT as expected",

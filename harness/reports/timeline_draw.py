@@ -38,7 +38,7 @@ _BAND = Template(
     'title="$title"></div>'
 )
 _LABEL = Template(
-    '<div class="flabel" style="$box;left:${left}px;border-color:$colour" title="$title">'
+    '<div class="$cls" style="$box;left:${left}px;border-color:$colour" title="$title">'
     '<span style="background:$colour">$label</span></div>'
 )
 _LEASE = Template(
@@ -75,6 +75,10 @@ _WINDOW = Template(
 )
 
 
+# The fill of a fault band whose occurrence touched no live lease: it tested nothing.
+UNTOUCHED_GREY = "#9e9e9e"
+
+
 def seconds(ns: float) -> str:
     return f"{ns / 1e9:.3f} s"
 
@@ -104,26 +108,33 @@ def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
     p = band.period
     until = seconds(p.end) if p.ended else "the end (never stopped)"
     title = f"{band.label}: {seconds(p.start)} → {until}"
+    if band.untouched:
+        title += "; touched no live lease"
+    elif band.touched:
+        title += f"; touched a live lease: {', '.join(band.touched)}"
     box = canvas.span(p.start, p.end, min_h=MIN_FAULT_H)
+    # Greyed, its label too: an occurrence that touched nothing put the lock to no test.
+    grey = " untouched" if band.untouched else ""
+    fill_colour = UNTOUCHED_GREY if band.untouched else band.colour
     out = [
         fill(
             _BAND,
-            cls="fault",
+            cls="fault" + grey,
             box=box,
             left=AXIS_W,
             width=canvas.columns_right - AXIS_W,
-            colour=band.colour,
+            colour=fill_colour,
             title=title,
         )
     ]
     out += [
         fill(
             _BAND,
-            cls="fault hit",
+            cls="fault hit" + grey,
             box=box,
             left=canvas.x(c),
             width=COL_W,
-            colour=band.colour,
+            colour=fill_colour,
             title=title,
         )
         for c in band.hit_columns
@@ -131,6 +142,7 @@ def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
     out.append(
         fill(
             _LABEL,
+            cls="flabel" + grey,
             box=box,
             left=canvas.label_x(band.lane),
             colour=band.colour,
@@ -153,9 +165,13 @@ def _lease(canvas: Canvas, frame: LeaseFrame) -> list[Html]:
     )
     if frame.witnesses:
         title += "; in witness " + " ".join(f"W{n}" for n in frame.witnesses)
+    if frame.touched is not None:
+        title += f"; touched by {frame.touched}"
     left = canvas.x(frame.column) + LEASE_INSET
     anchor = fill(_ANCHOR, index=s.acquire_index) if frame.anchor else Html()
     cls = "lease bad" if frame.witnesses else "lease"
+    if frame.touched is not None:
+        cls += " touched"
     out = [
         fill(
             _LEASE,

@@ -8,10 +8,19 @@ which the tick spacing depends on.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from lockharness.checker import CheckResult, Overlap, Section, Witness, critical_sections
+from lockharness.checker import (
+    CheckResult,
+    Exposure,
+    FaultExposure,
+    Overlap,
+    Section,
+    Witness,
+    critical_sections,
+)
 from lockharness.core.history import Event
 from lockharness.harness.reports.analysis import (
     MAX_OPS,
@@ -50,6 +59,7 @@ class LeaseFrame:
     witnesses: tuple[int, ...]  # the numbers of the witnesses that convict it
     anchor: bool  # carries the lease's id: only its first drawing, so ids stay unique
     deadline_shown: bool  # its validity deadline falls inside it and the window
+    touched: str | None = None  # a fault touched it (exposure): by what, briefly; else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,14 @@ class FaultBand:
     lane: int  # labels of overlapping faults sit side by side
     colour: str
     hit_columns: tuple[int, ...]  # clients of a targeted worker: frozen, so shaded darker
+    # How this occurrence touched live leases (exposure kinds); () it touched none; None
+    # when the exposure does not list it (the heal, or past the exposure's cap).
+    touched: tuple[str, ...] | None = None
+
+    @property
+    def untouched(self) -> bool:
+        """In effect, yet it touched no live lease: it tested nothing."""
+        return self.touched == ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +150,9 @@ class Page:
     columns: tuple[Column, ...]
     windows: tuple[WindowView, ...]
     windowing: Windowing | None
+    vacuous: bool = False  # valid, but its faults touched no live lease
+    had_faults: bool = False  # faults were planned: touched leases are marked, or none were
+    untouched_faults: bool = False  # a band drawn is of an occurrence that touched nothing
 
 
 def _process_order(process: int | str) -> tuple[int, int, str]:
@@ -160,7 +181,15 @@ def _facts(scenario: Scenario, result: CheckResult) -> tuple[tuple[str, str], ..
             f"{_span(w.hold_max_ns)}",
         ),
         ("stats", result.stats.describe()),
+        ("exposure", _exposure_fact(result)),
     )
+
+
+def _exposure_fact(result: CheckResult) -> str:
+    text = result.exposure.describe().removeprefix("exposure: ")
+    if result.vacuous:
+        text += " (vacuous: the valid verdict says nothing about the faults)"
+    return text
 
 
 def fault_lanes(periods: Sequence[FaultPeriod]) -> list[int]:
@@ -196,6 +225,49 @@ class _Run:
     threads: int | None
     token_section: dict[str, Section]
     convicting: dict[int, tuple[int, ...]]  # witness numbers per lease, by acquire index
+    exposure: _Touches
+
+
+class _Touches:
+    """The exposure, looked up by what the page draws: a fault period's occurrence, and
+    whether (and by what, briefly) a lease was touched."""
+
+    def __init__(self, exposure: Exposure) -> None:
+        self.leases = frozenset(exposure.touched_leases)
+        self.failovers = exposure.failovers_touching
+        occurrences = exposure.occurrences
+        self.by_number = {o.occurrence: o for o in occurrences if o.occurrence >= 0}
+        self.by_start = {(o.fault, o.start): o for o in occurrences}
+        self.touching = sorted((o for o in occurrences if o.touched), key=lambda o: o.start)
+        self.starts = [o.start for o in self.touching]
+        self.longest = max((o.end - o.start for o in self.touching), default=0)
+
+    def of(self, period: FaultPeriod) -> FaultExposure | None:
+        """A period's occurrence: by its number, else by the fault's name and its start."""
+        if period.occurrence is not None and period.occurrence in self.by_number:
+            return self.by_number[period.occurrence]
+        return self.by_start.get((period.name, period.start))
+
+    def lease(self, s: Section) -> str | None:
+        """None when no fault touched it; else the touching faults in effect meanwhile
+        (the exposure says which leases were touched, not by which occurrence)."""
+        if s.acquire_index not in self.leases:
+            return None
+        lo = bisect.bisect_left(self.starts, s.start - self.longest)
+        hi = bisect.bisect_right(self.starts, s.end)
+        meanwhile = [o for o in self.touching[lo:hi] if o.end >= s.start]
+        if not meanwhile:
+            return "a failover" if self.failovers else "a fault"
+        named = [f"{_name(o)} ({', '.join(o.touched)})" for o in meanwhile[:2]]
+        more = f" and {len(meanwhile) - 2} more" if len(meanwhile) > 2 else ""
+        return "; ".join(named) + more
+
+
+def _name(occurrence: FaultExposure) -> str:
+    """``kill #3``; an occurrence an older history did not number, by its start."""
+    if occurrence.occurrence >= 0:
+        return f"{occurrence.fault} #{occurrence.occurrence}"
+    return f"{occurrence.fault} at {occurrence.start / 1e9:.3f} s"
 
 
 def _band(run: _Run, period: FaultPeriod, lane: int) -> FaultBand:
@@ -207,7 +279,9 @@ def _band(run: _Run, period: FaultPeriod, lane: int) -> FaultBand:
         for process, column in run.columns.items()
         if workers and _worker(process, run.threads) in workers
     )
-    return FaultBand(period, label, lane, fault_colour(period.kind), hit)
+    found = None if period.kind == "heal" else run.exposure.of(period)
+    touched = None if found is None else tuple(found.touched)
+    return FaultBand(period, label, lane, fault_colour(period.kind), hit, touched)
 
 
 def _mark(run: _Run, number: int, witness: Witness, window: Window) -> WitnessMark | None:
@@ -247,7 +321,8 @@ def _window(run: _Run, window: Window, anchored: set[int], marked: set[int]) -> 
         anchored.add(s.acquire_index)
         shown = s.deadline is not None and window.start <= s.deadline <= s.end
         convicting = run.convicting.get(s.acquire_index, ())
-        leases.append(LeaseFrame(run.columns[s.process], s, convicting, anchor, shown))
+        touched = run.exposure.lease(s)
+        leases.append(LeaseFrame(run.columns[s.process], s, convicting, anchor, shown, touched))
     marks = []
     for number, witness in enumerate(run.witnesses, start=1):
         mark = None if number in marked else _mark(run, number, witness, window)
@@ -308,6 +383,7 @@ def build_page(
         threads,
         token_section,
         _convicting(witnesses, token_section),
+        _Touches(result.exposure),
     )
     windows, windowed = drawn.windows, drawn.windowed
     anchored: set[int] = set()
@@ -333,4 +409,7 @@ def build_page(
         tuple(Column(p, _worker(p, threads)) for p in processes),
         views,
         windowing,
+        vacuous=result.vacuous,
+        had_faults=result.exposure.faults + result.exposure.skipped > 0,
+        untouched_faults=any(band.untouched for view in views for band in view.faults),
     )
