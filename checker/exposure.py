@@ -72,6 +72,7 @@ EXPOSURE_KINDS: dict[str, str] = {
     "fault-during-lease": "another fault in effect while some lease was live",
 }
 MAX_FAULTS_SHOWN = 1000  # occurrences and touched leases listed (all are counted)
+LEASES_PER_FAULT_SHOWN = 20  # of the leases one occurrence touched, listed with it
 _CLOCK_KINDS = frozenset({"clock-bump", "clock-strobe", "clock-rate"})
 _TOXIC_KINDS = frozenset({"latency", "toxic"})
 _KEY_SEPARATORS = (":", "/", "_", ".", "-", "{", "}")
@@ -425,6 +426,7 @@ def _summary(
             targets=list(o.targets),
             touched=sorted(o.touched),
             leases=len(o.leases),
+            touched_leases=sorted(o.leases)[:LEASES_PER_FAULT_SHOWN],
         )
         for o in occurrences[:MAX_FAULTS_SHOWN]
     ]

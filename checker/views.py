@@ -121,6 +121,8 @@ class FaultExposure(msgspec.Struct, frozen=True):
     targets: list[str]
     touched: list[str]  # exposure kinds (checker.exposure.EXPOSURE_KINDS)
     leases: int  # live leases it touched
+    # Their acquire indexes (the first few: checker.exposure.LEASES_PER_FAULT_SHOWN).
+    touched_leases: list[int] = msgspec.field(default_factory=list)
 
     def describe(self) -> str:
         span = f"{self.start / 1e9:.3f}s→{self.end / 1e9:.3f}s"

@@ -373,3 +373,31 @@ def test_a_stop_pairs_with_its_start_by_occurrence_number() -> None:
     )
     periods = [(p.occurrence, p.start, p.end) for p in fault_periods(history)]
     assert periods == [(1, 0, 10 * MS), (2, 2 * MS, 4 * MS)]
+
+
+def test_a_touched_lease_names_the_faults_that_touched_it_not_others_in_effect() -> None:
+    def kill(time: int, phase: str, number: int, node: str) -> tuple[Any, ...]:
+        value = {"phase": phase, "kind": "kill", "targets": [node], "occurrence": number}
+        return (time, "nemesis", "info", "kill", None, None, value)
+
+    on_n2 = {"deadline": 62 * MS, "grants": ["n2"], "fencing": None}
+    history = _history(
+        (1, 0, "invoke", "acquire", "a", None, None),
+        (12, 0, "ok", "acquire", "a", "tok-a", _lease(12)),  # granted by n1
+        (13, 1, "invoke", "acquire", "b", None, None),
+        (14, 1, "ok", "acquire", "b", "tok-b", on_n2),
+        kill(15, "start", 1, "n1"),
+        kill(16, "start", 2, "n2"),
+        kill(20, "stop", 1, "n1"),
+        kill(21, "stop", 2, "n2"),
+        (40, 0, "invoke", "release", "a", "tok-a", None),
+        (41, 0, "ok", "release", "a", "tok-a", None),
+        (42, 1, "invoke", "release", "b", "tok-b", None),
+        (43, 1, "ok", "release", "b", "tok-b", None),
+    )
+    (view,) = _page(history).windows
+    frames = {f.section.token: f.touched for f in view.leases}
+    # Both kills were in effect while each lease was live; each touched one of them.
+    assert frames["tok-a"] is not None and frames["tok-a"].startswith("kill #1 (")
+    assert frames["tok-b"] is not None and frames["tok-b"].startswith("kill #2 (")
+    assert "#2" not in frames["tok-a"] and "#1" not in frames["tok-b"]

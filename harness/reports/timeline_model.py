@@ -241,6 +241,10 @@ class _Touches:
         self.touching = sorted((o for o in occurrences if o.touched), key=lambda o: o.start)
         self.starts = [o.start for o in self.touching]
         self.longest = max((o.end - o.start for o in self.touching), default=0)
+        self.by_lease: dict[int, list[FaultExposure]] = {}
+        for o in self.touching:
+            for index in o.touched_leases:
+                self.by_lease.setdefault(index, []).append(o)
 
     def of(self, period: FaultPeriod) -> FaultExposure | None:
         """A period's occurrence: by its number, else by the fault's name and its start."""
@@ -249,17 +253,23 @@ class _Touches:
         return self.by_start.get((period.name, period.start))
 
     def lease(self, s: Section) -> str | None:
-        """None when no fault touched it; else the touching faults in effect meanwhile
-        (the exposure says which leases were touched, not by which occurrence)."""
+        """None when no fault touched it; else the faults that did (as each occurrence
+        lists its leases; one that lists only its first few: those in effect meanwhile)."""
         if s.acquire_index not in self.leases:
             return None
-        lo = bisect.bisect_left(self.starts, s.start - self.longest)
-        hi = bisect.bisect_right(self.starts, s.end)
-        meanwhile = [o for o in self.touching[lo:hi] if o.end >= s.start]
-        if not meanwhile:
+        by = self.by_lease.get(s.acquire_index)
+        if by is None:
+            lo = bisect.bisect_left(self.starts, s.start - self.longest)
+            hi = bisect.bisect_right(self.starts, s.end)
+            by = [
+                o
+                for o in self.touching[lo:hi]
+                if o.end >= s.start and o.leases > len(o.touched_leases)
+            ]
+        if not by:
             return "a failover" if self.failovers else "a fault"
-        named = [f"{_name(o)} ({', '.join(o.touched)})" for o in meanwhile[:2]]
-        more = f" and {len(meanwhile) - 2} more" if len(meanwhile) > 2 else ""
+        named = [f"{_name(o)} ({', '.join(o.touched)})" for o in by[:2]]
+        more = f" and {len(by) - 2} more" if len(by) > 2 else ""
         return "; ".join(named) + more
 
 
