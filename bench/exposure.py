@@ -23,6 +23,7 @@ from typing import Any
 
 from rich.console import Console
 
+from lockharness.core.errors import LockharnessError
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.runner import run_scenario
 from lockharness.harness.scenario import Scenario, builtin_scenarios, with_overrides
@@ -53,12 +54,16 @@ def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
                 scenario.name, {"required": [str(r) for r in required.exposure], "runs": []}
             )["runs"]
             for seed in range(1, seeds + 1):
-                outcome = run_scenario(
-                    with_overrides(_without_requirement(scenario), seed=seed),
-                    store=Path(tmp),
-                    binaries=binaries,
-                    console=Console(file=io.StringIO()),
-                )
+                try:
+                    outcome = run_scenario(
+                        with_overrides(_without_requirement(scenario), seed=seed),
+                        store=Path(tmp),
+                        binaries=binaries,
+                        console=Console(file=io.StringIO()),
+                    )
+                except LockharnessError as e:  # the cluster did not start: no figures
+                    print(f"  {scenario.name} seed {seed}: not run: {e}", file=sys.stderr)
+                    continue
                 result = outcome.result
                 exposure = result.exposure
                 met = not required.unmet_exposure(result)

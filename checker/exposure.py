@@ -16,8 +16,9 @@ the history's end). Each way of touching, by the fault kinds it applies to:
 - kill-of-grant-node (kill): a node that granted a lease was killed while the lease was
   live. Of those nodes, when it came back (its stop): restart-before-expiry, before the
   lease's deadline (without one: always), split into restart-with-key and
-  restart-without-key by the keys the node held when it came back (the stop's ``keys``;
-  neither when it did not say); or restart-after-expiry, at or after the deadline (the
+  restart-without-key by the keys the node held when it came back (the stop's ``keys``:
+  with, when it held the lease's key with its token; without, when the key was gone or
+  held another lease's token; neither when it did not say); or restart-after-expiry, at or after the deadline (the
   delayed-restart policy at work). A node still down at the history's end adds none.
 - grants-majority-lost (kill): with this kill, more than half of a live lease's grant
   nodes were down at once or back without its key.
@@ -236,23 +237,40 @@ def _by_start(lease: _Lease) -> int:
     return lease.start
 
 
-def _key_held(key: str | None, keys: object) -> bool | None:
-    """Whether a node's keys (the names it came back with) include a lease's key, as it is
-    or behind a library's prefix ("lock:k0"); None when the node did not say."""
-    if key is None or type(keys) is not list:
+def _key_held(lease: Section, keys: object, tokens: frozenset[str]) -> bool | None:
+    """Whether a node came back holding a lease: its key (as it is, or behind a library's
+    prefix: "lock:k0") with its token. False when the key is gone or holds another lease's
+    token (clients wrote it since); None when the node did not say, or the key holds a
+    value that is no lease's token (a lock that stores something else)."""
+    key = lease.key
+    if key is None:
         return None
-    return any(
-        k == key or (k.endswith(key) and k[-len(key) - 1] in _KEY_SEPARATORS)
-        for k in keys
-        if type(k) is str
-    )
+    if type(keys) is list:  # names only (older histories): the key, whoever's it is
+        return any(type(k) is str and _names_key(k, key) for k in keys)
+    if type(keys) is not dict:
+        return None
+    values = [v for k, v in keys.items() if _names_key(k, key)]
+    if not values:
+        return False
+    if lease.token in values:
+        return True
+    return False if any(v in tokens for v in values) else None
+
+
+def _names_key(stored: str, key: str) -> bool:
+    return stored == key or (stored.endswith(key) and stored[-len(key) - 1] in _KEY_SEPARATORS)
 
 
 # A grant a kill took from a lease: (from, until, node, the kill), until exclusive.
 _Loss = tuple[int, int, str, _Occurrence]
 
 
-def _kill(occurrence: _Occurrence, index: _Index, losses: dict[int, list[_Loss]]) -> None:
+def _kill(
+    occurrence: _Occurrence,
+    index: _Index,
+    losses: dict[int, list[_Loss]],
+    tokens: frozenset[str],
+) -> None:
     started, stopped, event = occurrence.started, occurrence.stopped, occurrence.event
     killed = set(_names(event, started, "killed") if "killed" in started else occurrence.targets)
     back = set(_names(event, stopped, "restarted")) if "restarted" in stopped else set()
@@ -266,7 +284,7 @@ def _kill(occurrence: _Occurrence, index: _Index, losses: dict[int, list[_Loss]]
             if node in back and came_back is not None:
                 if s.deadline is None or came_back < s.deadline:
                     occurrence.touch("restart-before-expiry", s)
-                    held = _key_held(s.key, keys.get(node))
+                    held = _key_held(s, keys.get(node), tokens)
                     if held is not None:
                         occurrence.touch("restart-with-key" if held else "restart-without-key", s)
                     if held:
@@ -369,10 +387,11 @@ def check_exposure(
     occurrences, skipped, _ = _occurrences(nemesis, end)
     index = _Index(_leases(sections, end))
     losses: dict[int, list[_Loss]] = defaultdict(list)
+    tokens = frozenset(s.token for s in sections if s.token is not None)
     for occurrence in occurrences:
         kind = occurrence.kind
         if kind == "kill":
-            _kill(occurrence, index, losses)
+            _kill(occurrence, index, losses, tokens)
         elif kind == "pause":
             _on_grant_nodes(occurrence, index, "pause-of-grant-node")
         elif kind in _CLOCK_KINDS:

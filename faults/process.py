@@ -17,6 +17,7 @@ from lockharness.faults.spec import FaultOptions, FaultSpec, Room
 from lockharness.faults.targets import pick_workers
 
 KEYS_SHOWN = 100  # of the keys a restarted node came back with, in its stop event
+VALUE_SHOWN = 200  # characters of each key's value there
 
 
 class KillOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -83,21 +84,32 @@ class Kill(Fault):
             self.ctx.cluster.node(name).restart()
         return {"restarted": self.targets, "keys": self._keys()}
 
-    def _keys(self) -> dict[str, list[str] | None]:
-        """The keys each restarted node came back with (the first few; None: it did not
-        say), so that the history shows whether a grant survived (checker.exposure)."""
-        found: dict[str, list[str] | None] = {}
+    def _keys(self) -> dict[str, dict[str, str | None] | None]:
+        """The keys each restarted node came back with and their values (the first few;
+        a value None: not a string; the node None: it did not say), so that the history
+        shows whether a grant survived: its key, holding its token (checker.exposure).
+        Clients may write the node as soon as it is back, so a key can hold a newer
+        lease's token by now: the values tell that apart."""
+        found: dict[str, dict[str, str | None] | None] = {}
         for name in self.targets:
             client = single_try_client(self.ctx.cluster.node(name).endpoint, 1.0)
             try:
-                found[name] = sorted(
-                    str(k, "utf-8", "replace") for k in client.scan_iter(count=1000)
-                )[:KEYS_SHOWN]
+                keys = sorted(client.scan_iter(count=1000))[:KEYS_SHOWN]
+                values = client.mget(keys) if keys else []
             except redis.RedisError:
                 found[name] = None
+            else:
+                found[name] = {
+                    _text(k): None if v is None else _text(v)[:VALUE_SHOWN]
+                    for k, v in zip(keys, values, strict=True)
+                }
             finally:
                 client.close()
         return found
+
+
+def _text(raw: bytes | str) -> str:
+    return raw if isinstance(raw, str) else str(raw, "utf-8", "replace")
 
 
 class Pause(Fault):

@@ -129,17 +129,39 @@ def test_a_kill_of_a_node_that_granted_nothing_touches_nothing() -> None:
     assert h.check().exposure.touched == 0
 
 
-def test_a_grant_node_killed_and_back_before_the_deadline_with_the_key() -> None:
+TOKEN = "t0-1000000000"  # History.lease's token for process 0 granted at 1 s
+
+
+def _back_with(keys: object) -> dict[str, int]:
     h = History().lease(0, 1 * S, 1800 * MS, ttl=2 * S)  # deadline 2.999 s
-    keys = {"n2": ["k0"]}
+    h.lease(1, 2 * S, 2100 * MS, key="k1")  # another lease, whose token is t1-2000000000
     h.fault("kill", 1200 * MS, 1500 * MS, ["n2"], stopped={"restarted": ["n2"], "keys": keys})
-    counts = h.check().exposure.counts
+    return h.check().exposure.counts
+
+
+def test_a_grant_node_killed_and_back_before_the_deadline_with_the_key() -> None:
+    counts = _back_with({"n2": {"k0": TOKEN}})
     assert counts == {"kill-of-grant-node": 1, "restart-before-expiry": 1, "restart-with-key": 1}
+    assert _back_with({"n2": {"lock:k0": TOKEN}})["restart-with-key"] == 1  # a prefix
+
+
+def test_a_key_that_holds_another_leases_token_is_not_the_grant() -> None:
+    # Clients wrote the node as soon as it was back: the key is someone else's lease now.
+    assert _back_with({"n2": {"k0": "t1-2000000000"}})["restart-without-key"] == 1
+    assert _back_with({"n2": {"k10": TOKEN}})["restart-without-key"] == 1  # not k0's key
+    assert _back_with({"n2": {}})["restart-without-key"] == 1
+
+
+def test_a_key_that_holds_no_leases_token_counts_neither_way() -> None:
+    # A lock that stores something other than its token (a timestamp): it cannot tell.
+    counts = _back_with({"n2": {"k0": "1795575111936"}})
+    assert counts == {"kill-of-grant-node": 1, "restart-before-expiry": 1}
+    assert _back_with({"n2": {"k0": None}}) == counts  # not a string value
 
 
 def test_a_grant_node_back_before_the_deadline_without_the_key_behind_a_prefix() -> None:
     h = History().lease(0, 1 * S, 1800 * MS, ttl=2 * S)
-    # The library keeps "lock:k10", not this lease's key k0: the node came back without it.
+    # Key names only (an older history): "lock:k10" is not this lease's key k0.
     keys = {"n2": ["lock:k10"], "n3": ["lock:k0"]}
     h.fault(
         "kill",
