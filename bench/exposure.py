@@ -7,7 +7,8 @@ figures: a valid verdict of these scenarios vouches for faults that touched live
     python -m bench.exposure [--seeds 10] [NAME ...]
 
 Each run is an ordinary run, without the requirement applied (so that a run below it still
-shows its counts); the table says how many seeds met it.
+shows its counts); the table says how many seeds met it. `make bench` shows the same table
+from bench.scenarios' runs of these scenarios (with the requirements applied).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from rich.console import Console
 
+from lockharness.checker import CheckResult
 from lockharness.core.errors import LockharnessError
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.runner import run_scenario
@@ -44,12 +46,25 @@ def _without_requirement(scenario: Scenario) -> Scenario:
     return dataclasses.replace(scenario, expect_default=expectation)
 
 
+def record(result: CheckResult, expectation: Expectation) -> dict[str, Any]:
+    """One run's exposure, as the tables read it (bench.scenarios keeps one per run too)."""
+    exposure = result.exposure
+    return {
+        "verdict": result.verdict_text,
+        "faults": exposure.faults,
+        "touched": exposure.touched,
+        "leases_touched": exposure.leases_touched,
+        "counts": dict(exposure.counts),
+        "requirement_met": not expectation.unmet_exposure(result),
+    }
+
+
 def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
     binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
     report: dict[str, Any] = {"seeds": seeds, "scenarios": {}}
     with tempfile.TemporaryDirectory(prefix="lockharness-exposure-") as tmp:
         for scenario in valid_fault_scenarios(names):
-            required: Expectation = scenario.expectation
+            required = scenario.expectation
             runs = report["scenarios"].setdefault(
                 scenario.name, {"required": [str(r) for r in required.exposure], "runs": []}
             )["runs"]
@@ -64,23 +79,12 @@ def run(seeds: int = 10, names: list[str] | None = None) -> dict[str, Any]:
                 except LockharnessError as e:  # the cluster did not start: no figures
                     print(f"  {scenario.name} seed {seed}: not run: {e}", file=sys.stderr)
                     continue
-                result = outcome.result
-                exposure = result.exposure
-                met = not required.unmet_exposure(result)
-                runs.append(
-                    {
-                        "seed": seed,
-                        "verdict": result.verdict_text,
-                        "faults": exposure.faults,
-                        "touched": exposure.touched,
-                        "leases_touched": exposure.leases_touched,
-                        "counts": dict(exposure.counts),
-                        "requirement_met": met,
-                    }
-                )
+                found = record(outcome.result, required)
+                runs.append({"seed": seed, "exposure": found})
+                met = "met" if found["requirement_met"] else "NOT met"
                 print(
-                    f"  {scenario.name} seed {seed}: {result.verdict_text}; "
-                    f"{exposure.describe()}; requirement {'met' if met else 'NOT met'}",
+                    f"  {scenario.name} seed {seed}: {found['verdict']}; "
+                    f"{outcome.result.exposure.describe()}; requirement {met}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -91,12 +95,17 @@ def _spread(values: list[int]) -> str:
     return f"{min(values)} / {statistics.median(values):g} / {max(values)}"
 
 
-def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(figure, value, note) rows: per scenario, touched faults and each count's min /
-    median / max over the seeds, and the requirement met in how many seeds."""
+def rows(report: dict[str, Any], valid_only: bool = False) -> list[tuple[str, str, str]]:
+    """(figure, value, note) rows: per scenario whose runs carry exposure (``valid_only``:
+    of those expected valid), touched faults and each count's min / median / max over the
+    seeds, and in how many seeds the scenario's requirement was met."""
     found = []
     for name, entry in report["scenarios"].items():
-        runs = entry["runs"]
+        if valid_only and entry.get("expect") == "invalid":
+            continue
+        runs = [r["exposure"] for r in entry["runs"] if "exposure" in r]
+        if not runs:
+            continue
         n = len(runs)
         met = sum(1 for r in runs if r["requirement_met"])
         vacuous = sum(1 for r in runs if r["verdict"].endswith("(vacuous)"))
@@ -110,11 +119,10 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
                 f"min / median / max over {n} seeds; verdicts {verdicts}; {vacuous} vacuous",
             )
         )
-        kinds = sorted({kind for r in runs for kind in r["counts"]})
-        for kind in kinds:
+        for kind in sorted({kind for r in runs for kind in r["counts"]}):
             values = [r["counts"].get(kind, 0) for r in runs]
             found.append((f"  {kind}", _spread(values), "min / median / max"))
-        required = "; ".join(entry["required"]) or "none"
+        required = "; ".join(entry.get("required", [])) or "none"
         found.append((f"  requirement ({required})", f"met in {met} of {n}", ""))
     return found
 
@@ -129,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(figure) for figure, _, _ in table)
     for figure, value, note in table:
         print(f"{figure:<{width}}  {value:<24}  {note}")
-    all_met = all(r["requirement_met"] for e in report["scenarios"].values() for r in e["runs"])
+    all_met = all(
+        r["exposure"]["requirement_met"] for e in report["scenarios"].values() for r in e["runs"]
+    )
     return 0 if all_met else 1
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from rich.console import Console
 
+from bench import exposure
 from lockharness.core.history import INFO, NEMESIS, read_history
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
@@ -108,6 +109,7 @@ def _run_one(
             "duration_s": scenario.duration_ns / 1e9,
             "runs": [],
             "replays": [],
+            "required": [str(r) for r in scenario.expectation.exposure],
         },
     )
     entry["runs"].append(
@@ -117,11 +119,12 @@ def _run_one(
             "as_expected": outcome.as_expected,
             "first_violation_s": first_violation_s(outcome),
             "cycles_per_s": outcome.result.stats.cycles_per_s or 0.0,
+            "exposure": exposure.record(outcome.result, scenario.expectation),
         }
     )
     shown = f"{scenario.name} seed {seed}" + ("" if backend == "local" else f" ({backend})")
     mismatch = "" if outcome.as_expected else "  (NOT as expected)"
-    print(f"  {shown}: {outcome.result.verdict.value}{mismatch}", file=sys.stderr, flush=True)
+    print(f"  {shown}: {outcome.result.verdict_text}{mismatch}", file=sys.stderr, flush=True)
     if replay and scenario.expect == "invalid" and outcome.result.verdict.value == "invalid":
         verdict = _replay(outcome, binaries, store)
         entry["replays"].append({"seed": seed, "verdict": verdict})

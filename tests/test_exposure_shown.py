@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -190,3 +191,33 @@ def test_the_plug_ins_result_gives_exposure_and_vacuous(tmp_path: Path) -> None:
 
     plain = lock_run(_case(3, NO_FAULTS, tmp_path).outcome)  # type: ignore[arg-type]
     assert not plain.vacuous and "exposure" not in plain.verdict.evidence
+
+
+def test_the_bench_table_gives_each_counts_spread_and_the_requirement_met() -> None:
+    from bench import exposure as bench_exposure
+
+    def run(touched: int, kills: int, met: bool, verdict: str = "valid") -> dict[str, Any]:
+        counts = {"kill-of-grant-node": kills} if kills else {}
+        found = {"verdict": verdict, "faults": 5, "touched": touched, "leases_touched": touched}
+        return {"exposure": {**found, "counts": counts, "requirement_met": met}}
+
+    report = {
+        "scenarios": {
+            "kills": {
+                "expect": "valid",
+                "required": ["kill-of-grant-node >= 2"],
+                "runs": [run(3, 3, True), run(1, 1, False), run(0, 0, False, "valid (vacuous)")],
+            },
+            "broken": {"expect": "invalid", "required": [], "runs": [run(2, 2, True)]},
+        }
+    }
+    rows = bench_exposure.rows(report, valid_only=True)
+    assert rows[0] == (
+        "kills: touched / faults",
+        "0 / 1 / 3 of 5 / 5 / 5",
+        "min / median / max over 3 seeds; verdicts valid, valid (vacuous); 1 vacuous",
+    )
+    assert ("  kill-of-grant-node", "0 / 1 / 3", "min / median / max") in rows
+    assert rows[-1] == ("  requirement (kill-of-grant-node >= 2)", "met in 1 of 3", "")
+    assert not any(r[0].startswith("broken") for r in rows)
+    assert any(r[0].startswith("broken") for r in bench_exposure.rows(report))
