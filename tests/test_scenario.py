@@ -1169,3 +1169,23 @@ def test_a_valid_run_below_its_exposure_requirement_is_unknown() -> None:
     assert "kill-of-grant-node was 3, required > 3" in below.reasons[-1]
     invalid = CheckResult(Verdict.INVALID, [], [], Stats(), Liveness(), Fencing(), Exposure())
     assert require_exposure(invalid, more) is invalid  # a violation stands
+
+
+def test_a_shorter_run_requires_proportionally_less_exposure(tmp_path: Path) -> None:
+    required = (
+        '{safety: valid, exposure: {kill-of-grant-node: ">= 5", restart-before-expiry: "== 0",'
+        ' touched: "< 3"}}'
+    )
+    text = GOOD.replace("expect: valid", f"expect: {required}").replace("5s", "20s")
+    s = load_scenario(str(write(tmp_path, text, "long.yaml")))
+    short = with_overrides(s, duration_ns=6 * 10**9)  # 0.3 of the run
+    assert [str(r) for r in short.expectation.exposure] == [
+        "kill-of-grant-node >= 1",  # 1.5, rounded down: a lower bound asks no more than that
+        "restart-before-expiry == 0",
+        "touched < 1",  # 0.9, rounded up: an upper bound allows no less
+    ]
+    # The run's scenario.yaml says what was asked, and reads back so.
+    again = load_scenario(str(write(tmp_path, to_yaml(short), "again.yaml")))
+    assert again.expectation == short.expectation
+    assert with_overrides(s, duration_ns=20 * 10**9).expectation == s.expectation
+    assert with_overrides(s, seed=3).expectation == s.expectation

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from fractions import Fraction
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -187,6 +188,7 @@ def with_overrides(
         )
     except Invalid as e:
         raise BadInput(str(e)) from None
+    changed = _requirements_in_proportion(changed, Fraction(changed.duration_ns, s.duration_ns))
     # What the overrides can break that their own checks above do not see: the values the
     # parser checks (backend, images) when another caller gives them, and the rules across
     # keys (the new client against the cluster and workload; occurrences in the new
@@ -196,6 +198,18 @@ def with_overrides(
     except Invalid as e:
         raise BadInput(f"{s.source or s.name} (after overrides): {e}") from None
     return changed
+
+
+def _requirements_in_proportion(s: Scenario, ratio: Fraction) -> Scenario:
+    """A shorter or longer run requires proportionally as much exposure: each count of the
+    scenario's requirements scaled (the resolved scenario.yaml then says what was asked)."""
+    if ratio == 1:
+        return s
+    return dataclasses.replace(
+        s,
+        expect_default=s.expect_default.for_duration(ratio),
+        expect_clients={n: e.for_duration(ratio) for n, e in s.expect_clients.items()},
+    )
 
 
 def _field_type(struct: type[msgspec.Struct], name: str) -> object:

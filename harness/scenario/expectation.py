@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from lockharness.checker import EXPOSURE_KINDS, CheckResult, Verdict
 
@@ -57,6 +59,18 @@ class ExposureRequirement:
     def __str__(self) -> str:
         return f"{self.name} {self.op} {self.count}"
 
+    def scaled(self, ratio: Fraction) -> ExposureRequirement:
+        """For a run ``ratio`` times as long as the one it was stated for: a lower bound
+        rounded down, an upper bound rounded up, an exact count to the nearest."""
+        exact = self.count * ratio
+        if self.op in (">=", ">"):
+            count = math.floor(exact)
+        elif self.op in ("<=", "<"):
+            count = math.ceil(exact)
+        else:
+            count = round(exact)
+        return dataclasses.replace(self, count=count)
+
 
 def parse_requirement(name: str, raw: object) -> ExposureRequirement | None:
     """A requirement from YAML (``3`` or ``">= 3"``); None if it is not one."""
@@ -101,6 +115,13 @@ class Expectation:
 
     def unmet_exposure(self, result: CheckResult) -> list[ExposureRequirement]:
         return [r for r in self.exposure if not r.met_by(result)]
+
+    def for_duration(self, ratio: Fraction) -> Expectation:
+        """The expectation of a run ``ratio`` times as long: its exposure requirement in
+        proportion (a requirement is stated for the scenario's own duration)."""
+        if not self.exposure or ratio == 1:
+            return self
+        return dataclasses.replace(self, exposure=tuple(r.scaled(ratio) for r in self.exposure))
 
 
 def require_exposure(result: CheckResult, expectation: Expectation) -> CheckResult:
