@@ -18,8 +18,9 @@ the history's end). Each way of touching, by the fault kinds it applies to:
   lease's deadline (without one: always), split into restart-with-key and
   restart-without-key by the keys the node held when it came back (the stop's ``keys``:
   with, when it held the lease's key with its token; without, when the key was gone or
-  held another lease's token; neither when it did not say); or restart-after-expiry, at or after the deadline (the
-  delayed-restart policy at work). A node still down at the history's end adds none.
+  held another lease's token; neither when it did not say); or restart-after-expiry, at
+  or after the deadline (the delayed-restart policy at work). A node still down at the
+  history's end adds none.
 - grants-majority-lost (kill): with this kill, more than half of a live lease's grant
   nodes were down at once or back without its key.
 - pause-of-grant-node (pause), clock-change-of-grant-node (clock-bump, clock-strobe,
@@ -29,7 +30,8 @@ the history's end). Each way of touching, by the fault kinds it applies to:
   (the fault's ``cut``/``links`` and ``processes`` say which links and whose they are).
 - holder-paused (client-pause): the holder was frozen while it held; also
   holder-paused-past-deadline when its deadline passed while it was frozen.
-- holder-killed (client-kill): the holder's worker was killed while it held.
+- holder-killed (client-kill): the holder's worker was killed while it held. A process
+  killed once is dead: later client faults do not touch its (never released) lease.
 - failover-during-lease: a failover (Sentinel's, or a promote) whose window met a live
   lease that the old master granted (any live lease when the old master is not named).
   Counted in failovers, not fault occurrences; a promote counts as touched by it.
@@ -330,7 +332,9 @@ def _holder_links(occurrence: _Occurrence, index: _Index, how: str, links_field:
     return True
 
 
-def _holder_processes(occurrence: _Occurrence, index: _Index) -> bool:
+def _holder_processes(occurrence: _Occurrence, index: _Index, dead: set[int]) -> bool:
+    """A client fault on holders; a process an earlier client kill took is dead, and
+    nothing touches it again (its lease stays held, unreleased, to the end)."""
     processes = _processes(occurrence.event, occurrence.started)
     if processes is None:
         return False
@@ -338,9 +342,12 @@ def _holder_processes(occurrence: _Occurrence, index: _Index) -> bool:
     end = occurrence.end if occurrence.end is not None else start + 1
     if occurrence.kind == "client-kill":
         end = start + 1  # an instant: the kill
+    killed_before = frozenset(dead)
+    if occurrence.kind == "client-kill":
+        dead.update(processes)
     for lease in index.meeting(start, max(end, start + 1), live=False):
         s = lease.section
-        if s.process not in processes:
+        if s.process not in processes or s.process in killed_before:
             continue
         if occurrence.kind == "client-kill":
             occurrence.touch("holder-killed", s)
@@ -388,6 +395,7 @@ def check_exposure(
     index = _Index(_leases(sections, end))
     losses: dict[int, list[_Loss]] = defaultdict(list)
     tokens = frozenset(s.token for s in sections if s.token is not None)
+    dead: set[int] = set()  # processes a client kill took, as the occurrences go
     for occurrence in occurrences:
         kind = occurrence.kind
         if kind == "kill":
@@ -403,7 +411,7 @@ def check_exposure(
             if not _holder_links(occurrence, index, "holder-latency", "links"):
                 _any_live(occurrence, index)
         elif kind in ("client-pause", "client-kill"):
-            if not _holder_processes(occurrence, index):
+            if not _holder_processes(occurrence, index, dead):
                 _any_live(occurrence, index)
         elif kind != "promote":
             _any_live(occurrence, index)

@@ -269,7 +269,13 @@ def test_a_client_kill_of_the_holder() -> None:
     h.add(1 * S, 0, "ok", "acquire", "k0", token, {"deadline": 2 * S, "grants": ["n1"]})
     h.fault("client-kill", 1500 * MS, 1600 * MS, ["w1"], started={"processes": _processes(1)})
     h.lease(2, 3 * S, 3100 * MS, grants=("n1",))
-    assert h.check().exposure.counts == {"holder-killed": 1}
+    # Killed again (its lease, never released, is still held): a dead holder is not
+    # touched twice, nor is it by a later pause.
+    h.fault("client-kill", 4 * S, 4100 * MS, ["w1"], started={"processes": _processes(1)})
+    h.fault("client-pause", 5 * S, 5100 * MS, ["w1"], started={"processes": _processes(1)})
+    exposure = h.check().exposure
+    assert exposure.counts == {"holder-killed": 1}
+    assert [o.touched for o in exposure.occurrences] == [["holder-killed"], [], []]
 
 
 def test_a_failover_while_the_old_masters_lease_is_live() -> None:
