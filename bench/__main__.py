@@ -1,9 +1,9 @@
 """`python -m bench [--seeds N]`: bring-up, throughput, checker, fault delays, failover
 duration, then every built-in fault scenario over N seeds (default 10; about 50 minutes,
-and a replay of each invalid run of an expected-invalid one), with the exposure of the
-expected-valid ones; then, when a Docker engine answers, the Compose backend beside the local one: its bring-up,
-and the expected-invalid scenarios over the same seeds (about 55 minutes more); one table
-of figures on stdout.
+and as long again for a replay of each invalid run of an expected-invalid one), with the
+exposure of the expected-valid ones; then, when a Docker engine answers, the Compose
+backend beside the local one: its bring-up, and the expected-invalid scenarios over the
+same seeds (about 55 minutes more); one table of figures on stdout.
 
 Progress goes to stderr as each part runs; nothing is written into the repository.
 Exit code 0 when every target is met, 1 otherwise (as bench.checker_bench does).

@@ -20,7 +20,7 @@ def test_list_shows_every_scenario_with_its_whole_expectation(tmp_path: Path) ->
     named = {row.split("│")[1].strip(): row.split("│")[2].strip() for row in rows}
     for scenario in builtin_scenarios():
         assert named[scenario.name] == str(scenario.expectation), scenario.name
-    assert named["setnx-del-holder-crash"] == "valid, stuck"
+    assert named["setnx-del-holder-crash"] == "valid, stuck, exposure holder-killed >= 1"
     assert named["redlock-fenced-restart"] == "invalid, resource consistent, tokens out-of-order"
 
 
