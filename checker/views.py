@@ -148,15 +148,18 @@ class Exposure(msgspec.Struct, frozen=True):
     touched_leases: list[int] = msgspec.field(default_factory=list)  # their acquire indexes
 
     @property
+    def had_faults(self) -> bool:
+        """Faults were planned: put in effect, or skipped for want of a target."""
+        return self.faults + self.skipped > 0
+
+    @property
     def vacuous(self) -> bool:
         """Faults were planned (in effect or skipped), yet none touched a live lease: a
         valid verdict then says nothing about the faults. A run without faults is not."""
-        return (
-            (self.faults + self.skipped) > 0 and self.touched == 0 and not self.failovers_touching
-        )
+        return self.had_faults and self.touched == 0 and not self.failovers_touching
 
     def describe(self) -> str:
-        if not self.faults + self.skipped:
+        if not self.had_faults:
             return "exposure: no faults"
         text = (
             f"exposure: {self.touched} of {self.faults} fault(s) touched a live lease "

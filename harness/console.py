@@ -23,11 +23,6 @@ def shouted_verdict(result: CheckResult) -> str:
     return result.verdict.value.upper() + (" (vacuous)" if result.vacuous else "")
 
 
-def had_faults(result: CheckResult) -> bool:
-    """Faults were planned in the run (put in effect or skipped for want of a target)."""
-    return result.exposure.faults + result.exposure.skipped > 0
-
-
 def print_summary(
     console: Console,
     name: str,
@@ -43,7 +38,7 @@ def print_summary(
         f"[{_STYLE[verdict]}]{shouted_verdict(result)}[/] {name} (expected {expectation}): {mark}",
         highlight=False,
     )
-    if had_faults(result):
+    if result.exposure.had_faults:
         console.print(f"  {result.exposure.describe()}", highlight=False)
     if result.vacuous:
         console.print(f"  [yellow]{VACUOUS_NOTE}[/]", highlight=False)

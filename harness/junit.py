@@ -18,7 +18,6 @@ from pathlib import Path
 
 from lockharness.checker import CheckResult
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.console import had_faults
 from lockharness.harness.suite_results import CaseResult, Status
 
 _MAX_WITNESSES = 10  # in a failure's body; results.json has them all
@@ -42,7 +41,7 @@ def _details(result: CaseResult, witnesses: int = _MAX_WITNESSES) -> str:
     if o is None:
         return ""
     lines = [*o.result.reasons]
-    if had_faults(o.result):
+    if o.result.exposure.had_faults:
         lines.append(o.result.exposure.describe())
     found = o.result.witnesses
     lines += [f"witness: {w.describe()}" for w in found[:witnesses]]

@@ -176,7 +176,7 @@ def test_the_plug_ins_result_gives_exposure_and_vacuous(tmp_path: Path) -> None:
     assert vacuous.verdict == "valid"  # still the plain verdict: `== "valid"` holds
     assert "seed 2: valid (vacuous), expected valid," in repr(vacuous)
     assert vacuous.summary.splitlines()[1].startswith(
-        "VALID (vacuous) redlock-kill-minority (expected valid)"
+        "VALID (vacuous) redlock-kill-minority (expected valid"
     )
     # A failed `assert result.verdict == "invalid"` says the run was vacuous, and why.
     shown = pytest_assertrepr_compare("==", vacuous.verdict, "invalid")

@@ -14,7 +14,7 @@ from rich.console import Console
 from lockharness.core.durations import parse_duration
 from lockharness.core.errors import BadInput
 from lockharness.harness.backends import check_backend
-from lockharness.harness.console import VACUOUS_NOTE, had_faults, print_summary
+from lockharness.harness.console import VACUOUS_NOTE, print_summary
 from lockharness.harness.pytest_plugin.clients import client_doc
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict, evidence
 from lockharness.harness.pytest_plugin.settings import Settings
@@ -135,7 +135,7 @@ def lock_run(outcome: RunOutcome) -> LockRun:
     witnesses = tuple(result.witnesses)
     first = witnesses[0].describe() if witnesses else None
     reasons = tuple(result.reasons)
-    exposure = [result.exposure.describe()] if had_faults(result) else []
+    exposure = [result.exposure.describe()] if result.exposure.had_faults else []
     if result.vacuous:
         exposure.append(VACUOUS_NOTE)
     stats = result.stats.describe()

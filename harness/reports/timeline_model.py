@@ -420,6 +420,6 @@ def build_page(
         views,
         windowing,
         vacuous=result.vacuous,
-        had_faults=result.exposure.faults + result.exposure.skipped > 0,
+        had_faults=result.exposure.had_faults,
         untouched_faults=any(band.untouched for view in views for band in view.faults),
     )
