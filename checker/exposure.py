@@ -52,7 +52,7 @@ from typing import Any
 
 from lockharness.checker.evidence import Failover
 from lockharness.checker.sections import Section
-from lockharness.checker.values import BadValue
+from lockharness.checker.values import BadValue, names_field
 from lockharness.checker.views import Exposure, FaultExposure
 from lockharness.core.history import INFO, Event
 
@@ -118,15 +118,6 @@ def _text(event: Event, value: dict[str, Any], name: str, default: str) -> str:
     return raw
 
 
-def _names(event: Event, value: dict[str, Any], name: str) -> tuple[str, ...]:
-    raw = value.get(name)
-    if raw is None:
-        return ()
-    if type(raw) is list and all(type(item) is str for item in raw):
-        return tuple(raw)
-    raise BadValue(event, name, "a list of node or worker names")
-
-
 def _processes(event: Event, value: dict[str, Any]) -> dict[int, str] | None:
     """``processes`` ({"w1": [0, 1, 2]}) as process -> worker name; None when absent."""
     raw = value.get("processes")
@@ -162,7 +153,7 @@ def _occurrences(nemesis: Iterable[Event], end: int) -> tuple[list[_Occurrence],
                 skipped += 1
                 continue
             kind = _text(event, value, "kind", event.f)
-            targets = _names(event, value, "targets")
+            targets = names_field(event, value, "targets")
             occurrence = _Occurrence(
                 number if number is not None else -len(found) - 1,
                 event.f,
@@ -274,8 +265,10 @@ def _kill(
     tokens: frozenset[str],
 ) -> None:
     started, stopped, event = occurrence.started, occurrence.stopped, occurrence.event
-    killed = set(_names(event, started, "killed") if "killed" in started else occurrence.targets)
-    back = set(_names(event, stopped, "restarted")) if "restarted" in stopped else set()
+    killed = set(
+        names_field(event, started, "killed") if "killed" in started else occurrence.targets
+    )
+    back = set(names_field(event, stopped, "restarted")) if "restarted" in stopped else set()
     keys: dict[str, Any] = stopped["keys"] if type(stopped.get("keys")) is dict else {}
     at, came_back = occurrence.start, occurrence.end
     for lease in index.meeting(at, at + 1):
@@ -320,7 +313,7 @@ def _holder_links(occurrence: _Occurrence, index: _Index, how: str, links_field:
     """A network fault on links from a holder's worker to its grant nodes; False when the
     history does not say whose links they are."""
     processes = _processes(occurrence.event, occurrence.started)
-    links = set(_names(occurrence.event, occurrence.started, links_field))
+    links = set(names_field(occurrence.event, occurrence.started, links_field))
     if processes is None or not links:
         return False
     end = occurrence.end if occurrence.end is not None else occurrence.start + 1
