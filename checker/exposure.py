@@ -15,11 +15,12 @@ the history's end). Each way of touching, by the fault kinds it applies to:
 
 - kill-of-grant-node (kill): a node that granted a lease was killed while the lease was
   live. Of those nodes, when it came back (its stop): restart-before-expiry, before the
-  lease's deadline (without one: always), split into restart-with-key and
+  lease's expiry (its deadline; without one, its acquire's invoke plus the TTL asked;
+  without either, never), split into restart-with-key and
   restart-without-key by the keys the node held when it came back (the stop's ``keys``:
   with, when it held the lease's key with its token; without, when the key was gone or
   held another lease's token; neither when it did not say); or restart-after-expiry, at
-  or after the deadline (the delayed-restart policy at work). A node still down at the
+  or after that expiry (the delayed-restart policy at work). A node still down at the
   history's end adds none.
 - grants-majority-lost (kill): with this kill, more than half of a live lease's grant
   nodes were down at once or back without its key.
@@ -59,10 +60,10 @@ from lockharness.core.history import INFO, Event
 # Every way a fault can touch a lease, and what it means (docs, the expectation's check).
 EXPOSURE_KINDS: dict[str, str] = {
     "kill-of-grant-node": "a node that granted a live lease was killed",
-    "restart-before-expiry": "a killed grant node came back before that lease's deadline",
-    "restart-with-key": "a killed grant node came back before the deadline, holding the key",
-    "restart-without-key": "a killed grant node came back before the deadline, without the key",
-    "restart-after-expiry": "a killed grant node stayed down past that lease's deadline",
+    "restart-before-expiry": "a killed grant node came back before that lease expired",
+    "restart-with-key": "a killed grant node came back before expiry, holding the lease",
+    "restart-without-key": "a killed grant node came back before expiry, without the lease",
+    "restart-after-expiry": "a killed grant node stayed down until that lease expired",
     "grants-majority-lost": "more than half of a live lease's grant nodes down or back empty",
     "pause-of-grant-node": "a node that granted a live lease was paused",
     "clock-change-of-grant-node": "a clock fault on a node that granted a live lease",
@@ -263,6 +264,7 @@ def _kill(
     index: _Index,
     losses: dict[int, list[_Loss]],
     tokens: frozenset[str],
+    ttl_ns: dict[str | None, int],
 ) -> None:
     started, stopped, event = occurrence.started, occurrence.stopped, occurrence.event
     killed = set(
@@ -277,7 +279,8 @@ def _kill(
             occurrence.touch("kill-of-grant-node", s)
             lost_until = lease.live_end  # down to the end, or back without the key
             if node in back and came_back is not None:
-                if s.deadline is None or came_back < s.deadline:
+                expiry = _expiry(s, ttl_ns)
+                if expiry is None or came_back < expiry:
                     occurrence.touch("restart-before-expiry", s)
                     held = _key_held(s, keys.get(node), tokens)
                     if held is not None:
@@ -287,6 +290,16 @@ def _kill(
                 else:
                     occurrence.touch("restart-after-expiry", s)
             losses[s.acquire_index].append((at, max(lost_until, at + 1), node, occurrence))
+
+
+def _expiry(s: Section, ttl_ns: dict[str | None, int]) -> int | None:
+    """When a lease's grants expire: its deadline; for a client that gives none, its
+    acquire's invoke plus the TTL asked (a lock without a TTL is taken to have set it);
+    None when neither is known (it never expires)."""
+    if s.deadline is not None:
+        return s.deadline
+    ttl = ttl_ns.get(s.key)
+    return None if ttl is None else s.invoked + ttl
 
 
 def _grants_majority(losses: dict[int, list[_Loss]], index: _Index) -> None:
@@ -377,9 +390,11 @@ def check_exposure(
     nemesis: Sequence[Event],
     failovers: Sequence[Failover] = (),
     end: int = 0,
+    ttl_ns: dict[str | None, int] | None = None,
 ) -> Exposure:
     """How the faults recorded in ``nemesis`` (the nemesis's events, in order) touched the
-    ``sections`` live while they were in effect; ``end`` is the history's last time."""
+    ``sections`` live while they were in effect; ``end`` is the history's last time and
+    ``ttl_ns`` the TTL the acquires of each key asked for (for leases without a deadline)."""
     end = max(end, max((s.end for s in sections), default=end))
     if not nemesis and not failovers:  # no faults: nothing to pair (and a long history's
         leases = _leases(sections, end)  # check pays for no index)
@@ -392,7 +407,7 @@ def check_exposure(
     for occurrence in occurrences:
         kind = occurrence.kind
         if kind == "kill":
-            _kill(occurrence, index, losses, tokens)
+            _kill(occurrence, index, losses, tokens, ttl_ns or {})
         elif kind == "pause":
             _on_grant_nodes(occurrence, index, "pause-of-grant-node")
         elif kind in _CLOCK_KINDS:

@@ -342,3 +342,20 @@ def test_every_kind_is_named_in_the_table() -> None:
     h = History().lease(0, 1 * S, 1800 * MS, ttl=2 * S)
     h.fault("kill", 1200 * MS, 1500 * MS, ["n2"], stopped={"restarted": ["n2"], "keys": {"n2": []}})
     assert set(h.check().exposure.counts) <= set(EXPOSURE_KINDS)
+
+
+def test_a_lease_without_a_deadline_expires_after_the_ttl_its_acquire_asked() -> None:
+    # A library that gives no deadline (pottery): its key's TTL is what the acquire asked.
+    h = History()
+    h.add(1 * S - MS, 0, "invoke", "acquire", "k0", None, {"ttl_ms": 1000})
+    h.add(1 * S, 0, "ok", "acquire", "k0", "t", {"deadline": None, "grants": ["n1", "n2"]})
+    h.add(1800 * MS, 0, "invoke", "release", "k0", "t")
+    h.add(1801 * MS, 0, "ok", "release", "k0", "t")
+    h.fault("kill", 1200 * MS, 2500 * MS, ["n1"], stopped={"restarted": ["n1"]})  # 1.999 s
+    h.fault("kill", 1300 * MS, 1600 * MS, ["n2"], stopped={"restarted": ["n2"]})
+    exposure = h.check().exposure
+    assert [o.touched for o in exposure.occurrences] == [
+        ["kill-of-grant-node", "restart-after-expiry"],
+        # n1 still down: both grants lost at once.
+        ["grants-majority-lost", "kill-of-grant-node", "restart-before-expiry"],
+    ]
