@@ -6,9 +6,10 @@ every fault occurrence the nemesis recorded with the leases live while it was in
 and says how it touched them, so that a valid run whose faults touched nothing is called
 what it is (``vacuous``) and a scenario can require exposure (a ``sometimes`` assertion).
 
-A lease is *live* from its acquire ok until its release is invoked or its validity
-deadline passes, whichever comes first (a lease without a deadline: until its release, or
-the history's end if never released): its grants are in force and its holder is inside.
+A lease is *live* from its acquire ok until its release is invoked or it expires,
+whichever comes first: its grants are in force and its holder is inside. It expires at its
+validity deadline; a lease whose client gives none, at its acquire's invoke plus the TTL
+asked; without either, never (live until its release, or the history's end).
 A lease is *held* from its acquire ok until its release is invoked (what the holder
 believes). An occurrence is *in effect* from its start ``info`` to its stop ``info`` (or
 the history's end). Each way of touching, by the fault kinds it applies to:
@@ -184,17 +185,15 @@ def _occurrences(nemesis: Iterable[Event], end: int) -> tuple[list[_Occurrence],
     return found, skipped, heal
 
 
-def _leases(sections: Sequence[Section], end: int) -> list[_Lease]:
+def _leases(sections: Sequence[Section], end: int, ttl_ns: dict[str | None, int]) -> list[_Lease]:
+    """Each lease with when it stops being live (released, or expired) and held (released,
+    or the history's end when never released)."""
     leases = []
     for s in sections:
-        held_end = s.end if s.closed else max(s.end, end)
-        if s.deadline is None:
-            live_end = held_end
-        elif s.closed:
-            live_end = min(s.end, s.deadline)
-        else:
-            live_end = s.deadline  # never released: live until its grants expire
-        leases.append(_Lease(s, live_end, max(held_end, s.start + 1)))
+        held_end = max(s.end if s.closed else max(s.end, end), s.start + 1)
+        expiry = _expiry(s, ttl_ns)
+        live_end = held_end if expiry is None else min(held_end, expiry)
+        leases.append(_Lease(s, live_end, held_end))
     leases.sort(key=_by_start)
     return leases
 
@@ -208,10 +207,11 @@ class _Index:
         self.leases = leases
         lengths = sorted(lease.held_end - lease.start for lease in leases)
         usual = 4 * lengths[len(lengths) * 99 // 100] if lengths else 0
-        self.long = [x for x in leases if x.held_end - x.start > usual or not x.section.closed]
-        self.short = [
-            x for x in leases if not (x.held_end - x.start > usual or not x.section.closed)
-        ]
+        self.long: list[_Lease] = []
+        self.short: list[_Lease] = []
+        for lease in leases:
+            apart = lease.held_end - lease.start > usual or not lease.section.closed
+            (self.long if apart else self.short).append(lease)
         self.starts = [lease.start for lease in self.short]
         self.longest = max((lease.held_end - lease.start for lease in self.short), default=0)
 
@@ -396,18 +396,19 @@ def check_exposure(
     ``sections`` live while they were in effect; ``end`` is the history's last time and
     ``ttl_ns`` the TTL the acquires of each key asked for (for leases without a deadline)."""
     end = max(end, max((s.end for s in sections), default=end))
+    ttl_ns = ttl_ns or {}
     if not nemesis and not failovers:  # no faults: nothing to pair (and a long history's
-        leases = _leases(sections, end)  # check pays for no index)
+        leases = _leases(sections, end, ttl_ns)  # check pays for no index)
         return Exposure(leases=sum(1 for lease in leases if lease.live_end > lease.start))
     occurrences, skipped, _ = _occurrences(nemesis, end)
-    index = _Index(_leases(sections, end))
+    index = _Index(_leases(sections, end, ttl_ns))
     losses: dict[int, list[_Loss]] = defaultdict(list)
     tokens = frozenset(s.token for s in sections if s.token is not None)
     dead: set[int] = set()  # processes a client kill took, as the occurrences go
     for occurrence in occurrences:
         kind = occurrence.kind
         if kind == "kill":
-            _kill(occurrence, index, losses, tokens, ttl_ns or {})
+            _kill(occurrence, index, losses, tokens, ttl_ns)
         elif kind == "pause":
             _on_grant_nodes(occurrence, index, "pause-of-grant-node")
         elif kind in _CLOCK_KINDS:

@@ -359,3 +359,14 @@ def test_a_lease_without_a_deadline_expires_after_the_ttl_its_acquire_asked() ->
         # n1 still down: both grants lost at once.
         ["grants-majority-lost", "kill-of-grant-node", "restart-before-expiry"],
     ]
+
+
+def test_a_lease_without_a_deadline_is_live_until_its_ttl_runs_out() -> None:
+    h = History()
+    h.add(1 * S - MS, 0, "invoke", "acquire", "k0", None, {"ttl_ms": 1000})
+    h.add(1 * S, 0, "ok", "acquire", "k0", "t", {"grants": ["n1"]})  # held to 3 s
+    h.add(3 * S, 0, "invoke", "release", "k0", "t")
+    h.fault("pause", 1500 * MS, 1600 * MS, ["n1"])  # while its TTL runs: touched
+    h.fault("pause", 2500 * MS, 2600 * MS, ["n1"])  # held still, but expired at 1.999 s
+    exposure = h.check().exposure
+    assert [o.touched for o in exposure.occurrences] == [["pause-of-grant-node"], []]
