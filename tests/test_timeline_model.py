@@ -348,7 +348,9 @@ def test_a_vacuous_run_says_so_in_its_header_and_facts() -> None:
     assert page.vacuous and page.had_faults and page.untouched_faults
     assert not any(f.touched for view in page.windows for f in view.leases)
     html = render_timeline(history, result, _scenario())
-    assert "VALID (vacuous)</span>" in html
+    assert (
+        "VALID (vacuous)</span>" in html and "VALID (vacuous): lockharness timeline</title>" in html
+    )
     assert "vacuous: the valid verdict says nothing about the faults" in html
     assert 'class="lease touched"' not in html and 'class="sw sw-touched"' in html
 
