@@ -1139,7 +1139,8 @@ def test_expect_may_require_exposure(tmp_path: Path) -> None:
     [
         ("{kills: 3}", "'kills' is not an exposure name; allowed: kill-of-grant-node"),
         ('{touched: "about 3"}', "expect.exposure.touched: 'about 3' is not a required count"),
-        ("{touched: -1}", "allowed: a count from 0"),
+        ("{touched: -1}", "allowed: a count from 0 to 999999999"),
+        ("{touched: 1000000000}", "allowed: a count from 0 to 999999999"),
         ("{}", "is not a non-empty mapping of exposure names"),
         ("3", "is not a non-empty mapping of exposure names"),
     ],

@@ -32,14 +32,18 @@ _COMPARISONS: dict[str, Callable[[int, int], bool]] = {
     "<=": operator.le,
     "<": operator.lt,
 }
+MAX_REQUIRED = 999_999_999  # nine digits, as the written form allows
 REQUIREMENT_FORM = re.compile(r"\s*(>=|>|==|<=|<)\s*(\d{1,9})\s*")
-REQUIREMENT_ALLOWED = 'a count from 0 (at least that many), or ">= N", "> N", "== N", "<= N", "< N"'
+REQUIREMENT_ALLOWED = (
+    f'a count from 0 to {MAX_REQUIRED} (at least that many), or ">= N", "> N", "== N", '
+    '"<= N", "< N"'
+)
 
 
 @dataclass(frozen=True)
 class ExposureRequirement:
     """``kill-of-grant-node: ">= 3"``: what a valid run's faults must have touched for its
-    verdict to vouch for them (a Jepsen-less "sometimes" assertion)."""
+    verdict to vouch for them (what Antithesis calls a "sometimes" assertion)."""
 
     name: str  # an EXPOSURE_NAMES entry
     op: str  # a _COMPARISONS key
@@ -74,7 +78,7 @@ class ExposureRequirement:
 
 def parse_requirement(name: str, raw: object) -> ExposureRequirement | None:
     """A requirement from YAML (``3`` or ``">= 3"``); None if it is not one."""
-    if type(raw) is int and raw >= 0:
+    if type(raw) is int and 0 <= raw <= MAX_REQUIRED:
         return ExposureRequirement(name, ">=", raw)
     match = REQUIREMENT_FORM.fullmatch(raw) if isinstance(raw, str) else None
     return ExposureRequirement(name, match[1], int(match[2])) if match else None

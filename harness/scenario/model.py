@@ -17,6 +17,7 @@ from lockharness.harness.scenario.expectation import (
     EXPECTATIONS,
     EXPOSURE_NAMES,
     LIVENESS_EXPECTATIONS,
+    MAX_REQUIRED,
     REQUIREMENT_ALLOWED,
     REQUIREMENT_FORM,
     RESOURCE_EXPECTATIONS,
@@ -129,7 +130,7 @@ EXPECT_ALLOWED = (
     "of exposure names to required counts)"
 )
 Requirement = Annotated[
-    Annotated[int, Meta(ge=0, le=999_999_999)]
+    Annotated[int, Meta(ge=0, le=MAX_REQUIRED)]
     | Annotated[str, Meta(pattern=f"^(?:{REQUIREMENT_FORM.pattern}){_END}")],
     Meta(extra={"allowed": REQUIREMENT_ALLOWED}),
 ]
