@@ -41,6 +41,7 @@ _COMMANDS = {
     "schema": "schema",
     "client-check": "client_check",
     "images": "images",
+    "explore": "explore",
 }
 
 
@@ -156,6 +157,44 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--html", type=Path, metavar="FILE", help="write an HTML index here")
     _backend_flag(suite)
     _binary_flags(suite)
+
+    explore = commands.add_parser(
+        "explore", help="random fault mixes inside a fault model; a violation shrunk to a replay"
+    )
+    explore.add_argument(
+        "--client", help="lock client: a name, module:Class, or a YAML file with client:"
+    )
+    explore.add_argument("--model", default="redlock", help="a named fault model or a model file")
+    explore.add_argument("--list-models", action="store_true", help="show the named models")
+    spend = explore.add_mutually_exclusive_group()
+    spend.add_argument("--budget", type=_duration, help="how long to explore, e.g. 30m")
+    spend.add_argument("--trials", type=_runs, help="how many trials to run")
+    explore.add_argument("--seed", type=_seed, help="the exploration's seed (default: random)")
+    explore.add_argument(
+        "--no-shrink", action="store_true", help="replay a violation, do not shrink"
+    )
+    explore.add_argument(
+        "--replays", type=_runs, default=5, metavar="K", help="replays of a violation (default 5)"
+    )
+    explore.add_argument(
+        "--reproduce",
+        type=_runs,
+        default=3,
+        metavar="M",
+        help="a shrinking step stays when it fails M of K (default 3)",
+    )
+    explore.add_argument(
+        "--shrink-budget",
+        type=_duration,
+        default=600_000_000_000,
+        help="time to shrink each violation (default 10m)",
+    )
+    explore.add_argument(
+        "--violations", type=_runs, default=1, help="stop exploring after this many (default 1)"
+    )
+    explore.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    _backend_flag(explore)
+    _binary_flags(explore)
 
     collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
     collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")

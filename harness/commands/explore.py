@@ -1,0 +1,117 @@
+"""`lockharness explore`: random fault mixes inside a fault model (docs/explore.md)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from lockharness.core.errors import BadInput
+from lockharness.core.typed_input import Invalid, convert
+from lockharness.harness.backends import check_backend
+from lockharness.harness.commands.common import find_binaries, warn_leftovers
+from lockharness.harness.explore.campaign import Explorer, ExploreRequest, explore_directory
+from lockharness.harness.explore.model import load_model, model_lines, model_names
+from lockharness.harness.explore.report import INDEX_HTML
+from lockharness.harness.scenario import ClientDoc, ClientSpec
+from lockharness.harness.scenario.model import ClusterSpec
+from lockharness.harness.store import check_store
+from lockharness.workloads.client_doc import read_client, switch_client
+
+_YAML = (".yaml", ".yml")
+
+
+def explore_client(ref: str) -> ClientSpec:
+    """A client as `--client` names it: a built-in, module:Class, or a YAML file whose
+    ``client:`` says it as a scenario would (a program in any language, with options)."""
+    try:
+        if ref.endswith(_YAML) and Path(ref).is_file():
+            data = yaml.safe_load(Path(ref).read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or "client" not in data:
+                raise BadInput(
+                    f"{ref}: no client: key; allowed: a YAML file with client: "
+                    "as a scenario writes it"
+                )
+            written = data["client"]
+            doc = (
+                ClientDoc(name=written)
+                if isinstance(written, str)
+                else convert(written, ClientDoc, "client")
+            )
+            return read_client(doc, Path(ref).parent.resolve())
+        placeholder = read_client(ClientDoc(name="single"), None)
+        return switch_client(placeholder, ref, None, "--client")
+    except Invalid as e:
+        raise BadInput(f"{ref}: {e}" if ref.endswith(_YAML) else str(e)) from None
+    except (OSError, yaml.YAMLError) as e:
+        raise BadInput(f"{ref}: cannot read: {e}") from None
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    if args.list_models:
+        for name in model_names():
+            console.print("\n".join(model_lines(load_model(name))), highlight=False, soft_wrap=True)
+        return 0
+    if not args.client:
+        raise BadInput(
+            "--client is required; allowed: a client name (`lockharness list --clients`), "
+            "module:Class, or a YAML file with client:"
+        )
+    if args.reproduce > args.replays:
+        raise BadInput(
+            f"--reproduce {args.reproduce} is more than --replays {args.replays}; "
+            f"allowed: 1 to {args.replays}"
+        )
+    client = explore_client(args.client)
+    if (why := client.info().unavailable) is not None:
+        raise BadInput(f"--client {args.client} cannot run here: {why}")
+    model = load_model(args.model)
+    backend = args.backend
+    if backend is not None:
+        check_backend(backend, ClusterSpec())
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    budget = (
+        args.budget
+        if args.budget is not None or args.trials is not None
+        else 30 * 60 * 1_000_000_000
+    )
+    request = ExploreRequest(
+        client=client,
+        model=model,
+        seed=seed,
+        budget_ns=budget,
+        trials=args.trials,
+        shrink=not args.no_shrink,
+        k=args.replays,
+        m=args.reproduce,
+        shrink_budget_ns=args.shrink_budget,
+        max_violations=args.violations,
+        backend=backend,
+    )
+    binaries = find_binaries(args)
+    check_store(args.store)
+    warn_leftovers(args.store)
+    directory = explore_directory(args.store)
+    spend = f"{budget / 6e10:g} min" if budget is not None else f"{args.trials} trial(s)"
+    console.print(
+        f"[bold]explore[/] client {client.name} under model {model.name}, seed {seed}, "
+        f"{spend} → {directory}",
+        highlight=False,
+    )
+    record = Explorer(request, directory, binaries, console).run()
+    console.print(record.verdict_line(), highlight=False, soft_wrap=True)
+    for v in record.violations:
+        minimal = v.minimal or f"{v.directory}/replay.yaml"
+        console.print(
+            f"  violation {v.number}: {v.trial}, replay failed {v.replays_hit} of {v.replays_run}; "
+            f"minimal: {v.original_faults if v.minimal_faults is None else v.minimal_faults} "
+            "fault(s), "
+            f"failed {v.minimal_hit} of {v.minimal_run} → lockharness run {minimal}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    console.print(f"  report: {directory / INDEX_HTML}", highlight=False)
+    return record.exit_code

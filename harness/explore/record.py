@@ -1,0 +1,136 @@
+"""What an exploration found, as report.json holds it and the index page shows it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+
+EXIT_INTERRUPTED = 130
+UNKNOWN_SHARE = 0.25  # of the trials: more unknown than this, and no violation, says nothing
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    name: str
+    seed: int
+    origin: str  # "fresh", or "mutated from trial-0003: ..."
+    verdict: str  # valid, valid (vacuous), invalid, unknown
+    run_dir: str
+    elapsed_s: float
+    faults: int  # occurrences in effect
+    touched: int  # of them, those that touched a live lease
+    new_cells: int  # exposure cells no earlier trial reached
+    exposure: str  # the one-line summary
+    reasons: list[str] = field(default_factory=list)  # an unknown's
+
+    @property
+    def fresh(self) -> bool:
+        return self.origin == "fresh"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    what: str
+    accepted: bool
+    hits: int
+    runs: int
+    size: int
+
+
+@dataclass
+class ViolationRecord:
+    number: int
+    trial: str  # the trial that found it
+    directory: str  # violation-N/: original.yaml, replay.yaml, minimal.yaml
+    first_violation_s: float | None
+    original_faults: int  # occurrences in the replay
+    replays_hit: int = 0  # of the trial's replay, run k times
+    replays_run: int = 0
+    replay_runs: list[str] = field(default_factory=list)
+    minimal: str | None = None  # minimal.yaml, once shrunk
+    minimal_faults: int | None = None
+    minimal_hit: int = 0  # the minimal scenario's reproduction (early-stopped: m of up to k)
+    minimal_run: int = 0
+    minimal_witness: str | None = None  # a run directory of the minimal scenario that failed
+    shrink_s: float | None = None
+    shrink_stopped: str | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+
+
+@dataclass
+class ExploreRecord:
+    client: str
+    model: str
+    seed: int
+    budget_s: float | None
+    trial_limit: int | None
+    k: int
+    m: int
+    directory: str
+    started_at: float
+    elapsed_s: float = 0.0
+    trials: list[TrialRecord] = field(default_factory=list)
+    violations: list[ViolationRecord] = field(default_factory=list)
+    corpus: list[str] = field(default_factory=list)
+    ways_reached: list[str] = field(default_factory=list)  # exposure kinds reached
+    cells_reached: int = 0
+    interrupted: bool = False
+    stopped: str = ""  # why exploring stopped: budget, trials, violations, Ctrl-C
+
+    @property
+    def unknown(self) -> int:
+        return sum(1 for t in self.trials if t.verdict == "unknown")
+
+    @property
+    def too_unknown(self) -> bool:
+        return not self.trials or self.unknown > UNKNOWN_SHARE * len(self.trials)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.violations:
+            return EXIT_NOT_AS_EXPECTED
+        return EXIT_UNKNOWN if self.too_unknown else EXIT_AS_EXPECTED
+
+    def by_source(self) -> dict[str, dict[str, int]]:
+        """Trials, new cells and violations found by fresh draws and by mutations."""
+        table = {
+            s: {"trials": 0, "new_cells": 0, "joined_corpus": 0, "violations": 0}
+            for s in ("fresh", "mutated")
+        }
+        invalid = {v.trial for v in self.violations}
+        for t in self.trials:
+            row = table["fresh" if t.fresh else "mutated"]
+            row["trials"] += 1
+            row["new_cells"] += t.new_cells
+            row["joined_corpus"] += t.new_cells > 0
+            row["violations"] += t.name in invalid
+        return table
+
+    def verdict_line(self) -> str:
+        n, found = len(self.trials), len(self.violations)
+        if self.interrupted:
+            head = "INTERRUPTED"
+        elif found:
+            head = f"VIOLATION{'S' if found > 1 else ''} FOUND"
+        elif self.too_unknown:
+            head = "UNKNOWN"
+        else:
+            head = "NO VIOLATION"
+        return (
+            f"{head}: {self.client} under model {self.model}: {n} trial(s), {found} violation(s), "
+            f"{self.unknown} unknown, exposure reached {len(self.ways_reached)} way(s) of touching "
+            f"a lease ({self.cells_reached} cells) in {self.elapsed_s:.0f} s"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data |= {
+            "exit_code": self.exit_code,
+            "by_source": self.by_source(),
+            "verdict": self.verdict_line(),
+        }
+        return data
