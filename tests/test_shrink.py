@@ -369,3 +369,43 @@ def test_a_window_the_violation_needs_is_halved_not_cut(scenario: Scenario) -> N
         ("0.5s -> 0.25s", False),
     ]
     assert [e.duration_ns for e in result.scenario.faults.timeline] == [FLOOR_NS, 500 * _MS]
+
+
+UNNAMED = """\
+description: a fault that fires by its own schedule besides the timeline
+expect: valid
+duration: 10s
+client: redlock
+workload: {workers: 2, threads: 1}
+faults:
+  - {kind: pause, name: once, start_after: 4s}
+  - {kind: pause, name: repeated, every: 3s}
+  - {kind: kill, name: named}
+timeline:
+  - {at: 1s, fault: named, targets: [n1]}
+  - {at: 2s, fault: named, targets: [n2]}
+"""
+
+
+def test_faults_no_entry_names_go_last_and_only_if_it_reproduces(tmp_path: Path) -> None:
+    """`once` (fired at 4s) and `repeated` (every 3s) are faults the timeline does not
+    name: dropping entries never takes them out; pass 5 does, when it still reproduces."""
+    path = tmp_path / "unnamed.yaml"
+    path.write_text(UNNAMED, encoding="utf-8")
+    scenario = load_scenario(path)
+
+    def needs_repeated(s: Scenario) -> Outcome:
+        return Outcome(any(f.name == "repeated" for f in s.faults.faults))
+
+    runs = Runs(needs_repeated)
+    result = shrink(scenario, runs)
+    assert result.scenario.faults.timeline == ()
+    assert [f.name for f in result.scenario.faults.faults] == ["repeated"]
+    # `named` left with its entries; `once` stayed through ddmin, and went in pass 5.
+    after_ddmin = next(s for s in runs.seen if not s.faults.timeline)
+    assert [f.name for f in after_ddmin.faults.faults] == ["once", "repeated"]
+    assert [(step.what, step.accepted) for step in result.steps[-3:]] == [
+        ("removed the faults no entry names: once, repeated", False),
+        ("removed fault once, which no entry names", True),
+        ("removed fault repeated, which no entry names", False),
+    ]
