@@ -1,0 +1,411 @@
+"""Shrinking a failing scenario (harness/explore/shrink.py) against constructed run_once
+functions: which candidates run, which are accepted, and what is left."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lockharness.harness.explore import shrink as shrink_module
+from lockharness.harness.explore.ddmin import ddmin
+from lockharness.harness.explore.shrink import (
+    FLOOR_NS,
+    MARGIN_NS,
+    Reproduction,
+    reproduce,
+    shrink,
+    with_timeline,
+)
+from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
+
+pytestmark = pytest.mark.unit
+
+_MS, _S = 1_000_000, 1_000_000_000
+
+# Eight node pauses, one a second from 1s, under three names; w2 is paused at 7s.
+SCENARIO = """\
+description: eight faults, of which two make the violation
+expect: valid
+duration: 20s
+seed: 7
+client: redlock
+workload: {workers: 4, threads: 3, keys: 3}
+faults:
+  - {kind: pause, name: pause-a, duration: 1s}
+  - {kind: pause, name: pause-b, duration: 1s}
+  - {kind: pause, name: pause-c, duration: 1s}
+  - {kind: client-pause, name: stall, duration: 1s}
+timeline:
+  - {at: 1s, fault: pause-b, targets: [n1]}
+  - {at: 2s, fault: pause-a, targets: [n2]}
+  - {at: 3s, fault: pause-b, targets: [n3]}
+  - {at: 4s, fault: pause-b, targets: [n4]}
+  - {at: 5s, fault: pause-c, targets: [n5], duration: 2s}
+  - {at: 6s, fault: pause-b, targets: [n1]}
+  - {at: 7s, fault: stall, targets: [w2]}
+  - {at: 8s, fault: pause-b, targets: [n2]}
+"""
+A_AT, C_AT = 2 * _S, 5 * _S  # the entries the violation needs: pause-a's and pause-c's
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> Scenario:
+    path = tmp_path / "eight.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    return load_scenario(path)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    invalid: bool
+    unknown: bool = False
+    run_dir: Path = Path("/nonexistent/run")
+    first_violation_ns: int | None = None
+
+
+class Runs:
+    """A run_once that records every scenario it was given."""
+
+    def __init__(self, rule: Callable[[Scenario], Outcome]) -> None:
+        self.rule = rule
+        self.seen: list[Scenario] = []
+
+    def __call__(self, s: Scenario) -> Outcome:
+        self.seen.append(s)
+        outcome = self.rule(s)
+        return Outcome(
+            outcome.invalid,
+            outcome.unknown,
+            Path(f"/runs/{len(self.seen)}"),
+            outcome.first_violation_ns,
+        )
+
+
+def _has(s: Scenario, fault: str, at_ns: int) -> bool:
+    return any(e.fault == fault and e.at_ns == at_ns for e in s.faults.timeline)
+
+
+def a_and_c(s: Scenario) -> Outcome:
+    """Invalid iff pause-a's entry and pause-c's are both there, the run lasts past A's
+    start + 1s, and there are two workers at least."""
+    invalid = (
+        _has(s, "pause-a", A_AT)
+        and _has(s, "pause-c", C_AT)
+        and s.duration_ns > A_AT + _S
+        and s.workload.workers >= 2
+    )
+    return Outcome(invalid, first_violation_ns=C_AT + 200 * _MS if invalid else None)
+
+
+def test_shrinks_to_the_two_faults_the_violation_needs(scenario: Scenario, tmp_path: Path) -> None:
+    runs = Runs(a_and_c)
+    result = shrink(scenario, runs)
+    best = result.scenario
+    assert result.stopped is None
+    assert [(e.fault, e.at_ns) for e in best.faults.timeline] == [
+        ("pause-a", A_AT),
+        ("pause-c", C_AT),
+    ]
+    # The faults no entry names left with their entries (one without `every` would fire).
+    assert [f.name for f in best.faults.faults] == ["pause-a", "pause-c"]
+    # Cut 1s after the latest first violation the reproduction saw (5.2s): 6.2s; the
+    # windows then end at 5.05s, and 6.05s is the shortest run that keeps them whole.
+    assert best.duration_ns == C_AT + FLOOR_NS + MARGIN_NS
+    assert [e.duration_ns for e in best.faults.timeline] == [FLOOR_NS, FLOOR_NS]
+    assert (best.workload.workers, best.workload.threads, best.workload.keys) == (2, 1, 1)
+    assert best.seed == scenario.seed and best.cluster == scenario.cluster
+    assert result.reproduction.reproduced and result.size == 2
+
+    accepted = [step.what for step in result.steps if step.accepted]
+    cut = "run 20s -> 6.2s (first violation at 5.2s + 1s), dropped 2 fault(s) starting later"
+    assert accepted[0] == cut
+    assert "dropped all 6 faults (a violation without faults)" in [s.what for s in result.steps]
+    assert any(what.startswith("dropped ") and " of 6 faults" in what for what in accepted)
+    assert "run 6.2s -> 6.05s (last fault ends at 5.05s + 1s)" in accepted
+    assert [w for w in accepted if w.split()[0] in {"workers", "threads", "keys"}] == [
+        "workers 4 -> 2",
+        "threads 3 -> 2",
+        "threads 2 -> 1",
+        "keys 3 -> 2",
+        "keys 2 -> 1",
+    ]
+    rejected = [step.what for step in result.steps if not step.accepted]
+    assert "workers 2 -> 1" in rejected
+    assert result.steps[-1].size == 2
+    # Every step reproduced or not by the rule; none run twice in ddmin.
+    for step in result.steps:
+        assert step.reproduction.runs == 3
+    keys = [to_yaml(s) for s in runs.seen]
+    assert len(runs.seen) == 3 * (1 + len(result.steps))  # the original's, then each step's
+    assert len(set(keys)) == 1 + len(result.steps)
+    # The minimal scenario is a scenario file that reads back as it is.
+    path = tmp_path / "minimal.yaml"
+    path.write_text(to_yaml(best), encoding="utf-8")
+    assert load_scenario(path) == best
+
+
+def test_ddmin_result_is_one_minimal(scenario: Scenario) -> None:
+    """Removing any single entry of the result no longer reproduces; each was tried."""
+    result = shrink(scenario, Runs(a_and_c))
+    timeline = result.scenario.faults.timeline
+    for i in range(len(timeline)):
+        fewer = with_timeline(result.scenario, timeline[:i] + timeline[i + 1 :])
+        assert not a_and_c(fewer).invalid
+
+
+def test_given_first_violation_cuts_the_run(scenario: Scenario) -> None:
+    result = shrink(scenario, Runs(a_and_c), first_violation_ns=6 * _S)
+    assert result.steps[0].what.startswith("run 20s -> 7s (first violation at 6s + 1s)")
+    assert result.steps[0].accepted
+
+
+def test_a_violation_without_faults_shrinks_to_none(scenario: Scenario) -> None:
+    result = shrink(scenario, Runs(lambda s: Outcome(True)))
+    assert result.scenario.faults.timeline == ()
+    assert result.scenario.faults.faults == ()
+    assert result.steps[0].what == "dropped all 8 faults (a violation without faults)"
+    assert result.steps[0].accepted and result.steps[0].size == 0
+    # Then only the clients shrink: no window to shorten, no run to cut without a time.
+    assert (result.scenario.workload.workers, result.scenario.workload.threads) == (1, 2)
+    assert result.scenario.duration_ns == scenario.duration_ns
+
+
+def test_fits_false_candidates_never_run(scenario: Scenario) -> None:
+    def fits(s: Scenario) -> bool:
+        return s.workload.workers >= 3 and len(s.faults.timeline) != 4
+
+    runs = Runs(a_and_c)
+    result = shrink(scenario, runs, fits=fits)
+    assert all(fits(s) for s in runs.seen[3:])  # the original is the caller's
+    assert result.scenario.workload.workers == 3
+    assert any(what.endswith(": outside the fault model") for what in result.skipped)
+    assert "workers 4 -> 2: outside the fault model" in result.skipped
+
+
+def test_candidates_with_scenario_problems_never_run(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def problems(s: Scenario) -> Iterator[tuple[str, str]]:
+        if s.workload.threads < 3:
+            yield "workload.threads", "too few for this test"
+
+    monkeypatch.setattr(shrink_module, "scenario_problems", problems)
+    runs = Runs(a_and_c)
+    result = shrink(scenario, runs)
+    assert all(s.workload.threads == 3 for s in runs.seen)
+    assert "threads 3 -> 2: workload.threads: too few for this test" in result.skipped
+    assert result.scenario.workload.threads == 3
+
+
+def test_workers_named_by_a_fault_are_kept(scenario: Scenario) -> None:
+    """An entry that pauses w2... is kept by the rule here; no candidate drops below it."""
+
+    def needs_stall(s: Scenario) -> Outcome:
+        return Outcome(_has(s, "stall", 7 * _S))
+
+    runs = Runs(needs_stall)
+    result = shrink(scenario, runs)
+    assert [e.fault for e in result.scenario.faults.timeline] == ["stall"]
+    assert result.scenario.workload.workers == 2  # stall targets w2
+    assert all(s.workload.workers >= 2 for s in runs.seen)
+
+
+def test_should_stop_returns_the_best_so_far(scenario: Scenario) -> None:
+    asked = 0
+
+    def should_stop() -> str | None:
+        nonlocal asked
+        asked += 1
+        return "budget" if asked > 20 else None
+
+    runs = Runs(a_and_c)
+    result = shrink(scenario, runs, should_stop=should_stop)
+    assert result.stopped == "budget"
+    assert a_and_c(result.scenario).invalid  # a reproducer still
+    assert result.reproduction.reproduced
+    assert len(runs.seen) < 20
+    accepted = [step for step in result.steps if step.accepted]
+    assert result.reproduction is accepted[-1].reproduction
+
+
+def test_should_stop_true_and_the_candidates_cap(scenario: Scenario) -> None:
+    result = shrink(scenario, Runs(a_and_c), should_stop=lambda: True)
+    assert (result.stopped, result.steps, result.scenario) == ("stopped", (), scenario)
+    capped = shrink(scenario, Runs(a_and_c), max_candidates=4)
+    assert capped.stopped == "candidates cap (4)" and len(capped.steps) == 4
+
+
+def test_an_original_that_does_not_reproduce_is_left_alone(scenario: Scenario) -> None:
+    runs = Runs(lambda s: Outcome(False))
+    result = shrink(scenario, runs)
+    assert result.stopped == "not reproduced: 0 of 3 runs invalid"
+    assert result.scenario is scenario and result.steps == () and len(runs.seen) == 3
+
+
+def test_a_reproduction_given_is_not_made_again(scenario: Scenario) -> None:
+    given = Reproduction(hits=4, runs=5, run_dirs=(), k=5, m=3, first_violation_ns=6 * _S)
+    runs = Runs(a_and_c)
+    result = shrink(scenario, runs, reproduction=given, max_candidates=1)
+    assert len(runs.seen) == 3  # the one candidate's runs only
+    assert result.steps[0].what.startswith("run 20s -> 7s")
+
+
+# ---- reproduce ------------------------------------------------------------------------
+
+
+def _sequence(*outcomes: str) -> Runs:
+    """A run_once that answers in turn: H invalid, M valid, U unknown."""
+    answers = iter(outcomes)
+
+    def next_one(s: Scenario) -> Outcome:
+        answer = next(answers)
+        return Outcome(answer == "H", answer == "U")
+
+    return Runs(next_one)
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "hits", "runs", "reproduced"),
+    [
+        ("HHH", 3, 3, True),
+        ("MMM", 0, 3, False),
+        ("HMHMH", 3, 5, True),
+        ("MHMHM", 2, 5, False),
+        ("UUU", 0, 3, False),  # unknown is no evidence: a miss
+        ("HUHUH", 3, 5, True),
+        ("HHUUU", 2, 5, False),
+    ],
+)
+def test_reproduce_stops_once_the_answer_is_known(
+    scenario: Scenario, outcomes: str, hits: int, runs: int, reproduced: bool
+) -> None:
+    # One answer more than it may use: a run past the stopping point would take it.
+    got = reproduce(scenario, _sequence(*outcomes, "H"), k=5, m=3)
+    assert (got.hits, got.runs, got.reproduced) == (hits, runs, reproduced)
+    assert got.unknown == outcomes.count("U")
+    assert got.rate == f"{hits} of {runs} runs invalid"
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.8])
+def test_reproduce_with_a_flaky_run(scenario: Scenario, seed: int, p: float) -> None:
+    rng = random.Random(seed)
+    k, m = 5, 3
+
+    def flaky(s: Scenario) -> Outcome:
+        draw = rng.random()
+        return Outcome(invalid=draw < p, unknown=p <= draw < p + 0.1)
+
+    runs = Runs(flaky)
+    got = reproduce(scenario, runs, k=k, m=m)
+    misses = got.runs - got.hits
+    assert got.runs == len(runs.seen) <= k
+    assert got.run_dirs == tuple(Path(f"/runs/{i}") for i in range(1, got.runs + 1))
+    assert got.reproduced == (got.hits >= m)
+    # Stopped at the first run that decided it: m hits, or k - m + 1 misses.
+    assert (got.hits == m) if got.reproduced else (misses == k - m + 1)
+    assert got.hits <= m and misses <= k - m + 1
+
+
+def test_reproduce_without_stopping_early_makes_k_runs(scenario: Scenario) -> None:
+    got = reproduce(scenario, _sequence("H", "H", "H", "M", "H"), stop_early=False)
+    assert (got.hits, got.runs, got.reproduced) == (4, 5, True)
+
+
+def test_reproduce_asks_should_stop_before_each_run(scenario: Scenario) -> None:
+    answers = iter([None, None, "interrupted"])
+    got = reproduce(scenario, _sequence("H", "H", "H"), should_stop=lambda: next(answers))
+    assert (got.hits, got.runs, got.stopped, got.reproduced) == (2, 2, "interrupted", False)
+
+
+def test_reproduce_keeps_the_latest_first_violation(scenario: Scenario) -> None:
+    times = iter([3 * _S, None, 5 * _S])
+    got = reproduce(scenario, Runs(lambda s: Outcome(True, first_violation_ns=next(times))))
+    assert got.first_violation_ns == 5 * _S
+
+
+# ---- ddmin --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("needed", [set(), {3}, {0, 7}, {1, 2, 5}, set(range(8))])
+def test_ddmin_finds_exactly_what_is_needed(needed: set[int]) -> None:
+    tried: list[tuple[int, ...]] = []
+
+    def fails(items: tuple[int, ...]) -> bool:
+        tried.append(items)
+        return needed <= set(items)
+
+    assert ddmin(list(range(8)), fails) == tuple(sorted(needed))
+    assert tried[0] == ()  # the empty schedule first
+    assert len(tried) == len(set(tried))  # none tested twice
+
+
+def test_ddmin_of_nothing_tests_nothing() -> None:
+    assert ddmin([], lambda items: pytest.fail("tested")) == ()
+
+
+def test_a_window_the_violation_needs_is_halved_not_cut(scenario: Scenario) -> None:
+    """pause-c must last 300ms at least: the floor fails, halvings stop at 500ms."""
+
+    def long_c(s: Scenario) -> Outcome:
+        c = [e for e in s.faults.timeline if e.fault == "pause-c" and e.at_ns == C_AT]
+        long_enough = bool(c) and (c[0].duration_ns or _S) >= 300 * _MS
+        return Outcome(a_and_c(s).invalid and long_enough)
+
+    result = shrink(scenario, Runs(long_c))
+    c_steps = [
+        (step.what.split(" window ")[1], step.accepted)
+        for step in result.steps
+        if step.what.startswith("fault 2 (pause-c")
+    ]
+    assert c_steps == [
+        ("2s -> 0.05s", False),
+        ("2s -> 1s", True),
+        ("1s -> 0.5s", True),
+        ("0.5s -> 0.25s", False),
+    ]
+    assert [e.duration_ns for e in result.scenario.faults.timeline] == [FLOOR_NS, 500 * _MS]
+
+
+UNNAMED = """\
+description: a fault that fires by its own schedule besides the timeline
+expect: valid
+duration: 10s
+client: redlock
+workload: {workers: 2, threads: 1}
+faults:
+  - {kind: pause, name: once, start_after: 4s}
+  - {kind: pause, name: repeated, every: 3s}
+  - {kind: kill, name: named}
+timeline:
+  - {at: 1s, fault: named, targets: [n1]}
+  - {at: 2s, fault: named, targets: [n2]}
+"""
+
+
+def test_faults_no_entry_names_go_last_and_only_if_it_reproduces(tmp_path: Path) -> None:
+    """`once` (fired at 4s) and `repeated` (every 3s) are faults the timeline does not
+    name: dropping entries never takes them out; pass 5 does, when it still reproduces."""
+    path = tmp_path / "unnamed.yaml"
+    path.write_text(UNNAMED, encoding="utf-8")
+    scenario = load_scenario(path)
+
+    def needs_repeated(s: Scenario) -> Outcome:
+        return Outcome(any(f.name == "repeated" for f in s.faults.faults))
+
+    runs = Runs(needs_repeated)
+    result = shrink(scenario, runs)
+    assert result.scenario.faults.timeline == ()
+    assert [f.name for f in result.scenario.faults.faults] == ["repeated"]
+    # `named` left with its entries; `once` stayed through ddmin, and went in pass 5.
+    after_ddmin = next(s for s in runs.seen if not s.faults.timeline)
+    assert [f.name for f in after_ddmin.faults.faults] == ["once", "repeated"]
+    assert [(step.what, step.accepted) for step in result.steps[-3:]] == [
+        ("removed the faults no entry names: once, repeated", False),
+        ("removed fault once, which no entry names", True),
+        ("removed fault repeated, which no entry names", False),
+    ]
