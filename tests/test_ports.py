@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 
 from lockharness.cluster.ports import PORTS_DIR_ENV, PortHolds
+from lockharness.cluster.replication import ReplicationConfig
+from lockharness.compose.cluster import ComposeConfig
+from lockharness.compose.replicated import ComposeReplicatedCluster
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -190,3 +193,27 @@ def test_taken_ports_are_not_handed_out(tmp_path: Path) -> None:
     taken = set(kernel_offers(500))
     for _ in range(500):
         assert holds.take(taken) not in taken
+
+
+def test_a_compose_cluster_holds_its_ports_from_their_choice_until_it_stops(
+    tmp_path: Path, port_holds: PortHolds
+) -> None:
+    """Compose chooses every host port up front (no engine needed for that): each is held
+    at once, a retry's new choice gives the old ones back, teardown gives all back."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    config = ComposeConfig(base_dir=run_dir, nodes=3, workers=2)
+    cluster = ComposeReplicatedCluster(config, ReplicationConfig(sentinels=2))
+    # Nodes, resource, API, worker proxies, shared proxies, sentinel proxies, sentinels.
+    count = 3 + 1 + 1 + 2 * 3 + 3 + 2 * 2 + 2
+    first = port_holds.held()
+    assert len(first) == count
+    assert port_holds.directory is not None
+    assert held_elsewhere(port_holds.directory, first) == first
+    cluster._choose_ports()  # what `up` does when a chosen port was taken meanwhile
+    again = port_holds.held()
+    assert len(again) == count
+    assert held_elsewhere(port_holds.directory, first - again) == set()
+    cluster.stop()  # never brought up: nothing to take down, the ports to give back
+    assert port_holds.held() == frozenset()
+    assert held_elsewhere(port_holds.directory, first | again) == set()

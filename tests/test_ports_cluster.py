@@ -4,26 +4,14 @@ proxy, a killed node), and released when it stops: seen from another process's l
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from lockharness.cluster import ports
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.cluster.ports import PortHolds
 from lockharness.cluster.replicated import ReplicatedCluster
 from lockharness.cluster.replication import ReplicationConfig
 from tests.test_ports import held_elsewhere
-
-
-@pytest.fixture
-def holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PortHolds]:
-    """This process's holds, in a directory of this test's own (no other run's ports)."""
-    mine = PortHolds(tmp_path / "ports")
-    monkeypatch.setattr(ports, "_holds", mine)
-    yield mine
 
 
 def described_ports(description: Any) -> set[int]:
@@ -44,16 +32,16 @@ def described_ports(description: Any) -> set[int]:
 
 
 def test_a_local_clusters_ports_are_held_while_it_runs_and_released_after(
-    binaries: tuple[Path, Path], tmp_path: Path, holds: PortHolds
+    binaries: tuple[Path, Path], tmp_path: Path, port_holds: PortHolds
 ) -> None:
-    directory = holds.directory
+    directory = port_holds.directory
     assert directory is not None
     cluster = LocalCluster(ClusterConfig(*binaries, base_dir=tmp_path / "run", nodes=3, workers=2))
     cluster.start()
     try:
         used = described_ports(cluster.describe())
         assert len(used) == 1 + 3 + 1 + 2 * 3  # API, nodes, resource, a proxy per (worker, node)
-        assert holds.held() == used
+        assert port_holds.held() == used
         assert held_elsewhere(directory, used) == used
         # Unbound yet still ours: a disabled proxy's port, a killed node's port.
         cluster.toxiproxy.set_enabled(cluster.proxy_name(1, "n2"), False)
@@ -61,14 +49,14 @@ def test_a_local_clusters_ports_are_held_while_it_runs_and_released_after(
         assert held_elsewhere(directory, used) == used
     finally:
         cluster.stop()
-    assert holds.held() == frozenset()
+    assert port_holds.held() == frozenset()
     assert held_elsewhere(directory, used) == set()
 
 
 def test_a_replicated_clusters_ports_are_held_while_it_runs_and_released_after(
-    binaries: tuple[Path, Path], tmp_path: Path, holds: PortHolds
+    binaries: tuple[Path, Path], tmp_path: Path, port_holds: PortHolds
 ) -> None:
-    directory = holds.directory
+    directory = port_holds.directory
     assert directory is not None
     config = ClusterConfig(*binaries, base_dir=tmp_path / "run", nodes=3, workers=1)
     cluster = ReplicatedCluster(config, ReplicationConfig(sentinels=1, quorum=1))
@@ -77,9 +65,9 @@ def test_a_replicated_clusters_ports_are_held_while_it_runs_and_released_after(
         used = described_ports(cluster.describe())
         # API, nodes, resource, worker proxies, shared proxies, a sentinel, its proxy.
         assert len(used) == 1 + 3 + 1 + 3 + 3 + 1 + 1
-        assert holds.held() == used
+        assert port_holds.held() == used
         assert held_elsewhere(directory, used) == used
     finally:
         cluster.stop()
-    assert holds.held() == frozenset()
+    assert port_holds.held() == frozenset()
     assert held_elsewhere(directory, used) == set()
