@@ -108,6 +108,8 @@ class PortHolds:
             self._prepare()
             return _try_lock(self._directory / str(port))
         except (_Unusable, OSError) as e:
+            if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+                raise  # out of descriptors: this process's trouble, not the directory's
             log.warning(
                 "ports: cannot use %s for port locks (%s); ports are chosen without them, "
                 "so a concurrent lockharness run on this machine may be handed one of ours",

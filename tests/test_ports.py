@@ -12,7 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,7 +52,7 @@ print(json.dumps(held))
 HOLDING = 300  # ports per holder: enough that the kernel offers some of them to others
 
 
-def held_elsewhere(directory: Path, ports: list[int] | set[int]) -> set[int]:
+def held_elsewhere(directory: Path, ports: Collection[int]) -> set[int]:
     """The ports among ``ports`` whose lock a process other than the probe holds."""
     argv = [sys.executable, "-c", PROBE, str(directory), json.dumps(sorted(ports))]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
