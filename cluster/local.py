@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lockharness.cluster.ledger import ProcessLedger
+from lockharness.cluster.ports import release_ports
 from lockharness.cluster.process import ServerProcess, pid_alive
 from lockharness.cluster.proxied import ProxiedCluster, clock_controls
 from lockharness.cluster.redis_node import LocalRedisNode
@@ -96,7 +97,7 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
         for worker in range(1, self.config.workers + 1):
             for node in self._nodes:
                 name = self.proxy_name(worker, node.name)
-                info = api.create_proxy(name, node.endpoint, node.name)
+                info = api.create_proxy_on_held_port(name, node.endpoint, node.name)
                 self._proxies[(worker, node.name)] = info.listen
 
     def stop(self) -> None:
@@ -113,6 +114,8 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
         for control in self._clocks.values():
             control.close()
         leftovers = [pid for pid in self.pids() if pid_alive(pid)]
+        if not leftovers:  # a process still alive may still listen: keep its port ours
+            release_ports(self._held_ports())
         if errors or leftovers:
             raise ClusterError(f"teardown incomplete: {errors or ''} still alive: {leftovers}")
         if not self.ledger.running():  # workers too: the runner stops them first
@@ -122,6 +125,14 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
     def _servers(self) -> list[ServerProcess]:
         """Every process this cluster owns, in the order they are stopped."""
         return [self._toxiproxy, *self._nodes, self._resource]
+
+    def _held_ports(self) -> list[int | None]:
+        """Every port this cluster chose (cluster.ports holds each until teardown)."""
+        return [
+            self._toxiproxy.port,
+            *(server.port for server in (*self._nodes, self._resource)),
+            *(endpoint.port for endpoint in self._proxies.values()),
+        ]
 
     def pids(self) -> list[int]:
         return [server.pid for server in self._servers() if server.pid is not None]

@@ -11,7 +11,7 @@ import redis
 
 from lockharness.cluster.aof import AofTracker, AofTruncation
 from lockharness.cluster.ledger import ProcessLedger
-from lockharness.cluster.ports import free_port, free_port_except
+from lockharness.cluster.ports import free_port, free_port_except, release_port
 from lockharness.cluster.process import ManagedProcess, ServerProcess
 from lockharness.core.connect import single_try_client
 from lockharness.core.endpoints import Endpoint
@@ -153,7 +153,9 @@ class LocalRedisNode(ServerProcess, AofWatch):
                 and not self._process.running()
                 and self._bind_failed()
             ):
-                self.port = None  # somebody took the port between free_port() and bind
+                if self.port is not None:  # a program (not lockharness) bound it first
+                    release_port(self.port)
+                self.port = None
                 self.spawn()
                 continue
             break

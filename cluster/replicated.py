@@ -54,6 +54,14 @@ class ReplicatedCluster(ReplicatedTopology[LocalRedisNode], LocalCluster):
     def _servers(self) -> list[ServerProcess]:
         return [*self._sentinels, *super()._servers()]
 
+    def _held_ports(self) -> list[int | None]:
+        return [
+            *super()._held_ports(),
+            *(sentinel.port for sentinel in self._sentinels),
+            *(endpoint.port for endpoint in self._shared.values()),
+            *(endpoint.port for endpoint in self._sentinel_proxies.values()),
+        ]
+
     def start(self) -> None:
         try:
             self._toxiproxy.spawn()
@@ -123,7 +131,9 @@ class ReplicatedCluster(ReplicatedTopology[LocalRedisNode], LocalCluster):
         for worker in range(1, self.config.workers + 1):
             for sentinel in self._sentinels:
                 name = f"w{worker}-{sentinel.name}"
-                info = self.toxiproxy.create_proxy(name, sentinel.endpoint, sentinel.name)
+                info = self.toxiproxy.create_proxy_on_held_port(
+                    name, sentinel.endpoint, sentinel.name
+                )
                 self._sentinel_proxies[(worker, sentinel.name)] = info.listen
 
     def describe(self) -> dict[str, Any]:

@@ -31,12 +31,13 @@ from toxiproxy import Toxiproxy
 from toxiproxy.proxy import Proxy
 
 from lockharness.cluster.ledger import ProcessLedger
-from lockharness.cluster.ports import free_port
+from lockharness.cluster.ports import free_port, release_port
 from lockharness.cluster.process import ManagedProcess, ServerProcess
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
 
 _PARALLEL_REQUESTS = 8
+_CREATE_ATTEMPTS = 3  # a port we hold may still be bound by a program that is not ours
 
 
 class _Binding:
@@ -114,6 +115,20 @@ class ToxiproxyAPI:
                 listen=f"127.0.0.1:{listen_port}",
             )
         return _info(proxy, node)
+
+    def create_proxy_on_held_port(self, name: str, upstream: Endpoint, node: str) -> ProxyInfo:
+        """A proxy on a port this process holds (cluster.ports) rather than one Toxiproxy
+        picks (listen :0): the kernel could give Toxiproxy a port another lockharness run
+        holds while its server is down, and a disabled proxy's port must stay ours."""
+        for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            port = free_port()
+            try:
+                return self.create_proxy(name, upstream, node, port)
+            except Exception:  # toxiproxy-python's failure on a refused bind is a KeyError
+                release_port(port)
+                if attempt == _CREATE_ATTEMPTS or name in self.proxies():
+                    raise
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _handle(name: str) -> Proxy:
@@ -195,6 +210,8 @@ class ToxiproxyServer(ServerProcess):
         return ToxiproxyAPI("127.0.0.1", self.port)
 
     def spawn(self) -> None:
+        if self.port is not None:
+            release_port(self.port)  # a new process, a new port
         self.port = free_port()
         argv = [str(self.binary), "-host", "127.0.0.1", "-port", str(self.port)]
         self._process = ManagedProcess("toxiproxy-server", argv, self.log_path, ledger=self.ledger)

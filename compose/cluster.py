@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lockharness.cluster.ledger import ProcessLedger
-from lockharness.cluster.ports import free_port_except
+from lockharness.cluster.ports import free_port_except, release_ports
 from lockharness.cluster.proxied import ProxiedCluster, clock_controls
 from lockharness.cluster.redis_node import PERSISTENCE_ARGS
 from lockharness.cluster.toxiproxy import ToxiproxyAPI
@@ -80,7 +80,9 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
 
     def _choose_ports(self) -> None:
         """Every host port, decided up front: compose publishes them, Toxiproxy listens on
-        them. Free now; `up` retries with new ones if someone takes one meanwhile."""
+        them. Free now, and held (cluster.ports) until teardown or until `up` retries with
+        new ones because a program took one meanwhile."""
+        release_ports(self._held_ports())  # the last choice's, on a retry
         taken: list[int] = []
         for _ in range(len(self._nodes) + 2 + self.config.workers * len(self._nodes)):
             taken.append(free_port_except(taken))
@@ -95,6 +97,18 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
             for worker in range(1, self.config.workers + 1)
             for node in self._nodes
         }
+
+    def _host_ports(self) -> list[int]:
+        """The host ports chosen for the base's servers and proxies."""
+        return [
+            *(server.host_port for server in (*self._nodes, self._resource)),
+            self._api_port,
+            *(p.listen_port for p in self._proxies.values()),
+        ]
+
+    def _held_ports(self) -> list[int]:
+        """Every port chosen here, held until teardown (0: not chosen yet)."""
+        return self._host_ports()
 
     # --- the Cluster protocol: what LocalCluster offers (the rest: ProxiedCluster) --------
 
@@ -212,6 +226,7 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
             control.close()
         if errors and leftovers(self.run_dir):
             raise ClusterError(f"teardown incomplete: {'; '.join(errors)}")
+        release_ports(self._held_ports())  # nothing of the run is left to bind them
         for error in errors:
             log.warning("teardown: %s", error)
         if not self.ledger.running():

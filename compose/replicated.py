@@ -30,7 +30,7 @@ from typing import Any
 
 import docker.errors
 
-from lockharness.cluster.ports import free_port_except
+from lockharness.cluster.ports import free_port_except, release_ports
 from lockharness.cluster.replication import ReplicatedTopology, ReplicationConfig
 from lockharness.compose import engine
 from lockharness.compose.cleanup import remove_containers
@@ -104,6 +104,7 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
 
     def _choose_sentinel_ports(self) -> None:
         """New published ports for the sentinels alone: all that their `up` binds."""
+        release_ports(sentinel.host_port for sentinel in self._sentinels)  # a retry's
         taken = self._host_ports()
         for sentinel in self._sentinels:
             sentinel.host_port = free_port_except(taken)
@@ -111,12 +112,13 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
 
     def _host_ports(self) -> list[int]:
         return [
-            *(server.host_port for server in (*self._nodes, self._resource)),
-            self._api_port,
-            *(p.listen_port for p in self._proxies.values()),
+            *super()._host_ports(),
             *(p.listen_port for p in self._shared.values()),
             *(p.listen_port for p in self._sentinel_proxies.values()),
         ]
+
+    def _held_ports(self) -> list[int]:
+        return [*super()._held_ports(), *(sentinel.host_port for sentinel in self._sentinels)]
 
     # -- what clients and the nemesis see ------------------------------------------------
 

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 import redis
 
+from lockharness.cluster import ports
 from lockharness.cluster.local import ClusterConfig, LocalCluster
+from lockharness.cluster.ports import PortHolds
 from lockharness.core.history import Event
 from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
@@ -43,6 +45,15 @@ def cluster(
     base = tmp_path_factory.mktemp("cluster")
     with LocalCluster(ClusterConfig(*binaries, base_dir=base, nodes=5, workers=2)) as running:
         yield running
+
+
+@pytest.fixture
+def port_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PortHolds:
+    """This process's port holds (cluster.ports), for this test, in a lock directory of
+    its own: no other run's ports, and it sees only the ports this test chose."""
+    holds = PortHolds(tmp_path / "ports")
+    monkeypatch.setattr(ports, "_holds", holds)
+    return holds
 
 
 @pytest.fixture
