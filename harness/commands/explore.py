@@ -104,14 +104,16 @@ def command(args: argparse.Namespace, console: Console) -> int:
     record = Explorer(request, directory, binaries, console).run()
     console.print(record.verdict_line(), highlight=False, soft_wrap=True)
     for v in record.violations:
-        minimal = v.minimal or f"{v.directory}/replay.yaml"
-        console.print(
-            f"  violation {v.number}: {v.trial}, replay failed {v.replays_hit} of {v.replays_run}; "
-            f"minimal: {v.original_faults if v.minimal_faults is None else v.minimal_faults} "
-            "fault(s), "
-            f"failed {v.minimal_hit} of {v.minimal_run} → lockharness run {minimal}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        head = f"  violation {v.number}: {v.trial}, its replay failed {v.replays_hit} of {v.replays_run}"
+        if v.minimal is None:
+            tail = (
+                f"; {v.shrink_stopped or 'not shrunk'} → lockharness run {v.directory}/replay.yaml"
+            )
+        else:
+            tail = (
+                f"; minimal: {v.minimal_faults} fault(s), failed {v.minimal_hit} of "
+                f"{v.minimal_run} → lockharness run {v.minimal}"
+            )
+        console.print(head + tail, highlight=False, soft_wrap=True)
     console.print(f"  report: {directory / INDEX_HTML}", highlight=False)
     return record.exit_code

@@ -33,7 +33,9 @@ from lockharness.harness.explore.record import (
     ViolationRecord,
 )
 from lockharness.harness.explore.report import write_report
-from lockharness.harness.explore.shrink import Reproduction, RunResult, shrink
+from lockharness.harness.explore.reproduce import Reproduction, reproduce
+from lockharness.harness.explore.reproduce import RunOutcome as RunResult
+from lockharness.harness.explore.shrink import shrink
 from lockharness.harness.explore.trial import Trial, draw, mutate
 from lockharness.harness.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
@@ -151,8 +153,9 @@ class Explorer:
     def _why_stop(self) -> str | None:
         if self._interrupted:
             return "interrupted (Ctrl-C)"
-        if len(self.record.violations) >= self.request.max_violations:
-            return f"{len(self.record.violations)} violation(s) found"
+        found = [v for v in self.record.violations if v.reproducible(self.request.m)]
+        if len(found) >= self.request.max_violations:
+            return f"{len(found)} violation(s) found that replay"
         if self.request.trials is not None and len(self.record.trials) >= self.request.trials:
             return f"{self.request.trials} trial(s) run"
         left = self._left_s()
@@ -250,49 +253,73 @@ class Explorer:
         violation.original_faults = len(replay.faults.timeline)
         run_once = self._run_once(folder / "replays")
         progress.note(f"violation {number} in {trial.name}: replaying it {self.request.k} times")
-        for i in range(self.request.k):
-            if self._interrupted:
-                return
-            progress.phase(f"violation {number}: replay {i + 1}/{self.request.k}")
-            r = run_once(replay)
-            violation.replays_run += 1
-            violation.replays_hit += r.invalid
-            violation.replay_runs.append(str(r.run_dir))
+        replays = reproduce(
+            replay,
+            self._counted(run_once, progress, f"violation {number}: replay"),
+            self.request.k,
+            self.request.m,
+            stop_early=False,  # the rate a reader trusts: k whole runs
+            should_stop=self._stopping,
+        )
+        violation.replays_run, violation.replays_hit = replays.runs, replays.hits
+        violation.replay_runs = [str(d) for d in replays.run_dirs]
         progress.note(
             f"violation {number}: replay reproduced {violation.replays_hit} "
             f"of {violation.replays_run}"
         )
+        if not replays.reproduced:
+            violation.shrink_stopped = (
+                f"not shrunk: its replay failed {replays.hits} of {replays.runs} runs, and a "
+                f"shrinking step needs {self.request.m}"
+            )
+            progress.note(f"violation {number}: {violation.shrink_stopped}; exploring on")
+            return
         if not self.request.shrink or self._interrupted:
             return
-        self._shrink(replay, violation, first, folder, progress)
+        self._shrink(replay, replays, violation, first, folder, progress)
+
+    def _stopping(self) -> str | None:
+        return "interrupted (Ctrl-C)" if self._interrupted else None
+
+    def _counted(
+        self, run_once: Callable[[Scenario], RunResult], progress: ExploreProgress, doing: str
+    ) -> Callable[[Scenario], RunResult]:
+        count = iter(range(1, 10_000))
+
+        def counted(s: Scenario) -> RunResult:
+            progress.phase(f"{doing}, run {next(count)}")
+            return run_once(s)
+
+        return counted
 
     def _shrink(
         self,
         replay: Scenario,
+        replays: Reproduction,
         violation: ViolationRecord,
         first: int | None,
         folder: Path,
         progress: ExploreProgress,
     ) -> None:
         t0 = time.monotonic()
-        run_once = self._run_once(folder / "shrink")
-        counter = iter(range(1, 10_000))
+        budget_s = self.request.shrink_budget_ns / 1e9
 
-        def reproduce_note(s: Scenario) -> RunResult:
-            progress.phase(
-                f"violation {violation.number}: shrinking, candidate run {next(counter)}"
-            )
-            return run_once(s)
-
-        def should_stop() -> bool:
-            return self._interrupted or time.monotonic() - t0 > self.request.shrink_budget_ns / 1e9
+        def should_stop() -> str | None:
+            if time.monotonic() - t0 > budget_s:
+                return f"shrink budget ({budget_s:g} s) spent"
+            return self._stopping()
 
         result = shrink(
             replay,
-            reproduce_note,
+            self._counted(
+                self._run_once(folder / "shrink"),
+                progress,
+                f"violation {violation.number}: shrinking",
+            ),
             k=self.request.k,
             m=self.request.m,
             first_violation_ns=first,
+            reproduction=replays,
             fits=lambda s: not outside(self.request.model, s),
             should_stop=should_stop,
         )
@@ -306,26 +333,28 @@ class Explorer:
             result.scenario,
             name=f"violation-{violation.number}-minimal",
             description=_minimal_description(violation, result.reproduction, self.record),
+            source="",
         )
-        (folder / "minimal.yaml").write_text(to_yaml(dataclasses.replace(minimal, source="")))
+        (folder / "minimal.yaml").write_text(to_yaml(minimal))
         violation.minimal = str(folder / "minimal.yaml")
         violation.minimal_faults = len(minimal.faults.timeline)
         # The shrinker stops a candidate's runs as soon as it knows; the rate a reader
         # trusts is of k whole runs of the file as written.
-        final = self._run_once(folder / "minimal-runs")
-        runs = []
-        for i in range(self.request.k):
-            if self._interrupted:
-                break
-            progress.phase(
-                f"violation {violation.number}: the minimal scenario, run {i + 1}/{self.request.k}"
-            )
-            runs.append(final(minimal))
-        violation.minimal_hit = sum(r.invalid for r in runs)
-        violation.minimal_run = len(runs)
-        witnesses = [r.run_dir for r in runs if r.invalid] or [
-            d for d in result.reproduction.run_dirs if _invalid(d)
-        ]
+        final = reproduce(
+            minimal,
+            self._counted(
+                self._run_once(folder / "minimal-runs"),
+                progress,
+                f"violation {violation.number}: the minimal scenario",
+            ),
+            self.request.k,
+            self.request.m,
+            stop_early=False,
+            should_stop=self._stopping,
+        )
+        violation.minimal_hit, violation.minimal_run = final.hits, final.runs
+        witnesses = [d for d in final.run_dirs if _invalid(d)]
+        witnesses += [d for d in result.reproduction.run_dirs if _invalid(d)]
         violation.minimal_witness = str(witnesses[0]) if witnesses else None
         progress.note(
             f"violation {violation.number}: shrunk to {violation.minimal_faults} fault(s), "

@@ -58,6 +58,11 @@ class ViolationRecord:
     shrink_stopped: str | None = None
     steps: list[StepRecord] = field(default_factory=list)
 
+    def reproducible(self, m: int) -> bool:
+        """Its replay failed at least m times: a violation worth shrinking, and one that
+        counts toward `--violations` (a rarer one is kept, and exploring goes on)."""
+        return self.replays_hit >= m
+
 
 @dataclass
 class ExploreRecord:
