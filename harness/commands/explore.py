@@ -104,7 +104,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
     record = Explorer(request, directory, binaries, console).run()
     console.print(record.verdict_line(), highlight=False, soft_wrap=True)
     for v in record.violations:
-        head = f"  violation {v.number}: {v.trial}, its replay failed {v.replays_hit} of {v.replays_run}"
+        head = f"  violation {v.number}: {v.trial}, its replay failed {v.replays_hit} of "
+        head += str(v.replays_run)
         if v.minimal is None:
             tail = (
                 f"; {v.shrink_stopped or 'not shrunk'} → lockharness run {v.directory}/replay.yaml"
