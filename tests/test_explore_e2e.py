@@ -1,0 +1,90 @@
+"""`lockharness explore` end to end on real servers: an unsafe client is found, replayed and
+shrunk to a minimal scenario that stays inside its model; Ctrl-C stops it cleanly with the
+report written and nothing left running.
+
+The model (tests/data/explore-slow-release.yaml) is narrow on purpose, so that a couple of
+short trials find the bug: holds that run up to their deadline and upstream latency below
+the TTL, which delays a release past its key's expiry. unsafe-del's plain DEL then frees
+the next holder's lock; a token-checked release (single) does not.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from lockharness.cluster.process import pid_alive
+from lockharness.harness.explore.fits import outside
+from lockharness.harness.explore.model import load_model
+from lockharness.harness.scenario import load_scenario
+from tests.conftest import REPO, lockharness
+from tests.test_teardown import started_pids, wait_for
+
+MODEL = REPO / "tests" / "data" / "explore-slow-release.yaml"
+
+
+def _report(store: Path) -> tuple[Path, dict]:
+    (directory,) = (store / "explore").iterdir()
+    return directory, json.loads((directory / "report.json").read_text())
+
+
+def test_explore_finds_replays_and_shrinks_an_unsafe_release(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    flags = ["--model", str(MODEL), "--trials", "4", "--seed", "1", "--store", str(store)]
+    flags += ["--replays", "3", "--reproduce", "2", "--shrink-budget", "100s"]
+    done = lockharness("explore", "--client", "unsafe-del", *flags, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # a violation found
+    assert "VIOLATION FOUND" in done.stdout
+    directory, report = _report(store)
+    shrunk = [v for v in report["violations"] if v["minimal"]]
+    assert shrunk, report["violations"]
+    v = shrunk[0]
+    assert v["replays_run"] == 3 and v["replays_hit"] >= 2  # what made it worth shrinking
+    assert v["minimal_faults"] <= 3 and v["minimal_faults"] <= v["original_faults"]
+    assert v["minimal_run"] == 3
+    accepted = [s for s in v["steps"] if s["accepted"]]
+    assert all(s["hits"] >= 2 for s in accepted)  # every step kept still reproduced m of k
+    minimal = load_scenario(v["minimal"])
+    assert outside(load_model(str(MODEL)), minimal) == []  # shrinking never leaves the model
+    assert len(minimal.faults.timeline) == v["minimal_faults"]
+    assert minimal.expect == "valid"  # what the lock claims; an invalid run is its bug
+    index = (directory / "index.html").read_text()
+    assert "minimal.yaml" in index and f"Violation {v['number']}" in index
+    # The trial that found it is an ordinary run directory, with its replay.
+    trial_dir = Path(next(t["run_dir"] for t in report["trials"] if t["name"] == v["trial"]))
+    assert (trial_dir / "replay.yaml").is_file() and (trial_dir / "timeline.html").is_file()
+
+
+def test_a_correct_release_is_not_blamed(tmp_path: Path) -> None:
+    """single under the same model: no violation in two trials (exit 0, or 2 if the
+    harness could not say), never 1."""
+    store = tmp_path / "store"
+    flags = ["--model", str(MODEL), "--trials", "2", "--seed", "1", "--store", str(store)]
+    done = lockharness("explore", "--client", "single", *flags, cwd=tmp_path, timeout=200)
+    assert done.returncode in (0, 2), done.stdout + done.stderr
+    _, report = _report(store)
+    assert report["violations"] == [] and len(report["trials"]) == 2
+
+
+def test_ctrl_c_stops_explore_with_its_report_and_nothing_running(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    argv = [sys.executable, "-m", "lockharness", "explore", "--client", "single"]
+    argv += ["--model", str(MODEL), "--budget", "10m", "--seed", "3", "--store", str(store)]
+    harness = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        logs = lambda: list(store.glob("explore/*/trial-*/*/harness.log"))  # noqa: E731
+        wait_for(lambda: any("started worker" in p.read_text() for p in logs()), 120, "a trial")
+        pids = started_pids(logs()[0].parent)
+        harness.send_signal(signal.SIGINT)
+        out, _ = harness.communicate(timeout=60)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.communicate()
+    assert harness.returncode == 130, out
+    _, report = _report(store)
+    assert report["interrupted"] is True and report["exit_code"] == 130
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 5, "the trial's processes to stop")
