@@ -243,6 +243,7 @@ class Explorer:
             directory=str(folder),
             first_violation_s=None if first is None else first / 1e9,
             original_faults=0,
+            found_after_s=round(time.monotonic() - self._t0, 1),
         )
         self.record.violations.append(violation)
         if not run_dir.replay.is_file():

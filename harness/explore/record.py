@@ -46,6 +46,7 @@ class ViolationRecord:
     directory: str  # violation-N/: original.yaml, replay.yaml, minimal.yaml
     first_violation_s: float | None
     original_faults: int  # occurrences in the replay
+    found_after_s: float = 0.0  # since the exploration began, when the trial that found it ended
     replays_hit: int = 0  # of the trial's replay, run k times
     replays_run: int = 0
     replay_runs: list[str] = field(default_factory=list)
@@ -83,6 +84,12 @@ class ExploreRecord:
     cells_reached: int = 0
     interrupted: bool = False
     stopped: str = ""  # why exploring stopped: budget, trials, violations, Ctrl-C
+
+    @property
+    def trials_per_minute(self) -> float:
+        """Trials per minute of trial time (replays and shrinking left out)."""
+        spent = sum(t.elapsed_s for t in self.trials)
+        return 60 * len(self.trials) / spent if spent else 0.0
 
     @property
     def unknown(self) -> int:
@@ -137,5 +144,6 @@ class ExploreRecord:
             "exit_code": self.exit_code,
             "by_source": self.by_source(),
             "verdict": self.verdict_line(),
+            "trials_per_minute": round(self.trials_per_minute, 2),
         }
         return data

@@ -1,0 +1,157 @@
+"""`python -m bench.explore`: what `lockharness explore` finds, and how fast.
+
+Not told which scenario breaks them, each unsafe client is explored under a model it does
+not survive (a 10-minute budget each, by default): the time to its first violation, the
+replay's reproduction, how long shrinking took and the minimal scenario's size and rate.
+Each correct client is explored under the model it claims (20 minutes each): no violation
+may come out. Trials per minute are of trial time (replays and shrinking left out).
+
+Each exploration is the real CLI in its own process, into a store under a temporary
+directory; the figures are read from its report.json. Exit 0 when every target is met:
+each unsafe client found and shrunk to at most 3 faults failing at least 3 of 5, each
+correct one with no violation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lockharness.core.durations import format_duration, parse_duration
+
+# (client, model): not told which scenario breaks them.
+UNSAFE = (
+    ("unsafe-del", "single-instance"),
+    ("redlock-naive", "redlock"),
+    ("setnx-getset", "clock-skew"),
+    ("single", "no-persistence"),
+    ("redlock", "everything"),
+)
+CORRECT = (("redlock", "redlock"), ("single", "single-instance"))
+MOST_FAULTS, LEAST_HITS = 3, 3  # the target: a minimal scenario of <= 3 faults failing >= 3 of 5
+
+
+def explore(client: str, model: str, budget_ns: int, seed: int, store: Path) -> dict[str, Any]:
+    """One exploration through the CLI; its report.json, with the exit code."""
+    argv = [sys.executable, "-m", "lockharness", "explore", "--client", client, "--model", model]
+    argv += ["--budget", format_duration(budget_ns), "--seed", str(seed), "--store", str(store)]
+    print(
+        f"bench.explore: {client} under {model} for {format_duration(budget_ns)}", file=sys.stderr
+    )
+    done = subprocess.run(argv, stdout=sys.stderr, check=False)
+    reports = sorted(store.glob("explore/*/report.json"))
+    if not reports:
+        return {"exit_code": done.returncode, "trials": [], "violations": [], "elapsed_s": 0}
+    report: dict[str, Any] = json.loads(reports[-1].read_text())
+    report["exit_code"] = done.returncode
+    return report
+
+
+def unsafe_row(client: str, model: str, report: dict[str, Any]) -> dict[str, Any]:
+    shrunk = [v for v in report["violations"] if v.get("minimal")]
+    first = report["violations"][0] if report["violations"] else None
+    best = shrunk[0] if shrunk else None
+    met = bool(best and best["minimal_faults"] <= MOST_FAULTS and best["minimal_hit"] >= LEAST_HITS)
+    return {
+        "client": client,
+        "model": model,
+        "trials": len(report["trials"]),
+        "trials_per_minute": report.get("trials_per_minute", 0.0),
+        "first_violation_after_s": first["found_after_s"] if first else None,
+        "replay": f"{first['replays_hit']} of {first['replays_run']}" if first else "-",
+        "violations": len(report["violations"]),
+        "shrink_s": best["shrink_s"] if best else None,
+        "faults": f"{best['original_faults']} -> {best['minimal_faults']}" if best else "-",
+        "minimal_rate": f"{best['minimal_hit']} of {best['minimal_run']}" if best else "-",
+        "minimal": best["minimal"] if best else None,
+        "met": met,
+    }
+
+
+def correct_row(client: str, model: str, report: dict[str, Any]) -> dict[str, Any]:
+    unknown = sum(1 for t in report["trials"] if t["verdict"] == "unknown")
+    return {
+        "client": client,
+        "model": model,
+        "trials": len(report["trials"]),
+        "trials_per_minute": report.get("trials_per_minute", 0.0),
+        "violations": len(report["violations"]),
+        "unknown": unknown,
+        "elapsed_s": report.get("elapsed_s", 0),
+        "met": not report["violations"],
+    }
+
+
+def measure(budget_ns: int, correct_ns: int, seed: int, only: set[str]) -> dict[str, Any]:
+    unsafe, correct = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-explore-") as tmp:
+        for i, (client, model) in enumerate(UNSAFE):
+            if not only or client in only:
+                store = Path(tmp) / f"unsafe-{i}"
+                report = explore(client, model, budget_ns, seed, store)
+                unsafe.append(unsafe_row(client, model, report))
+        for i, (client, model) in enumerate(CORRECT):
+            if not only or f"{client}@{model}" in only:
+                store = Path(tmp) / f"correct-{i}"
+                correct.append(
+                    correct_row(client, model, explore(client, model, correct_ns, seed, store))
+                )
+    return {"unsafe": unsafe, "correct": correct}
+
+
+def rows(result: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(figure, value, note) rows for bench's table."""
+    out = []
+    for r in result["unsafe"]:
+        after = r["first_violation_after_s"]
+        value = "not found" if after is None else f"{after:.0f} s"
+        note = (
+            f"{r['trials']} trials ({r['trials_per_minute']:.1f}/min); replay {r['replay']}; "
+            f"shrunk {r['faults']} faults in {r['shrink_s']} s, failing {r['minimal_rate']}; "
+            f"target {'met' if r['met'] else 'NOT met'}"
+        )
+        out.append((f"explore {r['client']} under {r['model']}: first violation", value, note))
+    found = [r["first_violation_after_s"] for r in result["unsafe"]]
+    if found and None not in found:
+        out.append(
+            ("explore: median time to first violation", f"{statistics.median(found):.0f} s", "")
+        )
+    for r in result["correct"]:
+        note = f"{r['trials']} trials ({r['trials_per_minute']:.1f}/min), {r['unknown']} unknown"
+        note += f" in {r['elapsed_s']:.0f} s; target {'met' if r['met'] else 'NOT met'}"
+        out.append(
+            (f"explore {r['client']} under {r['model']}: violations", str(r["violations"]), note)
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.explore", description=__doc__)
+    parser.add_argument("--budget", default="10m", help="per unsafe client (default 10m)")
+    parser.add_argument("--correct-budget", default="20m", help="per correct client (default 20m)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--only", default="", help="clients (or client@model for correct ones), a,b"
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    only = {part for part in args.only.split(",") if part}
+    result = measure(
+        parse_duration(args.budget), parse_duration(args.correct_budget), args.seed, only
+    )
+    for figure, value, note in rows(result):
+        print(f"{figure:55} {value:>10}  {note}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    met = all(r["met"] for r in result["unsafe"] + result["correct"])
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
