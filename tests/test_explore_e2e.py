@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lockharness.cluster.process import pid_alive
 from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.model import load_model
@@ -58,6 +60,7 @@ def test_explore_finds_replays_and_shrinks_an_unsafe_release(tmp_path: Path) -> 
     assert (trial_dir / "replay.yaml").is_file() and (trial_dir / "timeline.html").is_file()
 
 
+@pytest.mark.slow  # make test keeps one end-to-end exploration; this one is for `-m slow`
 def test_a_correct_release_is_not_blamed(tmp_path: Path) -> None:
     """single under the same model: no violation in two trials (exit 0, or 2 if the
     harness could not say), never 1."""
