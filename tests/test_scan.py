@@ -84,7 +84,8 @@ def values(draw: st.DrawFn, f: str, wrong: bool) -> dict[str, Any] | None:
 @st.composite
 def histories(draw: st.DrawFn) -> list[Event]:
     """Events of every kind by a few processes on two keys and no key, with few tokens (so
-    leases repeat and nest), times with ties, and nemesis events that may be failovers."""
+    leases repeat and nest), times with ties, and nemesis events that may be failovers or
+    deaths."""
     events = []
     t = 0
     wrong = draw(st.integers(0, 3)) == 0
@@ -99,10 +100,13 @@ def histories(draw: st.DrawFn) -> list[Event]:
                         {"to": "n2"},
                         {"to": "n2", "kind": "promote"},
                         {"to": "n3", "began": "x"},
+                        {"processes": {"w1": [0, 1]}},  # a death, when f is died
+                        {"processes": {"w2": [2, 3]}},
+                        {"processes": [1]},  # of the wrong shape
                     ]
                 )
             )
-            fault = draw(st.sampled_from(["failover", "kill", "promote"]))
+            fault = draw(st.sampled_from(["failover", "kill", "promote", "died"]))
             events.append(Event(index, "nemesis", kind, fault, t, t, None, None, value))
             continue
         f = draw(st.sampled_from(["acquire", "acquire", "release", "extend", "enter", "exit", "x"]))
