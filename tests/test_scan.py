@@ -154,6 +154,23 @@ def test_they_agree_on_files_in_order_or_not(
         assert outcome(digest, history) == outcome(_python_digest, history)
 
 
+def test_they_read_deaths_alike() -> None:
+    # A holder dies (a nemesis died event); the next client enters with its token listed.
+    died = {"processes": {"w1": [0]}, "worker": "w1", "cause": "client-kill"}
+    events = [
+        Event(0, 0, "ok", "acquire", 1, 1, "k0", "a", {"deadline": 100}),
+        Event(1, 0, "ok", "enter", 2, 2, "k0", "a", {"occupancy": 1, "others": []}),
+        Event(2, 1, "invoke", "acquire", 3, 3, "k0", None, {"ttl_ms": 1}),
+        Event(3, "nemesis", "info", "died", 10, 10, None, None, died),
+        Event(4, 1, "ok", "acquire", 150, 150, "k0", "b", {"deadline": 250}),
+        Event(5, 1, "ok", "enter", 152, 152, "k0", "b", {"occupancy": 2, "others": ["a"]}),
+    ]
+    c, python = _c_digest(events), _python_digest(events)
+    assert plain(c) == plain(python)
+    assert c.deaths == {0: 10} and c.resource.occupancy == []
+    assert [(s.process, s.end) for s in c.sections] == [(0, 10), (1, 152)]
+
+
 def test_an_event_of_another_shape_is_digested_in_python() -> None:
     # Events made by hand are not checked by msgspec: a float time is not what the reader
     # gives, so the C loop declines the history and the Python loop reads it all.
