@@ -14,7 +14,8 @@ from lockharness.core.history import FAIL, INFO, INVOKE, OK
 
 class KeyAttempts:
     """One key's attempts: sorted invoke times and sorted completion times (inf for one
-    never completed). An attempt completes no earlier than it was invoked, so the ones
+    never completed; its process's death for one whose process died: checker.digest).
+    An attempt completes no earlier than it was invoked, so the ones
     outstanding at t number (#invokes <= t) - (#completions <= t)."""
 
     __slots__ = ("dones", "invokes", "ttl_ms")

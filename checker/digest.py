@@ -15,6 +15,15 @@ hold (a grant list given as a number must not quietly become "no grants").
 
 The loop is also written in C (checker/_scan.c), which ``digest`` uses where it is built;
 ``_python_digest`` below is the definition, and tests/test_scan.py holds the two equal.
+
+Dead clients do nothing. A nemesis ``died`` event (faults.deaths) names the processes of a
+worker that died; each is dead from that event, or from its own last event if that came
+later. What a dead process left open ends at its death, not at the history's end nor at
+its last event: a section it never released (it believed it held until it died; its lease
+may live on in Redis until it expires, and another client getting in after that is a TTL
+lock working), an acquire it never saw answered (it stopped trying), and its place among
+the resource's occupants (checker.resource.forget_the_dead). Those are finished once the
+pass is over, so the rule does not depend on the order of the events.
 """
 
 from __future__ import annotations
@@ -31,13 +40,15 @@ from lockharness.checker.attempts import Attempts, KeyAttempts
 from lockharness.checker.evidence import Failover, ResourceWitness
 from lockharness.checker.failover import failover
 from lockharness.checker.native import scan as _scan
-from lockharness.checker.resource import ResourceView, take_answer
+from lockharness.checker.resource import ResourceView, forget_the_dead, take_answer
 from lockharness.checker.sections import Section, new_section
 from lockharness.checker.values import depth_of as _depth
 from lockharness.checker.values import int_field as _int
 from lockharness.checker.values import names_field as _names
+from lockharness.checker.values import processes_field as _processes
 from lockharness.core.history import (
     ACQUIRE,
+    DIED,
     ENTER,
     EXIT,
     EXTEND,
@@ -75,6 +86,8 @@ class Digest:
     cycles: int = 0  # release oks of a held lease (outermost)
     extends: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_TYPES, 0))
     nemesis_events: int = 0
+    # Each dead process's first ``died`` record (its moment of death: ``_deaths``).
+    deaths: dict[int | str, int] = field(default_factory=dict)
 
 
 def _batches(history: Iterable[Event]) -> Iterable[list[Event]]:
@@ -258,6 +271,10 @@ def _nemesis_event(d: Digest, event: Event) -> None:
         found = failover(event)
         if found is not None:
             d.failovers.append(found)
+    if event.f == DIED and event.type == INFO and event.value:
+        for process in _processes(event, event.value) or ():
+            known = d.deaths.get(process)
+            d.deaths[process] = event.time if known is None else min(known, event.time)
 
 
 def _finish(
@@ -267,17 +284,37 @@ def _finish(
     extended: dict[_Lease, int | None],
     last: dict[int | str, int],
 ) -> None:
-    """What is left open at the history's end."""
-    for key_attempts in pending.values():
-        key_attempts.dones.append(math.inf)
+    """What is left open at the history's end, or at the death of its process."""
+    died = _deaths(d.deaths, last)
+    for process, key_attempts in pending.items():
+        key_attempts.dones.append(died.get(process, math.inf))
     for key_attempts in d.attempts.by_key.values():
         key_attempts.invokes.sort()  # a history in time order is sorted already: linear
         key_attempts.dones.sort()
-    for open_lease, opened in held.items():  # never released: open to its last event
+    for open_lease, opened in held.items():  # never released: to its death, or last event
         moved = extended.get(open_lease, _UNSET)
-        d.sections.append(_close(opened, last[open_lease[0]], None, moved))
+        process = open_lease[0]
+        end = died[process] if process in died else last[process]
+        d.sections.append(_close(opened, end, None, moved))
     d.sections.sort(key=_acquire_index)
     d.processes = set(last) | ({NEMESIS} if d.nemesis_events else set())
+    if died and d.resource.occupancy:
+        forget_the_dead(d.resource, _owners(d.sections), died)
+
+
+def _deaths(recorded: dict[int | str, int], last: dict[int | str, int]) -> dict[int | str, int]:
+    """Each dead process's moment of death: its ``died`` record, or its own last event if
+    that came later (a death recorded before a sign of life was recorded too early)."""
+    return {p: max(t, last.get(p, t)) for p, t in recorded.items()}
+
+
+def _owners(sections: Iterable[Section]) -> dict[str, set[int | str]]:
+    """Each lease token's holders (the processes whose sections carry it)."""
+    owners: dict[str, set[int | str]] = {}
+    for section in sections:
+        if section.token is not None:
+            owners.setdefault(section.token, set()).add(section.process)
+    return owners
 
 
 def _c_digest(history: HistoryFile | list[Event]) -> Digest:

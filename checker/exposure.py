@@ -55,6 +55,7 @@ from typing import Any
 from lockharness.checker.evidence import Failover
 from lockharness.checker.sections import Section
 from lockharness.checker.values import BadValue, names_field
+from lockharness.checker.values import processes_field as _processes
 from lockharness.checker.views import Exposure, FaultExposure
 from lockharness.core.history import INFO, Event
 
@@ -118,18 +119,6 @@ def _text(event: Event, value: dict[str, Any], name: str, default: str) -> str:
     if type(raw) is not str:
         raise BadValue(event, name, "a string")
     return raw
-
-
-def _processes(event: Event, value: dict[str, Any]) -> dict[int, str] | None:
-    """``processes`` ({"w1": [0, 1, 2]}) as process -> worker name; None when absent."""
-    raw = value.get("processes")
-    if raw is None:
-        return None
-    if type(raw) is not dict or not all(
-        type(ps) is list and all(type(p) is int for p in ps) for ps in raw.values()
-    ):
-        raise BadValue(event, "processes", 'a mapping of worker names to process lists ("w1")')
-    return {p: worker for worker, ps in raw.items() for p in ps}
 
 
 def _occurrences(nemesis: Iterable[Event], end: int) -> tuple[list[_Occurrence], int, int | None]:

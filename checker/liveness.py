@@ -13,7 +13,7 @@ is still outstanding then, else to the key's last acquire event: past that nobod
 so nothing shows the lock was wanted.
 
 Sections are the owner-aware ones of ``checker.sections``, unclipped, so a holder that
-keeps its section (paused, or crashed: to its last event) counts as holding, and
+keeps its section (paused, or crashed: to its death) counts as holding, and
 unavailability is never claimed while some client believed it held. Liveness is reported
 apart from safety: a run can be safe and stuck (SETNX + DEL when the holder crashes).
 """

@@ -5,12 +5,26 @@ With fencing, the resource also says whether it took each write (a section write
 below the highest it had seen for the key), ``fencing`` (the write's token) and
 ``highest`` (the highest before it). ``resource_view`` reads both in one pass over the
 ``enter`` and ``exit`` oks; ``checker.fencing`` makes the fencing verdict from them.
+
+A dead client is not inside. A client whose worker died (the nemesis's ``died`` event,
+faults.deaths: a client kill, a crash point, a worker gone) never leaves the resource by
+itself: its token stays among the occupants the resource lists at every later ``enter``.
+From its death on it does nothing, so an ``enter`` at or after that moment does not count
+it (``forget_the_dead``): the occupancy witnessed is of the living. A lease's token belongs
+to the processes whose sections hold it; it is dead when all of them are. A process dies
+at its ``died`` event, or at its own last event if that came later (a record that cannot
+be earlier than a sign of life). Nothing real is hidden by this: had the dead client been
+alive and inside when the resource answered, its section (which runs to its death,
+checker.digest) would overlap the entering client's, and mutual exclusion says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from lockharness.checker.evidence import ResourceWitness, StaleKind, StaleWrite
 from lockharness.checker.values import BadValue, int_field, names_field
@@ -70,3 +84,33 @@ def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None
         view.stale_rejected.append(write_record("stale-write-rejected", event, fencing, highest))
     elif fencing is not None and highest is not None and fencing < highest:
         view.stale_accepted.append(write_record("stale-write-accepted", event, fencing, highest))
+
+
+def forget_the_dead(
+    view: ResourceView,
+    owners: Mapping[str, Set[int | str]],
+    died: Mapping[int | str, int],
+) -> None:
+    """Take the dead out of each occupancy witness: ``owners`` maps a lease's token to the
+    processes holding it, ``died`` a dead process to its moment of death. A witness whose
+    living occupancy is 1 or less is no witness."""
+    if not died or not view.occupancy:
+        return
+    living: list[ResourceWitness] = []
+    for seen in view.occupancy:
+        alive = [token for token in seen.others if not _dead(token, seen.time, owners, died)]
+        occupancy = seen.occupancy - (len(seen.others) - len(alive))
+        if occupancy > 1:
+            living.append(msgspec.structs.replace(seen, occupancy=occupancy, others=alive))
+    view.occupancy = living
+
+
+def _dead(
+    token: str, at: int, owners: Mapping[str, Set[int | str]], died: Mapping[int | str, int]
+) -> bool:
+    """Every process holding ``token`` had died by ``at`` (a token nobody is seen to hold:
+    not known dead)."""
+    holders = owners.get(token)
+    if not holders:
+        return False
+    return all(process in died and died[process] <= at for process in holders)

@@ -18,6 +18,11 @@ means 1). Sections belong to owners (processes): a nested acquire by the owner l
 its section already, and a nested release leaves the owner holding. A nested acquire ok
 with no outer hold seen opens a section all the same: its client believes it holds.
 A reentrant lease keeps its token at every depth.
+
+A section never released ends at its owner's last event, or, when the owner died (a
+``died`` event: its worker was killed or crashed), at its death: a dead client believed it
+held until then, and does nothing after (checker.digest). Its lease may outlive it in
+Redis until it expires; a client granted the lock after that is not inside with it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ class Section(msgspec.Struct, frozen=True, gc=False):
     process: int | str
     token: str | None
     start: int  # acquire ok time, ns
-    end: int  # release invoke time, or the process's last event time when never released
+    # release invoke time; never released: its process's death (checker.digest), else
+    # the process's last event time
+    end: int
     deadline: int | None  # latest validity deadline, ns: the acquire ok's, or as moved since
     grants: tuple[str, ...]  # nodes that granted the lease
     fencing: int | None

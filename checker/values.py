@@ -53,3 +53,15 @@ def depth_of(event: Event, value: dict[str, Any] | None) -> int:
     if type(raw) is int and raw >= 1:
         return raw
     raise BadValue(event, "depth", "an integer from 1 (the outermost hold), or null")
+
+
+def processes_field(event: Event, value: dict[str, Any]) -> dict[int, str] | None:
+    """``processes`` ({"w1": [0, 1, 2]}) as process -> worker name; None when absent."""
+    raw = value.get("processes")
+    if raw is None:
+        return None
+    if type(raw) is not dict or not all(
+        type(ps) is list and all(type(p) is int for p in ps) for ps in raw.values()
+    ):
+        raise BadValue(event, "processes", 'a mapping of worker names to process lists ("w1")')
+    return {p: worker for worker, ps in raw.items() for p in ps}

@@ -37,6 +37,9 @@ Process = int | Literal["nemesis"]  # logical client id, or "nemesis"
 
 # Client operations; a nemesis event's f names its fault instead.
 ACQUIRE, RELEASE, EXTEND, ENTER, EXIT = "acquire", "release", "extend", "enter", "exit"
+# The controller's record that a worker's clients died (a nemesis info event whose
+# value.processes names them): from then on they do nothing (checker.digest).
+DIED: Final = "died"
 
 # What each field may hold, for the messages; msgspec enforces it.
 ALLOWED: dict[str, str] = {

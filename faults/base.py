@@ -26,6 +26,7 @@ from lockharness.cluster.base import Cluster, Replicated
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.clock import ClockControl
 from lockharness.core.errors import ClusterError
+from lockharness.faults.deaths import WorkerDeaths
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
 from lockharness.faults.targets import Holders, pick_nodes
 
@@ -75,6 +76,8 @@ class FaultContext:
     client_clocks: dict[int, ClockControl] = field(default_factory=dict)
     # Logical processes per worker: worker N runs (N-1)*T .. N*T-1. None: not known.
     threads_per_worker: int | None = None
+    # Where a worker's death is recorded (faults.deaths); by default only remembered.
+    deaths: WorkerDeaths = field(default_factory=lambda: WorkerDeaths(None, None))
 
     def replicated(self, what: str) -> Replicated:
         """The cluster as a replicated topology, which ``what`` needs (the scenario is

@@ -189,7 +189,8 @@ class ClientKill(_WorkerFault):
         self.targets = targets
         for number, worker in self._workers():
             self.ctx.killed_workers.add(number)  # before the kill: the runner must not mourn
-            worker.kill()
+            worker.kill()  # reaped when it returns: the death is recorded after it happened
+            self.ctx.deaths.died(number, worker.exit_code(), "client-kill")
         details: dict[str, Any] = {"killed": targets}
         processes = self.ctx.processes_of(n for n, _ in self._workers())
         if processes is not None:

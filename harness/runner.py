@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import random
+import signal
 import sys
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -34,6 +35,7 @@ from lockharness.core.live import LiveHistory
 from lockharness.core.run_dir import RunDir
 from lockharness.core.shards import merge_into
 from lockharness.faults.base import FaultContext
+from lockharness.faults.deaths import Cause, WorkerDeaths
 from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.backends import make_cluster
 from lockharness.harness.binaries import Binaries
@@ -48,7 +50,7 @@ from lockharness.harness.store import create_run_dir, update_latest
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
 from lockharness.workloads.task import WorkerTask, encode_task
-from lockharness.workloads.worker import HISTORY_FAILED_EXIT_CODE
+from lockharness.workloads.worker import CRASH_EXIT_CODE, HISTORY_FAILED_EXIT_CODE
 
 log = logging.getLogger("lockharness")
 
@@ -173,36 +175,57 @@ def _go(run_dir: RunDir, t0_ns: int) -> None:
     partial.replace(run_dir.go)  # whole or not at all, as the workers read it
 
 
-def _watch(
-    workers: list[ManagedProcess],
-    live: LiveHistory,
-    progress: ProgressLine,
-    t0_ns: int,
-    total_s: float,
-    deadline_s: float,
-    killed: Collection[int] = (),
-) -> None:
+@dataclass
+class Watch:
+    """What the runner follows while the run goes."""
+
+    workers: list[ManagedProcess]
+    live: LiveHistory
+    progress: ProgressLine
+    t0_ns: int
+    total_s: float
+    killed: Collection[int] = ()  # workers whose death a fault intended (and has not mourned)
+    deaths: WorkerDeaths = field(default_factory=lambda: WorkerDeaths(None, None))
+
+
+def _watch(watch: Watch, deadline_s: float) -> None:
     """Follow the run until ``deadline_s`` (since t0) or until every worker is done.
 
-    Raises WorkerDied as soon as a worker exits with a failure, unless the nemesis
-    killed it on purpose (``killed``).
+    Every worker seen gone with a failure is recorded dead in the history (faults.deaths),
+    then raises WorkerDied, unless a fault meant it (``killed``: a client kill, an armed
+    crash point).
     """
-    while any(worker.running() for worker in workers):
-        live.refresh()
-        elapsed_s = (time.monotonic_ns() - t0_ns) / 1e9
-        progress.update(min(elapsed_s, total_s), total_s, live.ops, live.cycles)
-        for i, worker in enumerate(workers, start=1):
+    while True:
+        running = any(worker.running() for worker in watch.workers)  # before the exit codes
+        watch.live.refresh()
+        elapsed_s = (time.monotonic_ns() - watch.t0_ns) / 1e9
+        watch.progress.update(
+            min(elapsed_s, watch.total_s), watch.total_s, watch.live.ops, watch.live.cycles
+        )
+        for i, worker in enumerate(watch.workers, start=1):
             code = worker.exit_code()
+            if code in (None, 0):
+                continue  # running, or done: its clients finished their cycles
+            watch.deaths.died(i, code, _cause(i, code, watch.killed))
             if code == HISTORY_FAILED_EXIT_CODE:
                 raise WorkerDied(
                     f"worker w{i} could not write its history at {elapsed_s:.2f}s "
                     f"(disk full?): {worker.log_tail(1)}"
                 )
-            if code not in (None, 0) and i not in killed:
+            if i not in watch.killed:
                 raise WorkerDied(f"worker w{i} exited with code {code} at {elapsed_s:.2f}s")
-        if elapsed_s >= deadline_s:
+        if not running or elapsed_s >= deadline_s:
             return
         time.sleep(_POLL_S)
+
+
+def _cause(worker: int, code: int, killed: Collection[int]) -> Cause:
+    """Why a worker seen gone died (a client kill records its own, at the kill)."""
+    if worker in killed and code == CRASH_EXIT_CODE:
+        return "crash-point"
+    if worker in killed and code == -signal.SIGKILL:
+        return "client-kill"
+    return "exited"
 
 
 def _stop_workers(workers: list[ManagedProcess], grace_s: float) -> dict[int, int | None]:
@@ -268,6 +291,12 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
         _await_ready(workers, run_dir, console)
         t0_ns = time.monotonic_ns()
         live = LiveHistory([Path(c.history_path) for c in tasks], w.threads)
+
+        def clock() -> int:  # the history's time base
+            return time.monotonic_ns() - t0_ns
+
+        recorder = Recorder(run_dir.nemesis_shard, clock)
+        deaths = WorkerDeaths(recorder, w.threads)
         ctx = FaultContext(
             cluster,
             workers,
@@ -277,23 +306,19 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
             crash_point=run_dir.crash_point,
             client_clocks=client_clocks,
             threads_per_worker=w.threads,
+            deaths=deaths,
         )
-
-        def clock() -> int:  # the history's time base
-            return time.monotonic_ns() - t0_ns
-
-        recorder = Recorder(run_dir.nemesis_shard, clock)
         stop_watching = _watch_failovers(cluster, recorder, t0_ns)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
         nemesis.start()  # what is due at 0 s is in effect before any client acts
         _go(run_dir, t0_ns)
         with ProgressLine(console, scenario.name) as progress:
-            killed = ctx.killed_workers
-            _watch(workers, live, progress, t0_ns, total_s, deadline_s=total_s, killed=killed)
+            watch = Watch(workers, live, progress, t0_ns, total_s, ctx.killed_workers, deaths)
+            _watch(watch, deadline_s=total_s)
             # Heal now: a paused worker must be resumed to finish its last cycle and stop.
             finishing, nemesis = nemesis, None
             execution.problems += finishing.finish()
-            _watch(workers, live, progress, t0_ns, total_s, total_s + grace_s, killed)
+            _watch(watch, deadline_s=total_s + grace_s)
         if any(worker.running() for worker in workers):
             raise WorkerDied(f"workers still running {grace_s:.1f}s after the end")
     except KeyboardInterrupt as e:  # Ctrl-C, or a stop signal (core.interrupts)

@@ -84,7 +84,8 @@ def values(draw: st.DrawFn, f: str, wrong: bool) -> dict[str, Any] | None:
 @st.composite
 def histories(draw: st.DrawFn) -> list[Event]:
     """Events of every kind by a few processes on two keys and no key, with few tokens (so
-    leases repeat and nest), times with ties, and nemesis events that may be failovers."""
+    leases repeat and nest), times with ties, and nemesis events that may be failovers or
+    deaths."""
     events = []
     t = 0
     wrong = draw(st.integers(0, 3)) == 0
@@ -99,10 +100,13 @@ def histories(draw: st.DrawFn) -> list[Event]:
                         {"to": "n2"},
                         {"to": "n2", "kind": "promote"},
                         {"to": "n3", "began": "x"},
+                        {"processes": {"w1": [0, 1]}},  # a death, when f is died
+                        {"processes": {"w2": [2, 3]}},
+                        {"processes": [1]},  # of the wrong shape
                     ]
                 )
             )
-            fault = draw(st.sampled_from(["failover", "kill", "promote"]))
+            fault = draw(st.sampled_from(["failover", "kill", "promote", "died"]))
             events.append(Event(index, "nemesis", kind, fault, t, t, None, None, value))
             continue
         f = draw(st.sampled_from(["acquire", "acquire", "release", "extend", "enter", "exit", "x"]))
@@ -148,6 +152,23 @@ def test_they_agree_on_files_in_order_or_not(
         write_history(path, events)
         history = HistoryFile(path)
         assert outcome(digest, history) == outcome(_python_digest, history)
+
+
+def test_they_read_deaths_alike() -> None:
+    # A holder dies (a nemesis died event); the next client enters with its token listed.
+    died = {"processes": {"w1": [0]}, "worker": "w1", "cause": "client-kill"}
+    events = [
+        Event(0, 0, "ok", "acquire", 1, 1, "k0", "a", {"deadline": 100}),
+        Event(1, 0, "ok", "enter", 2, 2, "k0", "a", {"occupancy": 1, "others": []}),
+        Event(2, 1, "invoke", "acquire", 3, 3, "k0", None, {"ttl_ms": 1}),
+        Event(3, "nemesis", "info", "died", 10, 10, None, None, died),
+        Event(4, 1, "ok", "acquire", 150, 150, "k0", "b", {"deadline": 250}),
+        Event(5, 1, "ok", "enter", 152, 152, "k0", "b", {"occupancy": 2, "others": ["a"]}),
+    ]
+    c, python = _c_digest(events), _python_digest(events)
+    assert plain(c) == plain(python)
+    assert c.deaths == {0: 10} and c.resource.occupancy == []
+    assert [(s.process, s.end) for s in c.sections] == [(0, 10), (1, 152)]
 
 
 def test_an_event_of_another_shape_is_digested_in_python() -> None:
