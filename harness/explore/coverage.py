@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from lockharness.checker.views import Exposure
+from lockharness.checker import Exposure
 
 Cell = tuple[str, ...]
 _BUCKETS = (1, 2, 3, 4, 8, 16)
