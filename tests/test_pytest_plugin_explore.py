@@ -106,6 +106,9 @@ def test_an_unsafe_lock_fails_with_its_reproducer_and_a_safe_one_passes(
             "*Captured lockharness call*",
             "lockharness explore: client unsafe-del under model narrow, seed 1, 3 trial(s) → *",
             "VIOLATION FOUND: unsafe-del under model narrow: *",
+            "first witness: key k0: process * overlap by *",
+            "  in */trial-0001/*",
+            "reproduce: lockharness run */violation-1/replay.yaml",
         ]
     )
     assert f"→ lockharness run {replay}" in output

@@ -215,7 +215,8 @@ def lockharness_explore(
                 raise BadInput(f"{', '.join(unknown)}=: not an argument; allowed: {allowed}")
             asked = ExploreAsked(client, **arguments)
             result, progress = explore(place, explore_request(place, asked))
-        request.node.add_report_section("call", "lockharness", f"{progress}{result.summary}\n")
+        report = f"{progress}{result.explanation}\n"  # the summary, witness, reproducer
+        request.node.add_report_section("call", "lockharness", report)
         if result.interrupted:  # Ctrl-C: the runs tore down, the report is written
             raise KeyboardInterrupt
         return result
