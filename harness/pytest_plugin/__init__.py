@@ -5,6 +5,8 @@ turns it off). It provides:
 
 - ``lockharness_run(scenario, client=..., seed=..., duration=..., **overrides)``: one
   scenario run, as `lockharness run` does it, returning a LockRun;
+- ``lockharness_explore(client, model=..., budget=... | trials=..., ...)``: random fault
+  mixes inside a fault model, as `lockharness explore` does it, returning an ExploreResult;
 - ``lock_cluster`` (5 masters behind Toxiproxy), ``lock_cluster_factory`` (other shapes)
   and ``nemesis`` (``with nemesis.kill("n1"): ...``), for a test's own workload;
 - the marker ``@pytest.mark.lockharness(seeds=N)``: the test once per seed 1..N;
@@ -25,7 +27,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
+from lockharness.core.errors import BadInput
 from lockharness.harness.pytest_plugin import settings
+from lockharness.harness.pytest_plugin.explore_result import ExploreResult
 from lockharness.harness.pytest_plugin.failures import bad_input_fails
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict
 from lockharness.harness.scenario.limits import MAX_SEEDS
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
     from lockharness.harness.pytest_plugin.injector import Nemesis
     from lockharness.harness.pytest_plugin.runs import RunPlace
 
-__all__ = ["LockRun", "RunScenario", "RunVerdict"]
+__all__ = ["Explore", "ExploreResult", "LockRun", "RunScenario", "RunVerdict"]
 
 MARKER = "lockharness"
 SEED_FIXTURE = "lockharness_seed"
@@ -55,6 +59,25 @@ class RunScenario(Protocol):
         duration: object = None,
         **overrides: object,
     ) -> LockRun: ...
+
+
+class Explore(Protocol):
+    """The type of the ``lockharness_explore`` fixture, for test functions' annotations."""
+
+    def __call__(
+        self,
+        client: object,
+        *,
+        model: str | Path = ...,
+        budget: object = None,
+        trials: int | None = None,
+        seed: int | None = None,
+        shrink: bool = True,
+        k: int = 5,
+        m: int = 3,
+        shrink_budget: object = ...,
+        backend: str | None = None,
+    ) -> ExploreResult: ...
 
 
 # ---- hooks ------------------------------------------------------------------------------
@@ -163,6 +186,42 @@ def lockharness_run(
         return result
 
     return run_scenario
+
+
+@pytest.fixture
+def lockharness_explore(
+    request: pytest.FixtureRequest, lockharness_seed: int | None, lockharness_store: Path
+) -> Explore:
+    """``lockharness_explore(client, model="redlock", budget="2m", ...)``.
+
+    ``client``: as ``lockharness_run`` takes it. ``model``: a named fault model or a model
+    file (relative to the test file's directory). ``budget`` ("2m", a timedelta) or
+    ``trials`` (how many), not both; ``seed``: default the marker's, else random;
+    ``shrink``, ``k``, ``m``, ``shrink_budget``, ``backend``: as `lockharness explore`'s
+    flags. Into the store's explore/<time>/; returns an ExploreResult, whose progress and
+    summary are added to the test's report (the "lockharness" section).
+    """
+    from lockharness.harness.pytest_plugin.explores import ExploreAsked, explore
+    from lockharness.harness.pytest_plugin.explores import request as explore_request
+
+    place = _place(request, lockharness_store, lockharness_seed)
+
+    def explore_lock(client: object = None, **arguments: object) -> ExploreResult:
+        __tracebackhide__ = True
+        with bad_input_fails():
+            unknown = sorted(set(arguments) - set(ExploreAsked.__dataclass_fields__))
+            if unknown:
+                allowed = ", ".join(ExploreAsked.__dataclass_fields__)
+                raise BadInput(f"{', '.join(unknown)}=: not an argument; allowed: {allowed}")
+            asked = ExploreAsked(client, **arguments)
+            result, progress = explore(place, explore_request(place, asked))
+        report = f"{progress}{result.explanation}\n"  # the summary, witness, reproducer
+        request.node.add_report_section("call", "lockharness", report)
+        if result.interrupted:  # Ctrl-C: the runs tore down, the report is written
+            raise KeyboardInterrupt
+        return result
+
+    return explore_lock
 
 
 @pytest.fixture
