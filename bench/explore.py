@@ -55,7 +55,7 @@ def explore(client: str, model: str, budget_ns: int, seed: int, store: Path) -> 
 
 def unsafe_row(client: str, model: str, report: dict[str, Any]) -> dict[str, Any]:
     shrunk = [v for v in report["violations"] if v.get("minimal")]
-    first = report["violations"][0] if report["violations"] else None
+    earliest = report["violations"][0] if report["violations"] else None
     best = shrunk[0] if shrunk else None
     met = bool(best and best["minimal_faults"] <= MOST_FAULTS and best["minimal_hit"] >= LEAST_HITS)
     return {
@@ -63,8 +63,8 @@ def unsafe_row(client: str, model: str, report: dict[str, Any]) -> dict[str, Any
         "model": model,
         "trials": len(report["trials"]),
         "trials_per_minute": report.get("trials_per_minute", 0.0),
-        "first_violation_after_s": first["found_after_s"] if first else None,
-        "replay": f"{first['replays_hit']} of {first['replays_run']}" if first else "-",
+        "first_violation_after_s": earliest["found_after_s"] if earliest else None,
+        "replay": f"{earliest['replays_hit']} of {earliest['replays_run']}" if earliest else "-",
         "violations": len(report["violations"]),
         "shrink_s": best["shrink_s"] if best else None,
         "faults": f"{best['original_faults']} -> {best['minimal_faults']}" if best else "-",
@@ -105,10 +105,10 @@ def measure(budget_ns: int, correct_ns: int, seed: int, only: set[str]) -> dict[
     return {"unsafe": unsafe, "correct": correct}
 
 
-def rows(result: dict[str, Any]) -> list[tuple[str, str, str]]:
+def rows(figures: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(figure, value, note) rows for bench's table."""
     out = []
-    for r in result["unsafe"]:
+    for r in figures["unsafe"]:
         after = r["first_violation_after_s"]
         value = "not found" if after is None else f"{after:.0f} s"
         note = (
@@ -117,12 +117,12 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"target {'met' if r['met'] else 'NOT met'}"
         )
         out.append((f"explore {r['client']} under {r['model']}: first violation", value, note))
-    found = [r["first_violation_after_s"] for r in result["unsafe"]]
+    found = [r["first_violation_after_s"] for r in figures["unsafe"]]
     if found and None not in found:
         out.append(
             ("explore: median time to first violation", f"{statistics.median(found):.0f} s", "")
         )
-    for r in result["correct"]:
+    for r in figures["correct"]:
         note = f"{r['trials']} trials ({r['trials_per_minute']:.1f}/min), {r['unknown']} unknown"
         note += f" in {r['elapsed_s']:.0f} s; target {'met' if r['met'] else 'NOT met'}"
         out.append(
@@ -142,14 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     only = {part for part in args.only.split(",") if part}
-    result = measure(
+    figures = measure(
         parse_duration(args.budget), parse_duration(args.correct_budget), args.seed, only
     )
-    for figure, value, note in rows(result):
+    for figure, value, note in rows(figures):
         print(f"{figure:55} {value:>10}  {note}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
-    met = all(r["met"] for r in result["unsafe"] + result["correct"])
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    met = all(r["met"] for r in figures["unsafe"] + figures["correct"])
     return 0 if met else 1
 
 

@@ -107,9 +107,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         head = f"  violation {v.number}: {v.trial}, its replay failed {v.replays_hit} of "
         head += str(v.replays_run)
         if v.minimal is None:
-            tail = (
-                f"; {v.shrink_stopped or 'not shrunk'} → lockharness run {v.directory}/replay.yaml"
-            )
+            tail = f"; {v.shrink_stopped or 'not shrunk'} → lockharness run {v.replay}"
         else:
             tail = (
                 f"; minimal: {v.minimal_faults} fault(s), failed {v.minimal_hit} of "

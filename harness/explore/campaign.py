@@ -27,6 +27,8 @@ from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.model import FaultModel
 from lockharness.harness.explore.progress import ExploreProgress
 from lockharness.harness.explore.record import (
+    MINIMAL,
+    ORIGINAL,
     ExploreRecord,
     StepRecord,
     TrialRecord,
@@ -235,7 +237,7 @@ class Explorer:
         folder = self.directory / f"violation-{number}"
         folder.mkdir()
         run_dir = RunDir(outcome.run_dir)
-        shutil.copyfile(run_dir.scenario, folder / "original.yaml")
+        shutil.copyfile(run_dir.scenario, folder / ORIGINAL)
         first = outcome.result.first_violation_ns
         violation = ViolationRecord(
             number=number,
@@ -247,10 +249,12 @@ class Explorer:
         )
         self.record.violations.append(violation)
         if not run_dir.replay.is_file():
-            progress.note(f"violation {number}: {trial.name} wrote no replay.yaml; not replayed")
+            progress.note(
+                f"violation {number}: {trial.name} wrote no {RunDir.REPLAY}; not replayed"
+            )
             return
-        shutil.copyfile(run_dir.replay, folder / "replay.yaml")
-        replay = load_scenario(folder / "replay.yaml")
+        shutil.copyfile(run_dir.replay, violation.replay)
+        replay = load_scenario(violation.replay)
         violation.original_faults = len(replay.faults.timeline)
         run_once = self._run_once(folder / "replays")
         progress.note(f"violation {number} in {trial.name}: replaying it {self.request.k} times")
@@ -336,8 +340,8 @@ class Explorer:
             description=_minimal_description(violation, result.reproduction, self.record),
             source="",
         )
-        (folder / "minimal.yaml").write_text(to_yaml(minimal))
-        violation.minimal = str(folder / "minimal.yaml")
+        (folder / MINIMAL).write_text(to_yaml(minimal))
+        violation.minimal = str(folder / MINIMAL)
         violation.minimal_faults = len(minimal.faults.timeline)
         # The shrinker stops a candidate's runs as soon as it knows; the rate a reader
         # trusts is of k whole runs of the file as written.

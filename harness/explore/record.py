@@ -6,6 +6,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from lockharness.core.run_dir import RunDir
+
+# A violation's folder: the trial's scenario, its replay (a run directory's, copied), the
+# minimal scenario.
+ORIGINAL, REPLAY, MINIMAL = "original.yaml", RunDir.REPLAY, "minimal.yaml"
 
 EXIT_INTERRUPTED = 130
 UNKNOWN_SHARE = 0.25  # of the trials: more unknown than this, and no violation, says nothing
@@ -58,6 +63,10 @@ class ViolationRecord:
     shrink_s: float | None = None
     shrink_stopped: str | None = None
     steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def replay(self) -> str:
+        return f"{self.directory}/{REPLAY}"
 
     def reproducible(self, m: int) -> bool:
         """Its replay failed at least m times: a violation worth shrinking, and one that

@@ -10,11 +10,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from lockharness.harness.explore.record import ExploreRecord, ViolationRecord
+from lockharness.core.run_dir import RunDir
+from lockharness.harness.explore.record import ORIGINAL, ExploreRecord, ViolationRecord
 
 REPORT_JSON = "report.json"
 INDEX_HTML = "index.html"
-_TIMELINE = "timeline.html"
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -51,7 +51,7 @@ def _link(path: str | None, directory: Path, text: str) -> str:
         return "-"
     target = Path(path)
     if target.is_dir():
-        target = target / _TIMELINE
+        target = target / RunDir.TIMELINE
     return f'<a href="{_e(os.path.relpath(target, directory))}">{_e(text)}</a>'
 
 
@@ -85,11 +85,11 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
     first = "-" if v.first_violation_s is None else f"{v.first_violation_s:.3f} s"
     took = "-" if v.shrink_s is None else f"{v.shrink_s:g} s"
     stopped = f" (stopped: {_e(v.shrink_stopped)})" if v.shrink_stopped else ""
-    again = v.minimal or str(folder / "replay.yaml")
+    again = v.minimal or v.replay
     original = (
-        f"<h3>Original: {_e(v.trial)} · {_link(str(folder / 'replay.yaml'), directory, 'replay')}"
+        f"<h3>Original: {_e(v.trial)} · {_link(v.replay, directory, 'replay')}"
         f" · {_link(trial_run, directory, 'timeline')}</h3>"
-        f"<pre>{_e(_file(str(folder / 'original.yaml')))}</pre>"
+        f"<pre>{_e(_file(str(folder / ORIGINAL)))}</pre>"
     )
     minimal = (
         f"<h3>Minimal · {_link(v.minimal, directory, 'minimal.yaml')} · "
