@@ -30,6 +30,7 @@ from lockharness.workloads.client_doc import ClientSpec, client_to_plain
 _MS = 1_000_000
 _EDGE_NS = 300 * _MS  # faults start this far inside the run, at least
 _PERIODIC = 0.25  # the chance a fault entry repeats (`every`) rather than occurring once
+_AT_DEADLINE = 1 / 3  # the chance the longest holds are drawn at the TTL (see _holds)
 _EXTEND = 0.5  # the chance sections extend, where the model and the client allow it
 _MAX_FIXES = 20  # options reset to their defaults because a kind's rule refused them
 
@@ -65,9 +66,21 @@ def _ttl(model: FaultModel, client: ClientSpec, rng: random.Random) -> int:
     return max(step, -(-drawn // step) * step)  # a whole number of the client's steps
 
 
+def _holds(model: FaultModel, rng: random.Random, ttl: int) -> list[int]:
+    """hold_min and hold_max inside the model's bound. A third of the time, where the bound
+    reaches the TTL, the longest holds run into the deadline: the boundary where a late
+    release meets an expired key (a fuzzer's "interesting values")."""
+    if model.hold.is_range and rng.random() < _AT_DEADLINE:
+        lo, hi = (int(end) for end in model.hold.span(ttl))
+        if hi >= ttl:
+            top = rng.randint(max(lo, ttl * 9 // 10), hi)
+            return [_whole_ms(rng.randint(lo, top)), _whole_ms(top)]
+    return sorted(_whole_ms(as_duration(model.hold.draw(rng, ttl))) for _ in range(2))
+
+
 def _shape(model: FaultModel, rng: random.Random, ttl: int) -> dict[str, Any]:
     """The clients' numbers and hold times."""
-    holds = sorted(_whole_ms(as_duration(model.hold.draw(rng, ttl))) for _ in range(2))
+    holds = _holds(model, rng, ttl)
     shape: dict[str, Any] = {
         "workers": int(model.workers.draw(rng, whole=True)),
         "threads": int(model.threads.draw(rng, whole=True)),
