@@ -272,9 +272,10 @@ def _fault_choice(value: Any, path: str) -> FaultChoice:
     kind = entry.get("kind")
     if kind not in KINDS or KINDS[kind].replicated_only:
         kinds = ", ".join(k for k, c in KINDS.items() if not c.replicated_only)
-        raise Invalid(
-            f"{path}.kind", f"{kind!r} is not a fault kind explore draws; allowed: {kinds}"
-        )
+        why = "is not a fault kind explore draws"
+        if kind in KINDS:  # say why, or the user looks for a typo
+            why = "needs a replicated cluster, and explore draws independent masters"
+        raise Invalid(f"{path}.kind", f"{kind!r} {why}; allowed: {kinds}")
     cls = KINDS[kind]
     words = (
         WORKER_TARGETS
