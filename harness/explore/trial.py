@@ -17,13 +17,16 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from lockharness.core.durations import format_duration
 from lockharness.core.typed_input import Invalid, plain
-from lockharness.faults.registry import KINDS
 from lockharness.harness.explore.bounds import Bound, as_duration
-from lockharness.harness.explore.model import SOME_WORKERS, FaultChoice, FaultModel, is_worker_list
+from lockharness.harness.explore.model import (
+    SOME_WORKERS,
+    FaultChoice,
+    FaultModel,
+    is_worker_list,
+    option_fields,
+)
 from lockharness.harness.scenario.model import Scenario
 from lockharness.harness.scenario.read import read_scenario
 from lockharness.workloads.client_doc import ClientSpec, client_to_plain
@@ -112,9 +115,7 @@ def _workload(
 def _value(
     choice: FaultChoice, name: str, bound: Bound, rng: random.Random, ttl: int, workers: int
 ) -> Any:
-    field = next(
-        f for f in msgspec.structs.fields(KINDS[choice.kind].Options) if f.encode_name == name
-    )
+    field = next(f for f in option_fields(choice.kind) if f.encode_name == name)
     if bound.is_range and bound.durations:
         return plain(_draw_ms(bound, rng, ttl), field.type)
     value = bound.draw(rng, ttl)
