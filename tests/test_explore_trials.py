@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from lockharness.checker.views import Exposure, FaultExposure
+from lockharness.checker import Exposure, FaultExposure
 from lockharness.core.durations import parse_duration
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultPlan, FaultSpec, TimelineEntry
