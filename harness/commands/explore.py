@@ -53,7 +53,9 @@ def explore_client(ref: str) -> ClientSpec:
 def command(args: argparse.Namespace, console: Console) -> int:
     if args.list_models:
         for name in model_names():
-            console.print("\n".join(model_lines(load_model(name))), highlight=False, soft_wrap=True)
+            # Not markup: a list of choices ("[isolate, ring]") is no rich tag.
+            lines = "\n".join(model_lines(load_model(name)))
+            console.print(lines, markup=False, highlight=False, soft_wrap=True)
         return 0
     if not args.client:
         raise BadInput(

@@ -65,7 +65,9 @@ def _end(text: str) -> End:
     try:
         return End(Fraction(parse_signed_duration(text)), duration=True)
     except ValueError:
-        raise BoundError(f"{text!r} is not a number, a duration or a multiple of ttl") from None
+        raise BoundError(
+            f"{text!r} is not a number, a duration or a multiple of ttl; allowed: {RANGE_FORM}"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,15 @@ from typing import Any
 
 import msgspec
 
-from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultSpec
 from lockharness.harness.explore.bounds import Bound, as_duration
-from lockharness.harness.explore.model import SOME_WORKERS, FaultChoice, FaultModel, is_worker_list
+from lockharness.harness.explore.model import (
+    SOME_WORKERS,
+    FaultChoice,
+    FaultModel,
+    is_worker_list,
+    option_fields,
+)
 from lockharness.harness.scenario.model import Scenario
 
 
@@ -55,7 +60,7 @@ def _holds(bound: Bound, value: Any, field: msgspec.structs.FieldInfo, ttl: int)
 
 
 def _option_problem(choice: FaultChoice, spec: FaultSpec, ttl: int) -> str | None:
-    for field in msgspec.structs.fields(KINDS[spec.kind].Options):
+    for field in option_fields(spec.kind):
         value = getattr(spec.options, field.name)
         bound = choice.options.get(field.encode_name)
         if bound is None:

@@ -217,9 +217,15 @@ def _restart_delay(value: Any, path: str) -> dict[str, End]:
     return delays
 
 
+@functools.cache
+def option_fields(kind: str) -> tuple[msgspec.structs.FieldInfo, ...]:
+    """The fields of the kind's Options, read once: msgspec evaluates their annotations
+    anew at each call, which costs more than drawing a whole trial."""
+    return msgspec.structs.fields(KINDS[kind].Options)
+
+
 def _option_field(kind: str, name: str, path: str) -> msgspec.structs.FieldInfo:
-    options = KINDS[kind].Options
-    fields = {f.encode_name: f for f in msgspec.structs.fields(options)}
+    fields = {f.encode_name: f for f in option_fields(kind)}
     if name not in fields:
         names = ", ".join(fields) or "none"
         raise Invalid(path, f"is not an option of {kind}; allowed: {names}")
@@ -272,9 +278,10 @@ def _fault_choice(value: Any, path: str) -> FaultChoice:
     kind = entry.get("kind")
     if kind not in KINDS or KINDS[kind].replicated_only:
         kinds = ", ".join(k for k, c in KINDS.items() if not c.replicated_only)
-        raise Invalid(
-            f"{path}.kind", f"{kind!r} is not a fault kind explore draws; allowed: {kinds}"
-        )
+        why = "is not a fault kind explore draws"
+        if kind in KINDS:  # say why, or the user looks for a typo
+            why = "needs a replicated cluster, and explore draws independent masters"
+        raise Invalid(f"{path}.kind", f"{kind!r} {why}; allowed: {kinds}")
     cls = KINDS[kind]
     words = (
         WORKER_TARGETS
@@ -301,9 +308,7 @@ def _fault_choice(value: Any, path: str) -> FaultChoice:
     for name in options:
         _check_option(kind, name, options, f"{path}.options.{name}")
     missing = [
-        f.encode_name
-        for f in msgspec.structs.fields(cls.Options)
-        if f.required and f.encode_name not in options
+        f.encode_name for f in option_fields(kind) if f.required and f.encode_name not in options
     ]
     if missing:
         raise Invalid(

@@ -12,17 +12,21 @@ file could not break.
 from __future__ import annotations
 
 import copy
+import math
 import random
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from lockharness.core.durations import format_duration
 from lockharness.core.typed_input import Invalid, plain
-from lockharness.faults.registry import KINDS
 from lockharness.harness.explore.bounds import Bound, as_duration
-from lockharness.harness.explore.model import SOME_WORKERS, FaultChoice, FaultModel, is_worker_list
+from lockharness.harness.explore.model import (
+    SOME_WORKERS,
+    FaultChoice,
+    FaultModel,
+    is_worker_list,
+    option_fields,
+)
 from lockharness.harness.scenario.model import Scenario
 from lockharness.harness.scenario.read import read_scenario
 from lockharness.workloads.client_doc import ClientSpec, client_to_plain
@@ -58,6 +62,19 @@ def trial_name(number: int) -> str:
 
 def _whole_ms(ns: int) -> int:
     return max(_MS, ns // _MS * _MS)
+
+
+def _draw_ms(bound: Bound, rng: random.Random, ttl: int, least: int = 0) -> int:
+    """A duration ``bound`` allows at ``ttl``, of at least ``least`` ns: whole ms where the
+    range holds any (Toxiproxy and Redis take no finer), so that rounding never leaves the
+    range (a TTL-relative end need not fall on a whole ms)."""
+    if not bound.is_range:
+        return as_duration(bound.draw(rng, ttl))
+    lo, hi = bound.span(ttl)
+    a, b = max(math.ceil(lo / _MS), math.ceil(least / _MS)), math.floor(hi / _MS)
+    if a > b:
+        return max(least, int(bound.draw(rng, ttl)))
+    return rng.randint(a, b) * _MS
 
 
 def _ttl(model: FaultModel, client: ClientSpec, rng: random.Random) -> int:
@@ -111,15 +128,13 @@ def _workload(
 def _value(
     choice: FaultChoice, name: str, bound: Bound, rng: random.Random, ttl: int, workers: int
 ) -> Any:
-    field = next(
-        f for f in msgspec.structs.fields(KINDS[choice.kind].Options) if f.encode_name == name
-    )
+    field = next(f for f in option_fields(choice.kind) if f.encode_name == name)
+    if bound.is_range and bound.durations:
+        return plain(_draw_ms(bound, rng, ttl), field.type)
     value = bound.draw(rng, ttl)
     if value == SOME_WORKERS and is_worker_list(field):
         chosen = rng.sample(range(1, workers + 1), rng.randint(1, workers))
         return [f"w{w}" for w in sorted(chosen)]
-    if bound.is_range and bound.durations:  # whole ms: Toxiproxy and Redis take no finer
-        return plain(int(value) // _MS * _MS, field.type)
     return value
 
 
@@ -137,13 +152,16 @@ def _fault(
         name: _value(choice, name, bound, rng, ttl, workers)
         for name, bound in choice.options.items()
     }
-    _time(entry, choice, rng, run)
+    _time(entry, choice, rng, run, ttl)
     return entry
 
 
-def _time(entry: dict[str, Any], choice: FaultChoice, rng: random.Random, run: int) -> None:
-    """When the entry occurs and for how long: once, or periodically."""
-    length = _whole_ms(as_duration(choice.duration.draw(rng)))
+def _time(
+    entry: dict[str, Any], choice: FaultChoice, rng: random.Random, run: int, ttl: int
+) -> None:
+    """When the entry occurs and for how long (at the trial's TTL, which the bound's ends
+    may follow; 1 ms at least, as a scenario's fault lasts): once, or periodically."""
+    length = _draw_ms(choice.duration, rng, ttl, least=_MS)
     latest = max(_EDGE_NS, run - _EDGE_NS)
     entry["duration"] = format_duration(length)
     entry["start_after"] = format_duration(_whole_ms(rng.randint(_EDGE_NS, latest)))
@@ -255,7 +273,7 @@ def _mutate(
     choice = _choice_of(model, entry)
     run, ttl = as_duration(doc["duration"]), as_duration(doc["workload"]["ttl"])
     if kind == "retime":
-        _time(entry, choice, rng, run)
+        _time(entry, choice, rng, run, ttl)
         return f"{entry['name']} retimed"
     if kind == "options" and choice.options:
         name = rng.choice(list(choice.options))
