@@ -248,6 +248,15 @@ BAD_MODELS = {
         f"description: d\nrun: {{duration: 10s..4s}}\n{FAULT}",
         ["run.duration", "'10s..4s' has its low end above its high end", "allowed: a value"],
     ),
+    "a range upside down at the shortest TTL": (
+        "description: d\nworkload: {ttl: 100ms..2s}\n"
+        "faults: [{kind: latency, options: {latency: 150ms..0.1ttl}}]\n",
+        ["faults[0].options.latency", "low end above its high end at a TTL of 100 ms"],
+    ),
+    "a fault of no length": (
+        "description: d\nfaults: [{kind: pause, duration: 0ms}]\n",
+        ["faults[0].duration", "allowed: a length above 0"],
+    ),
     "nodes 0": (
         f"description: d\ncluster: {{nodes: 0}}\n{FAULT}",
         ["cluster.nodes", "0 goes outside 1..15", "allowed: whole numbers from 1 to 15"],

@@ -356,7 +356,7 @@ def read_model(data: Any, source: str, stem: str) -> FaultModel:
     ):
         raise Invalid("workload.nesting", f"{nesting.shown()}; allowed: chances from 0 to 1")
     ttl = _durations(_bound(workload["ttl"], "workload.ttl"), "workload.ttl", ttl_relative=False)
-    return FaultModel(
+    model = FaultModel(
         name=name,
         description=" ".join(description.split()),
         source=source,
@@ -378,6 +378,34 @@ def read_model(data: Any, source: str, stem: str) -> FaultModel:
         nesting=nesting,
         faults=tuple(_fault_choice(f, f"faults[{i}]") for i, f in enumerate(faults)),
     )
+    _ranges_hold_at_every_ttl(model)
+    return model
+
+
+def _ranges_hold_at_every_ttl(model: FaultModel) -> None:
+    """A range with a TTL-relative end stays a range (low end at or below the high one) at
+    the model's shortest and longest TTL, and a fault's length stays above 0."""
+    ttls = (
+        [int(end) for end in model.ttl.span(0)] if model.ttl.is_range else list(model.ttl.choices)
+    )
+    bounds = [("workload.hold", model.hold)]
+    for i, choice in enumerate(model.faults):
+        bounds.append((f"faults[{i}].duration", choice.duration))
+        bounds += [(f"faults[{i}].options.{n}", b) for n, b in choice.options.items()]
+    for path, bound in bounds:
+        if not bound.is_range:
+            continue
+        for ttl in ttls:
+            lo, hi = bound.span(ttl)
+            if lo > hi:
+                raise Invalid(
+                    path,
+                    f"{bound.shown()} has its low end above its high end at a TTL of "
+                    f"{ttl // 1_000_000} ms; allowed: ends in order at every TTL of "
+                    f"workload.ttl ({model.ttl.shown()})",
+                )
+            if path.endswith("].duration") and hi <= 0:
+                raise Invalid(path, f"{bound.shown()}: a fault lasts; allowed: a length above 0")
 
 
 # ---- named models and files ---------------------------------------------------------------
