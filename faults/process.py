@@ -181,7 +181,9 @@ class ClientKill(_WorkerFault):
     kind = "client-kill"
     summary = (
         "SIGKILL worker processes: their clients die holding what they hold; the run goes on "
-        "without them (an intended death, not an abort). Targets as `client-pause`"
+        "without them (an intended death, not an abort). The death is in the history "
+        "(`died`): a dead client leaves the resource, and its lock stays in Redis until its "
+        "TTL expires. Targets as `client-pause`"
     )
     legend = "worker killed"
 
