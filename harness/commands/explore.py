@@ -106,15 +106,6 @@ def command(args: argparse.Namespace, console: Console) -> int:
     record = Explorer(request, directory, binaries, console).run()
     console.print(record.verdict_line(), highlight=False, soft_wrap=True)
     for v in record.violations:
-        head = f"  violation {v.number}: {v.trial}, its replay failed {v.replays_hit} of "
-        head += str(v.replays_run)
-        if v.minimal is None:
-            tail = f"; {v.shrink_stopped or 'not shrunk'} → lockharness run {v.replay}"
-        else:
-            tail = (
-                f"; minimal: {v.minimal_faults} fault(s), failed {v.minimal_hit} of "
-                f"{v.minimal_run} → lockharness run {v.minimal}"
-            )
-        console.print(head + tail, highlight=False, soft_wrap=True)
+        console.print(f"  {v.line()}", highlight=False, soft_wrap=True)
     console.print(f"  report: {directory / INDEX_HTML}", highlight=False)
     return record.exit_code

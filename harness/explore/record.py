@@ -68,6 +68,18 @@ class ViolationRecord:
     def replay(self) -> str:
         return f"{self.directory}/{REPLAY}"
 
+    def line(self) -> str:
+        """As `lockharness explore` prints it: where it came from, how it replays, and the
+        command that runs its reproducer."""
+        head = f"violation {self.number}: {self.trial}, its replay failed {self.replays_hit} of "
+        head += str(self.replays_run)
+        if self.minimal is None:
+            return f"{head}; {self.shrink_stopped or 'not shrunk'} → lockharness run {self.replay}"
+        return (
+            f"{head}; minimal: {self.minimal_faults} fault(s), failed {self.minimal_hit} of "
+            f"{self.minimal_run} → lockharness run {self.minimal}"
+        )
+
     def reproducible(self, m: int) -> bool:
         """Its replay failed at least m times: a violation worth shrinking, and one that
         counts toward `--violations` (a rarer one is kept, and exploring goes on)."""

@@ -22,7 +22,7 @@ from lockharness.core.typed_input import Invalid
 from lockharness.harness.backends import check_backend
 from lockharness.harness.explore.campaign import Explorer, ExploreRequest, explore_directory
 from lockharness.harness.explore.model import FaultModel, load_model, model_names
-from lockharness.harness.explore.record import ExploreRecord, ViolationRecord
+from lockharness.harness.explore.record import ExploreRecord
 from lockharness.harness.explore.report import INDEX_HTML
 from lockharness.harness.pytest_plugin.clients import client_doc
 from lockharness.harness.pytest_plugin.explore_result import ExploreResult
@@ -181,19 +181,6 @@ def _verdict(record: ExploreRecord) -> str:
     return "unknown" if record.interrupted or record.too_unknown else "valid"
 
 
-def _violation_line(v: ViolationRecord) -> str:
-    """As `lockharness explore` prints a violation."""
-    faults = v.original_faults if v.minimal_faults is None else v.minimal_faults
-    if v.minimal is not None:
-        shrunk = f"minimal: {faults} fault(s), failed {v.minimal_hit} of {v.minimal_run}"
-    else:
-        shrunk = "not shrunk"
-    return (
-        f"violation {v.number}: {v.trial}, replay failed {v.replays_hit} of {v.replays_run}; "
-        f"{shrunk} → lockharness run {v.minimal or Path(v.directory) / RunDir.REPLAY}"
-    )
-
-
 def _first_witness(run_dir: Path) -> CheckResult | None:
     """The run's result, as its results.json has it (None: unreadable, or no witness)."""
     try:
@@ -207,7 +194,7 @@ def explore_result(record: ExploreRecord) -> ExploreResult:
     directory = Path(record.directory)
     violations = tuple(record.violations)
     first = violations[0] if violations else None
-    lines = [record.verdict_line(), *(f"  {_violation_line(v)}" for v in violations)]
+    lines = [record.verdict_line(), *(f"  {v.line()}" for v in violations)]
     lines.append(f"  report: {directory / INDEX_HTML}")
     minimal = minimal_path = replay = reproduced = None
     witness_run: Path | None = None
