@@ -91,3 +91,24 @@ def test_ctrl_c_stops_explore_with_its_report_and_nothing_running(tmp_path: Path
     _, report = _report(store)
     assert report["interrupted"] is True and report["exit_code"] == 130
     wait_for(lambda: not any(pid_alive(p) for p in pids), 5, "the trial's processes to stop")
+
+
+def test_every_client_kind_explores(tmp_path: Path) -> None:
+    """A plug-in class and a program in any language, each given to --client as a YAML
+    file whose client: says it as a scenario would, run a trial each (the built-ins run
+    above): exit 0 (none found) or 1, never bad input or an error."""
+    program = tmp_path / "program-client.yaml"
+    tiny = REPO / "tests" / "programs" / "tiny_lock.py"
+    program.write_text(f"client: {{command: [{sys.executable}, {tiny}]}}\n")
+    plugin = REPO / "examples" / "plugin" / "my-lock.yaml"  # client: {class: my_lock:MyLock}
+    for client in (program, plugin):
+        store = tmp_path / f"store-{client.stem}"
+        flags = ["--model", str(MODEL), "--trials", "1", "--seed", "2", "--store", str(store)]
+        flags += ["--no-shrink", "--replays", "1", "--reproduce", "1"]
+        done = lockharness("explore", "--client", str(client), *flags, cwd=tmp_path, timeout=200)
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        _, report = _report(store)
+        (trial,) = report["trials"]
+        assert trial["verdict"] != "unknown", trial
+        scenario = load_scenario(Path(trial["run_dir"]) / "scenario.yaml")
+        assert scenario.client.command or scenario.client.plugin
