@@ -124,7 +124,7 @@ bench-compose: setup images
 	$(BIN)/python -m bench.compose_bringup
 
 bench-quick: setup compose-ready
-	$(BIN)/python -m bench --seeds 2
+	$(BIN)/python -m bench --seeds 2 --explore 2m
 
 # mypy reads the package through a tree of links, .tools/typecheck/lockharness (pyproject.toml):
 # the editable install maps lockharness.<folder> to the folders by an import hook it cannot see.

@@ -3,7 +3,10 @@ duration, then every built-in fault scenario over N seeds (default 10; about 50 
 and as long again for a replay of each invalid run of an expected-invalid one), with the
 exposure of the expected-valid ones; then, when a Docker engine answers, the Compose
 backend beside the local one: its bring-up, and the expected-invalid scenarios over the
-same seeds (about 55 minutes more); one table of figures on stdout.
+same seeds (about 55 minutes more); then `lockharness explore` (bench.explore: each unsafe
+client under a model it does not survive, --explore per client, default 10 minutes, and
+each correct one under its own model for twice that: about 1.5 hours more); one table of
+figures on stdout.
 
 Progress goes to stderr as each part runs; nothing is written into the repository.
 Exit code 0 when every target is met, 1 otherwise (as bench.checker_bench does).
@@ -24,12 +27,14 @@ from bench import (
     bringup,
     checker_bench,
     compose_bringup,
+    explore,
     exposure,
     failover,
     fault_delays,
     scenarios,
     throughput,
 )
+from lockharness.core.durations import parse_duration
 from lockharness.core.errors import BadInput
 
 Row = tuple[str, str, str]  # figure, value, note
@@ -151,6 +156,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--seeds", type=int, default=10, help="seeds per fault scenario")
     parser.add_argument(
+        "--explore",
+        default="10m",
+        metavar="BUDGET",
+        help="explore budget per unsafe client (correct ones: twice it); 0s: skip exploring",
+    )
+    parser.add_argument(
         "--no-replay",
         dest="replay",
         action="store_false",
@@ -176,6 +187,11 @@ def main() -> int:
     print(f"bench: fault scenarios x {seeds} seeds ...", file=sys.stderr, flush=True)
     sc = scenarios.run(seeds, replay=args.replay)
     compose = _compose(seeds)
+    budget = parse_duration(args.explore)
+    ex = None
+    if budget:
+        print(f"bench: explore, {args.explore} per unsafe client ...", file=sys.stderr, flush=True)
+        ex = explore.measure(budget, 2 * budget, seed=1, only=set())
     # ru_maxrss is in KiB on Linux; this process ran the harness controller for every run.
     own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = [
@@ -204,6 +220,11 @@ def main() -> int:
     print(_table(exposure.rows(sc, valid_only=True)))
     print()
     compose_ok = _print_compose(compose, sc)
+    if ex is not None:
+        print()
+        print("explore: unsafe clients not told what breaks them; correct ones under their model:")
+        print(_table(explore.rows(ex)))
+    explore_ok = ex is None or all(r["met"] for r in ex["unsafe"] + ex["correct"])
     checker_ok = all(r["met"] for r in ck)
     delays_ok = all(statistics.median(d) < fault_delays.TARGET_MS for d in fd["delays_ms"].values())
     scenarios_ok = all(
@@ -221,6 +242,7 @@ def main() -> int:
         scenarios_ok,
         exposure_ok,
         compose_ok,
+        explore_ok,
     )
     return 0 if all(targets) else 1
 
