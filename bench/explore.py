@@ -7,7 +7,8 @@ Each correct client is explored under the model it claims (20 minutes each): no 
 may come out. Trials per minute are of trial time (replays and shrinking left out).
 
 Each exploration is the real CLI in its own process, into a store under a temporary
-directory; the figures are read from its report.json. Exit 0 when every target is met:
+directory (kept, and named on stderr); the figures are read from its report.json. Exit 0
+when every target is met:
 each unsafe client found and shrunk to at most 3 faults failing at least 3 of 5, each
 correct one with no violation.
 """
@@ -90,19 +91,18 @@ def correct_row(client: str, model: str, report: dict[str, Any]) -> dict[str, An
 
 def measure(budget_ns: int, correct_ns: int, seed: int, only: set[str]) -> dict[str, Any]:
     unsafe, correct = [], []
-    with tempfile.TemporaryDirectory(prefix="bench-explore-") as tmp:
-        for i, (client, model) in enumerate(UNSAFE):
-            if not only or client in only:
-                store = Path(tmp) / f"unsafe-{i}"
-                report = explore(client, model, budget_ns, seed, store)
-                unsafe.append(unsafe_row(client, model, report))
-        for i, (client, model) in enumerate(CORRECT):
-            if not only or f"{client}@{model}" in only:
-                store = Path(tmp) / f"correct-{i}"
-                correct.append(
-                    correct_row(client, model, explore(client, model, correct_ns, seed, store))
-                )
-    return {"unsafe": unsafe, "correct": correct}
+    # Kept: the minimal scenarios and reports are what a reader checks the figures against.
+    tmp = tempfile.mkdtemp(prefix="bench-explore-")
+    print(f"bench.explore: the explorations go to {tmp}", file=sys.stderr)
+    for i, (client, model) in enumerate(UNSAFE):
+        if not only or client in only:
+            report = explore(client, model, budget_ns, seed, Path(tmp) / f"unsafe-{i}")
+            unsafe.append(unsafe_row(client, model, report))
+    for i, (client, model) in enumerate(CORRECT):
+        if not only or f"{client}@{model}" in only:
+            report = explore(client, model, correct_ns, seed, Path(tmp) / f"correct-{i}")
+            correct.append(correct_row(client, model, report))
+    return {"unsafe": unsafe, "correct": correct, "directory": tmp}
 
 
 def rows(figures: dict[str, Any]) -> list[tuple[str, str, str]]:
