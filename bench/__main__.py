@@ -191,7 +191,7 @@ def main() -> int:
     ex = None
     if budget:
         print(f"bench: explore, {args.explore} per unsafe client ...", file=sys.stderr, flush=True)
-        ex = explore.measure(budget, 2 * budget, seed=1, only=set())
+        ex = explore.measure(budget, 2 * budget, seeds=[1, 2, 3], only=set())
     # ru_maxrss is in KiB on Linux; this process ran the harness controller for every run.
     own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = [

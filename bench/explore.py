@@ -1,8 +1,9 @@
 """`python -m bench.explore`: what `lockharness explore` finds, and how fast.
 
 Not told which scenario breaks them, each unsafe client is explored under a model it does
-not survive (a 10-minute budget each, by default): the time to its first violation, the
-replay's reproduction, how long shrinking took and the minimal scenario's size and rate.
+not survive (a 10-minute budget each, with 3 seeds by default): the median time to its
+first violation, the replay's reproduction, how long shrinking took and the minimal
+scenario's size and rate.
 Each correct client is explored under the model it claims (20 minutes each): no violation
 may come out. Trials per minute are of trial time (replays and shrinking left out).
 
@@ -89,38 +90,51 @@ def correct_row(client: str, model: str, report: dict[str, Any]) -> dict[str, An
     }
 
 
-def measure(budget_ns: int, correct_ns: int, seed: int, only: set[str]) -> dict[str, Any]:
+def measure(budget_ns: int, correct_ns: int, seeds: list[int], only: set[str]) -> dict[str, Any]:
+    """Each unsafe client explored once per seed, each correct one with the first seed."""
     unsafe, correct = [], []
     # Kept: the minimal scenarios and reports are what a reader checks the figures against.
     tmp = tempfile.mkdtemp(prefix="bench-explore-")
     print(f"bench.explore: the explorations go to {tmp}", file=sys.stderr)
     for i, (client, model) in enumerate(UNSAFE):
-        if not only or client in only:
-            report = explore(client, model, budget_ns, seed, Path(tmp) / f"unsafe-{i}")
-            unsafe.append(unsafe_row(client, model, report))
+        for seed in seeds if not only or client in only else ():
+            report = explore(client, model, budget_ns, seed, Path(tmp) / f"unsafe-{i}-{seed}")
+            unsafe.append(unsafe_row(client, model, report) | {"seed": seed})
     for i, (client, model) in enumerate(CORRECT):
         if not only or f"{client}@{model}" in only:
-            report = explore(client, model, correct_ns, seed, Path(tmp) / f"correct-{i}")
+            report = explore(client, model, correct_ns, seeds[0], Path(tmp) / f"correct-{i}")
             correct.append(correct_row(client, model, report))
     return {"unsafe": unsafe, "correct": correct, "directory": tmp}
 
 
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.0f} s" if values else "-"
+
+
 def rows(figures: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(figure, value, note) rows for bench's table."""
+    """(figure, value, note) rows for bench's table: per unsafe client, the median over its
+    seeds of the time to the first violation and of the shrink time."""
     out = []
+    by_client: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in figures["unsafe"]:
-        after = r["first_violation_after_s"]
-        value = "not found" if after is None else f"{after:.0f} s"
+        by_client.setdefault((r["client"], r["model"]), []).append(r)
+    for (client, model), runs in by_client.items():
+        found = [
+            r["first_violation_after_s"] for r in runs if r["first_violation_after_s"] is not None
+        ]
+        shrunk = [r for r in runs if r["shrink_s"] is not None]
+        trials = sum(r["trials"] for r in runs)
         note = (
-            f"{r['trials']} trials ({r['trials_per_minute']:.1f}/min); replay {r['replay']}; "
-            f"shrunk {r['faults']} faults in {r['shrink_s']} s, failing {r['minimal_rate']}; "
-            f"target {'met' if r['met'] else 'NOT met'}"
+            f"found {len(found)} of {len(runs)} seed(s); {trials} trials "
+            f"({statistics.median(r['trials_per_minute'] for r in runs):.1f}/min); replays "
+            f"{', '.join(r['replay'] for r in runs)}; "
+            f"shrink {_median([r['shrink_s'] for r in shrunk])}"
+            f" to {', '.join(r['faults'] for r in runs)} faults, failing "
+            f"{', '.join(r['minimal_rate'] for r in runs)}; target "
+            f"{'met' if all(r['met'] for r in runs) else 'NOT met'}"
         )
-        out.append((f"explore {r['client']} under {r['model']}: first violation", value, note))
-    found = [r["first_violation_after_s"] for r in figures["unsafe"]]
-    if found and None not in found:
         out.append(
-            ("explore: median time to first violation", f"{statistics.median(found):.0f} s", "")
+            (f"explore {client} under {model}: first violation (median)", _median(found), note)
         )
     for r in figures["correct"]:
         note = f"{r['trials']} trials ({r['trials_per_minute']:.1f}/min), {r['unknown']} unknown"
@@ -135,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.explore", description=__doc__)
     parser.add_argument("--budget", default="10m", help="per unsafe client (default 10m)")
     parser.add_argument("--correct-budget", default="20m", help="per correct client (default 20m)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=3, help="explorations per unsafe client")
     parser.add_argument(
         "--only", default="", help="clients (or client@model for correct ones), a,b"
     )
@@ -143,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = {part for part in args.only.split(",") if part}
     figures = measure(
-        parse_duration(args.budget), parse_duration(args.correct_budget), args.seed, only
+        parse_duration(args.budget),
+        parse_duration(args.correct_budget),
+        list(range(1, args.seeds + 1)),
+        only,
     )
     for figure, value, note in rows(figures):
         print(f"{figure:55} {value:>10}  {note}")
