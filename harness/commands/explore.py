@@ -13,9 +13,10 @@ from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.harness.backends import check_backend
 from lockharness.harness.commands.common import find_binaries, warn_leftovers
-from lockharness.harness.explore.campaign import Explorer, ExploreRequest, explore_directory
+from lockharness.harness.explore.campaign import Explorer, explore_directory
 from lockharness.harness.explore.model import load_model, model_lines, model_names
 from lockharness.harness.explore.report import INDEX_HTML
+from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.scenario import ClientDoc, ClientSpec
 from lockharness.harness.scenario.model import ClusterSpec
 from lockharness.harness.store import check_store

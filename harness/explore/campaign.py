@@ -1,16 +1,13 @@
 """The exploration loop: trials drawn fresh or mutated from the corpus until the budget,
-each an ordinary run; on a violation, the trial's replay run k times and the replay shrunk
-to a minimal scenario (harness/explore/shrink.py). Ctrl-C stops it cleanly: the report is
-written with what was found.
+each an ordinary run; a violation goes to harness/explore/violation.py (replayed, shrunk).
+Ctrl-C stops it cleanly: the report is written with what was found.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import random
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,45 +17,23 @@ from rich.console import Console
 
 from lockharness.checker import Verdict
 from lockharness.core.interrupts import shielded
-from lockharness.core.run_dir import RunDir
 from lockharness.harness.binaries import Binaries
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import FaultModel
 from lockharness.harness.explore.progress import ExploreProgress
 from lockharness.harness.explore.record import (
-    MINIMAL,
-    ORIGINAL,
     ExploreRecord,
-    StepRecord,
     TrialRecord,
-    ViolationRecord,
 )
 from lockharness.harness.explore.report import write_report
-from lockharness.harness.explore.reproduce import Reproduction, reproduce
 from lockharness.harness.explore.reproduce import RunOutcome as RunResult
-from lockharness.harness.explore.shrink import shrink
+from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.explore.trial import Trial, draw, mutate
+from lockharness.harness.explore.violation import Violations
 from lockharness.harness.runner import RunOutcome, run_scenario
-from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
-from lockharness.workloads.client_doc import ClientSpec
+from lockharness.harness.scenario import Scenario
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
-
-
-@dataclass(frozen=True)
-class ExploreRequest:
-    client: ClientSpec
-    model: FaultModel
-    seed: int
-    budget_ns: int | None = None  # for exploring; each violation's shrinking has its own
-    trials: int | None = None
-    shrink: bool = True
-    k: int = 5
-    m: int = 3
-    shrink_budget_ns: int = 10 * 60 * 1_000_000_000
-    max_violations: int = 1  # stop exploring once this many are found (and shrunk)
-    backend: str | None = None
 
 
 @dataclass
@@ -176,6 +151,15 @@ class Explorer:
     def run(self) -> ExploreRecord:
         try:
             with ExploreProgress(self.console, self.record, self._left_s) as progress:
+                violations = Violations(
+                    self.request,
+                    self.directory,
+                    self.record,
+                    self._run_once,
+                    progress,
+                    self._stopping,
+                    self._t0,
+                )
                 number = 0
                 while (why := self._why_stop()) is None:
                     number += 1
@@ -183,11 +167,11 @@ class Explorer:
                     self.trials[trial.name] = trial
                     progress.started(trial)
                     outcome = self._run(trial.scenario, self.directory)
-                    entry = self._record_trial(trial, outcome, progress)
+                    self._record_trial(trial, outcome, progress)
                     if outcome.interrupted:
                         continue
                     if outcome.result.verdict is Verdict.INVALID:
-                        self._violation(trial, entry, outcome, progress)
+                        violations.found(trial, outcome)
                 self.record.stopped = why
         except KeyboardInterrupt:  # between runs
             self._interrupted = True
@@ -228,162 +212,5 @@ class Explorer:
         progress.finished(entry)
         return entry
 
-    # ---- a violation: replay, shrink ---------------------------------------------------------
-
-    def _violation(
-        self, trial: Trial, entry: TrialRecord, outcome: RunOutcome, progress: ExploreProgress
-    ) -> None:
-        number = len(self.record.violations) + 1
-        folder = self.directory / f"violation-{number}"
-        folder.mkdir()
-        run_dir = RunDir(outcome.run_dir)
-        shutil.copyfile(run_dir.scenario, folder / ORIGINAL)
-        first = outcome.result.first_violation_ns
-        violation = ViolationRecord(
-            number=number,
-            trial=trial.name,
-            directory=str(folder),
-            first_violation_s=None if first is None else first / 1e9,
-            original_faults=0,
-            found_after_s=round(time.monotonic() - self._t0, 1),
-        )
-        self.record.violations.append(violation)
-        if not run_dir.replay.is_file():
-            progress.note(
-                f"violation {number}: {trial.name} wrote no {RunDir.REPLAY}; not replayed"
-            )
-            return
-        shutil.copyfile(run_dir.replay, violation.replay)
-        replay = load_scenario(violation.replay)
-        violation.original_faults = len(replay.faults.timeline)
-        run_once = self._run_once(folder / "replays")
-        progress.note(f"violation {number} in {trial.name}: replaying it {self.request.k} times")
-        replays = reproduce(
-            replay,
-            self._counted(run_once, progress, f"violation {number}: replay"),
-            self.request.k,
-            self.request.m,
-            stop_early=False,  # the rate a reader trusts: k whole runs
-            should_stop=self._stopping,
-        )
-        violation.replays_run, violation.replays_hit = replays.runs, replays.hits
-        violation.replay_runs = [str(d) for d in replays.run_dirs]
-        progress.note(
-            f"violation {number}: replay reproduced {violation.replays_hit} "
-            f"of {violation.replays_run}"
-        )
-        if not replays.reproduced:
-            violation.shrink_stopped = (
-                f"not shrunk: its replay failed {replays.hits} of {replays.runs} runs, and a "
-                f"shrinking step needs {self.request.m}"
-            )
-            progress.note(f"violation {number}: {violation.shrink_stopped}; exploring on")
-            return
-        if not self.request.shrink or self._interrupted:
-            return
-        self._shrink(replay, replays, violation, first, folder, progress)
-
     def _stopping(self) -> str | None:
         return "interrupted (Ctrl-C)" if self._interrupted else None
-
-    def _counted(
-        self, run_once: Callable[[Scenario], RunResult], progress: ExploreProgress, doing: str
-    ) -> Callable[[Scenario], RunResult]:
-        count = iter(range(1, 10_000))
-
-        def counted(s: Scenario) -> RunResult:
-            progress.phase(f"{doing}, run {next(count)}")
-            return run_once(s)
-
-        return counted
-
-    def _shrink(
-        self,
-        replay: Scenario,
-        replays: Reproduction,
-        violation: ViolationRecord,
-        first: int | None,
-        folder: Path,
-        progress: ExploreProgress,
-    ) -> None:
-        t0 = time.monotonic()
-        budget_s = self.request.shrink_budget_ns / 1e9
-
-        def should_stop() -> str | None:
-            if time.monotonic() - t0 > budget_s:
-                return f"shrink budget ({budget_s:g} s) spent"
-            return self._stopping()
-
-        result = shrink(
-            replay,
-            self._counted(
-                self._run_once(folder / "shrink"),
-                progress,
-                f"violation {violation.number}: shrinking",
-            ),
-            k=self.request.k,
-            m=self.request.m,
-            first_violation_ns=first,
-            reproduction=replays,
-            fits=lambda s: not outside(self.request.model, s),
-            should_stop=should_stop,
-        )
-        violation.shrink_s = round(time.monotonic() - t0, 1)
-        violation.shrink_stopped = result.stopped
-        violation.steps = [
-            StepRecord(s.what, s.accepted, s.reproduction.hits, s.reproduction.runs, s.size)
-            for s in result.steps
-        ]
-        minimal = dataclasses.replace(
-            result.scenario,
-            name=f"violation-{violation.number}-minimal",
-            description=_minimal_description(violation, result.reproduction, self.record),
-            source="",
-        )
-        (folder / MINIMAL).write_text(to_yaml(minimal))
-        violation.minimal = str(folder / MINIMAL)
-        violation.minimal_faults = len(minimal.faults.timeline)
-        # The shrinker stops a candidate's runs as soon as it knows; the rate a reader
-        # trusts is of k whole runs of the file as written.
-        final = reproduce(
-            minimal,
-            self._counted(
-                self._run_once(folder / "minimal-runs"),
-                progress,
-                f"violation {violation.number}: the minimal scenario",
-            ),
-            self.request.k,
-            self.request.m,
-            stop_early=False,
-            should_stop=self._stopping,
-        )
-        violation.minimal_hit, violation.minimal_run = final.hits, final.runs
-        witnesses = [d for d in final.run_dirs if _invalid(d)]
-        witnesses += [d for d in result.reproduction.run_dirs if _invalid(d)]
-        violation.minimal_witness = str(witnesses[0]) if witnesses else None
-        progress.note(
-            f"violation {violation.number}: shrunk to {violation.minimal_faults} fault(s), "
-            f"{minimal.duration_ns / 1e9:g} s, reproducing {violation.minimal_hit} of "
-            f"{violation.minimal_run} → {violation.minimal}"
-        )
-
-
-def _invalid(run_dir: Path) -> bool:
-    try:
-        verdict = json.loads(RunDir(run_dir).results.read_text())["verdict"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return bool(verdict == "invalid")
-
-
-def _minimal_description(
-    v: ViolationRecord, reproduction: Reproduction, record: ExploreRecord
-) -> str:
-    return (
-        f"A minimal reproducer found by lockharness explore: client {record.client} under the "
-        f"fault model {record.model} (exploration seed {record.seed}). Shrunk from {v.trial} "
-        f"({v.original_faults} fault occurrence(s); its replay failed {v.replays_hit} of "
-        f"{v.replays_run} times) to these faults, which failed {reproduction.hits} of "
-        f"{reproduction.runs} runs. Expect valid: the model is what the lock claims to tolerate, "
-        f"so an invalid verdict here is the lock's bug."
-    )

@@ -20,10 +20,11 @@ from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.core.typed_input import Invalid
 from lockharness.harness.backends import check_backend
-from lockharness.harness.explore.campaign import Explorer, ExploreRequest, explore_directory
+from lockharness.harness.explore.campaign import Explorer, explore_directory
 from lockharness.harness.explore.model import FaultModel, load_model, model_names
 from lockharness.harness.explore.record import ExploreRecord
 from lockharness.harness.explore.report import INDEX_HTML
+from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.pytest_plugin.clients import client_doc
 from lockharness.harness.pytest_plugin.explore_result import ExploreResult
 from lockharness.harness.pytest_plugin.runs import RunPlace

@@ -1,0 +1,24 @@
+"""What an exploration is asked to do: the client, the model, the budget and how to treat
+a violation (the CLI's flags and the pytest fixture's arguments, checked)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockharness.harness.explore.model import FaultModel
+from lockharness.workloads.client_doc import ClientSpec
+
+
+@dataclass(frozen=True)
+class ExploreRequest:
+    client: ClientSpec
+    model: FaultModel
+    seed: int
+    budget_ns: int | None = None  # for exploring; each violation's shrinking has its own
+    trials: int | None = None
+    shrink: bool = True
+    k: int = 5
+    m: int = 3
+    shrink_budget_ns: int = 10 * 60 * 1_000_000_000
+    max_violations: int = 1  # stop exploring once this many are found (and shrunk)
+    backend: str | None = None
