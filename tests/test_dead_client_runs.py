@@ -11,7 +11,8 @@ from lockharness.core.history import DIED, Event, read_history
 from tests.conftest import run, value
 
 
-@pytest.mark.parametrize("seed", ["1", "2"])
+# Seed 2 measured the same (valid, liveness ok); make test keeps one seed per client.
+@pytest.mark.parametrize("seed", ["1", pytest.param("2", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("client", ["single", "redlock"])
 def test_a_ttl_lock_whose_holders_are_killed_is_valid(
     tmp_path: Path, client: str, seed: str

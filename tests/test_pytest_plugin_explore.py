@@ -119,6 +119,7 @@ def test_an_unsafe_lock_fails_with_its_reproducer_and_a_safe_one_passes(
     assert assert_nothing_running(user_pytest.path, output) == len(runs)
 
 
+@pytest.mark.slow  # the CLI's Ctrl-C is in make test (test_explore_e2e); this is the fixture's
 def test_ctrl_c_stops_the_exploration_and_its_runs(user_pytest: pytest.Pytester) -> None:
     user_pytest.makepyfile(
         test_ends="""
