@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from lockharness.cluster.process import pid_alive
+from lockharness.compose.project import project_name
 from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.model import load_model
 from lockharness.harness.scenario import load_scenario
@@ -112,3 +113,21 @@ def test_every_client_kind_explores(tmp_path: Path) -> None:
         assert trial["verdict"] != "unknown", trial
         scenario = load_scenario(Path(trial["run_dir"]) / "scenario.yaml")
         assert scenario.client.command or scenario.client.plugin
+
+
+def test_explore_on_the_compose_backend(tmp_path: Path, docker_engine: None) -> None:
+    """--backend compose: the trial runs in containers, and none is left after it."""
+    store = tmp_path / "store"
+    flags = ["--model", "single-instance", "--trials", "1", "--seed", "5", "--store", str(store)]
+    done = lockharness(
+        "explore", "--client", "single", "--backend", "compose", *flags, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode in (0, 2), done.stdout + done.stderr
+    _, report = _report(store)
+    (trial,) = report["trials"]
+    assert load_scenario(Path(trial["run_dir"]) / "scenario.yaml").backend == "compose"
+    assert trial["verdict"] != "unknown", trial
+    names = subprocess.run(
+        ["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True
+    ).stdout
+    assert project_name(Path(trial["run_dir"])) not in names  # its containers are gone

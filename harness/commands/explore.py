@@ -93,6 +93,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
         shrink_budget_ns=args.shrink_budget,
         max_violations=args.violations,
         backend=backend,
+        redis_image=args.redis_image,
+        toxiproxy_image=args.toxiproxy_image,
     )
     binaries = find_binaries(args)
     check_store(args.store)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 from rich.console import Console
 
 from lockharness.checker import Verdict
@@ -89,8 +90,16 @@ class Explorer:
     # ---- running one scenario ----------------------------------------------------------
 
     def _scenario(self, s: Scenario) -> Scenario:
-        if self.request.backend is not None:
-            s = dataclasses.replace(s, backend=self.request.backend)
+        r = self.request
+        if r.backend is not None:
+            s = dataclasses.replace(s, backend=r.backend)
+        if r.redis_image or r.toxiproxy_image:
+            cluster = msgspec.structs.replace(
+                s.cluster,
+                redis_image=r.redis_image or s.cluster.redis_image,
+                toxiproxy_image=r.toxiproxy_image or s.cluster.toxiproxy_image,
+            )
+            s = dataclasses.replace(s, cluster=cluster)
         problems = outside(self.request.model, s)
         if problems:  # never injected: a bug of the explorer, said loudly
             raise AssertionError(f"{s.name} is outside model {self.request.model.name}: {problems}")

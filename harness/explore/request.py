@@ -22,3 +22,5 @@ class ExploreRequest:
     shrink_budget_ns: int = 10 * 60 * 1_000_000_000
     max_violations: int = 1  # stop exploring once this many are found (and shrunk)
     backend: str | None = None
+    redis_image: str | None = None  # the Compose backend's images (None: the scenario's)
+    toxiproxy_image: str | None = None
