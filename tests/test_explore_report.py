@@ -263,3 +263,18 @@ def test_a_violation_not_yet_shrunk_links_its_replay_only(tmp_path: Path) -> Non
     assert "not shrunk" in page and "(none)" in page
     assert f"lockharness run {folder / 'replay.yaml'}" in page
     assert_links_resolve(home)
+
+
+# ---- which violations stop the exploration -------------------------------------------------
+
+
+def test_a_violation_settles_only_when_its_reproducer_fails_m_of_k(tmp_path: Path) -> None:
+    v = violation(tmp_path)
+    v.replays_hit, v.replays_run = 2, 5
+    assert not v.reproducible(3) and not v.settled(3)  # too rare to shrink
+    v.replays_hit = 4
+    assert v.reproducible(3) and v.settled(3)  # not shrunk (--no-shrink): the replay counts
+    v.minimal, v.minimal_hit, v.minimal_run = str(tmp_path / "minimal.yaml"), 1, 5
+    assert not v.settled(3)  # shrinking made the race rarer: exploring goes on
+    v.minimal_hit = 3
+    assert v.settled(3)

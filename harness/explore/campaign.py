@@ -139,7 +139,7 @@ class Explorer:
     def _why_stop(self) -> str | None:
         if self._interrupted:
             return "interrupted (Ctrl-C)"
-        found = [v for v in self.record.violations if v.reproducible(self.request.m)]
+        found = [v for v in self.record.violations if v.settled(self.request.m)]
         if len(found) >= self.request.max_violations:
             return f"{len(found)} violation(s) found that replay"
         if self.request.trials is not None and len(self.record.trials) >= self.request.trials:

@@ -81,9 +81,16 @@ class ViolationRecord:
         )
 
     def reproducible(self, m: int) -> bool:
-        """Its replay failed at least m times: a violation worth shrinking, and one that
-        counts toward `--violations` (a rarer one is kept, and exploring goes on)."""
+        """Its replay failed at least m times: a violation worth shrinking."""
         return self.replays_hit >= m
+
+    def settled(self, m: int) -> bool:
+        """It counts toward `--violations`: its reproducer (the minimal scenario once shrunk,
+        else the replay) failed at least m times. A rarer one is kept in the report, and
+        exploring goes on for one a reader can replay."""
+        if not self.reproducible(m):
+            return False
+        return self.minimal is None or self.minimal_hit >= m
 
 
 @dataclass
