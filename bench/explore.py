@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", default="10m", help="per unsafe client (default 10m)")
     parser.add_argument("--correct-budget", default="20m", help="per correct client (default 20m)")
     parser.add_argument("--seeds", type=int, default=3, help="explorations per unsafe client")
+    parser.add_argument("--first-seed", type=int, default=1, help="their seeds: this and on")
     parser.add_argument(
         "--only", default="", help="clients (or client@model for correct ones), a,b"
     )
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = measure(
         parse_duration(args.budget),
         parse_duration(args.correct_budget),
-        list(range(1, args.seeds + 1)),
+        list(range(args.first_seed, args.first_seed + args.seeds)),
         only,
     )
     for figure, value, note in rows(figures):
