@@ -3,9 +3,12 @@ where each value stands (its line), so that a message can point at it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from lockharness.core.errors import BadInput
 
 MAX_YAML_DEPTH = 64  # nested lists and mappings; PyYAML's composer recurses on each level
 MAX_YAML_NODES = 10_000  # values, lists and mappings, with aliases expanded
@@ -132,3 +135,45 @@ def _check_keys(node: yaml.MappingNode, path: str) -> None:
                 f"{first[value].start_mark.line + 1}); allowed: each key once in a mapping"
             )
         first[value] = key
+
+
+# ---- a small input file (a scenario, a fault model), read as the user's input ----------
+
+
+def read_input_file(path: Path, ref: str, most: int, kind: str) -> str:
+    """The UTF-8 text of a small input file; BadInput naming ``ref`` if it cannot be read
+    or is longer than ``most`` bytes (no more is read: /proc files and FIFOs show no size)."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(most + 1)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"{ref}: cannot read: {e}") from None
+    if len(raw) > most:
+        raise BadInput(
+            f"{ref}: the file is larger than {most >> 20} MiB; allowed: a {kind} file of at "
+            f"most {most} bytes"
+        )
+    return text
+
+
+def input_document(text: str, source: str) -> tuple[Any, dict[str, int]]:
+    """read_yaml, with its errors as BadInput naming ``source`` (and the line and column)."""
+    try:
+        return read_yaml(text)
+    except TooMuch as e:
+        raise BadInput(f"{source}: {e}") from None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise BadInput(f"{source}: {where}YAML syntax error: {e.problem or e}") from None
+    except yaml.YAMLError as e:
+        raise BadInput(f"{source}: YAML syntax error: {e}") from None
+
+
+def line_of(path: str, lines: dict[str, int]) -> str:
+    """ " (line N)": the line of the value at the key path, or of the nearest enclosing one
+    written; "" if none is."""
+    while path and path not in lines:
+        path = path[: max(path.rfind("."), path.rfind("["), 0)]
+    return f" (line {lines[path]})" if path else ""

@@ -4,12 +4,45 @@ from __future__ import annotations
 
 import time
 from types import TracebackType
+from typing import Self
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 _PLAIN_EVERY_S = 2.0
+
+
+class LiveStatus:
+    """A status that redraws itself on a terminal: a transient rich Live whose refresh
+    thread calls ``_render``, so times move between events. Elsewhere nothing is drawn,
+    and the subclass prints plain lines instead (``live`` is None)."""
+
+    console: Console
+    live: Live | None = None
+
+    def _render(self) -> Text:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        if self.console.is_terminal:
+            self.live = Live(
+                console=self.console,
+                get_renderable=self._render,
+                refresh_per_second=4,
+                transient=True,
+            )
+            self.live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.live is not None:
+            self.live.__exit__(exc_type, exc, tb)
 
 
 class ProgressLine:

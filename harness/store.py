@@ -40,20 +40,25 @@ def check_store(store: Path, flag: str = "--store") -> None:
 LATEST = "latest"  # store/latest: the newest run directory
 
 
-def create_run_dir(store: Path, scenario: str) -> RunDir:
-    """A new, empty run directory; a second run in the same second gets a -2 suffix."""
-    check_name(scenario)  # the last guard: the name is a path component under the store
+def stamped_directory(parent: Path) -> Path:
+    """parent/<YYYYmmddTHHMMSS>, new and empty; a second one in the same second gets a -2
+    suffix."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    parent = store / scenario
     parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, 1000):
-        run_dir = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        path = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
         try:
-            run_dir.mkdir()
+            path.mkdir()
         except FileExistsError:
             continue
-        return RunDir(run_dir)
-    raise RuntimeError(f"cannot create a run directory under {parent}")
+        return path
+    raise RuntimeError(f"cannot create a directory under {parent}")
+
+
+def create_run_dir(store: Path, scenario: str) -> RunDir:
+    """A new, empty run directory: store/<scenario>/<stamp>."""
+    check_name(scenario)  # the last guard: the name is a path component under the store
+    return RunDir(stamped_directory(store / scenario))
 
 
 def update_latest(store: Path, run_dir: RunDir) -> None:

@@ -17,10 +17,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from rich.console import Console
-from rich.live import Live
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -32,6 +30,7 @@ from lockharness.harness.backends import check_backend, images
 from lockharness.harness.binaries import Binaries
 from lockharness.harness.console import shouted_verdict
 from lockharness.harness.junit import write_junit
+from lockharness.harness.progress import LiveStatus
 from lockharness.harness.runner import run_scenario
 from lockharness.harness.scenario import (
     Scenario,
@@ -182,7 +181,7 @@ def _seconds(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f} s"
 
 
-class SuiteProgress:
+class SuiteProgress(LiveStatus):
     """Which case, which seed, elapsed, verdicts so far.
 
     On a terminal a rich Live status line redraws itself (its refresh thread calls
@@ -197,28 +196,6 @@ class SuiteProgress:
         self.current: Case | None = None
         self._suite_t0 = time.monotonic()
         self._run_t0 = 0.0
-        self._live: Live | None = None
-
-    def __enter__(self) -> SuiteProgress:
-        self._suite_t0 = time.monotonic()
-        if self.console.is_terminal:
-            self._live = Live(
-                console=self.console,
-                get_renderable=self._render,
-                refresh_per_second=4,
-                transient=True,
-            )
-            self._live.__enter__()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._live is not None:
-            self._live.__exit__(exc_type, exc, tb)
 
     def so_far(self) -> str:
         c = self.counts
@@ -243,7 +220,7 @@ class SuiteProgress:
 
     def started(self, case: Case) -> None:
         self.current, self._run_t0 = case, time.monotonic()
-        if self._live is None:
+        if self.live is None:
             total_s = case.scenario.duration_ns / 1e9
             line = f"{self._position(case)}: running ({total_s:g} s)"
             self.console.print(line, highlight=False, soft_wrap=True)
@@ -265,7 +242,7 @@ class SuiteProgress:
         )
         # soft_wrap: one run, one line, whatever the width (logs are grepped by line).
         self.console.print(text, highlight=False, soft_wrap=True)
-        if self._live is None:
+        if self.live is None:
             self.console.print(f"  so far: {self.so_far()}", highlight=False, soft_wrap=True)
 
 

@@ -33,6 +33,7 @@ from lockharness.harness.explore.trial import Trial, draw, mutate
 from lockharness.harness.explore.violation import Violations
 from lockharness.harness.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario
+from lockharness.harness.store import stamped_directory
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
 
@@ -46,18 +47,8 @@ class _Run:
 
 
 def explore_directory(store: Path) -> Path:
-    """store/explore/<time>/, new."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    parent = store / "explore"
-    parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(1, 1000):
-        path = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        return path
-    raise RuntimeError(f"cannot create an explore directory under {parent}")
+    """store/explore/<stamp>/, new."""
+    return stamped_directory(store / "explore")
 
 
 class Explorer:

@@ -40,12 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
 from lockharness.core.durations import duration_type, format_signed_duration
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
-from lockharness.core.yaml_read import TooMuch, read_yaml
+from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import NODE_TARGETS, REPLICATED_TARGETS, WORKER_TARGETS, Room
 from lockharness.harness.explore.bounds import Bound, BoundError, End, read_bound
@@ -424,19 +423,11 @@ def model_names() -> list[str]:
 
 
 def _parse(text: str, source: str, stem: str) -> FaultModel:
-    try:
-        data, lines = read_yaml(text)
-    except TooMuch as e:
-        raise BadInput(f"{source}: {e}") from None
-    except yaml.YAMLError as e:
-        raise BadInput(f"{source}: YAML syntax error: {e}") from None
+    data, lines = input_document(text, source)
     try:
         return read_model(data, source, stem)
     except Invalid as e:
-        path = e.path
-        while path and path not in lines:
-            path = path[: max(path.rfind("."), path.rfind("["), 0)]
-        raise BadInput(f"{source}: {e}" + (f" (line {lines[path]})" if path else "")) from None
+        raise BadInput(f"{source}: {e}{line_of(e.path, lines)}") from None
 
 
 @functools.cache
@@ -454,15 +445,7 @@ def load_model(ref: str) -> FaultModel:
         raise BadInput(
             f"--model {ref}: no such named model or file; named: {', '.join(model_names())}"
         )
-    try:
-        raw = path.read_bytes()[: MAX_MODEL_BYTES + 1]
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"{ref}: cannot read: {e}") from None
-    if len(raw) > MAX_MODEL_BYTES:
-        raise BadInput(
-            f"{ref}: larger than 1 MiB; allowed: a model file of at most {MAX_MODEL_BYTES} bytes"
-        )
+    text = read_input_file(path, ref, MAX_MODEL_BYTES, "model")
     return _parse(text, ref, path.stem)
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from types import TracebackType
 
 from rich.console import Console
-from rich.live import Live
 from rich.text import Text
 
 from lockharness.harness.explore.record import ExploreRecord, TrialRecord
 from lockharness.harness.explore.trial import Trial
+from lockharness.harness.progress import LiveStatus
 
 _MARK = {"invalid": "[red]✗[/]", "unknown": "[yellow]?[/]", "interrupted": "[yellow]![/]"}
 
@@ -24,7 +23,7 @@ def _left(seconds: float | None) -> str:
     return f" · {int(seconds // 60)}m{int(seconds % 60):02d}s left"
 
 
-class ExploreProgress:
+class ExploreProgress(LiveStatus):
     def __init__(
         self, console: Console, record: ExploreRecord, left_s: Callable[[], float | None]
     ) -> None:
@@ -33,27 +32,6 @@ class ExploreProgress:
         self.left_s = left_s
         self.trial_t0 = time.monotonic()
         self._doing = ""
-        self._live: Live | None = None
-
-    def __enter__(self) -> ExploreProgress:
-        if self.console.is_terminal:
-            self._live = Live(
-                console=self.console,
-                get_renderable=self._render,
-                refresh_per_second=4,
-                transient=True,
-            )
-            self._live.__enter__()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._live is not None:
-            self._live.__exit__(exc_type, exc, tb)
 
     def status(self) -> str:
         r = self.record
@@ -75,13 +53,13 @@ class ExploreProgress:
         self.trial_t0 = time.monotonic()
         origin = "fresh" if trial.fresh else trial.origin.split(":")[0]
         self._doing = f"{trial.name} ({origin}, {trial.scenario.duration_ns / 1e9:g} s run)"
-        if self._live is None:
+        if self.live is None:
             self._say(f"{self._doing}: running")
 
     def phase(self, doing: str) -> None:
         self.trial_t0 = time.monotonic()
         self._doing = doing
-        if self._live is None:
+        if self.live is None:
             self._say(doing)
 
     def finished(self, t: TrialRecord) -> None:
@@ -92,7 +70,7 @@ class ExploreProgress:
             f"{t.touched} of {t.faults} fault(s) touched a lease{new} · {t.elapsed_s:.1f} s"
             f" → {t.run_dir}"
         )
-        if self._live is None:
+        if self.live is None:
             self._say(f"  so far: {self.status()}")
 
     def note(self, line: str) -> None:

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import msgspec
-import yaml
 
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert, show
-from lockharness.core.yaml_read import TooMuch, read_yaml
+from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.plan_doc import workers_named
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.expectation import Expectation
@@ -72,17 +71,7 @@ def load_scenario(ref: str | os.PathLike[str]) -> Scenario:
     if not path.is_file():
         names = ", ".join(sorted(builtins))
         raise BadInput(f"{ref}: no such built-in scenario or file; built-in: {names}")
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)  # no more: /proc files and FIFOs show no size
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"{ref}: cannot read: {e}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise BadInput(
-            f"{ref}: the file is larger than {MAX_FILE_BYTES >> 20} MiB; allowed: a scenario "
-            f"file of at most {MAX_FILE_BYTES} bytes"
-        )
+    text = read_input_file(path, ref, MAX_FILE_BYTES, "scenario")
     return _parse(text, ref, path.stem, path.parent)
 
 
@@ -91,24 +80,11 @@ def builtin_scenarios() -> list[Scenario]:
 
 
 def _parse(text: str, source: str, stem: str, directory: Path | None = None) -> Scenario:
-    try:
-        data, lines = read_yaml(text)
-    except TooMuch as e:
-        raise BadInput(f"{source}: {e}") from None
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise BadInput(f"{source}: {where}YAML syntax error: {e.problem or e}") from None
-    except yaml.YAMLError as e:
-        raise BadInput(f"{source}: YAML syntax error: {e}") from None
+    data, lines = input_document(text, source)
     try:
         return dataclasses.replace(read_scenario(data, stem, directory), source=source)
     except Invalid as e:
-        # The line of the value at the key path, or of the nearest enclosing one written.
-        path = e.path
-        while path and path not in lines:
-            path = path[: max(path.rfind("."), path.rfind("["), 0)]
-        raise BadInput(f"{source}: {e}" + (f" (line {lines[path]})" if path else "")) from None
+        raise BadInput(f"{source}: {e}{line_of(e.path, lines)}") from None
 
 
 # ---- command-line overrides: errors name the flag -----------------------------------------
