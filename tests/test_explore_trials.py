@@ -223,6 +223,28 @@ def test_a_ttl_relative_fault_length_and_option_follow_the_trials_ttl(tmp_path: 
     assert min(spans) < 0.7 and max(spans) > 1.8  # drawn over the whole range
 
 
+def test_mutations_keep_a_kind_listed_twice_inside_the_entry_it_was_drawn_from(
+    tmp_path: Path,
+) -> None:
+    """Two latency entries with disjoint bounds: a mutation redraws a fault's timing or
+    options within its own entry, never mixing the two (which no entry would hold)."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(
+        "description: a kind listed twice\n"
+        "cluster: {nodes: 3, persistence: aof-always}\n"
+        "run: {faults: 2..4}\n"
+        "faults:\n"
+        "  - {kind: latency, duration: 100ms..300ms, options: {latency: 1ms..5ms}}\n"
+        "  - {kind: latency, duration: 2s..3s, options: {latency: 50ms..80ms}}\n"
+    )
+    model = load_model(str(path))
+    for seed in range(150):
+        trial = draw(model, client("redlock"), seed, 1)
+        for step in range(4):
+            trial = mutate(trial, model, client("redlock"), seed * 10 + step, step + 2, trial)
+            assert outside(model, trial.scenario) == [], (seed, step, trial.origin)
+
+
 # ---- fits.outside: each way out of the model -------------------------------------------------
 
 

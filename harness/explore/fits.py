@@ -82,6 +82,12 @@ def _fault_problem(choice: FaultChoice, spec: FaultSpec, ttl: int) -> str | None
     return _option_problem(choice, spec, ttl)
 
 
+def choice_for(model: FaultModel, spec: FaultSpec, ttl: int) -> FaultChoice | None:
+    """The model's entry ``spec`` lies inside (the first, when a kind is listed twice)."""
+    choices = model.choices_of(spec.kind)
+    return next((c for c in choices if _fault_problem(c, spec, ttl) is None), None)
+
+
 def outside(model: FaultModel, s: Scenario) -> list[str]:
     """Why ``s`` is outside ``model`` (empty: it is inside)."""
     problems: list[str] = []
@@ -101,14 +107,12 @@ def outside(model: FaultModel, s: Scenario) -> list[str]:
         )
     fits_of: dict[str, FaultChoice] = {}
     for spec in s.faults.faults:
-        choices = model.choices_of(spec.kind)
-        if not choices:
+        if not model.choices_of(spec.kind):
             problems.append(f"fault {spec.name}: {spec.kind} is not in the model")
-            continue
-        reasons = [_fault_problem(choice, spec, ttl) for choice in choices]
-        if None in reasons:
-            fits_of[spec.name] = choices[reasons.index(None)]
+        elif (choice := choice_for(model, spec, ttl)) is not None:
+            fits_of[spec.name] = choice
         else:
+            reasons = [_fault_problem(c, spec, ttl) for c in model.choices_of(spec.kind)]
             problems.append(f"fault {spec.name}: {'; '.join(r for r in reasons if r)}")
     for i, entry in enumerate(s.faults.timeline):
         choice = fits_of.get(entry.fault)

@@ -20,6 +20,7 @@ from typing import Any
 from lockharness.core.durations import format_duration
 from lockharness.core.typed_input import Invalid, plain
 from lockharness.harness.explore.bounds import Bound, as_duration
+from lockharness.harness.explore.fits import choice_for
 from lockharness.harness.explore.model import (
     SOME_WORKERS,
     FaultChoice,
@@ -139,9 +140,14 @@ def _value(
 
 
 def _fault(
-    model: FaultModel, rng: random.Random, doc: dict[str, Any], number: int
+    model: FaultModel,
+    rng: random.Random,
+    doc: dict[str, Any],
+    number: int,
+    drawn: dict[str, FaultChoice] | None = None,
 ) -> dict[str, Any]:
-    """A fault entry drawn from the model, named ``<kind>-<number>``."""
+    """A fault entry drawn from the model, named ``<kind>-<number>`` (its model entry kept
+    in ``drawn``)."""
     choice = rng.choices(model.faults, weights=[c.weight for c in model.faults])[0]
     ttl = as_duration(doc["workload"]["ttl"])
     run = as_duration(doc["duration"])
@@ -153,6 +159,8 @@ def _fault(
         for name, bound in choice.options.items()
     }
     _time(entry, choice, rng, run, ttl)
+    if drawn is not None:
+        drawn[entry["name"]] = choice
     return entry
 
 
@@ -243,8 +251,10 @@ def mutate(
     rng = random.Random(f"{seed}:explore-mutation")
     doc = copy.deepcopy(parent.doc)
     doc["name"], doc["seed"] = trial_name(number), seed
+    drawn = _drawn_from(model, parent)
     applied = [
-        _mutate(doc, rng.choice(_MUTATIONS), model, rng, donor) for _ in range(rng.randint(1, 3))
+        _mutate(doc, rng.choice(_MUTATIONS), model, rng, donor, drawn)
+        for _ in range(rng.randint(1, 3))
     ]
     origin = f"mutated from {parent.name}: {', '.join(applied)}"
     _describe(doc, model, origin)
@@ -252,25 +262,35 @@ def mutate(
     return Trial(number, seed, origin, doc, scenario)
 
 
-def _choice_of(model: FaultModel, entry: dict[str, Any]) -> FaultChoice:
-    choices = model.choices_of(entry["kind"])
-    return choices[0] if len(choices) == 1 else random.Random(entry["name"]).choice(choices)
+def _drawn_from(model: FaultModel, trial: Trial | None) -> dict[str, FaultChoice]:
+    """The model entry each fault of the trial lies in, by the fault's name (a kind may be
+    listed twice, with other bounds): what a mutation may redraw the fault within."""
+    if trial is None:
+        return {}
+    ttl = trial.scenario.workload.ttl_ns
+    specs = trial.scenario.faults.faults
+    return {s.name: c for s in specs if (c := choice_for(model, s, ttl)) is not None}
 
 
 def _mutate(
-    doc: dict[str, Any], kind: str, model: FaultModel, rng: random.Random, donor: Trial | None
+    doc: dict[str, Any],
+    kind: str,
+    model: FaultModel,
+    rng: random.Random,
+    donor: Trial | None,
+    drawn: dict[str, FaultChoice],
 ) -> str:
     faults: list[dict[str, Any]] = doc.setdefault("faults", [])
     top = max((int(f["name"].rsplit("-", 1)[1]) for f in faults), default=0)
     if kind == "add" or not faults:
-        faults.append(_fault(model, rng, doc, top + 1))
+        faults.append(_fault(model, rng, doc, top + 1, drawn))
         return "a fault added"
     i = rng.randrange(len(faults))
     entry = faults[i]
     if kind == "remove" and len(faults) > 1:
         faults.pop(i)
         return f"{entry['name']} removed"
-    choice = _choice_of(model, entry)
+    choice = drawn.get(entry["name"]) or model.choices_of(entry["kind"])[0]
     run, ttl = as_duration(doc["duration"]), as_duration(doc["workload"]["ttl"])
     if kind == "retime":
         _time(entry, choice, rng, run, ttl)
@@ -287,6 +307,8 @@ def _mutate(
         ttl_donor = as_duration(donor.doc["workload"]["ttl"])
         if ttl_donor == ttl and donor.doc["workload"]["workers"] <= doc["workload"]["workers"]:
             taken = copy.deepcopy(rng.choice(donor.doc["faults"]))
+            if (spliced := _drawn_from(model, donor).get(taken["name"])) is not None:
+                drawn[f"{taken['kind']}-{top + 1}"] = spliced
             taken["name"] = f"{taken['kind']}-{top + 1}"
             faults.append(taken)
             return f"{taken['name']} spliced from {donor.name}"
