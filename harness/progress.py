@@ -45,36 +45,24 @@ class LiveStatus:
             self.live.__exit__(exc_type, exc, tb)
 
 
-class ProgressLine:
+class ProgressLine(LiveStatus):
+    """One run's line: elapsed and remaining time, operations, cycles per second."""
+
     def __init__(self, console: Console, label: str) -> None:
         self.console = console
         self.label = label
-        self._live: Live | None = None
+        self._line = ""
         self._last_plain = 0.0
 
-    def __enter__(self) -> ProgressLine:
-        if self.console.is_terminal:
-            self._live = Live(Text(""), console=self.console, refresh_per_second=4, transient=True)
-            self._live.__enter__()
-        return self
+    def _render(self) -> Text:
+        return Text(self._line)
 
     def update(self, elapsed_s: float, total_s: float, ops: int, cycles: int) -> None:
         rate = cycles / elapsed_s if elapsed_s > 0 else 0.0
-        line = (
+        self._line = (
             f"{self.label}  {elapsed_s:5.1f}s / {total_s:.0f}s  "
             f"remaining {max(0.0, total_s - elapsed_s):4.1f}s  ops {ops}  {rate:6.1f} cycles/s"
         )
-        if self._live is not None:
-            self._live.update(Text(line))
-        elif time.monotonic() - self._last_plain >= _PLAIN_EVERY_S:
+        if self.live is None and time.monotonic() - self._last_plain >= _PLAIN_EVERY_S:
             self._last_plain = time.monotonic()
-            self.console.print(line, highlight=False)
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._live is not None:
-            self._live.__exit__(exc_type, exc, tb)
+            self.console.print(self._line, highlight=False)
