@@ -128,6 +128,14 @@ class ExploreRecord:
         return not self.trials or self.unknown > UNKNOWN_SHARE * len(self.trials)
 
     @property
+    def verdict(self) -> str:
+        """invalid (a violation found), unknown (interrupted before one, or too many trials
+        unknown to say), else valid."""
+        if self.violations:
+            return "invalid"
+        return "unknown" if self.interrupted or self.too_unknown else "valid"
+
+    @property
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED

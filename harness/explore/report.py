@@ -109,10 +109,7 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
 
 
 def index_html(record: ExploreRecord, directory: Path) -> str:
-    if record.violations:
-        css = "bad"
-    else:
-        css = "unknown" if record.too_unknown or record.interrupted else "good"
+    css = {"invalid": "bad", "unknown": "unknown", "valid": "good"}[record.verdict]
     sources = _table(
         ("source", "trials", "joined the corpus", "new exposure cells", "violations"),
         (

@@ -176,12 +176,6 @@ def explore(place: RunPlace, req: ExploreRequest) -> tuple[ExploreResult, str]:
 # ---- what the test gets -----------------------------------------------------------------
 
 
-def _verdict(record: ExploreRecord) -> str:
-    if record.violations:
-        return "invalid"
-    return "unknown" if record.interrupted or record.too_unknown else "valid"
-
-
 def _first_witness(run_dir: Path) -> CheckResult | None:
     """The run's result, as its results.json has it (None: unreadable, or no witness)."""
     try:
@@ -217,7 +211,7 @@ def explore_result(record: ExploreRecord) -> ExploreResult:
                 break
     witness = checked.witnesses[0] if checked is not None else None
     return ExploreResult(
-        verdict=_verdict(record),
+        verdict=record.verdict,
         client=record.client,
         model=record.model,
         seed=record.seed,
