@@ -278,3 +278,5 @@ def test_a_violation_settles_only_when_its_reproducer_fails_m_of_k(tmp_path: Pat
     assert not v.settled(3)  # shrinking made the race rarer: exploring goes on
     v.minimal_hit = 3
     assert v.settled(3)
+    v.replays_hit = 1  # too rare as it ran, but it shrank (focused) to one that fails 3 of 5
+    assert not v.reproducible(3) and v.settled(3)

@@ -122,7 +122,8 @@ def test_shrinks_to_the_two_faults_the_violation_needs(scenario: Scenario, tmp_p
 
     accepted = [step.what for step in result.steps if step.accepted]
     cut = "run 20s -> 6.2s (first violation at 5.2s + 1s), dropped 2 fault(s) starting later"
-    assert accepted[0] == cut
+    # The violation does not care for holds or keys: focusing is the first step taken.
+    assert accepted[:2] == ["focus: holds 0.01s..0.05s -> 0.05s, keys 3 -> 1", cut]
     assert "dropped all 6 faults (a violation without faults)" in [s.what for s in result.steps]
     assert any(what.startswith("dropped ") and " of 6 faults" in what for what in accepted)
     assert "run 6.2s -> 6.05s (last fault ends at 5.05s + 1s)" in accepted
@@ -130,8 +131,6 @@ def test_shrinks_to_the_two_faults_the_violation_needs(scenario: Scenario, tmp_p
         "workers 4 -> 2",
         "threads 3 -> 2",
         "threads 2 -> 1",
-        "keys 3 -> 2",
-        "keys 2 -> 1",
     ]
     rejected = [step.what for step in result.steps if not step.accepted]
     assert "workers 2 -> 1" in rejected
@@ -157,18 +156,29 @@ def test_ddmin_result_is_one_minimal(scenario: Scenario) -> None:
         assert not a_and_c(fewer).invalid
 
 
+def _focused(s: Scenario) -> Scenario:
+    return shrink_module._workload(s, hold_min_ns=s.workload.hold_max_ns, keys=1)
+
+
 def test_given_first_violation_cuts_the_run(scenario: Scenario) -> None:
-    result = shrink(scenario, Runs(a_and_c), first_violation_ns=6 * _S)
+    result = shrink(_focused(scenario), Runs(a_and_c), first_violation_ns=6 * _S)
     assert result.steps[0].what.startswith("run 20s -> 7s (first violation at 6s + 1s)")
     assert result.steps[0].accepted
+
+
+def test_a_focused_scenario_cuts_after_its_own_first_violation(scenario: Scenario) -> None:
+    # The caller's time is the original's; the focused runs' (5.2s) are the ones to cut after.
+    result = shrink(scenario, Runs(a_and_c), first_violation_ns=6 * _S)
+    assert result.steps[0].what.startswith("focus: ") and result.steps[0].accepted
+    assert result.steps[1].what.startswith("run 20s -> 6.2s (first violation at 5.2s + 1s)")
 
 
 def test_a_violation_without_faults_shrinks_to_none(scenario: Scenario) -> None:
     result = shrink(scenario, Runs(lambda s: Outcome(True)))
     assert result.scenario.faults.timeline == ()
     assert result.scenario.faults.faults == ()
-    assert result.steps[0].what == "dropped all 8 faults (a violation without faults)"
-    assert result.steps[0].accepted and result.steps[0].size == 0
+    assert result.steps[1].what == "dropped all 8 faults (a violation without faults)"
+    assert result.steps[1].accepted and result.steps[1].size == 0
     # Then only the clients shrink: no window to shorten, no run to cut without a time.
     assert (result.scenario.workload.workers, result.scenario.workload.threads) == (1, 2)
     assert result.scenario.duration_ns == scenario.duration_ns
@@ -242,14 +252,67 @@ def test_should_stop_true_and_the_candidates_cap(scenario: Scenario) -> None:
 def test_an_original_that_does_not_reproduce_is_left_alone(scenario: Scenario) -> None:
     runs = Runs(lambda s: Outcome(False))
     result = shrink(scenario, runs)
+    assert result.stopped == "not reproduced: 0 of 3 runs invalid, focused: 0 of 3 runs invalid"
+    assert result.scenario is scenario and not result.reproduction.reproduced
+    assert [(step.what, step.accepted) for step in result.steps] == [
+        ("focus: holds 0.01s..0.05s -> 0.05s, keys 3 -> 1", False)
+    ]
+    assert len(runs.seen) == 6  # the original's 3, the focused candidate's 3
+    focused = runs.seen[3]
+    assert (focused.workload.hold_min_ns, focused.workload.hold_max_ns) == (50 * _MS, 50 * _MS)
+    assert focused.workload.keys == 1 and focused.faults == scenario.faults
+
+
+def test_an_original_already_focused_that_does_not_reproduce_runs_nothing_more(
+    scenario: Scenario,
+) -> None:
+    runs = Runs(lambda s: Outcome(False))
+    result = shrink(_focused(scenario), runs)
     assert result.stopped == "not reproduced: 0 of 3 runs invalid"
-    assert result.scenario is scenario and result.steps == () and len(runs.seen) == 3
+    assert result.steps == () and len(runs.seen) == 3
+
+
+def _rare_unless_focused(seed: int) -> Callable[[Scenario], Outcome]:
+    """Invalid 1 time in 5 with holds drawn from a range or on several keys (a late
+    release that needs a lease to run into its deadline), every time when focused; pause-a
+    is what makes it."""
+    rng = random.Random(seed)
+
+    def rule(s: Scenario) -> Outcome:
+        w = s.workload
+        focused = w.hold_min_ns == w.hold_max_ns and w.keys == 1
+        invalid = _has(s, "pause-a", A_AT) and (focused or rng.random() < 0.2)
+        return Outcome(invalid, first_violation_ns=A_AT + 100 * _MS if invalid else None)
+
+    return rule
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_replay_too_rare_to_shrink_shrinks_once_focused(scenario: Scenario, seed: int) -> None:
+    runs = Runs(_rare_unless_focused(seed))
+    rare = Reproduction(hits=1, runs=5, run_dirs=(), k=5, m=3, first_violation_ns=A_AT)
+    result = shrink(scenario, runs, k=5, m=3, reproduction=rare)
+    assert result.steps[0].what.startswith("focus: ") and result.steps[0].accepted
+    assert result.reproduction.reproduced and result.stopped is None
+    assert [(e.fault, e.at_ns) for e in result.scenario.faults.timeline] == [("pause-a", A_AT)]
+    w = result.scenario.workload
+    assert (w.hold_min_ns, w.hold_max_ns, w.keys) == (50 * _MS, 50 * _MS, 1)
+
+
+def test_a_violation_that_needs_several_keys_is_not_focused(scenario: Scenario) -> None:
+    def needs_keys(s: Scenario) -> Outcome:
+        return Outcome(_has(s, "pause-c", C_AT) and s.workload.keys >= 2)
+
+    result = shrink(scenario, Runs(needs_keys))
+    assert not result.steps[0].accepted and result.steps[0].what.startswith("focus: ")
+    assert result.scenario.workload.keys == 2
+    assert result.scenario.workload.hold_min_ns == scenario.workload.hold_min_ns
 
 
 def test_a_reproduction_given_is_not_made_again(scenario: Scenario) -> None:
     given = Reproduction(hits=4, runs=5, run_dirs=(), k=5, m=3, first_violation_ns=6 * _S)
     runs = Runs(a_and_c)
-    result = shrink(scenario, runs, reproduction=given, max_candidates=1)
+    result = shrink(_focused(scenario), runs, reproduction=given, max_candidates=1)
     assert len(runs.seen) == 3  # the one candidate's runs only
     assert result.steps[0].what.startswith("run 20s -> 7s")
 

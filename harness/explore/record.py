@@ -86,11 +86,12 @@ class ViolationRecord:
 
     def settled(self, m: int) -> bool:
         """It counts toward `--violations`: its reproducer (the minimal scenario once shrunk,
-        else the replay) failed at least m times. A rarer one is kept in the report, and
+        else the replay) failed at least m times (a replay that failed fewer may still have
+        shrunk, focused, to one that fails m). A rarer one is kept in the report, and
         exploring goes on for one a reader can replay."""
-        if not self.reproducible(m):
-            return False
-        return self.minimal is None or self.minimal_hit >= m
+        if self.minimal is not None:
+            return self.minimal_hit >= m  # shrunk, perhaps from a replay too rare to count
+        return self.reproducible(m)
 
 
 @dataclass

@@ -91,16 +91,21 @@ class Violations:
             f"violation {number}: replay reproduced {violation.replays_hit} "
             f"of {violation.replays_run}"
         )
-        if not replays.reproduced:
-            violation.shrink_stopped = (
-                f"not shrunk: its replay failed {replays.hits} of {replays.runs} runs, and a "
-                f"shrinking step needs {self.request.m}"
-            )
-            progress.note(f"violation {number}: {violation.shrink_stopped}; exploring on")
-            return
+        rare = (
+            f"its replay failed {replays.hits} of {replays.runs} runs, and a shrinking step "
+            f"needs {self.request.m}"
+        )
         if not self.request.shrink or self.stopping() is not None:
+            if not replays.reproduced:
+                violation.shrink_stopped = f"not shrunk: {rare}"
             return
+        if not replays.reproduced:
+            # The shrinker's first pass (focus) may make it reproducible: try that first.
+            progress.note(f"violation {number}: {rare}; trying it focused")
         self._shrink(replay, replays, violation, first, folder, progress)
+        if violation.minimal is None:
+            violation.shrink_stopped = f"not shrunk: {rare}; {violation.shrink_stopped}"
+            progress.note(f"violation {number}: {violation.shrink_stopped}; exploring on")
 
     def _counted(
         self, run_once: Callable[[Scenario], RunResult], progress: ExploreProgress, doing: str
@@ -150,6 +155,8 @@ class Violations:
             StepRecord(s.what, s.accepted, s.reproduction.hits, s.reproduction.runs, s.size)
             for s in result.steps
         ]
+        if not result.reproduction.reproduced:
+            return  # nothing reproduces: no minimal scenario to write
         minimal = dataclasses.replace(
             result.scenario,
             name=f"violation-{violation.number}-minimal",
