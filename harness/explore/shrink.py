@@ -65,6 +65,7 @@ class ShrinkStep:
     accepted: bool
     reproduction: Reproduction
     size: int  # timeline entries of the best scenario after the step
+    scenario: Scenario | None = None  # the candidate, kept for an accepted step
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,9 @@ class _Shrinker:
         accepted = reproduction.reproduced
         if accepted:
             self.best, self.reproduction = candidate, reproduction
-        self.steps.append(ShrinkStep(what, accepted, reproduction, len(self.best.faults.timeline)))
+        size = len(self.best.faults.timeline)
+        kept = candidate if accepted else None
+        self.steps.append(ShrinkStep(what, accepted, reproduction, size, kept))
         if not accepted and reproduction.stopped is not None:
             raise _Stopped(reproduction.stopped)
         return accepted

@@ -157,32 +157,53 @@ class Violations:
         ]
         if not result.reproduction.reproduced:
             return  # nothing reproduces: no minimal scenario to write
+        # The shrinker stops a candidate's runs as soon as it knows; the rate a reader
+        # trusts is of k whole runs of the file as written. A race that a step's lucky runs
+        # let through can fail less often than that: then the step before it is checked the
+        # same way, back to the first that fails m of k (the replay, at the latest).
+        run_minimal = self._counted(
+            self.runner(folder / "minimal-runs"),
+            progress,
+            f"violation {violation.number}: the minimal scenario",
+        )
+        accepted = [s for s in result.steps if s.accepted and s.scenario is not None]
+        candidates = [(result.scenario, result.reproduction)]
+        candidates += [(s.scenario, s.reproduction) for s in reversed(accepted[:-1]) if s.scenario]
+        if replays.reproduced and result.scenario is not replay:
+            candidates.append((replay, replays))
+        for chosen, _ in candidates:
+            final = reproduce(
+                chosen,
+                run_minimal,
+                self.request.k,
+                self.request.m,
+                stop_early=False,
+                should_stop=self.stopping,
+            )
+            if final.reproduced or final.stopped is not None or should_stop() is not None:
+                break
+            violation.steps.append(
+                StepRecord(
+                    f"checked as written: failed {final.hits} of {final.runs}; back one step",
+                    False,
+                    final.hits,
+                    final.runs,
+                    len(chosen.faults.timeline),
+                )
+            )
         minimal = dataclasses.replace(
-            result.scenario,
+            chosen,
             name=f"violation-{violation.number}-minimal",
-            description=_minimal_description(violation, result.reproduction, self.record),
+            description=_minimal_description(violation, final, self.record),
             source="",
         )
         (folder / MINIMAL).write_text(to_yaml(minimal))
         violation.minimal = str(folder / MINIMAL)
         violation.minimal_faults = len(minimal.faults.timeline)
-        # The shrinker stops a candidate's runs as soon as it knows; the rate a reader
-        # trusts is of k whole runs of the file as written.
-        final = reproduce(
-            minimal,
-            self._counted(
-                self.runner(folder / "minimal-runs"),
-                progress,
-                f"violation {violation.number}: the minimal scenario",
-            ),
-            self.request.k,
-            self.request.m,
-            stop_early=False,
-            should_stop=self.stopping,
-        )
         violation.minimal_hit, violation.minimal_run = final.hits, final.runs
         witnesses = [d for d in final.run_dirs if _invalid(d)]
-        witnesses += [d for d in result.reproduction.run_dirs if _invalid(d)]
+        shrinking = next(r for c, r in candidates if c is chosen)  # its early-stopped runs
+        witnesses += [d for d in shrinking.run_dirs if _invalid(d)]
         violation.minimal_witness = str(witnesses[0]) if witnesses else None
         progress.note(
             f"violation {violation.number}: shrunk to {violation.minimal_faults} fault(s), "
