@@ -413,3 +413,16 @@ def test_the_corpus_takes_a_trial_only_for_new_cells() -> None:
     assert corpus.kinds() == {"expired-during-fault"}
     picks = {corpus.pick(random.Random(seed)) for seed in range(100)}
     assert picks == set(corpus.entries)
+
+
+def test_a_near_miss_is_the_parent_of_about_half_the_mutations() -> None:
+    corpus = Corpus()
+    corpus.near_miss("trial-0009")
+    assert [corpus.pick(random.Random(seed)) for seed in range(5)] == ["trial-0009"] * 5
+    corpus.add("trial-0001", cells(Exposure(counts={"expired-during-fault": 1})))
+    corpus.near_miss("trial-0009")  # once only
+    assert corpus.near_misses == ["trial-0009"]
+    rng = random.Random(1)
+    picks = [corpus.pick(rng) for _ in range(1000)]
+    assert 400 < picks.count("trial-0009") < 600
+    assert set(picks) == {"trial-0001", "trial-0009"}

@@ -142,7 +142,8 @@ class Explorer:
 
     def _next_trial(self, number: int) -> Trial:
         seed = self.rng.randrange(2**31)
-        if self.corpus.entries and self.rng.random() < _MUTATE:
+        parents = self.corpus.entries or self.corpus.near_misses
+        if parents and self.rng.random() < _MUTATE:
             parent = self.trials[self.corpus.pick(self.rng)]
             donor = self.trials[self.corpus.pick(self.rng)]
             return mutate(parent, self.request.model, self.request.client, seed, number, donor)
@@ -172,6 +173,8 @@ class Explorer:
                         continue
                     if outcome.result.verdict is Verdict.INVALID:
                         violations.found(trial, outcome)
+                        if not self.record.violations[-1].settled(self.request.m):
+                            self.corpus.near_miss(trial.name)
                 self.record.stopped = why
         except KeyboardInterrupt:  # between runs
             self._interrupted = True

@@ -42,6 +42,9 @@ class Corpus:
 
     reached: set[Cell] = field(default_factory=set)
     entries: list[str] = field(default_factory=list)  # trial names, in the order they joined
+    # Trials that failed but whose replay did not fail often enough to count: the bug is
+    # near, so half the mutations start from one of them ("see what sticks, then narrow").
+    near_misses: list[str] = field(default_factory=list)
 
     def add(self, name: str, found: frozenset[Cell]) -> frozenset[Cell]:
         """The cells of ``found`` that are new; the trial joins the corpus if any are."""
@@ -51,8 +54,16 @@ class Corpus:
             self.entries.append(name)
         return new
 
+    def near_miss(self, name: str) -> None:
+        """``name`` failed, but too rarely to replay: a parent to mutate from, first."""
+        if name not in self.near_misses:
+            self.near_misses.append(name)
+
     def pick(self, rng: random.Random) -> str:
-        """A corpus entry to mutate; newer ones a little more often (they found more)."""
+        """A trial to mutate: a near miss half the time when there is one, else a corpus
+        entry, newer ones a little more often (they found more)."""
+        if self.near_misses and (not self.entries or rng.random() < 0.5):
+            return rng.choice(self.near_misses)
         weights = [1 + i for i in range(len(self.entries))]
         return rng.choices(self.entries, weights=weights)[0]
 
