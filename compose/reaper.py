@@ -14,8 +14,8 @@ and exits. A teardown that completed writes DONE before closing: the reaper exit
 It needs no heartbeat, no polling of the controller and nothing inside the containers,
 and a controller that stops for minutes (paused, swapping) is not mistaken for a dead one.
 
-The controller's side is ``Reaper``; ``python -m lockharness.compose.reaper RUN_DIR`` is
-the process's.
+The controller's side is ``Reaper``; the process's is
+``python -m lockharness.compose.reaper RUN_DIR CONTROLLER_PID``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Reaper:
     @classmethod
     def start(cls, run_dir: Path, ledger: ProcessLedger) -> Reaper:
         log_path = RunDir(run_dir).reaper_log
-        argv = [sys.executable, "-m", "lockharness.compose.reaper", str(run_dir)]
+        argv = [sys.executable, "-m", "lockharness.compose.reaper", str(run_dir), str(os.getpid())]
         read_end, write_end = os.pipe()  # both close-on-exec (PEP 446)
         # Not cluster.spawner's spawn: the reaper must outlive us, not die with us. A stop
         # signal between the fork and the assignment would lose track of it: deferred.
@@ -151,7 +151,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s reaper: %(message)s"
     )
-    run_dir = Path(argv[0])
+    run_dir, controller = Path(argv[0]), int(argv[1])
     from lockharness.compose.engine import client  # the Docker SDK: before the wait
 
     try:
@@ -159,9 +159,10 @@ def main(argv: list[str]) -> int:
     except Exception as e:
         logging.error("no engine: %s", e)
         return 1
-    controller = os.getppid()
     logging.info("watching controller pid %d for %s", controller, run_dir)
-    os.write(sys.stdout.fileno(), READY)
+    # A controller killed meanwhile reads no more: the pipe is broken, and we go on.
+    with contextlib.suppress(BrokenPipeError):
+        os.write(sys.stdout.fileno(), READY)
     # Off the pipe: the controller may be gone when Python flushes stdout at exit.
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     word = sys.stdin.buffer.read()  # until the controller's end is closed, however

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,10 @@ def wait_up(tmp_path: Path, containers: int) -> Path:
     return run_dir
 
 
+def _reaper_log(run_dir: Path) -> str:
+    return "reaper.log:\n" + RunDir(run_dir).reaper_log.read_text()
+
+
 def assert_removed_after_kill(run_dir: Path, harness: subprocess.Popen[str]) -> float:
     """Within REMOVED_WITHIN_S of the kill, nothing of the run is held, and the reaper
     said why and exited; the seconds it took."""
@@ -91,10 +96,12 @@ def assert_removed_after_kill(run_dir: Path, harness: subprocess.Popen[str]) -> 
         time.sleep(0.1)
     took = time.monotonic() - killed
     left = held(run_dir)
-    log = RunDir(run_dir).reaper_log.read_text()
-    assert not left, f"left {took:.1f}s after the kill: {left}\nreaper.log:\n{log}\n{output}"
+    assert not left, f"left {took:.1f}s after the kill: {left}\n{_reaper_log(run_dir)}\n{output}"
+    # It sweeps until the run has stayed gone a while (a request in flight when the
+    # compose command died may still create a container), then exits.
     wait_for(lambda: not reaper(run_dir).is_running(), REMOVED_WITHIN_S, "the reaper to exit")
-    assert "gone without a teardown" in log, log
+    assert held(run_dir) == [], _reaper_log(run_dir)
+    assert "gone without a teardown" in _reaper_log(run_dir), _reaper_log(run_dir)
     return took
 
 
@@ -122,16 +129,37 @@ def test_killed_controller_leaves_no_container(
     print(f"{scenario}: nothing left {took:.2f}s after SIGKILL")  # shown with -s
 
 
-def test_controller_killed_during_bring_up(tmp_path: Path, controller: Controller) -> None:
-    # `compose up` under way: it dies with the controller, and whatever it had asked the
-    # engine for still gets created; the reaper sweeps until the run stays gone.
+def _reaper_started(run_dir: Path) -> bool:
+    view = read_ledger(RunDir(run_dir).ledger)
+    return view is not None and any(record.name == "reaper" for record in view.processes)
+
+
+def _a_container(run_dir: Path) -> bool:
+    return any(held_item.startswith("container") for held_item in held(run_dir))
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        # The reaper has just started (still importing, not yet ready): the kill lands in
+        # the window where its "ready" has nobody left to read it.
+        _reaper_started,
+        # `compose up` under way: it dies with the controller, and whatever it had asked
+        # the engine for still gets created; the reaper sweeps until the run stays gone.
+        _a_container,
+    ],
+    ids=["reaper-started", "first-container"],
+)
+def test_controller_killed_during_bring_up(
+    tmp_path: Path, controller: Controller, when: Callable[[Path], bool]
+) -> None:
     harness = controller("run", "redlock-baseline", "--backend", "compose", "--duration", "60s")
 
-    def first_container() -> bool:
+    def reached() -> bool:
         run_dir = _run_dir(tmp_path)
-        return run_dir is not None and any(x.startswith("container") for x in held(run_dir))
+        return run_dir is not None and when(run_dir)
 
-    wait_for(first_container, UP_WITHIN_S, "the first container")
+    wait_for(reached, UP_WITHIN_S, when.__name__)
     harness.kill()
     run_dir = _run_dir(tmp_path)
     assert run_dir is not None
