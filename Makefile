@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: generated docs setup python-env redis-server toxiproxy chromium docker-engine images compose-ready bench-compose demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
+.PHONY: generated docs setup python-env redis-server toxiproxy chromium docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
 setup: python-env redis-server toxiproxy chromium clients
@@ -122,6 +122,10 @@ bench: setup compose-ready
 # Compose beside local: bring-up and teardown of 5 nodes + resource + Toxiproxy, median of 5.
 bench-compose: setup images
 	$(BIN)/python -m bench.compose_bringup
+
+# A SIGKILLed controller: seconds until its reaper removed every container, median of 5.
+bench-compose-reaper: setup images
+	$(BIN)/python -m bench.compose_reaper
 
 bench-quick: setup compose-ready
 	$(BIN)/python -m bench --seeds 2 --explore 2m

@@ -32,6 +32,7 @@ from lockharness.compose.project import (
 )
 from lockharness.compose.project import write as write_project
 from lockharness.compose.proxies import ProxyPlan, populate, wait_api
+from lockharness.compose.reaper import Reaper
 from lockharness.core.clock import shim_library
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import BadInput, ClusterError
@@ -73,6 +74,7 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
         self._proxies: dict[tuple[int, str], ProxyPlan] = {}
         self._choose_ports()
         self._brought_up = False
+        self._reaper: Reaper | None = None  # removes the run if we die (compose.reaper)
 
     def _node(self, name: str, persistence: str) -> ContainerNode:
         data = self.files.data(name)
@@ -150,14 +152,33 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
         """Bring everything up, or take down what did come up and raise."""
         redis_image, toxiproxy_image = self.preflight()
         try:
+            self._start_reaper()
             self._up(redis_image, toxiproxy_image)
             for server in (*self._nodes, self._resource):
                 server.wait_ready()
             self.wait_reachable()
+            self._confirm_reaper()
             self._write_description()
         except BaseException:
             self.stop()
             raise
+
+    def _start_reaper(self) -> None:
+        """Before anything is created: from now on, our death removes the run."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self._reaper is None:
+            self._reaper = Reaper.start(self.run_dir, self.ledger)
+
+    def _confirm_reaper(self) -> None:
+        """Started alongside the bring-up (a Python start and the engine's first answer):
+        watching by now, or the run fails before any client starts."""
+        assert self._reaper is not None
+        self._reaper.confirm()
+
+    def _release_reaper(self, done: bool) -> None:
+        if self._reaper is not None:
+            self._reaper.release(done)
+            self._reaper = None
 
     def _up(self, redis_image: str, toxiproxy_image: str) -> None:
         """compose.yaml, `compose up`, then Toxiproxy's proxies (which bind their ports only
@@ -225,7 +246,9 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
         for control in self._clocks.values():
             control.close()
         if errors and leftovers(self.run_dir):
+            self._release_reaper(done=False)  # it goes on removing, as after our death
             raise ClusterError(f"teardown incomplete: {'; '.join(errors)}")
+        self._release_reaper(done=True)
         release_ports(self._held_ports())  # nothing of the run is left to bind them
         for error in errors:
             log.warning("teardown: %s", error)

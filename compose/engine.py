@@ -16,6 +16,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from lockharness.cluster.spawner import spawn
 from lockharness.core.errors import BadInput, ClusterError
 
 HOW_TO_GET = "run `make docker-engine` (root on Debian), or install Docker and start its daemon"
@@ -55,19 +56,32 @@ def compose_env() -> dict[str, str]:
 
 
 def run_compose(compose_file: Path, project: str, args: Sequence[str]) -> str:
-    """One compose command on the run's file and project; its output, or ClusterError."""
+    """One compose command on the run's file and project; its output, or ClusterError.
+
+    It dies with the controller (cluster.spawner), so that an `up` cut short by a killed
+    controller stops creating containers for the reaper to chase (compose.reaper), and runs
+    in a session of its own, so that a terminal's Ctrl-C reaches only the controller, which
+    then tears down in order."""
     argv = [*compose_command(), "--project-name", project, "--file", str(compose_file), *args]
+    process = spawn(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=compose_env(),
+    )
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=_COMPOSE_TIMEOUT_S,
-            env=compose_env(),
-        )
+        out, err = process.communicate(timeout=_COMPOSE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
         raise ClusterError(f"{' '.join(argv)} ran past {_COMPOSE_TIMEOUT_S:.0f}s") from None
-    if done.returncode != 0:
-        raise ClusterError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr.strip()}")
-    return done.stdout
+    except BaseException:  # as subprocess.run does: never leave it running
+        process.kill()
+        process.wait()
+        raise
+    if process.returncode != 0:
+        stderr = err.decode(errors="replace").strip()
+        raise ClusterError(f"{' '.join(argv)} failed ({process.returncode}):\n{stderr}")
+    return str(out.decode(errors="replace"))

@@ -143,6 +143,7 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
         redis_image, toxiproxy_image = self.preflight()
         images = (redis_image, toxiproxy_image)
         try:
+            self._start_reaper()
             servers = [*(n.name for n in self._nodes), self._resource.name, TOXIPROXY_HOST]
             self._up_services(
                 images, servers, self._choose_ports, self._remove_all, then=self._populate
@@ -161,6 +162,7 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
                 self._sentinels_up = True
                 self.wait_converged()
             self.wait_reachable()
+            self._confirm_reaper()
             self._write_description()
         except BaseException:
             self.stop()

@@ -57,6 +57,7 @@ class RunDir:
     NODE_CLOCK: ClassVar[str] = "{}.ctl"  # a node's, in CLOCK
     COMPOSE_FILE: ClassVar[str] = "compose.yaml"
     COMPOSE_ENV: ClassVar[str] = ".env"  # the Compose project's name
+    REAPER_LOG: ClassVar[str] = "reaper.log"  # what removed the containers of a dead controller
 
     # Every name above, in that order: a "{}" stands for a worker number or a node's name.
     NAMES: ClassVar[tuple[str, ...]] = tuple(
@@ -182,3 +183,7 @@ class RunDir:
     @property
     def compose_env(self) -> Path:
         return self.path / self.COMPOSE_ENV
+
+    @property
+    def reaper_log(self) -> Path:
+        return self.path / self.REAPER_LOG

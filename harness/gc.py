@@ -1,8 +1,9 @@
 """`lockharness gc`: find and stop what earlier runs left running.
 
-Children die with their controller on Linux (cluster.spawner), so this is the
-net under that net: for a platform without the guarantee, or processes a run started
-some other way. Every run directory's cluster.json names the controller and each child
+Children die with their controller on Linux (cluster.spawner), and a Compose run's
+reaper removes its containers (compose.reaper), so this is the net under those nets: for a
+platform without the guarantee, a reaper killed too, or processes a run started some
+other way. Every run directory's cluster.json names the controller and each child
 with its start time; a process is stopped only if it is still that very process (same
 pid, start time, executable and program) and its controller is gone. A live run in the
 same store, or an unrelated process that reused a pid, is never touched.

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,36 @@ def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Compl
             message = f"lockharness {' '.join(args)} ran past {timeout}s:\n{out}{err}"
             raise AssertionError(message) from None
     return subprocess.CompletedProcess(argv, harness.returncode, out, err)
+
+
+Controller = Callable[..., subprocess.Popen[str]]  # starts lockharness with these arguments
+
+
+@pytest.fixture
+def controller(tmp_path: Path) -> Iterator[Controller]:
+    """Start the CLI (into tmp_path/store) in a session of its own, so that its process
+    group can be killed as a CI time-out would; none outlives the test, whatever it asserts."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "lockharness", *args, "--store", str(tmp_path / "store")]
+        started.append(
+            subprocess.Popen(
+                argv,
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+        )
+        return started[-1]
+
+    yield start
+    for harness in started:
+        if harness.poll() is None:
+            harness.kill()
+        harness.communicate()
 
 
 @pytest.fixture(scope="session")

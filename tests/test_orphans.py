@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,39 +23,10 @@ import pytest
 from lockharness.cluster.ledger import ProcessRecord, process_start, read_ledger
 from lockharness.cluster.ports import free_port
 from lockharness.cluster.process import pid_alive
-from tests.conftest import lockharness
+from tests.conftest import Controller, lockharness
 from tests.test_teardown import started_pids, wait_for
 
 GONE_WITHIN_S = 5.0
-
-
-def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "lockharness", *args, "--store", str(tmp_path / "store")],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group, as a CI job's would be
-    )
-
-
-Controller = Callable[..., subprocess.Popen[str]]  # starts lockharness with these arguments
-
-
-@pytest.fixture
-def controller(tmp_path: Path) -> Iterator[Controller]:
-    started: list[subprocess.Popen[str]] = []
-
-    def start(*args: str) -> subprocess.Popen[str]:
-        started.append(_start(tmp_path, *args))
-        return started[-1]
-
-    yield start
-    for harness in started:  # whatever a test asserted: no controller outlives it
-        if harness.poll() is None:
-            harness.kill()
-        harness.communicate()
 
 
 def _run_dir(tmp_path: Path) -> Path | None:

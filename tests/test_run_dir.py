@@ -34,6 +34,7 @@ EXPECTED: dict[str, Path] = {
     "clock_dir": RUN / "clock",
     "compose_file": RUN / "compose.yaml",
     "compose_env": RUN / ".env",
+    "reaper_log": RUN / "reaper.log",
 }
 EXPECTED_PER_WORKER: dict[str, str] = {
     "shard": "history.w{}.jsonl",
