@@ -194,6 +194,8 @@ def test_an_unwritable_report_path_is_refused_before_the_runs(tmp_path: Path, fl
     for path, why in (
         (tmp_path / "a-file" / "r.xml", "is not a directory"),
         (tmp_path, "it is a directory"),
+        # Root may write anywhere, as os.access says, but not make a directory in /proc.
+        (Path("/proc/no-such-dir/r.xml"), "/proc/no-such-dir"),
         *([(locked / "r.xml", "is not writable")] if os.geteuid() != 0 else []),
     ):
         locked.chmod(0o500)
@@ -208,3 +210,15 @@ def test_an_unwritable_report_path_is_refused_before_the_runs(tmp_path: Path, fl
             )
         finally:
             locked.chmod(0o700)
+
+
+def test_a_report_path_is_tried_and_left_as_it_was(tmp_path: Path) -> None:
+    from lockharness.harness.suite import check_report_paths
+
+    deep = tmp_path / "a" / "b" / "junit.xml"
+    existing = tmp_path / "index.html"
+    existing.write_text("kept\n")
+    check_report_paths(junit=deep, html=existing)
+    assert not (tmp_path / "a").exists()  # made to try, then taken away again
+    assert existing.read_text() == "kept\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.html"]  # no probe left
