@@ -24,9 +24,8 @@ from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.plan_doc import workers_named
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.expectation import Expectation
-from lockharness.harness.scenario.limits import MAX_COUNT, MAX_SEED
+from lockharness.harness.scenario.limits import MAX_COUNT, MAX_RUN_NS, MAX_SEED
 from lockharness.harness.scenario.model import (
-    MAX_RUN_NS,
     PERSISTENCE_MODES,
     ClusterSpec,
     Scenario,
