@@ -16,7 +16,6 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from lockharness.core.durations import parse_duration
 from lockharness.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from lockharness.core.interrupts import install_stop_handlers
 from lockharness.core.run_dir import RunDir
@@ -28,6 +27,7 @@ from lockharness.harness.scenario.limits import (
     MAX_COUNT,
     MAX_SEED,
     MAX_SEEDS,
+    RunLength,
 )
 
 _COMMANDS = {
@@ -53,9 +53,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def _duration(text: str) -> int:
+def _run_length(text: str) -> int:
+    """--duration, --budget, --shrink-budget: bounded as a scenario's duration is."""
     try:
-        return parse_duration(text)
+        return int(RunLength.decode(text))
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -116,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a scenario and check its history")
     run.add_argument("scenario", help="a built-in scenario name or a path to a YAML file")
-    run.add_argument("--duration", type=_duration, help="how long the workload runs, e.g. 10s")
+    run.add_argument("--duration", type=_run_length, help="how long the workload runs, e.g. 10s")
     run.add_argument("--seed", type=_seed, help="seed for every random choice")
     run.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     run.add_argument("--workers", type=_count, help="worker processes")
@@ -149,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--seeds", type=_runs, default=1, help="runs per scenario and client")
     suite.add_argument("--seed", type=_seed, help="first seed (then S+1, …); default: own/random")
     suite.add_argument("--clients", help="a,b,c: run every scenario with each of these clients")
-    suite.add_argument("--duration", type=_duration, help="how long each run goes, e.g. 5s")
+    suite.add_argument("--duration", type=_run_length, help="how long each run goes, e.g. 5s")
     suite.add_argument("--workers", type=_count, help="worker processes")
     suite.add_argument("--threads", type=_count, help="client threads per worker")
     suite.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
@@ -167,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--model", default="redlock", help="a named fault model or a model file")
     explore.add_argument("--list-models", action="store_true", help="show the named models")
     spend = explore.add_mutually_exclusive_group()
-    spend.add_argument("--budget", type=_duration, help="how long to explore, e.g. 30m")
+    spend.add_argument("--budget", type=_run_length, help="how long to explore, e.g. 30m")
     spend.add_argument("--trials", type=_runs, help="how many trials to run")
     explore.add_argument("--seed", type=_seed, help="the exploration's seed (default: random)")
     explore.add_argument(
@@ -185,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explore.add_argument(
         "--shrink-budget",
-        type=_duration,
+        type=_run_length,
         default=600_000_000_000,
         help="time to shrink each violation (default 10m)",
     )

@@ -44,7 +44,7 @@ from lockharness.harness.recheck import apply_run_problems
 from lockharness.harness.replay import write_replay
 from lockharness.harness.reports import write_reports
 from lockharness.harness.runlog import run_log
-from lockharness.harness.scenario import Scenario, to_yaml
+from lockharness.harness.scenario import Scenario, resolve_scenario, to_yaml
 from lockharness.harness.scenario.expectation import require_exposure
 from lockharness.harness.store import create_run_dir, update_latest
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
@@ -356,7 +356,9 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
 def run_scenario(
     scenario: Scenario, *, store: Path, binaries: Binaries, console: Console
 ) -> RunOutcome:
-    scenario = resolve_seed(scenario)
+    # A caller that skipped with_overrides (a replay, a shrink step): a plug-in is imported
+    # here, still before anything is made.
+    scenario = resolve_seed(resolve_scenario(scenario))
     run_dir = create_run_dir(store, scenario.name)
     run_dir.scenario.write_text(to_yaml(scenario))
     update_latest(store, run_dir)

@@ -10,7 +10,6 @@ the rest, and the JUnit and HTML reports are still written for the runs done.
 from __future__ import annotations
 
 import io
-import os
 import random
 import time
 from collections import Counter
@@ -48,6 +47,7 @@ from lockharness.harness.suite_results import (
     suite_exit_code,
     summarize,
 )
+from lockharness.harness.writable import check_output_file
 from lockharness.workloads.plugins import is_plugin_path
 from lockharness.workloads.registry import CLIENTS
 
@@ -296,28 +296,10 @@ def run_suite(
 
 def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
     """A report path must be writable as a file; said before any run starts, not after an
-    hour of runs. Nothing is created here: missing directories are made when writing, so
-    the nearest one that exists must take new entries."""
+    hour of runs (tried, then undone: missing directories are made when writing)."""
     for flag, path in (("--junit", junit), ("--html", html)):
-        if path is None:
-            continue
-        existing = path.parent.absolute()
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
-        if path.is_dir():
-            why = "it is a directory"
-        elif path.exists() and not os.access(path, os.W_OK):
-            why = "the file is not writable"
-        elif not existing.is_dir():
-            why = f"{existing} is not a directory"
-        elif not os.access(existing, os.W_OK | os.X_OK):
-            why = f"{existing} is not writable"
-        else:
-            continue
-        raise BadInput(
-            f"{flag} {path}: cannot write the report: {why}; allowed: a file "
-            "path in a directory that exists or can be made"
-        )
+        if path is not None:
+            check_output_file(flag, path, "the report")
 
 
 def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Path | None) -> None:

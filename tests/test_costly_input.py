@@ -164,6 +164,9 @@ def assert_254(tmp_path: Path, *args: str, mentions: list[str]) -> None:
         (["suite", "single-baseline", "--seeds", "99999999999999"], ["--seeds", "1 to 1000"]),
         (["suite", "single-baseline", "--seeds", "0"], ["--seeds", "1 to 1000"]),
         (["run", "single-baseline", "--duration", "169h"], ["--duration", "up to 168h"]),
+        (["suite", "single-baseline", "--duration", "0s"], ["--duration", "'0s' is zero"]),
+        (["explore", "--client", "single", "--budget", "0s"], ["--budget", "above 0"]),
+        (["explore", "--client", "single", "--shrink-budget", "169h"], ["--shrink-budget"]),
     ],
 )
 def test_costly_or_foreign_flags(tmp_path: Path, flags: list[str], mentions: list[str]) -> None:
@@ -194,6 +197,8 @@ def test_an_unwritable_report_path_is_refused_before_the_runs(tmp_path: Path, fl
     for path, why in (
         (tmp_path / "a-file" / "r.xml", "is not a directory"),
         (tmp_path, "it is a directory"),
+        # Root may write anywhere, as os.access says, but not make a directory in /proc.
+        (Path("/proc/no-such-dir/r.xml"), "/proc/no-such-dir"),
         *([(locked / "r.xml", "is not writable")] if os.geteuid() != 0 else []),
     ):
         locked.chmod(0o500)
@@ -208,3 +213,29 @@ def test_an_unwritable_report_path_is_refused_before_the_runs(tmp_path: Path, fl
             )
         finally:
             locked.chmod(0o700)
+
+
+def test_a_report_path_is_tried_and_left_as_it_was(tmp_path: Path) -> None:
+    from lockharness.harness.suite import check_report_paths
+
+    deep = tmp_path / "a" / "b" / "junit.xml"
+    existing = tmp_path / "index.html"
+    existing.write_text("kept\n")
+    check_report_paths(junit=deep, html=existing)
+    assert not (tmp_path / "a").exists()  # made to try, then taken away again
+    assert existing.read_text() == "kept\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.html"]  # no probe left
+
+
+@pytest.mark.parametrize("written", ["0s", "169h", "10 parsecs"])
+def test_a_duration_flag_is_bounded_as_the_file_is(tmp_path: Path, written: str) -> None:
+    """The same words for the same value, whether a scenario or a flag says it."""
+    in_file = rejected(tmp_path, GOOD.replace("duration: 2s", f"duration: {written}"))
+    reason = in_file.partition(": duration: ")[2].removesuffix(" (line 3)")
+    assert reason.startswith(repr(written)), in_file
+    for flags in (
+        ["run", "single-baseline", "--duration", written],
+        ["explore", "--client", "single", "--budget", written],
+        ["explore", "--client", "single", "--shrink-budget", written],
+    ):
+        assert_254(tmp_path, *flags, mentions=[f"argument {flags[-2]}: {reason}"])

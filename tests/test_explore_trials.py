@@ -24,10 +24,17 @@ from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.model import FaultChoice, FaultModel, load_model, model_names
 from lockharness.harness.explore.trial import Trial, draw, mutate
-from lockharness.harness.scenario import ClientDoc, ClientSpec, Scenario, load_scenario, to_yaml
+from lockharness.harness.scenario import (
+    ClientDoc,
+    ClientSpec,
+    Scenario,
+    load_scenario,
+    resolve_scenario,
+    to_yaml,
+)
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.model import ClusterSpec
-from lockharness.workloads.client_doc import read_client
+from lockharness.workloads.client_doc import read_client, resolve_client
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -44,8 +51,9 @@ TINY_LOCK = REPO / "tests" / "programs" / "tiny_lock.py"
 
 
 def client(which: str) -> ClientSpec:
-    if which == "plug-in":  # the example plug-in class, found beside its scenario
-        return read_client(ClientDoc(class_="my_lock:MyLock"), REPO / "examples" / "plugin")
+    if which == "plug-in":  # the example plug-in class, found beside its scenario, imported
+        plugin = ClientDoc(class_="my_lock:MyLock")
+        return resolve_client(read_client(plugin, REPO / "examples" / "plugin"))
     if which == "program":  # a program client: read, not started
         return read_client(ClientDoc(command=[sys.executable, str(TINY_LOCK)]), None)
     return read_client(ClientDoc(name=which), None)
@@ -140,7 +148,8 @@ def assert_good_trial(model: FaultModel, trial: Trial, tmp_path: Path | None) ->
     s = trial.scenario
     assert_inside(model, s)
     assert outside(model, s) == [], trial.origin
-    assert list(scenario_problems(s)) == [], trial.origin
+    # A plug-in's declaration is known once it is imported, as a run does before starting.
+    assert list(scenario_problems(resolve_scenario(s))) == [], trial.origin
     assert s.expect == "valid"  # the model is what the lock claims to tolerate
     if tmp_path is not None:
         path = tmp_path / f"{trial.name}.yaml"

@@ -1,5 +1,6 @@
-"""User plug-in lock clients: `client: {class: "module:Class"}`, imported and checked when
-the scenario is read, so every mistake is bad input (exit 254) before anything starts."""
+"""User plug-in lock clients: `client: {class: "module:Class"}`, located when the scenario
+is read (none of its code runs), imported and checked when a run resolves it, before
+anything starts: every mistake is bad input (exit 254) with nothing started."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import pytest
 import yaml
 
 from lockharness.core.history import read_history
-from lockharness.harness.scenario import ClientSpec, load_scenario, to_yaml, with_overrides
+from lockharness.harness.scenario import (
+    ClientSpec,
+    load_scenario,
+    resolve_scenario,
+    to_yaml,
+    with_overrides,
+)
 from lockharness.workloads.clients.single import SingleOptions
 from lockharness.workloads.plugins import PluginError, load_plugin
 from tests.conftest import REPO, lockharness, run, value
@@ -107,6 +114,29 @@ def test_the_example_plugin_runs_and_is_valid(tmp_path: Path) -> None:
         "path": [str(EXAMPLE.parent)],
         "options": {"timeout": "100ms", "node": 1},
     }
+
+
+def test_a_run_imports_the_plugin_and_check_and_report_do_not(tmp_path: Path) -> None:
+    # The example plug-in, with top-level code that leaves a mark whenever it runs.
+    marker, folder = tmp_path / "marker", tmp_path / "scen"
+    folder.mkdir()
+    mark = f"open({str(marker)!r}, 'a').write('imported\\n')\n"
+    (folder / "marked_lock.py").write_text((EXAMPLE.parent / "my_lock.py").read_text() + mark)
+    scenario = folder / "marked.yaml"
+    scenario.write_text(
+        EXAMPLE.read_text().replace("my_lock:MyLock", "marked_lock:MyLock")
+        .replace("workers: 4", "workers: 1").replace("threads: 3", "threads: 2")
+    )  # fmt: skip
+    code, results, run_dir, output = run(tmp_path, str(scenario), "--duration", "1s")
+    assert code == 0, output
+    assert results["client"] == "marked_lock:MyLock" and results["stats"]["cycles"] > 0
+    # The controller imported it before the cluster came up, and so did the worker.
+    assert marker.read_text().count("imported") >= 2
+    marker.unlink()
+    for args in (["check", str(run_dir)], ["report", str(run_dir)]):
+        done = lockharness(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists(), "reading the run's scenario.yaml ran the plug-in's module"
 
 
 # A plug-in in a package, declaring no OPTIONS (its options arrive as written), importing
@@ -513,7 +543,7 @@ def test_a_resolved_plugin_scenario_reads_back_equal_from_elsewhere(tmp_path: Pa
         "{class: 'roundtrip_plug:Lock', options: {timeout: 50ms}}",
         {"roundtrip_plug.py": GOOD_CLASS},
     )
-    s = load_scenario(path)
+    s = resolve_scenario(load_scenario(path))
     options_type = s.client.info().options_type
     assert options_type is not None
     assert s.client == ClientSpec(
@@ -522,7 +552,9 @@ def test_a_resolved_plugin_scenario_reads_back_equal_from_elsewhere(tmp_path: Pa
     elsewhere = tmp_path / "store" / "resolved.yaml"  # as a run directory holds it
     elsewhere.parent.mkdir()
     elsewhere.write_text(to_yaml(s))
-    assert load_scenario(elsewhere) == s
+    read = load_scenario(elsewhere)
+    assert read.client.options == {"timeout": "50ms", "node": 1}  # as written, until resolved
+    assert resolve_scenario(read) == s
 
 
 def test_client_path_and_switching_to_and_from_a_plugin(
@@ -534,7 +566,7 @@ def test_client_path_and_switching_to_and_from_a_plugin(
     path = scenario_with(
         tmp_path, "{class: 'pathed_plug:Lock', path: ../libs, options: {node: 1}}", {}
     )
-    s = load_scenario(path)
+    s = resolve_scenario(load_scenario(path))
     options_type = s.client.info().options_type
     assert s.client.path == (str(libs.resolve()),) and options_type is not None
     assert s.client.options == options_type(node=1)

@@ -4,7 +4,7 @@ ClientSpec the harness and its workers run, and written back."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 
@@ -13,9 +13,9 @@ from msgspec import Meta
 
 from lockharness.core.typed_input import Invalid, Text, convert, plain, show
 from lockharness.workloads.client_info import ClientInfo, ClientOptions, Timeout
-from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin
+from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin, locate_plugin
 from lockharness.workloads.programs import command_client
-from lockharness.workloads.registry import CLIENTS, client_info
+from lockharness.workloads.registry import CLIENTS
 from lockharness.workloads.task import ClientTask
 
 __all__ = ["Timeout"]  # the workload's acquire_timeout is one (harness/scenario/model.py)
@@ -56,6 +56,15 @@ class ClientSpec:
     # A program in any language (docs/client-protocol.md): its argv, the program made
     # absolute when given relative to the scenario file. Empty for a class.
     command: tuple[str, ...] = ()
+    # A plug-in's declaration, once its class is imported (resolve_client); None until
+    # then: reading a scenario runs none of a plug-in's code, so its options stay plain
+    # data and the checks that need its declaration wait for the run.
+    declared: ClientInfo | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def resolved(self) -> bool:
+        """Everything about it known: a built-in, a program, or a plug-in imported."""
+        return not self.plugin or self.declared is not None
 
     @property
     def plugin(self) -> bool:
@@ -80,10 +89,14 @@ class ClientSpec:
         )
 
     def info(self) -> ClientInfo:
-        """What the registry knows of it; a plug-in's class was checked when it was read."""
+        """What the registry knows of it; a plug-in's, once resolve_client imported it."""
         if self.command:
             return command_client(self.command)
-        return client_info(self.name, self.path)
+        if self.plugin:
+            if self.declared is None:
+                raise RuntimeError(f"plug-in {self.name} is not imported yet: resolve_client()")
+            return self.declared
+        return CLIENTS[self.name]
 
 
 _PLAIN = "a string, number, boolean or null, or a list or mapping (string keys) of those"
@@ -97,15 +110,19 @@ def _is_plain_data(value: object) -> bool:
     return value is None or isinstance(value, bool | int | float | str)
 
 
+def _plain_options(given: dict[str, Any]) -> dict[str, Any]:
+    for name, value in given.items():  # names are strings: ClientDoc says so
+        if not _is_plain_data(value):
+            problem = f"{show(value)} is not plain data; allowed: {_PLAIN}"
+            raise Invalid(f"client.options.{name}", problem)
+    return dict(given)
+
+
 def client_options(info: ClientInfo, given: dict[str, Any]) -> Options:
     """As the client's Options declare, defaults filled in; a plug-in that declares none
     takes plain data (it goes to the workers as written)."""
     if info.options_type is None:
-        for name, value in given.items():  # names are strings: ClientDoc says so
-            if not _is_plain_data(value):
-                problem = f"{show(value)} is not plain data; allowed: {_PLAIN}"
-                raise Invalid(f"client.options.{name}", problem)
-        return dict(given)
+        return _plain_options(given)
     options: ClientOptions = convert(given, info.options_type, "client.options")
     return options
 
@@ -145,10 +162,10 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
         value = ClientDoc(name=value)
     if value.command is not None:
         return _command_client(value, base)
-    path: tuple[str, ...] = ()
     if value.class_ is not None:
-        info, path = _plugin(value, base)
-    elif value.path is not None:
+        # Located, not imported: its options stay plain data until resolve_client.
+        return ClientSpec(value.class_, _plain_options(value.options or {}), _plugin(value, base))
+    if value.path is not None:
         raise Invalid(
             "client.path",
             "only with client.class; allowed: directories a plug-in "
@@ -164,14 +181,28 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
         info = CLIENTS[value.name]
         if info.command and (problem := info.unavailable):  # a reference program not built
             raise Invalid("client.name", f"{value.name}: {problem}")
-    # Which options are allowed depends on the client the name or class picks.
-    return ClientSpec(info.name, client_options(info, value.options or {}), path)
+    # Which options are allowed depends on the client the name picks.
+    return ClientSpec(info.name, client_options(info, value.options or {}))
 
 
-def _plugin(doc: ClientDoc, base: Path | None) -> tuple[ClientInfo, tuple[str, ...]]:
-    """A plug-in class and the directories to import it from. Its module is looked for
-    in ``path`` (relative to ``base``), ``base`` (the scenario's directory), the current
-    directory, then sys.path."""
+def resolve_client(spec: ClientSpec) -> ClientSpec:
+    """``spec`` with a plug-in's class imported and checked, and its options read against
+    the Options it declares: what a run does after reading, before anything starts.
+    Invalid at client.class or client.options; anything else is returned as it is."""
+    if spec.resolved:
+        return spec
+    try:
+        plugin = load_plugin(spec.name, spec.path)
+    except PluginError as e:
+        raise Invalid("client.class", str(e)) from None
+    options = client_options(plugin.info, options_plain(spec.options))
+    return replace(spec, options=options, declared=plugin.info)
+
+
+def _plugin(doc: ClientDoc, base: Path | None) -> tuple[str, ...]:
+    """The directories to import a plug-in class from, its module found there without
+    running it. It is looked for in ``path`` (relative to ``base``), ``base`` (the
+    scenario's directory), the current directory, then sys.path."""
     assert doc.class_ is not None
     if doc.name is not None:
         raise Invalid(
@@ -191,10 +222,9 @@ def _plugin(doc: ClientDoc, base: Path | None) -> tuple[ClientInfo, tuple[str, .
     also = [(str(base.resolve()), "the scenario's directory")] if base is not None else []
     also.append((str(cwd.resolve()), "the current directory"))
     try:
-        plugin = load_plugin(doc.class_, [str(((base or cwd) / d).resolve()) for d in dirs], also)
+        return locate_plugin(doc.class_, [str(((base or cwd) / d).resolve()) for d in dirs], also)
     except PluginError as e:
         raise Invalid("client.class", str(e)) from None
-    return plugin.info, plugin.path
 
 
 def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
@@ -225,7 +255,8 @@ def switch_client(
     options of ``old`` that differ from their defaults and that it accepts, declared with the
     same type (none of a plug-in's that declares no Options), unless it comes with options
     of its own (a ``ClientDoc``, as a scenario's ``client:`` mapping). A plug-in class is
-    looked for as in a scenario file."""
+    looked for as in a scenario file, and imported (resolve_client): a flag names a client
+    to run now. ``old`` is resolved already (a plug-in's options are typed only then)."""
     if isinstance(client, str):
         plugin = is_plugin_path(client)
         if not plugin and client not in CLIENTS:
@@ -235,7 +266,7 @@ def switch_client(
     else:
         doc = client
     try:
-        new = read_client(doc, base)
+        new = resolve_client(read_client(doc, base))
     except Invalid as e:
         raise Invalid(flag, e.reason if e.path == "client.class" else str(e)) from None
     if doc.options is not None:

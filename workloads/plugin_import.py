@@ -43,6 +43,36 @@ def find_top(top: str, places: Sequence[tuple[str, str]]) -> tuple[str | None, b
     return None, top in sys.modules or importlib.machinery.PathFinder.find_spec(top) is not None
 
 
+def locate_module(module_name: str, places: Sequence[tuple[str, str]]) -> str | None:
+    """Where ``module_name`` ("mod" or "pkg.sub.mod") would be imported from, found without
+    running any of its code (no package's __init__ either): the first of ``places``
+    holding its top package, or None for sys.path. NotFound when it does not exist."""
+    top, _, rest = module_name.partition(".")
+    found, exists = find_top(top, places)
+    if not exists:
+        raise NotFound(top, f"No module named '{top}'")
+    if not rest:
+        return found
+    loaded = sys.modules.get(top)
+    if found is None and loaded is not None:
+        locations = list(getattr(loaded, "__path__", []))  # already imported: nothing runs
+    else:
+        spec = importlib.machinery.PathFinder.find_spec(top, [found] if found else None)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+    name = top
+    for part in rest.split("."):
+        if not locations:
+            raise NotFound(
+                name + "." + part, f"No module named '{name}.{part}'; '{name}' is not a package"
+            )
+        name = f"{name}.{part}"
+        spec = importlib.machinery.PathFinder.find_spec(name, locations)
+        if spec is None:
+            raise NotFound(name, f"No module named '{name}'")
+        locations = list(spec.submodule_search_locations or [])
+    return found
+
+
 def _refuse_another_file(top: str, directory: str, spec: importlib.machinery.ModuleSpec) -> None:
     there = getattr(sys.modules.get(top), "__file__", None)
     if not there or _same_file(spec, there):

@@ -1,7 +1,10 @@
 """User plug-in lock clients: a class named "package.module:ClassName", checked on load.
 
-A plug-in is imported and inspected before anything starts, so that every mistake is
-bad input naming the class, not a worker dying mid-run. What it declares (OPTIONS,
+Reading a scenario only locates a plug-in's module (``locate_plugin``: nothing of it
+runs, so a scenario file from elsewhere runs no code when `check` or `report` reads
+it); a run imports and inspects the class (``load_plugin``) after reading and before
+anything starts, so that every mistake is bad input naming the class, not a worker dying
+mid-run. What it declares (OPTIONS,
 needs_masters, reentrant, ...: workloads/declaration.py) becomes a ClientInfo the same way
 a built-in client's declaration does, so the scenario's cross-checks treat both alike.
 
@@ -28,7 +31,13 @@ from typing import cast
 
 from lockharness.workloads.client_info import ClientInfo
 from lockharness.workloads.declaration import DeclarationError, declared_info
-from lockharness.workloads.plugin_import import ImportFailed, NotFound, find_top, import_plugin
+from lockharness.workloads.plugin_import import (
+    ImportFailed,
+    NotFound,
+    find_top,
+    import_plugin,
+    locate_module,
+)
 
 # How the runner hands a worker its plug-in's directories (os.pathsep-separated).
 PLUGIN_PATH_ENV = "LOCKHARNESS_PLUGIN_PATH"
@@ -71,6 +80,49 @@ def env_path() -> tuple[str, ...]:
     return tuple(d for d in os.environ.get(PLUGIN_PATH_ENV, "").split(os.pathsep) if d)
 
 
+def _split(class_path: str) -> tuple[str, str]:
+    match = _CLASS_PATH.fullmatch(class_path) if isinstance(class_path, str) else None
+    if match is None:
+        raise PluginError(f"{class_path!r} is not a plug-in class; expected: {_EXPECTED_FORM}")
+    module_name, attr = match.groups()
+    return module_name, attr
+
+
+def _places(
+    path: Sequence[str], inherited: Sequence[str], also: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Where to look, each directory once: (directory, why) for messages."""
+    unique: dict[str, tuple[str, str]] = {}
+    for directory, why in [
+        *((d, "client.path") for d in path),
+        *((d, PLUGIN_PATH_ENV) for d in inherited),
+        *also,
+    ]:
+        unique.setdefault(directory, (directory, why))
+    return list(unique.values())
+
+
+def locate_plugin(
+    class_path: str,
+    path: Sequence[str] = (),
+    also: Sequence[tuple[str, str]] = (),
+) -> tuple[str, ...]:
+    """The directories ``load_plugin`` will import ``class_path`` from (as ``Plugin.path``),
+    its module found without running any of its code: reading a scenario file from
+    elsewhere must not run what it names. PluginError when the form is wrong or the
+    module does not exist; the class itself is checked only when it is imported."""
+    module_name, _ = _split(class_path)
+    inherited = env_path()
+    places = _places(path, inherited, also)
+    try:
+        found = locate_module(module_name, places)
+    except NotFound as e:
+        raise _not_found(e.name, e.reason, places) from None
+    except ImportFailed as e:
+        raise PluginError(str(e)) from None
+    return tuple(dict.fromkeys([*path, *inherited, *([found] if found else [])]))
+
+
 def load_plugin(
     class_path: str,
     path: Sequence[str] = (),
@@ -82,19 +134,9 @@ def load_plugin(
     (directory, why) looked in after them, kept only if the module is found there;
     ``why`` is for messages ("the scenario's directory").
     """
-    match = _CLASS_PATH.fullmatch(class_path) if isinstance(class_path, str) else None
-    if match is None:
-        raise PluginError(f"{class_path!r} is not a plug-in class; expected: {_EXPECTED_FORM}")
-    module_name, attr = match.groups()
+    module_name, attr = _split(class_path)
     inherited = env_path()  # in a worker: the directories the runner handed on
-    unique: dict[str, tuple[str, str]] = {}  # a directory named twice: looked in once
-    for directory, why in [
-        *((d, "client.path") for d in path),
-        *((d, PLUGIN_PATH_ENV) for d in inherited),
-        *also,
-    ]:
-        unique.setdefault(directory, (directory, why))
-    places = list(unique.values())
+    places = _places(path, inherited, also)
     top = module_name.partition(".")[0]
     try:
         found, exists = find_top(top, places)

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from types import ModuleType
 
 from lockharness.core.declared import declared_in
 from lockharness.workloads.client_info import ClientInfo
 from lockharness.workloads.declaration import DeclaredClient, declared_info, declared_name
-from lockharness.workloads.plugins import is_plugin_path, load_plugin
 
 # Where clients are declared; listings go by each class's rank, then in this order.
 PACKAGES: tuple[str, ...] = ("lockharness.workloads.clients", "lockharness.workloads.adapters")
@@ -52,15 +51,3 @@ def _read() -> dict[str, ClientInfo]:
 
 
 CLIENTS: dict[str, ClientInfo] = _read()
-
-
-def client_info(name: str, path: Sequence[str] = ()) -> ClientInfo:
-    """A built-in client by name, or a user's plug-in class by "module:Class": imported
-    and checked now (PluginError says what is wrong), from ``path`` ahead of sys.path.
-
-    The one lookup for both, so every check of a client (its options, topology, nesting)
-    sees a plug-in exactly as it sees a built-in.
-    """
-    if is_plugin_path(name):
-        return load_plugin(name, path).info
-    return CLIENTS[name]

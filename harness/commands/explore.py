@@ -20,7 +20,7 @@ from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.scenario import ClientDoc, ClientSpec
 from lockharness.harness.scenario.model import ClusterSpec
 from lockharness.harness.store import check_store
-from lockharness.workloads.client_doc import read_client, switch_client
+from lockharness.workloads.client_doc import read_client, resolve_client, switch_client
 
 _YAML = (".yaml", ".yml")
 
@@ -42,7 +42,7 @@ def explore_client(ref: str) -> ClientSpec:
                 if isinstance(written, str)
                 else convert(written, ClientDoc, "client")
             )
-            return read_client(doc, Path(ref).parent.resolve())
+            return resolve_client(read_client(doc, Path(ref).parent.resolve()))
         placeholder = read_client(ClientDoc(name="single"), None)
         return switch_client(placeholder, ref, None, "--client")
     except Invalid as e:

@@ -13,8 +13,14 @@ from lockharness.core.errors import EXIT_AS_EXPECTED
 
 def command(args: argparse.Namespace, console: Console) -> int:
     from lockharness.compose.images import KINDS, REDIS, TOXIPROXY, ensure, find_host_binary
+    from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
-    explicit = {REDIS: args.redis_server, TOXIPROXY: args.toxiproxy_server}
+    # Found and asked for their --version as `run` does: an image of the wrong program is
+    # bad input now, not a cluster that never comes up.
+    explicit = {
+        REDIS: str(find_binary(REDIS_SERVER, args.redis_server)),
+        TOXIPROXY: str(find_binary(TOXIPROXY_SERVER, args.toxiproxy_server)),
+    }
     for kind in KINDS:
         binary = find_host_binary(kind, explicit[kind])
         started = time.monotonic()

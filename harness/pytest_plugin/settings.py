@@ -131,7 +131,11 @@ def _binary(config: pytest.Config, s: Setting, binary: Binary) -> Path | None:
         # The same check as the command line's --redis-server, its message naming our origin.
         return find_binary(dataclasses.replace(binary, flag=g.origin), str(g.path))
     except BadInput as e:
-        raise pytest.UsageError(f"{e}; allowed: the path of an executable {binary.name}") from None
+        # A wrong program's message says what is allowed already; a missing one's does not.
+        allowed = (
+            "" if "allowed:" in str(e) else f"; allowed: the path of an executable {binary.name}"
+        )
+        raise pytest.UsageError(f"{e}{allowed}") from None
 
 
 def _store(config: pytest.Config) -> Path | None:

@@ -24,9 +24,8 @@ from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.plan_doc import workers_named
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.expectation import Expectation
-from lockharness.harness.scenario.limits import MAX_COUNT, MAX_SEED
+from lockharness.harness.scenario.limits import MAX_COUNT, MAX_RUN_NS, MAX_SEED
 from lockharness.harness.scenario.model import (
-    MAX_RUN_NS,
     PERSISTENCE_MODES,
     ClusterSpec,
     Scenario,
@@ -34,7 +33,7 @@ from lockharness.harness.scenario.model import (
 )
 from lockharness.harness.scenario.read import read_scenario
 from lockharness.harness.scenario.write import json_schema, to_yaml
-from lockharness.workloads.client_doc import ClientDoc, ClientSpec, switch_client
+from lockharness.workloads.client_doc import ClientDoc, ClientSpec, resolve_client, switch_client
 
 __all__ = [
     "PERSISTENCE_MODES",
@@ -45,6 +44,7 @@ __all__ = [
     "builtin_scenarios",
     "json_schema",
     "load_scenario",
+    "resolve_scenario",
     "to_yaml",
     "with_overrides",
 ]
@@ -85,6 +85,23 @@ def _parse(text: str, source: str, stem: str, directory: Path | None = None) -> 
         return dataclasses.replace(read_scenario(data, stem, directory), source=source)
     except Invalid as e:
         raise BadInput(f"{source}: {e}{line_of(e.path, lines)}") from None
+
+
+def resolve_scenario(s: Scenario) -> Scenario:
+    """``s`` ready to run: a plug-in client's class imported and checked, its options read
+    against what it declares, and the rules that needed its declaration checked. Reading
+    (load_scenario) runs none of a plug-in's code; a run calls this after reading and
+    before anything starts, so a bad class is still bad input with nothing started.
+    BadInput naming the scenario's file and the key."""
+    if s.client.resolved:
+        return s
+    try:
+        resolved = dataclasses.replace(s, client=resolve_client(s.client))
+        for path, reason in scenario_problems(resolved):
+            raise Invalid(path, reason)
+    except Invalid as e:
+        raise BadInput(f"{s.source or s.name}: {e}") from None
+    return resolved
 
 
 # ---- command-line overrides: errors name the flag -----------------------------------------
@@ -130,8 +147,10 @@ def with_overrides(
     redis_image: str | None = None,
     toxiproxy_image: str | None = None,
 ) -> Scenario:
-    """``s`` with command-line overrides; errors name the flag. ``client`` is a client's
-    name or class path (``--client``), or a whole client as a scenario file gives it."""
+    """``s`` with command-line overrides, ready to run (resolve_scenario: a plug-in is
+    imported); errors name the flag. ``client`` is a client's name or class path
+    (``--client``), or a whole client as a scenario file gives it."""
+    s = resolve_scenario(s)  # the scenario's own client first: its options carry over typed
     w, c = s.workload, s.cluster
     try:
         new_workers = _whole("--workers", workers, w.workers, 1, MAX_COUNT)

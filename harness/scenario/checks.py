@@ -18,8 +18,9 @@ def _option(s: Scenario, name: str) -> object:
 
 
 def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
-    """In the order they are reported."""
-    w, nodes, client = s.workload, s.cluster.nodes, s.client.name
+    """In the order they are reported. Those about what a plug-in declares wait until its
+    class is imported (a scenario is read without running it)."""
+    w, nodes = s.workload, s.cluster.nodes
     for low, high in (("hold_min", "hold_max"), ("retry_delay_min", "retry_delay_max")):
         lo, hi = getattr(w, f"{low}_ns"), getattr(w, f"{high}_ns")
         if lo > hi:
@@ -30,6 +31,25 @@ def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
     if isinstance(node, int) and not 1 <= node <= nodes:
         why = f"{node} is not a node of the cluster; allowed: an integer from 1 to {nodes}"
         yield "client.options.node", f"{why} (cluster.nodes)"
+    # What the client declares (a plug-in's, once imported: resolve_scenario).
+    if s.client.resolved:
+        yield from _client_problems(s)
+    # The nemesis plans every occurrence before the run: bound how many there are.
+    in_timeline, total = {e.fault for e in s.faults.timeline}, len(s.faults.timeline)
+    for i, f in enumerate(s.faults.faults):
+        total += (slots := slot_count(f, s.duration_ns, f.name in in_timeline))
+        if total > MAX_OCCURRENCES:
+            every = "" if f.every_ns is None else f"every {shown(f.every_ns)} "
+            why = f"{every}over duration {shown(s.duration_ns)} makes {slots} occurrences ({total}"
+            why += f" with the faults and timeline before it); allowed: at most {MAX_OCCURRENCES}"
+            why += " occurrences in a run (a longer every, or a shorter duration)"
+            yield f"faults[{i}].every", why
+            return
+
+
+def _client_problems(s: Scenario) -> Iterator[tuple[str, str]]:
+    """The rules that need the client's declaration (ClientInfo)."""
+    w, nodes, client = s.workload, s.cluster.nodes, s.client.name
     # Redlock-style clients need independent masters; discovery needs replicas.
     info, replicated = s.client.info(), s.cluster.topology == "replicated"
     discovery = _option(s, "discovery") or "static"
@@ -60,14 +80,3 @@ def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
     if w.ttl_ns % (step_ns := info.ttl_step_ms * 1_000_000):
         why = f"{shown(w.ttl_ns)} does not fit client {client}, which sets TTLs in steps of"
         yield "workload.ttl", f"{why} {shown(step_ns)}; allowed: a multiple of {shown(step_ns)}"
-    # The nemesis plans every occurrence before the run: bound how many there are.
-    in_timeline, total = {e.fault for e in s.faults.timeline}, len(s.faults.timeline)
-    for i, f in enumerate(s.faults.faults):
-        total += (slots := slot_count(f, s.duration_ns, f.name in in_timeline))
-        if total > MAX_OCCURRENCES:
-            every = "" if f.every_ns is None else f"every {shown(f.every_ns)} "
-            why = f"{every}over duration {shown(s.duration_ns)} makes {slots} occurrences ({total}"
-            why += f" with the faults and timeline before it); allowed: at most {MAX_OCCURRENCES}"
-            why += " occurrences in a run (a longer every, or a shorter duration)"
-            yield f"faults[{i}].every", why
-            return

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Literal, get_args
 import msgspec
 from msgspec import Meta
 
-from lockharness.core.durations import duration_type
 from lockharness.core.typed_input import Text
 from lockharness.faults.plan_doc import FAULTS_META, TIMELINE_META, FaultDoc
 from lockharness.faults.spec import Delay, FaultPlan, TimelineEntry
@@ -33,6 +32,7 @@ from lockharness.harness.scenario.limits import (
     NAME_PATTERN,
     NAME_RULE,
 )
+from lockharness.harness.scenario.limits import RunLength as _RunLength
 from lockharness.workloads.client_doc import CLIENT_META, ClientDoc, ClientName, ClientSpec
 from lockharness.workloads.spec import Ttl, WorkloadSpec
 
@@ -40,8 +40,7 @@ Persistence = Literal["none", "aof-always", "aof-everysec"]
 Topology = Literal["masters", "replicated"]
 PERSISTENCE_MODES: tuple[str, ...] = get_args(Persistence)
 TOPOLOGIES: tuple[str, ...] = get_args(Topology)
-_MS, _S, _H = 1_000_000, 1_000_000_000, 3_600_000_000_000
-MAX_RUN_NS = 168 * _H  # a week: the harness waits for the run in one timed wait
+_S = 1_000_000_000
 
 if TYPE_CHECKING:
     # Types built at run time, which msgspec reads from the annotations (a Duration
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
     ExposureName = str
     Backend = str
 else:
-    RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
+    RunLength = _RunLength
     Safety = Literal[(*EXPECTATIONS, "unknown")]
     Liveness = Literal[LIVENESS_EXPECTATIONS]
     Resource = Literal[RESOURCE_EXPECTATIONS]
