@@ -165,7 +165,8 @@ def assert_254(tmp_path: Path, *args: str, mentions: list[str]) -> None:
         (["suite", "single-baseline", "--seeds", "0"], ["--seeds", "1 to 1000"]),
         (["run", "single-baseline", "--duration", "169h"], ["--duration", "up to 168h"]),
         (["suite", "single-baseline", "--duration", "0s"], ["--duration", "'0s' is zero"]),
-        (["explore", "--client", "single", "--budget", "0s"], ["--budget", "above 0"]),
+        (["explore", "--client", "single", "--budget", "0s"], ["--budget", "at least 100ms"]),
+        (["run", "single-baseline", "--duration", "1ns"], ["--duration", "too short", "100ms"]),
         (["explore", "--client", "single", "--shrink-budget", "169h"], ["--shrink-budget"]),
     ],
 )
@@ -227,7 +228,7 @@ def test_a_report_path_is_tried_and_left_as_it_was(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index.html"]  # no probe left
 
 
-@pytest.mark.parametrize("written", ["0s", "169h", "10 parsecs"])
+@pytest.mark.parametrize("written", ["0s", "1ns", "99ms", "169h", "10 parsecs"])
 def test_a_duration_flag_is_bounded_as_the_file_is(tmp_path: Path, written: str) -> None:
     """The same words for the same value, whether a scenario or a flag says it."""
     in_file = rejected(tmp_path, GOOD.replace("duration: 2s", f"duration: {written}"))

@@ -296,7 +296,7 @@ def test_bad_values_name_file_key_and_allowed(
     ("text", "fragments"),
     [
         (GOOD.replace("expect: valid", "expect: maybe"), ["expect", "'maybe'", "valid, invalid"]),
-        (GOOD.replace("duration: 5s", "duration: 0s"), ["duration", "above 0"]),
+        (GOOD.replace("duration: 5s", "duration: 0s"), ["duration", "at least 100ms"]),
         (GOOD.replace("duration: 5s\n", ""), ["duration: missing", "a duration"]),
         (GOOD.replace("description: a test scenario\n", ""), ["description: missing"]),
         (
@@ -415,7 +415,7 @@ def test_override_client_as_a_scenario_file_gives_it(tmp_path: Path) -> None:
         ({"workers": 0}, ["--workers", "from 1 to 64"]),
         ({"threads": 65}, ["--threads", "from 1 to 64"]),
         ({"seed": -3}, ["--seed", "from 0 to"]),
-        ({"duration_ns": 0}, ["--duration", "above 0"]),
+        ({"duration_ns": 0}, ["--duration", "at least 100ms"]),
     ],
 )
 def test_override_errors_name_the_flag(kwargs: dict[str, object], fragments: list[str]) -> None:

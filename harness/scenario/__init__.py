@@ -24,7 +24,13 @@ from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.plan_doc import workers_named
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.expectation import Expectation
-from lockharness.harness.scenario.limits import MAX_COUNT, MAX_RUN_NS, MAX_SEED
+from lockharness.harness.scenario.limits import (
+    MAX_COUNT,
+    MAX_RUN_NS,
+    MAX_SEED,
+    MIN_RUN_NS,
+    RunLength,
+)
 from lockharness.harness.scenario.model import (
     PERSISTENCE_MODES,
     ClusterSpec,
@@ -116,12 +122,12 @@ def _whole(flag: str, value: int | None, current: _T, lo: int, hi: int) -> int |
 
 
 def _run_length(value: int | None, current: int) -> int:
-    allowed = f"allowed: a duration above 0 and up to {MAX_RUN_NS // 3_600_000_000_000}h"
+    allowed = f"allowed: {RunLength.allowed()}"
     if value is None:
         return current
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        problem = f"{show(value)} is not a positive number of nanoseconds; {allowed}"
-        raise Invalid("--duration", problem)
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_RUN_NS:
+        problem = f"{show(value)} is not a number of nanoseconds of at least {MIN_RUN_NS}"
+        raise Invalid("--duration", f"{problem}; {allowed}")
     if value > MAX_RUN_NS:
         raise Invalid("--duration", f"{value // 1_000_000_000}s is too long; {allowed}")
     return value

@@ -6,7 +6,10 @@ from lockharness.workloads.limits import MAX_COUNT as MAX_COUNT  # workers, thre
 MAX_RUN_NS = 168 * 3_600_000_000_000  # a week: the harness waits for the run in one timed wait
 # A run's length, in a scenario's `duration` and in every duration flag of the command line
 # (--duration, and explore's --budget and --shrink-budget): the same bounds both ways.
-RunLength = duration_type("RunLength", positive=True, most=MAX_RUN_NS)
+# At least 100 ms: a shorter run cannot finish a lock cycle (a worker's start alone takes
+# longer), so `1ns` is a typo, not a run; the floor on cycles judges what is longer.
+MIN_RUN_NS = 100_000_000
+RunLength = duration_type("RunLength", positive=True, least=MIN_RUN_NS, most=MAX_RUN_NS)
 
 MAX_SEED = 2**63 - 1  # what every consumer of a seed (random.Random, Go, Java) can hold
 MAX_SEEDS = 1_000  # runs per scenario and client; a typo of 10^9 should not plan for hours
