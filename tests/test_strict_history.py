@@ -217,6 +217,55 @@ def test_a_torn_last_line_is_dropped_with_a_note_and_a_good_one_kept(tmp_path: P
     assert len(read_history(path)) == len(h.events)
 
 
+# ---- not a history at all ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "mentions"),
+    [
+        (b"\0" * 4096, ["h.jsonl:1:", "NUL bytes"]),  # a file of zeros: no newline at all
+        (b"\0\0\0\n\0\0\n", ["h.jsonl:1:", "NUL bytes"]),
+        (bytes(range(1, 10)) + b"\xff\xfe junk", ["h.jsonl:1:", "not valid JSON"]),
+        (b"just some words", ["h.jsonl:1:", "not valid JSON"]),
+        (b'{"index": 0, "process": \xff\xfe', ["h.jsonl:1:", "not UTF-8"]),
+    ],
+    ids=["zeros", "zero-lines", "binary", "text", "bad-utf8"],
+)
+def test_junk_and_nul_bytes_are_not_a_history(
+    tmp_path: Path, content: bytes, mentions: list[str]
+) -> None:
+    """A file of binary junk or of NUL bytes (what a crashed disk can leave) is refused as
+    no history, not checked as an empty one (which says unknown)."""
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(content)
+    done = lockharness("check", str(path), cwd=tmp_path)
+    assert done.returncode == 254, done.stdout + done.stderr
+    message = done.stderr.replace("\n", "")
+    for m in mentions:
+        assert m in message, (m, message)
+
+
+def test_a_history_ending_in_nul_bytes_is_refused_at_their_line(tmp_path: Path) -> None:
+    h = History().lease(1, "a", start=10, end=50)
+    text = "".join(e.to_json() + "\n" for e in h.events).encode()
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(text + b"\0" * 512)  # a crash: the file's last blocks never written
+    message = rejected_file(tmp_path, path)
+    assert "h.jsonl:5: not a history: NUL bytes" in message, message
+    assert "cut the file there" in message
+    path.write_bytes(text + b'{"index": 4, "process": 1, "type": "inv')  # cut: checkable
+    assert lockharness("check", str(path), cwd=tmp_path).returncode == 0
+    path.write_bytes(text + '{"index": 4, "key": "\u00e9'.encode()[:-1])  # cut in a character
+    assert lockharness("check", str(path), cwd=tmp_path).returncode == 0
+
+
+def rejected_file(tmp_path: Path, path: Path) -> str:
+    done = lockharness("check", str(path), cwd=tmp_path)
+    assert done.returncode == 254, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr.replace("\n", "")
+
+
 # ---- one rule for instants --------------------------------------------------------------------
 
 
