@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from lockharness.checker.evidence import ResourceWitness, StaleKind, StaleWrite
+from lockharness.checker.rules import negative, refuse
 from lockharness.checker.values import BadValue, int_field, names_field
 from lockharness.core.history import ENTER, Event
 
@@ -74,6 +75,8 @@ def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None
                 )
             )
     fencing, highest = int_field(event, value, "fencing"), int_field(event, value, "highest")
+    if negative(fencing) or negative(highest):
+        refuse("fencing", event)
     if fencing is not None:
         view.fenced = True
     accepted = value.get("accepted")

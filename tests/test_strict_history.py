@@ -195,7 +195,7 @@ def test_every_field_of_the_wrong_type_is_bad_input(
 def test_value_fields_the_checker_reads_are_typed(
     tmp_path: Path, f: str, type_: str, value: dict[str, Any], name: str
 ) -> None:
-    first = line(index=0, type="invoke", value=None)
+    first = line(index=0, type="invoke", f=f, value=None)  # what an ok answers
     message = rejected(tmp_path, first, line(index=1, f=f, type=type_, value=value))
     assert f"h.jsonl:2: event 1 ({f} {type_}): value.{name} is" in message, message
     assert "allowed:" in message
