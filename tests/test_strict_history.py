@@ -429,3 +429,72 @@ def test_a_typed_duration_in_a_value_is_written_as_its_integer() -> None:
         value={"delta_ns": Shift(5_000_000_000)},
     )
     assert b'"delta_ns":5000000000' in event.to_line()
+
+
+# ---- histories that cannot be true (checker.rules) --------------------------------------------
+
+
+class At(int):
+    """A deadline as it is, not counted from the acquire's invoke."""
+
+
+def cycles(*leases: tuple[int, Any, Any], with_invokes: bool = True) -> list[str]:
+    """Full cycles one after the other, 100 ns apart: (process, deadline, fencing) each;
+    a deadline is counted from the cycle's acquire invoke (None: none)."""
+    rows: list[tuple[int, str, str, int, str | None, dict[str, Any] | None]] = []
+    for n, (process, deadline, fencing) in enumerate(leases):
+        t, token = 100 * n + 10, f"t{n}"
+        stated = t + deadline if type(deadline) is int else deadline  # At: as it is
+        value = {"deadline": stated, "grants": ["n1"], "fencing": fencing}
+        if with_invokes:
+            rows.append((process, "invoke", "acquire", t, None, {"ttl_ms": 100}))
+        rows += [
+            (process, "ok", "acquire", t + 1, token, value),
+            (process, "invoke", "release", t + 10, token, None),
+            (process, "ok", "release", t + 11, token, None),
+        ]
+    return [
+        line(index=i, process=p, type=kind, f=f, time=t, token=token, value=value)
+        for i, (p, kind, f, t, token, value) in enumerate(rows)
+    ]
+
+
+def test_cycles_as_a_run_writes_them_are_valid(tmp_path: Path) -> None:
+    done = lockharness("check", str(write(tmp_path, *cycles((1, 90, 1), (2, 90, 2)))), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    no_deadlines = cycles((1, None, None), (2, None, None))  # a client that gives none (pottery)
+    done = lockharness("check", str(write(tmp_path, *no_deadlines)), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("lines", "mentions"),
+    [
+        # The report's cases (issue 27): each was checked, with a verdict and exit 0.
+        (cycles((1, 90, 1), (1, At(-1), 2)), ["h.jsonl:6:", "(deadline-before)", "-1"]),
+        (cycles((1, 90, 1), (1, None, 2)), ["h.jsonl:6:", "(deadline-sometimes)", "None"]),
+        (cycles((1, 90, 1), (2, 90, -3)), ["h.jsonl:6:", "(fencing)", "-3"]),
+        (
+            cycles((1, 90, 1), (2, 90, 2), with_invokes=False),
+            ["h.jsonl:1:", "(completion)", "no acquire invoke"],
+        ),
+        # and their neighbours
+        (cycles((1, -5, 1)), ["h.jsonl:2:", "(deadline-before)", "invoked (at 10)"]),
+        (cycles((1, None, None), (1, 90, None)), ["h.jsonl:6:", "(deadline-sometimes)"]),
+    ],
+    ids=[
+        "deadline-minus-one",
+        "deadline-null-where-others-have-one",
+        "negative-fencing",
+        "ok-without-invoke",
+        "deadline-before-invoke",
+        "deadline-where-others-have-none",
+    ],
+)
+def test_the_reports_impossible_histories_are_refused(
+    tmp_path: Path, lines: list[str], mentions: list[str]
+) -> None:
+    message = rejected(tmp_path, *lines)
+    assert "cannot be true" in message, message
+    for m in mentions:
+        assert m in message, (m, message)
