@@ -9,12 +9,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from lockharness.checker import BadValue, CheckResult, Overlap, Verdict, check_history
+from lockharness.checker import (
+    BadValue,
+    CheckResult,
+    Impossible,
+    Overlap,
+    Verdict,
+    check_history,
+)
 from lockharness.core.history import Event, EventType, HistoryFile, read_history
 from tests.conftest import lockharness
 from tests.test_checker import History
@@ -498,3 +506,206 @@ def test_the_reports_impossible_histories_are_refused(
     assert "cannot be true" in message, message
     for m in mentions:
         assert m in message, (m, message)
+
+
+# ---- every impossible history refused, every possible one judged -----------------------------
+
+OPS = ("acquire", "release", "extend", "enter", "exit")
+
+
+def impossible(events: list[Event]) -> bool:
+    """The rules of checker.rules, written again plainly: does ``events`` break one?"""
+    previous: dict[Any, Event] = {}
+    gives: dict[Any, bool] = {}
+    granted: dict[tuple[Any, Any, Any], int] = {}
+    releases: list[Event] = []
+    deaths: dict[Any, int] = {}
+    last: dict[Any, int] = {}
+    for e in events:
+        value = e.value or {}
+        if e.process == "nemesis":
+            if e.f == "died" and e.type == "info" and value.get("processes"):
+                for ps in value["processes"].values():
+                    for p in ps:
+                        deaths[p] = min(e.time, deaths.get(p, e.time))
+            continue
+        last[e.process] = e.time
+        if e.f not in OPS:
+            continue
+        before = previous.get(e.process)
+        if e.type != "invoke" and not (
+            before is not None
+            and (before.type, before.f, before.key) == ("invoke", e.f, e.key)
+            and (e.f == "acquire" or before.token == e.token)
+        ):
+            return True
+        previous[e.process] = e
+        if e.type == "ok" and e.f in ("acquire", "extend"):
+            assert before is not None
+            deadline = value.get("deadline")
+            if e.f == "acquire" and (value.get("fencing") or 0) < 0:
+                return True
+            if deadline is not None and deadline < before.time:
+                return True
+            if gives.setdefault(e.process, deadline is not None) != (deadline is not None):
+                return True
+            if e.f == "acquire":
+                lease = (e.process, e.key, e.token)
+                granted[lease] = min(e.time, granted.get(lease, e.time))
+        tokens = (value.get("fencing") or 0, value.get("highest") or 0)
+        if e.type == "ok" and e.f in ("enter", "exit") and min(tokens) < 0:
+            return True
+        if e.f == "release" and e.type == "invoke":
+            releases.append(e)
+    for release in releases:
+        since = granted.get((release.process, release.key, release.token))
+        if since is None or since > release.time:
+            return True
+    return any(last.get(p, t) > t for p, t in deaths.items())
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[Event]:
+    """Histories as the harness writes them: a few processes, each one operation at a time,
+    full cycles with the resource, extensions, fencing tokens counting up, leases with
+    deadlines or (a whole process) without, failed and unknown outcomes, and a death."""
+    rows: list[tuple[int, Any, str, str, str | None, str | None, dict[str, Any] | None]] = []
+    fencing = 0
+    processes = draw(st.integers(1, 3))
+    for process in range(processes):
+        t = draw(st.integers(0, 5))
+        gives = draw(st.booleans())
+
+        def add(
+            kind: str, f: str, key: str | None, token: str | None, value: Any, p: int = process
+        ) -> None:
+            nonlocal t
+            rows.append((t, p, kind, f, key, token, value))
+            t += draw(st.integers(0, 3))
+
+        for n in range(draw(st.integers(0, 3))):
+            key, token = draw(st.sampled_from(["k0", "k1"])), f"p{process}-{n}"
+            add("invoke", "acquire", key, None, {"ttl_ms": 100})
+            outcome = draw(st.sampled_from(["ok", "ok", "fail", "info"]))
+            if outcome != "ok":
+                add(outcome, "acquire", key, None, {"error": "x"} if outcome == "info" else None)
+                continue
+            fencing += 1
+            deadline = t + draw(st.integers(0, 50)) if gives else None
+            add(
+                "ok",
+                "acquire",
+                key,
+                token,
+                {"deadline": deadline, "grants": ["n1"], "fencing": fencing},
+            )
+            add("invoke", "enter", key, token, None)
+            add(
+                "ok",
+                "enter",
+                key,
+                token,
+                {
+                    "occupancy": 1,
+                    "others": [],
+                    "fencing": fencing,
+                    "accepted": True,
+                    "highest": fencing - 1,
+                },
+            )
+            if gives and draw(st.booleans()):
+                add("invoke", "extend", key, token, {"ttl_ms": 100})
+                add("ok", "extend", key, token, {"deadline": t + 60, "grants": ["n1"]})
+            add("invoke", "exit", key, token, None)
+            add(draw(st.sampled_from(["ok", "info"])), "exit", key, token, None)
+            if draw(st.integers(0, 4)) == 0:
+                break  # it dies holding, or the run ends
+            add("invoke", "release", key, token, {"planned_end": t})
+            add(draw(st.sampled_from(["ok", "fail", "info"])), "release", key, token, None)
+        if draw(st.integers(0, 3)) == 0:  # its worker dies: recorded after its last event
+            value = {"worker": f"w{process}", "processes": {f"w{process}": [process]}}
+            rows.append((t + 1, "nemesis", "info", "died", None, None, value))
+    rows.sort(key=lambda r: r[0])  # stable: each process's own order kept at equal times
+    return [
+        Event(i, p, kind, f, t, t, key, token, value)  # type: ignore[arg-type]
+        for i, (t, p, kind, f, key, token, value) in enumerate(rows)
+    ]
+
+
+MUTATIONS: dict[str, list[Any]] = {
+    "type": ["invoke", "ok", "fail", "info"],
+    "f": [*OPS, "x"],
+    "process": [0, 1, 2, 7],
+    "key": ["k0", "k1", None],
+    "token": ["p0-0", "p1-0", "p0-1", None],
+    "deadline": [-1, 0, None, "absent", 10**12],
+    "fencing": [-1, -5, 0, None, 10**6],
+    "highest": [-1, None, 3],
+    "drop": [None],
+    "repeat": [None],
+}
+
+
+@pytest.mark.parametrize("field", sorted(MUTATIONS))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=runs(), data=st.data())
+def test_every_mutation_is_refused_if_impossible_else_judged(
+    field: str, events: list[Event], data: st.DataObject
+) -> None:
+    """A history as a run writes it, changed in one field of one event (or an event
+    dropped or repeated): refused (Impossible) exactly when it breaks a rule, by the plain
+    reading of the rules above; otherwise judged, with a verdict."""
+    assert not impossible(events)
+    check_history(events)  # a run as the harness writes it: judged
+    if not events:
+        return
+    at = data.draw(st.integers(0, len(events) - 1))
+    new = data.draw(st.sampled_from(MUTATIONS[field]))
+    event, mutated = events[at], list(events)
+    if field == "drop":
+        del mutated[at]
+    elif field == "repeat":
+        mutated.insert(at + 1, event)
+    elif field in ("deadline", "fencing", "highest"):
+        value = dict(event.value or {})
+        if new == "absent":
+            value.pop(field, None)
+        else:
+            value[field] = new
+        mutated[at] = replace(event, value=value)
+    else:
+        mutated[at] = replace(event, **{field: new})
+    mutated = [replace(e, index=i) for i, e in enumerate(mutated)]
+    if impossible(mutated):
+        hypothesis.event(f"refused: {field}")
+        with pytest.raises(Impossible):
+            check_history(mutated)
+    else:
+        hypothesis.event(f"judged: {field}")
+        assert check_history(mutated).verdict in Verdict
+
+
+# ---- the harness never writes what the reader refuses -----------------------------------------
+
+
+def test_a_lease_a_history_cannot_hold_is_a_client_bug_the_worker_records_as_info() -> None:
+    from lockharness.workloads.lease_rules import broken_rule
+    from lockharness.workloads.protocol import Lease
+
+    fine = Lease("k0", "t", 2_000, ("n1",), fencing=0)
+    assert broken_rule(fine, 1_000, None) is None
+    assert broken_rule(fine, 2_000, True) is None  # valid for no time at all: still a lease
+    said = broken_rule(Lease("k0", "t", -1, ("n1",)), 1_000, None)
+    assert said is not None and "before the call was made" in said
+    said = broken_rule(Lease("k0", "t", None, ("n1",)), 1_000, True)
+    assert said is not None and "no deadline, unlike this client's earlier leases" in said
+    assert broken_rule(Lease("k0", "t", None, ("n1",)), 1_000, False) is None  # never any
+    said = broken_rule(Lease("k0", "t", 2_000, ("n1",), fencing=-1), 1_000, True)
+    assert said is not None and "fencing token is negative" in said
+
+
+def test_a_ttl_within_the_drift_gives_a_deadline_at_the_start_not_before_it() -> None:
+    from lockharness.workloads.validity import drift_ns, validity_deadline
+
+    assert validity_deadline(1_000, 1) == validity_deadline(1_000, 2) == 1_000
+    assert validity_deadline(1_000, 1_000) == 1_000 + 1_000_000_000 - drift_ns(1_000)
