@@ -13,17 +13,22 @@ each event is dispatched once on ``f``. Values the checkers read are type-checke
 they are read: a wrong type is a ``BadValue`` naming the event, the field and what it may
 hold (a grant list given as a number must not quietly become "no grants").
 
+Histories that cannot be true (checker.rules: an answer with no invoke, a deadline before
+its call, a negative fencing token...) are refused as they are read, an ``Impossible``
+naming the event; the two rules that need the whole history once the pass is over.
+
 The loop is also written in C (checker/_scan.c), which ``digest`` uses where it is built;
 ``_python_digest`` below is the definition, and tests/test_scan.py holds the two equal.
 
 Dead clients do nothing. A nemesis ``died`` event (faults.deaths) names the processes of a
-worker that died; each is dead from that event, or from its own last event if that came
-later. What a dead process left open ends at its death, not at the history's end nor at
-its last event: a section it never released (it believed it held until it died; its lease
-may live on in Redis until it expires, and another client getting in after that is a TTL
-lock working), an acquire it never saw answered (it stopped trying), and its place among
-the resource's occupants (checker.resource.forget_the_dead). Those are finished once the
-pass is over, so the rule does not depend on the order of the events.
+worker that died; each is dead from that event (an event of it after that cannot be true,
+and is refused once the pass is over: checker.rules). What a dead process left open ends
+at its death, not at the history's end nor at its last event: a section it never released
+(it believed it held until it died; its lease may live on in Redis until it expires, and
+another client getting in after that is a TTL lock working), an acquire it never saw
+answered (it stopped trying), and its place among the resource's occupants
+(checker.resource.forget_the_dead). Those are finished once the pass is over, so the rule
+does not depend on the order of the events.
 """
 
 from __future__ import annotations
@@ -381,8 +386,8 @@ def _finish(
 
 
 def _deaths(recorded: dict[int | str, int], last: dict[int | str, int]) -> dict[int | str, int]:
-    """Each dead process's moment of death: its ``died`` record, or its own last event if
-    that came later (a death recorded before a sign of life was recorded too early)."""
+    """Each dead process's moment of death: its ``died`` record (or its own last event if
+    that came later, which ``_check_the_end`` then refuses: it cannot be true)."""
     return {p: max(t, last.get(p, t)) for p, t in recorded.items()}
 
 
