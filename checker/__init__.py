@@ -5,8 +5,10 @@ a ``CheckResult``: the safety ``verdict`` (a ``Verdict``), its ``witnesses`` (``
 or ``ResourceWitness``), the ``reasons``, and beside safety ``liveness``, ``fencing``,
 ``stats`` and ``exposure`` (did the faults touch a live lease: an ``Exposure``;
 ``result.vacuous`` when a valid run's faults touched none). ``CheckResult.to_dict`` is
-results.json's shape and ``from_dict`` reads it back. Everything outside the checker
-imports from here, never from its modules.
+results.json's shape and ``from_dict`` reads it back. A history that cannot be checked
+raises a ``HistoryError``: at one event, an ``EventError``: ``BadValue`` (a value of the
+wrong type) or ``Impossible`` (a history no run can write: checker.rules). Everything
+outside the checker imports from here, never from its modules.
 """
 
 from lockharness.checker.digest import critical_sections
@@ -26,8 +28,9 @@ from lockharness.checker.evidence import (
 from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.result import CheckResult, Verdict
+from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section
-from lockharness.checker.values import BadValue
+from lockharness.checker.values import BadValue, EventError
 from lockharness.checker.verdict import check_file, check_history
 from lockharness.checker.views import (
     Exposure,
@@ -46,11 +49,13 @@ __all__ = [
     "NATIVE_SCAN",
     "BadValue",
     "CheckResult",
+    "EventError",
     "Exposure",
     "Failover",
     "FaultExposure",
     "Fencing",
     "Grant",
+    "Impossible",
     "Liveness",
     "LivenessVerdict",
     "OutOfOrder",

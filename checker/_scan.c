@@ -42,9 +42,12 @@ typedef struct {
     /* digest.py's locals, shared with Python */
     PyObject *held, *extended, *invoked, *last, *pending, *by_key, *latencies, *ok_latencies,
         *holding, *nested_release, *sections, *resource_errors;
+    /* checker.rules: each process's previous operation, whether its leases state a
+       deadline, the releases of leases it did not hold */
+    PyObject *previous, *gives, *unmatched;
     /* callbacks and types */
     PyObject *key_attempts, *take_answer, *on_nemesis, *int_field, *names_field, *depth_of,
-        *section, *unset;
+        *section, *unset, *refuse;
     long long events, nemesis, counts[4], extends[4], cycles;
     long long lo, hi, last_time, last_index;
 } Scanner;
@@ -155,6 +158,47 @@ raise_with(PyObject *helper, PyObject *ev, PyObject *value, PyObject *name)
     return -1;
 }
 
+/* checker.rules.refuse: raises Impossible for `ev` breaking `rule` (measured against
+   `earlier`, or NULL); always -1. */
+static int
+refuse(Scanner *self, const char *rule, PyObject *ev, PyObject *earlier)
+{
+    PyObject *r = PyObject_CallFunction(self->refuse, "sOO", rule, ev, earlier ? earlier : Py_None);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    PyErr_SetString(Irregular, "refuse returned");
+    return -1;
+}
+
+/* a == b for a key or token: None or an exact str */
+static int
+same_text(PyObject *a, PyObject *b)
+{
+    if (a == b) return 1;
+    if (a == Py_None || b == Py_None) return 0;
+    return PyUnicode_Compare(a, b) == 0;
+}
+
+/* An int below 0: 1, else 0 (not an int: 0; its type is checked where it is read). */
+static int
+negative(PyObject *o)
+{
+    int overflow;
+    if (!PyLong_CheckExact(o)) return 0;
+    long long n = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return overflow < 0 || (overflow == 0 && n < 0);
+}
+
+/* digest.py's `gives.setdefault(process, has) is not has`: 1 when the process's leases
+   said otherwise before, 0, -1 on error */
+static int
+gives_otherwise(Scanner *self, PyObject *process, int has)
+{
+    PyObject *said = has ? Py_True : Py_False;
+    PyObject *known = PyDict_SetDefault(self->gives, process, said);
+    return known == NULL ? -1 : known != said;
+}
+
 /* checker.values.int_field: None or an exact int, new reference; NULL on error */
 static PyObject *
 int_field(Scanner *self, PyObject *ev, PyObject *value, PyObject *name)
@@ -205,7 +249,8 @@ pop(PyObject *dict, PyObject *key)
 }
 
 static int
-acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
+acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t,
+        PyObject *earlier)
 {
     PyObject *key = FIELD(self, ev, KEY), *token = FIELD(self, ev, TOKEN),
              *value = FIELD(self, ev, VALUE);
@@ -262,7 +307,7 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
     int r = PySet_Add(self->holding, owned);
     Py_DECREF(owned);
     if (r < 0) return -1;
-    PyObject *deadline = Py_None, *grants = NULL, *fencing = NULL, *opened = NULL;
+    PyObject *deadline = Py_None, *grants = NULL, *fencing = NULL, *opened = NULL, *lease = NULL;
     int depth_above_one = 0;
     if (nonempty(value)) {
         deadline = get(value, s_deadline);
@@ -271,15 +316,41 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
         if (deadline != Py_None && !PyLong_CheckExact(deadline))
             return raise_with(self->int_field, ev, value, s_deadline);
         if ((depth_above_one = deeper(self, ev, value)) < 0) return -1;
+        if ((fencing = int_field(self, ev, value, s_fencing)) == NULL) return -1;
+        if (negative(fencing)) {
+            refuse(self, "fencing", ev, NULL);
+            goto fail;
+        }
+    } else {
+        fencing = Py_NewRef(Py_None);
     }
-    PyObject *lease = PyTuple_Pack(3, process, key, token);
-    if (lease == NULL) return -1;
+    PyObject *since = PyDict_GetItemWithError(self->invoked, process);
+    if (since == NULL) {
+        if (!PyErr_Occurred()) irregular(0); /* the sequence rule saw its invoke */
+        goto fail;
+    }
+    if (deadline != Py_None) {
+        int before = PyObject_RichCompareBool(deadline, since, Py_LT);
+        if (before < 0) goto fail;
+        if (before) {
+            refuse(self, "deadline-before", ev, earlier);
+            goto fail;
+        }
+    }
+    r = gives_otherwise(self, process, deadline != Py_None);
+    if (r != 0) {
+        if (r > 0) refuse(self, "deadline-sometimes", ev, NULL);
+        goto fail;
+    }
+    lease = PyTuple_Pack(3, process, key, token);
+    if (lease == NULL) goto fail;
     r = PyDict_Contains(self->held, lease);
     if (r != 0) { /* a nested acquire, inside the section */
         if (r > 0 && deadline != Py_None && depth_above_one)
             r = PyDict_SetItem(self->extended, lease, deadline);
-        Py_DECREF(lease);
-        return r < 0 ? -1 : 0;
+        if (r < 0) goto fail;
+        r = 0;
+        goto done;
     }
     if (nonempty(value)) {
         PyObject *raw = get(value, s_grants);
@@ -297,22 +368,18 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
             raise_with(self->names_field, ev, value, s_grants);
             goto fail;
         }
-        if (grants == NULL || (fencing = int_field(self, ev, value, s_fencing)) == NULL) goto fail;
     } else {
         grants = PyTuple_New(0);
-        fencing = Py_NewRef(Py_None);
-        if (grants == NULL) goto fail;
     }
-    PyObject *since = PyDict_GetItemWithError(self->invoked, process);
-    if (since == NULL && PyErr_Occurred()) goto fail;
-    opened = PyTuple_Pack(5, ev, deadline, grants, fencing, since ? since : t);
+    if (grants == NULL) goto fail;
+    opened = PyTuple_Pack(5, ev, deadline, grants, fencing, since);
     if (opened == NULL || PyDict_SetItem(self->held, lease, opened) < 0) goto fail;
     r = 0;
     goto done;
 fail:
     r = -1;
 done:
-    Py_DECREF(lease);
+    Py_XDECREF(lease);
     Py_XDECREF(grants);
     Py_XDECREF(fencing);
     Py_XDECREF(opened);
@@ -368,8 +435,8 @@ release(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
         if (PySet_Discard(self->nested_release, process) < 0) goto out;
         if ((lease = PyTuple_Pack(3, process, key, token)) == NULL) goto out;
         opened = pop(self->held, lease);
-        if (opened == NULL) {
-            r = PyErr_Occurred() ? -1 : 0;
+        if (opened == NULL) { /* closed by a nested release, or never granted: at the end */
+            r = PyErr_Occurred() ? -1 : PyList_Append(self->unmatched, ev);
             goto out;
         }
         moved = pop(self->extended, lease);
@@ -395,21 +462,45 @@ release(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
 }
 
 static int
-extend(Scanner *self, PyObject *ev, int type, PyObject *process)
+extend(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *earlier)
 {
     PyObject *value = FIELD(self, ev, VALUE);
     self->extends[type]++;
-    if (type != T_OK || !nonempty(value)) return 0;
-    int has = PyDict_Contains(value, s_deadline);
-    if (has <= 0) return has;
-    PyObject *moved_to = int_field(self, ev, value, s_deadline);
+    if (type != T_OK) return 0;
+    PyObject *moved_to = nonempty(value) ? int_field(self, ev, value, s_deadline) : Py_NewRef(Py_None);
     if (moved_to == NULL) return -1;
-    PyObject *lease = PyTuple_Pack(3, process, FIELD(self, ev, KEY), FIELD(self, ev, TOKEN));
-    int r = lease == NULL ? -1 : PyDict_Contains(self->held, lease);
-    if (r > 0) r = PyDict_SetItem(self->extended, lease, moved_to);
-    Py_XDECREF(lease);
+    int r = 0;
+    if (moved_to != Py_None) { /* the sequence rule made `earlier` its extend invoke */
+        r = PyObject_RichCompareBool(moved_to, FIELD(self, earlier, TIME), Py_LT);
+        if (r > 0) r = refuse(self, "deadline-before", ev, earlier);
+    }
+    if (r == 0) {
+        r = gives_otherwise(self, process, moved_to != Py_None);
+        if (r > 0) r = refuse(self, "deadline-sometimes", ev, NULL);
+    }
+    if (r == 0 && nonempty(value)) {
+        r = PyDict_Contains(value, s_deadline);
+        if (r > 0) {
+            PyObject *lease =
+                PyTuple_Pack(3, process, FIELD(self, ev, KEY), FIELD(self, ev, TOKEN));
+            r = lease == NULL ? -1 : PyDict_Contains(self->held, lease);
+            if (r > 0) r = PyDict_SetItem(self->extended, lease, moved_to);
+            Py_XDECREF(lease);
+        }
+    }
     Py_DECREF(moved_to);
     return r < 0 ? -1 : 0;
+}
+
+/* checker.rules's sequence: a completion answers its process's invoke just before it, of
+   the same operation and key (and token, but for an acquire). */
+static int
+answers(Scanner *self, PyObject *earlier, PyObject *ev, int f)
+{
+    return earlier != NULL && type_code(FIELD(self, earlier, TYPE)) == T_INVOKE &&
+           f_code(FIELD(self, earlier, F)) == f &&
+           same_text(FIELD(self, earlier, KEY), FIELD(self, ev, KEY)) &&
+           (f == F_ACQUIRE || same_text(FIELD(self, earlier, TOKEN), FIELD(self, ev, TOKEN)));
 }
 
 /* An answer take_answer would make nothing of: at most one occupant, no fencing word. */
@@ -489,7 +580,6 @@ Scanner_feed(Scanner *self, PyObject *batch)
     self->events += n;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *ev = items[i], *process = FIELD(self, ev, PROCESS), *t = FIELD(self, ev, TIME);
-        PyObject *value = FIELD(self, ev, VALUE);
         int type = type_code(FIELD(self, ev, TYPE)), r = 0;
         if (!PyLong_CheckExact(process)) { /* the nemesis: few events, each kept */
             self->nemesis++;
@@ -498,14 +588,25 @@ Scanner_feed(Scanner *self, PyObject *batch)
             Py_DECREF(kept);
             continue;
         }
-        switch (f_code(FIELD(self, ev, F))) {
-        case F_ACQUIRE: r = acquire(self, ev, type, process, t); break;
-        case F_RELEASE: r = release(self, ev, type, process, t); break;
-        case F_EXTEND: r = extend(self, ev, type, process); break;
-        case F_ENTER: r = answer(self, ev, type, F_ENTER); break;
-        case F_EXIT: r = answer(self, ev, type, F_EXIT); break;
-        default: break;
+        int f = f_code(FIELD(self, ev, F));
+        if (f == F_OTHER) continue;
+        PyObject *earlier = PyDict_GetItemWithError(self->previous, process);
+        if (earlier == NULL && PyErr_Occurred()) return NULL;
+        Py_XINCREF(earlier); /* the dict lets go of it below */
+        if (type != T_INVOKE && !answers(self, earlier, ev, f))
+            r = refuse(self, "completion", ev, earlier);
+        else
+            r = PyDict_SetItem(self->previous, process, ev);
+        if (r == 0) {
+            switch (f) {
+            case F_ACQUIRE: r = acquire(self, ev, type, process, t, earlier); break;
+            case F_RELEASE: r = release(self, ev, type, process, t); break;
+            case F_EXTEND: r = extend(self, ev, type, process, earlier); break;
+            case F_ENTER: r = answer(self, ev, type, F_ENTER); break;
+            default: r = answer(self, ev, type, F_EXIT); break;
+            }
         }
+        Py_XDECREF(earlier);
         if (r < 0) return NULL;
     }
     if (note_last(self, items, n) < 0) return NULL;
@@ -524,7 +625,7 @@ Scanner_totals(Scanner *self, PyObject *Py_UNUSED(ignored))
         self->hi);
 }
 
-enum { N_MEMBERS = 20 };
+enum { N_MEMBERS = 24 };
 
 /* The addresses of the Python objects a Scanner holds besides event_type, for traverse and
  * clear; the array's size makes the compiler refuse a list longer than N_MEMBERS. */
@@ -534,9 +635,10 @@ members(Scanner *self, PyObject **slots[N_MEMBERS])
     PyObject **all[N_MEMBERS] = {
         &self->held, &self->extended, &self->invoked, &self->last, &self->pending,
         &self->by_key, &self->latencies, &self->ok_latencies, &self->holding,
-        &self->nested_release, &self->sections, &self->resource_errors, &self->key_attempts,
-        &self->take_answer, &self->on_nemesis, &self->int_field, &self->names_field,
-        &self->depth_of, &self->section, &self->unset,
+        &self->nested_release, &self->sections, &self->resource_errors, &self->previous,
+        &self->gives, &self->unmatched, &self->key_attempts, &self->take_answer,
+        &self->on_nemesis, &self->int_field, &self->names_field, &self->depth_of,
+        &self->section, &self->unset, &self->refuse,
     };
     memcpy(slots, all, sizeof all);
 }
@@ -575,17 +677,19 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
     static char *names[] = {
         "ordered", "event_type", "held", "extended", "invoked", "last", "pending", "by_key",
         "latencies", "ok_latencies", "holding", "nested_release", "sections",
-        "resource_errors", "key_attempts", "take_answer", "on_nemesis", "int_field",
-        "names_field", "depth_of", "section", "unset", NULL,
+        "resource_errors", "previous", "gives", "unmatched", "key_attempts", "take_answer",
+        "on_nemesis", "int_field", "names_field", "depth_of", "section", "unset", "refuse",
+        NULL,
     };
     PyObject *got[N_MEMBERS + 1]; /* event_type, then the members in their order */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOO", names, &self->ordered,
+            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOOO", names, &self->ordered,
             &PyType_Type, &got[0], &PyDict_Type, &got[1], &PyDict_Type, &got[2], &PyDict_Type,
             &got[3], &PyDict_Type, &got[4], &PyDict_Type, &got[5], &PyDict_Type, &got[6],
             &PyList_Type, &got[7], &PyList_Type, &got[8], &PySet_Type, &got[9], &PySet_Type,
-            &got[10], &PyList_Type, &got[11], &PyList_Type, &got[12], &got[13], &got[14],
-            &got[15], &got[16], &got[17], &got[18], &got[19], &got[20]))
+            &got[10], &PyList_Type, &got[11], &PyList_Type, &got[12], &PyDict_Type, &got[13],
+            &PyDict_Type, &got[14], &PyList_Type, &got[15], &got[16], &got[17], &got[18],
+            &got[19], &got[20], &got[21], &got[22], &got[23], &got[24]))
         return -1;
     PyTypeObject *event_type = (PyTypeObject *)got[0];
     for (int k = 0; k < N_FIELDS; k++) {

@@ -22,14 +22,18 @@ class Scanner:
         nested_release: set[Any],
         sections: list[Any],
         resource_errors: list[Any],
+        previous: dict[Any, Any],
+        gives: dict[Any, bool],
+        unmatched: list[Any],
         key_attempts: Callable[[], Any],
         take_answer: Callable[..., Any],
-        on_failover: Callable[..., Any],
+        on_nemesis: Callable[..., Any],
         int_field: Callable[..., Any],
         names_field: Callable[..., Any],
         depth_of: Callable[..., Any],
         section: Callable[..., Any],
         unset: object,
+        refuse: Callable[..., Any],
     ) -> None: ...
     def feed(self, batch: list[Any]) -> None: ...
     def totals(self) -> dict[str, int]: ...

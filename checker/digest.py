@@ -13,17 +13,22 @@ each event is dispatched once on ``f``. Values the checkers read are type-checke
 they are read: a wrong type is a ``BadValue`` naming the event, the field and what it may
 hold (a grant list given as a number must not quietly become "no grants").
 
+Histories that cannot be true (checker.rules: an answer with no invoke, a deadline before
+its call, a negative fencing token...) are refused as they are read, an ``Impossible``
+naming the event; the two rules that need the whole history once the pass is over.
+
 The loop is also written in C (checker/_scan.c), which ``digest`` uses where it is built;
 ``_python_digest`` below is the definition, and tests/test_scan.py holds the two equal.
 
 Dead clients do nothing. A nemesis ``died`` event (faults.deaths) names the processes of a
-worker that died; each is dead from that event, or from its own last event if that came
-later. What a dead process left open ends at its death, not at the history's end nor at
-its last event: a section it never released (it believed it held until it died; its lease
-may live on in Redis until it expires, and another client getting in after that is a TTL
-lock working), an acquire it never saw answered (it stopped trying), and its place among
-the resource's occupants (checker.resource.forget_the_dead). Those are finished once the
-pass is over, so the rule does not depend on the order of the events.
+worker that died; each is dead from that event (an event of it after that cannot be true,
+and is refused once the pass is over: checker.rules). What a dead process left open ends
+at its death, not at the history's end nor at its last event: a section it never released
+(it believed it held until it died; its lease may live on in Redis until it expires, and
+another client getting in after that is a TTL lock working), an acquire it never saw
+answered (it stopped trying), and its place among the resource's occupants
+(checker.resource.forget_the_dead). Those are finished once the pass is over, so the rule
+does not depend on the order of the events.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from lockharness.checker.evidence import Failover, ResourceWitness
 from lockharness.checker.failover import failover
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.resource import ResourceView, forget_the_dead, take_answer
+from lockharness.checker.rules import Impossible, refuse
 from lockharness.checker.sections import Section, new_section
 from lockharness.checker.values import depth_of as _depth
 from lockharness.checker.values import int_field as _int
@@ -68,6 +74,7 @@ _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
 _Opened = tuple[Event, int | None, tuple[str, ...], int | None, int]
 _UNSET = object()  # no extension moved the deadline
 _TYPES = (INVOKE, OK, FAIL, INFO)
+_OPERATIONS = frozenset((ACQUIRE, RELEASE, EXTEND, ENTER, EXIT))  # a client's, in sequence
 _time = attrgetter("time")
 _acquire_index = attrgetter("acquire_index")
 
@@ -127,6 +134,11 @@ def _python_digest(history: Iterable[Event]) -> Digest:
     extended: dict[_Lease, int | None] = {}
     invoked: dict[int | str, int] = {}  # each process's last acquire invoke
     last: dict[int | str, int] = {}  # each client process's last event time
+    # checker.rules: each process's previous operation, whether its leases state a
+    # deadline, and the releases of leases it did not hold (checked once the pass is over)
+    previous: dict[int | str, Event] = {}
+    gives: dict[int | str, bool] = {}
+    unmatched: list[Event] = []
     # attempts: each process's outstanding one, by the key it counts under
     attempts = d.attempts
     latencies, ok_latencies, by_key = attempts.latencies, attempts.ok_latencies, attempts.by_key
@@ -159,6 +171,17 @@ def _python_digest(history: Iterable[Event]) -> Digest:
             t = event.time
             last[process] = t
             f, kind, value = event.f, event.type, event.value
+            if f in _OPERATIONS:
+                earlier = previous.get(process)
+                if kind != INVOKE and (
+                    earlier is None
+                    or earlier.type != INVOKE
+                    or earlier.f != f
+                    or earlier.key != event.key
+                    or (f != ACQUIRE and earlier.token != event.token)
+                ):
+                    refuse("completion", event, earlier)
+                previous[process] = event
             if f == ACQUIRE:
                 if kind == INVOKE:
                     n_invoke += 1
@@ -201,8 +224,16 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                     depth = value.get("depth", 1)
                     if type(depth) is not int or depth < 1:
                         depth = _depth(event, value)  # raises, or None: 1
+                    fencing = _int(event, value, "fencing")
+                    if fencing is not None and fencing < 0:
+                        refuse("fencing", event)
                 else:
-                    deadline, depth = None, 1
+                    deadline, depth, fencing = None, 1, None
+                if deadline is not None and deadline < invoked[process]:
+                    refuse("deadline-before", event, earlier)
+                has = deadline is not None
+                if gives.setdefault(process, has) is not has:
+                    refuse("deadline-sometimes", event)
                 if lease in held:
                     # A nested acquire (same owner, same lease) lies inside the section; one
                     # stating a deadline renewed the lease, as an extension does.
@@ -211,12 +242,8 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                     continue
                 # The outermost ok opens the section, and so does a nested one (depth >= 2)
                 # with no outer hold seen: the client believes it holds, so it can overlap.
-                if value:
-                    grants = _names(event, value, "grants")
-                    fencing = _int(event, value, "fencing")
-                else:
-                    grants, fencing = (), None
-                held[lease] = (event, deadline, grants, fencing, invoked.get(process, t))
+                grants = _names(event, value, "grants") if value else ()
+                held[lease] = (event, deadline, grants, fencing, invoked[process])
             elif f in (ENTER, EXIT):
                 if kind == OK:
                     if value:
@@ -238,6 +265,8 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                     if opened is not None:
                         moved = extended.pop(lease, _UNSET)
                         sections.append(_close(opened, t, event.index, moved, planned))
+                    else:  # closed by a nested release (its lease expired), or never granted
+                        unmatched.append(event)
                 elif process in nested_release:
                     nested_release.discard(process)  # an inner release ends no cycle
                 elif kind == OK:
@@ -248,19 +277,73 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                         d.cycles += 1
             elif f == EXTEND:
                 extends[kind] += 1
-                if kind == OK and value and "deadline" in value:
-                    # An extension moves the deadline, so an overrun is measured against it.
-                    moved_to = _int(event, value, "deadline")
-                    lease = (process, event.key, event.token)
-                    if lease in held:
-                        extended[lease] = moved_to
+                if kind == OK:
+                    moved_to = _int(event, value, "deadline") if value else None
+                    if moved_to is not None and moved_to < earlier.time:  # type: ignore[union-attr]
+                        refuse("deadline-before", event, earlier)
+                    has = moved_to is not None
+                    if gives.setdefault(process, has) is not has:
+                        refuse("deadline-sometimes", event)
+                    if value and "deadline" in value:
+                        # An extension moves the deadline: an overrun is measured against it.
+                        lease = (process, event.key, event.token)
+                        if lease in held:
+                            extended[lease] = moved_to
     counts = attempts.counts
     counts[INVOKE], counts[OK], counts[FAIL], counts[INFO] = n_invoke, n_ok, n_fail, n_info
     d.events, d.nemesis_events = events, nemesis
     if events:
         d.first_time, d.last_time = int(lo), int(hi)
     _finish(d, pending, held, extended, last)
+    _check_the_end(d, unmatched, last, history)
     return d
+
+
+def _check_the_end(
+    d: Digest, unmatched: list[Event], last: dict[int | str, int], history: Iterable[Event]
+) -> None:
+    """The rules (checker.rules) that need the whole history: a release of a lease never
+    granted, and a process that acted after its death. In no particular order: at most one
+    is broken in a real run, none."""
+    if unmatched:
+        began: dict[_Lease, int] = {}
+        for s in d.sections:
+            lease = (s.process, s.key, s.token)
+            began[lease] = min(s.start, began.get(lease, s.start))
+        for release in unmatched:
+            start = began.get((release.process, release.key, release.token))
+            if start is None or start > release.time:
+                refuse("never-granted", release)
+    late = {p: t for p, t in d.deaths.items() if last.get(p, t) > t}
+    if late:
+        _refuse_the_first_after_death(d, late, history)
+
+
+def _refuse_the_first_after_death(
+    d: Digest, died: dict[int | str, int], history: Iterable[Event]
+) -> None:
+    """Refuse the first event of a dead process later than its death: found by a second
+    pass where there can be one (a file, a list), else the process's death is named."""
+    death = {p: _died_event(d, p, t) for p, t in died.items()}
+    if isinstance(history, HistoryFile | list):
+        for event in history:
+            if event.process in died and event.time > died[event.process]:
+                refuse("after-death", event, death[event.process])
+    process, t = next(iter(died.items()))
+    raise Impossible(
+        "after-death",
+        death[process],
+        f"process {process} has events after its death at {t}; a dead process does nothing",
+    )
+
+
+def _died_event(d: Digest, process: int | str, t: int) -> Event:
+    """The ``died`` event that recorded ``process``'s death at ``t``."""
+    return next(
+        e
+        for e in d.nemesis
+        if e.f == DIED and e.time == t and process in (_processes(e, e.value or {}) or ())
+    )
 
 
 def _nemesis_event(d: Digest, event: Event) -> None:
@@ -303,8 +386,8 @@ def _finish(
 
 
 def _deaths(recorded: dict[int | str, int], last: dict[int | str, int]) -> dict[int | str, int]:
-    """Each dead process's moment of death: its ``died`` record, or its own last event if
-    that came later (a death recorded before a sign of life was recorded too early)."""
+    """Each dead process's moment of death: its ``died`` record (or its own last event if
+    that came later, which ``_check_the_end`` then refuses: it cannot be true)."""
     return {p: max(t, last.get(p, t)) for p, t in recorded.items()}
 
 
@@ -327,6 +410,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     extended: dict[_Lease, int | None] = {}
     last: dict[int | str, int] = {}
     pending: dict[int | str, KeyAttempts] = {}
+    unmatched: list[Event] = []
 
     scanner = _scan.Scanner(
         ordered=isinstance(history, HistoryFile),
@@ -343,6 +427,9 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         nested_release=set(),
         sections=d.sections,
         resource_errors=view.errors,
+        previous={},
+        gives={},
+        unmatched=unmatched,
         key_attempts=KeyAttempts,
         take_answer=partial(take_answer, view),
         on_nemesis=partial(_nemesis_event, d),
@@ -351,6 +438,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         depth_of=_depth,
         section=Section,
         unset=_UNSET,
+        refuse=refuse,
     )
     # A file's order is the C loop's to check (OutOfOrder); a list's is any.
     batches = history.batches(checked=False) if isinstance(history, HistoryFile) else [history]
@@ -365,6 +453,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     if d.events:
         d.first_time, d.last_time = totals["lo"], totals["hi"]
     _finish(d, pending, held, extended, last)
+    _check_the_end(d, unmatched, last, history)
     return d
 
 

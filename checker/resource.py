@@ -10,12 +10,12 @@ A dead client is not inside. A client whose worker died (the nemesis's ``died`` 
 faults.deaths: a client kill, a crash point, a worker gone) never leaves the resource by
 itself: its token stays among the occupants the resource lists at every later ``enter``.
 From its death on it does nothing, so an ``enter`` at or after that moment does not count
-it (``forget_the_dead``): the occupancy witnessed is of the living. A lease's token belongs
-to the processes whose sections hold it; it is dead when all of them are. A process dies
-at its ``died`` event, or at its own last event if that came later (a record that cannot
-be earlier than a sign of life). Nothing real is hidden by this: had the dead client been
-alive and inside when the resource answered, its section (which runs to its death,
-checker.digest) would overlap the entering client's, and mutual exclusion says so.
+it (``forget_the_dead``): the occupancy witnessed is of the living. A lease's token
+belongs to the processes whose sections hold it; it is dead when all of them are. A
+process dies at its ``died`` event (nothing of it comes later: checker.rules). Nothing
+real is hidden by this: had the dead client been alive and inside when the resource
+answered, its section (which runs to its death, checker.digest) would overlap the entering
+client's, and mutual exclusion says so.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from lockharness.checker.evidence import ResourceWitness, StaleKind, StaleWrite
+from lockharness.checker.rules import negative, refuse
 from lockharness.checker.values import BadValue, int_field, names_field
 from lockharness.core.history import ENTER, Event
 
@@ -74,6 +75,8 @@ def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None
                 )
             )
     fencing, highest = int_field(event, value, "fencing"), int_field(event, value, "highest")
+    if negative(fencing) or negative(highest):
+        refuse("fencing", event)
     if fencing is not None:
         view.fenced = True
     accepted = value.get("accepted")

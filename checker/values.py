@@ -13,17 +13,26 @@ from typing import Any
 from lockharness.core.history import Event, HistoryError
 
 
-class BadValue(HistoryError):
-    """A value field of the wrong type; ``index`` is the event's, for locating its line."""
+class EventError(HistoryError):
+    """A history refused at one event; ``index`` is the event's, for locating its line
+    (the command line turns it into the file's line)."""
+
+    def __init__(self, message: str, index: int | None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class BadValue(EventError):
+    """A value field of the wrong type."""
 
     def __init__(self, event: Event, name: str, allowed: str) -> None:
         shown = repr((event.value or {}).get(name))
         shown = shown if len(shown) <= 40 else shown[:40] + "..."
         super().__init__(
             f"event {event.index} ({event.f} {event.type}): value.{name} is {shown}; "
-            f"allowed: {allowed}"
+            f"allowed: {allowed}",
+            event.index,
         )
-        self.index = event.index
 
 
 _INT = "an integer or null"

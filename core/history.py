@@ -141,7 +141,18 @@ def _decode_line(line: bytes, where: str) -> Event | None:
     try:
         return _DECODER.decode(line)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as e:
+        if b"\0" in line:
+            raise HistoryError(f"{where}: {_NUL_BYTES}") from None
         raise HistoryError(f"{where}: {_explain(e)}") from None
+
+
+# NUL bytes are no JSON text, and the harness never writes one: a file of them, or a tail
+# of them, is what a disk can leave after a machine crash (blocks allocated, never written).
+_NUL_BYTES = (
+    "not a history: NUL bytes (a crashed disk or a file of zeros leaves them; a history "
+    "has one JSON event a line); if the lines above it are whole events, cut the file there "
+    "to check them"
+)
 
 
 def parse_lines(lines: Iterable[str | bytes], source: str) -> Iterator[Event]:
@@ -281,11 +292,15 @@ def _decode_chunk(body: bytes, source: str, first_line: Callable[[], int]) -> li
 def _torn_tail(
     tail: bytes, where: str, order: _Order, number: int, notes: list[str] | None
 ) -> list[Event]:
-    """The last line had no newline: kept if it is a whole event, else dropped with a note
-    (its writer was killed while writing it)."""
+    """The last line had no newline: kept if it is a whole event, dropped with a note if it
+    is the start of one (its writer was stopped while writing it: a full disk cuts a line
+    short), else refused: junk or NUL bytes are no history, with or without a newline."""
     try:
         event = _decode_line(tail, where)
     except HistoryError:
+        why = _not_a_cut_event(tail)
+        if why is not None:
+            raise HistoryError(f"{where}: {why}") from None
         note = f"{where}: dropped a torn last line ({len(tail)} bytes, no newline)"
         if notes is not None and note not in notes:
             notes.append(note)
@@ -294,6 +309,25 @@ def _torn_tail(
         return []
     order.one(event, number)
     return [event]
+
+
+def _not_a_cut_event(tail: bytes) -> str | None:
+    """Why ``tail`` (a last line without its newline, not a whole event) is not the start
+    of an event cut short, or None when it can be one: JSON text that opens an object, cut
+    anywhere, even inside a character's UTF-8 bytes."""
+    if b"\0" in tail:
+        return _NUL_BYTES
+    if not tail.lstrip(_JSON_SPACE).startswith(b"{"):
+        return (
+            "not a history: not valid JSON (a line that does not start an event; a history "
+            "has one JSON object a line)"
+        )
+    try:
+        tail.decode()
+    except UnicodeDecodeError as e:
+        if e.reason != "unexpected end of data":  # cut inside a character: the writer's tear
+            return f"not a history: not UTF-8 text ({e.reason})"
+    return None
 
 
 class HistoryFile:

@@ -12,6 +12,7 @@ from msgspec.structs import replace
 
 from lockharness.checker import (
     CheckResult,
+    Impossible,
     Overlap,
     ResourceWitness,
     Side,
@@ -32,6 +33,9 @@ pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 MS = 1_000_000
 
 
+OPERATIONS = ("acquire", "release", "extend", "enter", "exit")
+
+
 class History:
     """Builds a history with consecutive indexes; times are in ns."""
 
@@ -48,6 +52,14 @@ class History:
         value: dict[str, Any] | None = None,
         key: str | None = "k0",
     ) -> History:
+        """One event; a client's completion with no invoke of its own just before it gets
+        one first, at the same time: a process answers only what it invoked (a history
+        without it cannot be true: checker.rules)."""
+        if type != "invoke" and process != "nemesis" and f in OPERATIONS:
+            earlier = next((e for e in reversed(self.events) if e.process == process), None)
+            if earlier is None or (earlier.type, earlier.f, earlier.key) != ("invoke", f, key):
+                invoke_token = None if f == "acquire" else token
+                self.add(process, "invoke", f, time, invoke_token, key=key)
         index = len(self.events)
         self.events.append(Event(index, process, type, f, time, time, key, token, value))
         return self
@@ -140,11 +152,13 @@ def test_info_and_fail_acquires_open_no_section() -> None:
     h.add(2, "info", "acquire", 30, "x", {"error": "timeout"})
     h.add(3, "invoke", "acquire", 20, value={"ttl_ms": 100})
     h.add(3, "fail", "acquire", 40, value={"grants": ["n2"]})
-    h.add(2, "invoke", "release", 90, "x")
-    h.add(3, "invoke", "release", 95, None)
     sections = critical_sections(h.events)
     assert [(s.process, s.token) for s in sections] == [(1, "a")]
     assert check(h).verdict == Verdict.VALID
+    # Nor does a release after them: a worker releases only a lease it was granted.
+    h.add(2, "invoke", "release", 90, "x")
+    with pytest.raises(Impossible, match="never-granted"):
+        check(h)
 
 
 def test_unreleased_section_lasts_to_the_process_last_event() -> None:
@@ -472,10 +486,14 @@ def test_a_nested_acquire_that_states_a_deadline_renews_the_lease() -> None:
     h = History()
     h.add(1, "ok", "acquire", 10, "a", {"deadline": 100, "depth": 1})
     h.add(1, "ok", "acquire", 90, "a", {"deadline": 300, "depth": 2})
-    h.add(1, "ok", "acquire", 95, "a", {"deadline": None, "depth": 2})  # states none
     h.add(1, "invoke", "release", 400, "a")
     (section,) = critical_sections(h.events)
     assert (section.deadline, section.end) == (300, 400)
+    # One stating none, from a client whose leases state one, cannot be true.
+    h.events.insert(-1, Event(9, 1, "ok", "acquire", 95, 95, "k0", "a", {"depth": 2}))
+    h.events.insert(-2, Event(8, 1, "invoke", "acquire", 95, 95, "k0", None, None))
+    with pytest.raises(Impossible, match="deadline-sometimes"):
+        critical_sections(h.events)
 
 
 def test_re_entering_twice_is_still_one_cycle() -> None:
@@ -600,7 +618,8 @@ def test_the_last_write_on_exit_is_fenced_too() -> None:
     assert [(w.op, w.token, w.highest) for w in fencing.stale_writes_rejected] == [("exit", "a", 2)]
     assert fencing.resource_consistent is True
     # The same write let through is the resource's inconsistency, not an occupancy count.
-    h.events[-2] = replace(h.events[-2], value={"fencing": 1, "accepted": True, "highest": 2})
+    wakes = next(i for i, e in enumerate(h.events) if (e.f, e.type, e.time) == ("exit", "ok", 390))
+    h.events[wakes] = replace(h.events[wakes], value={"fencing": 1, "accepted": True, "highest": 2})
     view = check_fencing(h.events)
     assert [w.op for w in view.stale_writes_accepted] == ["exit"]
     assert view.resource_consistent is False

@@ -9,12 +9,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from lockharness.checker import BadValue, CheckResult, Overlap, Verdict, check_history
+from lockharness.checker import (
+    BadValue,
+    CheckResult,
+    Impossible,
+    Overlap,
+    Verdict,
+    check_history,
+)
 from lockharness.core.history import Event, EventType, HistoryFile, read_history
 from tests.conftest import lockharness
 from tests.test_checker import History
@@ -195,7 +203,7 @@ def test_every_field_of_the_wrong_type_is_bad_input(
 def test_value_fields_the_checker_reads_are_typed(
     tmp_path: Path, f: str, type_: str, value: dict[str, Any], name: str
 ) -> None:
-    first = line(index=0, type="invoke", value=None)
+    first = line(index=0, type="invoke", f=f, value=None)  # what an ok answers
     message = rejected(tmp_path, first, line(index=1, f=f, type=type_, value=value))
     assert f"h.jsonl:2: event 1 ({f} {type_}): value.{name} is" in message, message
     assert "allowed:" in message
@@ -215,6 +223,55 @@ def test_a_torn_last_line_is_dropped_with_a_note_and_a_good_one_kept(tmp_path: P
     assert notes and "torn last line" in notes[0]
     path.write_text(text.rstrip("\n"))  # a whole last event without its newline: kept
     assert len(read_history(path)) == len(h.events)
+
+
+# ---- not a history at all ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "mentions"),
+    [
+        (b"\0" * 4096, ["h.jsonl:1:", "NUL bytes"]),  # a file of zeros: no newline at all
+        (b"\0\0\0\n\0\0\n", ["h.jsonl:1:", "NUL bytes"]),
+        (bytes(range(1, 10)) + b"\xff\xfe junk", ["h.jsonl:1:", "not valid JSON"]),
+        (b"just some words", ["h.jsonl:1:", "not valid JSON"]),
+        (b'{"index": 0, "process": \xff\xfe', ["h.jsonl:1:", "not UTF-8"]),
+    ],
+    ids=["zeros", "zero-lines", "binary", "text", "bad-utf8"],
+)
+def test_junk_and_nul_bytes_are_not_a_history(
+    tmp_path: Path, content: bytes, mentions: list[str]
+) -> None:
+    """A file of binary junk or of NUL bytes (what a crashed disk can leave) is refused as
+    no history, not checked as an empty one (which says unknown)."""
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(content)
+    done = lockharness("check", str(path), cwd=tmp_path)
+    assert done.returncode == 254, done.stdout + done.stderr
+    message = done.stderr.replace("\n", "")
+    for m in mentions:
+        assert m in message, (m, message)
+
+
+def test_a_history_ending_in_nul_bytes_is_refused_at_their_line(tmp_path: Path) -> None:
+    h = History().lease(1, "a", start=10, end=50)
+    text = "".join(e.to_json() + "\n" for e in h.events).encode()
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(text + b"\0" * 512)  # a crash: the file's last blocks never written
+    message = rejected_file(tmp_path, path)
+    assert "h.jsonl:5: not a history: NUL bytes" in message, message
+    assert "cut the file there" in message
+    path.write_bytes(text + b'{"index": 4, "process": 1, "type": "inv')  # cut: checkable
+    assert lockharness("check", str(path), cwd=tmp_path).returncode == 0
+    path.write_bytes(text + '{"index": 4, "key": "\u00e9'.encode()[:-1])  # cut in a character
+    assert lockharness("check", str(path), cwd=tmp_path).returncode == 0
+
+
+def rejected_file(tmp_path: Path, path: Path) -> str:
+    done = lockharness("check", str(path), cwd=tmp_path)
+    assert done.returncode == 254, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr.replace("\n", "")
 
 
 # ---- one rule for instants --------------------------------------------------------------------
@@ -380,3 +437,275 @@ def test_a_typed_duration_in_a_value_is_written_as_its_integer() -> None:
         value={"delta_ns": Shift(5_000_000_000)},
     )
     assert b'"delta_ns":5000000000' in event.to_line()
+
+
+# ---- histories that cannot be true (checker.rules) --------------------------------------------
+
+
+class At(int):
+    """A deadline as it is, not counted from the acquire's invoke."""
+
+
+def cycles(*leases: tuple[int, Any, Any], with_invokes: bool = True) -> list[str]:
+    """Full cycles one after the other, 100 ns apart: (process, deadline, fencing) each;
+    a deadline is counted from the cycle's acquire invoke (None: none)."""
+    rows: list[tuple[int, str, str, int, str | None, dict[str, Any] | None]] = []
+    for n, (process, deadline, fencing) in enumerate(leases):
+        t, token = 100 * n + 10, f"t{n}"
+        stated = t + deadline if type(deadline) is int else deadline  # At: as it is
+        value = {"deadline": stated, "grants": ["n1"], "fencing": fencing}
+        if with_invokes:
+            rows.append((process, "invoke", "acquire", t, None, {"ttl_ms": 100}))
+        rows += [
+            (process, "ok", "acquire", t + 1, token, value),
+            (process, "invoke", "release", t + 10, token, None),
+            (process, "ok", "release", t + 11, token, None),
+        ]
+    return [
+        line(index=i, process=p, type=kind, f=f, time=t, token=token, value=value)
+        for i, (p, kind, f, t, token, value) in enumerate(rows)
+    ]
+
+
+def test_cycles_as_a_run_writes_them_are_valid(tmp_path: Path) -> None:
+    done = lockharness("check", str(write(tmp_path, *cycles((1, 90, 1), (2, 90, 2)))), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    no_deadlines = cycles((1, None, None), (2, None, None))  # a client that gives none (pottery)
+    done = lockharness("check", str(write(tmp_path, *no_deadlines)), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("lines", "mentions"),
+    [
+        # The report's cases (issue 27): each was checked, with a verdict and exit 0.
+        (cycles((1, 90, 1), (1, At(-1), 2)), ["h.jsonl:6:", "(deadline-before)", "-1"]),
+        (cycles((1, 90, 1), (1, None, 2)), ["h.jsonl:6:", "(deadline-sometimes)", "None"]),
+        (cycles((1, 90, 1), (2, 90, -3)), ["h.jsonl:6:", "(fencing)", "-3"]),
+        (
+            cycles((1, 90, 1), (2, 90, 2), with_invokes=False),
+            ["h.jsonl:1:", "(completion)", "no acquire invoke"],
+        ),
+        # and their neighbours
+        (cycles((1, -5, 1)), ["h.jsonl:2:", "(deadline-before)", "invoked (at 10)"]),
+        (cycles((1, None, None), (1, 90, None)), ["h.jsonl:6:", "(deadline-sometimes)"]),
+    ],
+    ids=[
+        "deadline-minus-one",
+        "deadline-null-where-others-have-one",
+        "negative-fencing",
+        "ok-without-invoke",
+        "deadline-before-invoke",
+        "deadline-where-others-have-none",
+    ],
+)
+def test_the_reports_impossible_histories_are_refused(
+    tmp_path: Path, lines: list[str], mentions: list[str]
+) -> None:
+    message = rejected(tmp_path, *lines)
+    assert "cannot be true" in message, message
+    for m in mentions:
+        assert m in message, (m, message)
+
+
+# ---- every impossible history refused, every possible one judged -----------------------------
+
+OPS = ("acquire", "release", "extend", "enter", "exit")
+
+
+def impossible(events: list[Event]) -> bool:
+    """The rules of checker.rules, written again plainly: does ``events`` break one?"""
+    previous: dict[Any, Event] = {}
+    gives: dict[Any, bool] = {}
+    granted: dict[tuple[Any, Any, Any], int] = {}
+    releases: list[Event] = []
+    deaths: dict[Any, int] = {}
+    last: dict[Any, int] = {}
+    for e in events:
+        value = e.value or {}
+        if e.process == "nemesis":
+            if e.f == "died" and e.type == "info" and value.get("processes"):
+                for ps in value["processes"].values():
+                    for p in ps:
+                        deaths[p] = min(e.time, deaths.get(p, e.time))
+            continue
+        last[e.process] = e.time
+        if e.f not in OPS:
+            continue
+        before = previous.get(e.process)
+        if e.type != "invoke" and not (
+            before is not None
+            and (before.type, before.f, before.key) == ("invoke", e.f, e.key)
+            and (e.f == "acquire" or before.token == e.token)
+        ):
+            return True
+        previous[e.process] = e
+        if e.type == "ok" and e.f in ("acquire", "extend"):
+            assert before is not None
+            deadline = value.get("deadline")
+            if e.f == "acquire" and (value.get("fencing") or 0) < 0:
+                return True
+            if deadline is not None and deadline < before.time:
+                return True
+            if gives.setdefault(e.process, deadline is not None) != (deadline is not None):
+                return True
+            if e.f == "acquire":
+                lease = (e.process, e.key, e.token)
+                granted[lease] = min(e.time, granted.get(lease, e.time))
+        tokens = (value.get("fencing") or 0, value.get("highest") or 0)
+        if e.type == "ok" and e.f in ("enter", "exit") and min(tokens) < 0:
+            return True
+        if e.f == "release" and e.type == "invoke":
+            releases.append(e)
+    for release in releases:
+        since = granted.get((release.process, release.key, release.token))
+        if since is None or since > release.time:
+            return True
+    return any(last.get(p, t) > t for p, t in deaths.items())
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[Event]:
+    """Histories as the harness writes them: a few processes, each one operation at a time,
+    full cycles with the resource, extensions, fencing tokens counting up, leases with
+    deadlines or (a whole process) without, failed and unknown outcomes, and a death."""
+    rows: list[tuple[int, Any, str, str, str | None, str | None, dict[str, Any] | None]] = []
+    fencing = 0
+    processes = draw(st.integers(1, 3))
+    for process in range(processes):
+        t = draw(st.integers(0, 5))
+        gives = draw(st.booleans())
+
+        def add(
+            kind: str, f: str, key: str | None, token: str | None, value: Any, p: int = process
+        ) -> None:
+            nonlocal t
+            rows.append((t, p, kind, f, key, token, value))
+            t += draw(st.integers(0, 3))
+
+        for n in range(draw(st.integers(0, 3))):
+            key, token = draw(st.sampled_from(["k0", "k1"])), f"p{process}-{n}"
+            add("invoke", "acquire", key, None, {"ttl_ms": 100})
+            outcome = draw(st.sampled_from(["ok", "ok", "fail", "info"]))
+            if outcome != "ok":
+                add(outcome, "acquire", key, None, {"error": "x"} if outcome == "info" else None)
+                continue
+            fencing += 1
+            deadline = t + draw(st.integers(0, 50)) if gives else None
+            add(
+                "ok",
+                "acquire",
+                key,
+                token,
+                {"deadline": deadline, "grants": ["n1"], "fencing": fencing},
+            )
+            add("invoke", "enter", key, token, None)
+            add(
+                "ok",
+                "enter",
+                key,
+                token,
+                {
+                    "occupancy": 1,
+                    "others": [],
+                    "fencing": fencing,
+                    "accepted": True,
+                    "highest": fencing - 1,
+                },
+            )
+            if gives and draw(st.booleans()):
+                add("invoke", "extend", key, token, {"ttl_ms": 100})
+                add("ok", "extend", key, token, {"deadline": t + 60, "grants": ["n1"]})
+            add("invoke", "exit", key, token, None)
+            add(draw(st.sampled_from(["ok", "info"])), "exit", key, token, None)
+            if draw(st.integers(0, 4)) == 0:
+                break  # it dies holding, or the run ends
+            add("invoke", "release", key, token, {"planned_end": t})
+            add(draw(st.sampled_from(["ok", "fail", "info"])), "release", key, token, None)
+        if draw(st.integers(0, 3)) == 0:  # its worker dies: recorded after its last event
+            value = {"worker": f"w{process}", "processes": {f"w{process}": [process]}}
+            rows.append((t + 1, "nemesis", "info", "died", None, None, value))
+    rows.sort(key=lambda r: r[0])  # stable: each process's own order kept at equal times
+    return [
+        Event(i, p, kind, f, t, t, key, token, value)  # type: ignore[arg-type]
+        for i, (t, p, kind, f, key, token, value) in enumerate(rows)
+    ]
+
+
+MUTATIONS: dict[str, list[Any]] = {
+    "type": ["invoke", "ok", "fail", "info"],
+    "f": [*OPS, "x"],
+    "process": [0, 1, 2, 7],
+    "key": ["k0", "k1", None],
+    "token": ["p0-0", "p1-0", "p0-1", None],
+    "deadline": [-1, 0, None, "absent", 10**12],
+    "fencing": [-1, -5, 0, None, 10**6],
+    "highest": [-1, None, 3],
+    "drop": [None],
+    "repeat": [None],
+}
+
+
+@pytest.mark.parametrize("field", sorted(MUTATIONS))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=runs(), data=st.data())
+def test_every_mutation_is_refused_if_impossible_else_judged(
+    field: str, events: list[Event], data: st.DataObject
+) -> None:
+    """A history as a run writes it, changed in one field of one event (or an event
+    dropped or repeated): refused (Impossible) exactly when it breaks a rule, by the plain
+    reading of the rules above; otherwise judged, with a verdict."""
+    assert not impossible(events)
+    check_history(events)  # a run as the harness writes it: judged
+    if not events:
+        return
+    at = data.draw(st.integers(0, len(events) - 1))
+    new = data.draw(st.sampled_from(MUTATIONS[field]))
+    event, mutated = events[at], list(events)
+    if field == "drop":
+        del mutated[at]
+    elif field == "repeat":
+        mutated.insert(at + 1, event)
+    elif field in ("deadline", "fencing", "highest"):
+        value = dict(event.value or {})
+        if new == "absent":
+            value.pop(field, None)
+        else:
+            value[field] = new
+        mutated[at] = replace(event, value=value)
+    else:
+        mutated[at] = replace(event, **{field: new})
+    mutated = [replace(e, index=i) for i, e in enumerate(mutated)]
+    if impossible(mutated):
+        hypothesis.event(f"refused: {field}")
+        with pytest.raises(Impossible):
+            check_history(mutated)
+    else:
+        hypothesis.event(f"judged: {field}")
+        assert check_history(mutated).verdict in Verdict
+
+
+# ---- the harness never writes what the reader refuses -----------------------------------------
+
+
+def test_a_lease_a_history_cannot_hold_is_a_client_bug_the_worker_records_as_info() -> None:
+    from lockharness.workloads.lease_rules import broken_rule
+    from lockharness.workloads.protocol import Lease
+
+    fine = Lease("k0", "t", 2_000, ("n1",), fencing=0)
+    assert broken_rule(fine, 1_000, None) is None
+    assert broken_rule(fine, 2_000, True) is None  # valid for no time at all: still a lease
+    said = broken_rule(Lease("k0", "t", -1, ("n1",)), 1_000, None)
+    assert said is not None and "before the call was made" in said
+    said = broken_rule(Lease("k0", "t", None, ("n1",)), 1_000, True)
+    assert said is not None and "no deadline, unlike this client's earlier leases" in said
+    assert broken_rule(Lease("k0", "t", None, ("n1",)), 1_000, False) is None  # never any
+    said = broken_rule(Lease("k0", "t", 2_000, ("n1",), fencing=-1), 1_000, True)
+    assert said is not None and "fencing token is negative" in said
+
+
+def test_a_ttl_within_the_drift_gives_a_deadline_at_the_start_not_before_it() -> None:
+    from lockharness.workloads.validity import drift_ns, validity_deadline
+
+    assert validity_deadline(1_000, 1) == validity_deadline(1_000, 2) == 1_000
+    assert validity_deadline(1_000, 1_000) == 1_000 + 1_000_000_000 - drift_ns(1_000)

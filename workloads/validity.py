@@ -13,6 +13,9 @@ def drift_ns(ttl_ms: int) -> int:
 def validity_deadline(started_ns: int, ttl_ms: int) -> int:
     """The deadline in the caller's time base, counted from when the request was first sent.
 
-    Equal to now + (ttl - elapsed - drift): the elapsed time cancels out.
+    Equal to now + (ttl - elapsed - drift): the elapsed time cancels out. A TTL no longer
+    than the drift (2 ms or less) leaves no validity at all: the deadline is the start, not
+    before it (a lease valid until before it was asked for is no lease a history can hold;
+    the checker refuses one, docs/run-directory.md).
     """
-    return started_ns + ttl_ms * 1_000_000 - drift_ns(ttl_ms)
+    return started_ns + max(0, ttl_ms * 1_000_000 - drift_ns(ttl_ms))

@@ -33,6 +33,7 @@ from lockharness.core.clock import ClockReader
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from lockharness.core.run_dir import RunDir
 from lockharness.workloads.client_build import Builder, client_builder
+from lockharness.workloads.lease_rules import broken_rule
 from lockharness.workloads.program import ProgramClient
 from lockharness.workloads.protocol import (
     CrashPoint,
@@ -85,6 +86,7 @@ class ClientLoop:
             self.client.wall_ms = lambda: reader.now_ns() // 1_000_000
         self._armed = run_dir.crash_point(task.worker)  # there: the nemesis armed it
         self.resource = Resource(task.resource)
+        self.gives_deadlines: bool | None = None  # its leases' so far (lease_rules)
 
     def _crash_if_armed(self) -> None:
         """At the client's crash point: if the nemesis armed it, the whole process dies
@@ -114,14 +116,18 @@ class ClientLoop:
         ttl_ms = self.workload.ttl_ms
         give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
-            self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
+            invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
             try:
                 lease = self.client.acquire(key, ttl_ms)
             except Exception as e:
                 self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e))
                 lease = None
             else:
-                if lease is not None:
+                if lease is not None and (broken := self._broken(lease, invoked)):
+                    self.rec.record(self.process, INFO, ACQUIRE, key, value=broken)
+                    lease = None  # as an exception: held in Redis, maybe, until its TTL
+                elif lease is not None:
+                    self.gives_deadlines = lease.deadline is not None
                     value = {
                         "deadline": lease.deadline,
                         "grants": list(lease.grants),
@@ -131,7 +137,8 @@ class ClientLoop:
                         value["depth"] = lease.depth
                     self.rec.record(self.process, OK, ACQUIRE, key, lease.token, value)
                     return lease
-                self.rec.record(self.process, FAIL, ACQUIRE, key)
+                else:
+                    self.rec.record(self.process, FAIL, ACQUIRE, key)
             delay = self.rng.uniform(
                 self.workload.retry_delay_min_ns, self.workload.retry_delay_max_ns
             )
@@ -139,6 +146,12 @@ class ClientLoop:
                 return None
             self.stop.wait(delay / 1e9)
         return None
+
+    def _broken(self, lease: Lease, invoked: int) -> dict[str, str] | None:
+        """A lease the client should not have handed back (workloads.lease_rules), as the
+        ``info`` value that records it instead; None for a lease the history can hold."""
+        broken = broken_rule(lease, invoked, self.gives_deadlines)
+        return None if broken is None else {"error": f"client bug: the lease it gave: {broken}"}
 
     def critical_section(self, lease: Lease) -> tuple[Lease, int]:
         """Enter, hold, exit; the lease as it stands at the end (extensions move it), and
@@ -207,7 +220,9 @@ class ClientLoop:
         # The scenario allows workload.extend only for an Extending client (ClientInfo.extends).
         assert isinstance(self.client, Extending), "extend asked of a client that cannot"
         ttl_ms = self.workload.ttl_ms
-        self.rec.record(self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms})
+        invoked = self.rec.record(
+            self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms}
+        )
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Exception as e:
@@ -215,6 +230,9 @@ class ClientLoop:
             return None
         if extended is None:
             self.rec.record(self.process, FAIL, EXTEND, lease.key, lease.token)
+            return None
+        if broken := self._broken(extended, invoked):
+            self.rec.record(self.process, INFO, EXTEND, lease.key, lease.token, broken)
             return None
         value = {"deadline": extended.deadline, "grants": list(extended.grants)}
         self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lockharness.checker import BadValue, Verdict, check_history
+from lockharness.checker import EventError, Verdict, check_history
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
 from lockharness.core.run_dir import RunDir
@@ -45,8 +45,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
         history, source = HistoryFile(target, notes), target
     try:  # the history streams through the check: a bad line shows up here
         result = check_history(history, expected_processes=expected_processes)
-    except BadValue as e:
-        line = line_of(source, e.index) if source is not None else None
+    except EventError as e:  # a value of the wrong type, or a history that cannot be true
+        line = line_of(source, e.index) if source is not None and e.index is not None else None
         raise BadInput(f"{source}:{line}: {e}" if line else str(e)) from None
     except HistoryError as e:
         raise BadInput(str(e)) from None
