@@ -38,7 +38,7 @@ from lockharness.core.clock import ClockReader
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from lockharness.core.run_dir import RunDir
 from lockharness.workloads.client_build import Builder, client_builder
-from lockharness.workloads.program import ProgramClient
+from lockharness.workloads.program import ProgramClient, ProgramError
 from lockharness.workloads.protocol import (
     CrashPoint,
     Extending,
@@ -56,6 +56,7 @@ from lockharness.workloads.task import WorkerTask, decode_task
 EXIT_BUDGET_NS = 5_000_000
 CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with this
 HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard; it stopped
+CLIENT_START_EXIT_CODE = 78  # EX_CONFIG: a client program would not start or refused init
 
 
 def _error(e: BaseException) -> dict[str, str]:
@@ -327,13 +328,17 @@ def run_worker(task: WorkerTask) -> int:
     # Built side by side: a client program may take seconds to start (a JVM), and every
     # worker's clients must be built before the controller's go (the start barrier).
     build = client_factory(task)  # once: the client's module is imported here
-    with ThreadPoolExecutor(task.workload.threads) as pool:
-        loops = list(
-            pool.map(
-                lambda t: ClientLoop(task, task.first_process + t, recorder, stop, build),
-                range(task.workload.threads),
+    try:
+        with ThreadPoolExecutor(task.workload.threads) as pool:
+            loops = list(
+                pool.map(
+                    lambda t: ClientLoop(task, task.first_process + t, recorder, stop, build),
+                    range(task.workload.threads),
+                )
             )
-        )
+    except ProgramError as e:  # its own words, not a traceback: the controller shows them
+        print(f"client program not started: {e}", file=sys.stderr, flush=True)
+        return CLIENT_START_EXIT_CODE
     if task.go_path is not None:
         started = _await_go(task, stop)
         if started is None:  # stopped (or abandoned) before the run began: nothing to record
