@@ -70,3 +70,18 @@ def test_a_request_timeout_without_a_unit_is_bad_input_before_anything_starts(
     assert str(path) in done.stderr and "client.options.request_timeout" in done.stderr
     assert "10000 is not a duration" in done.stderr and "e.g. 250ms or 5s" in done.stderr
     assert not store.exists() or not any(store.iterdir())  # no run directory: nothing started
+
+
+def test_a_program_that_refuses_init_ends_the_run_unknown_in_its_own_words(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    path = scenario(tmp_path, "1s")
+    path.write_text(path.read_text().replace(", v2]", ", refuse-init]"))
+    done = lockharness("run", str(path), "--store", str(store), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = re.sub(r"\s+", " ", done.stdout)
+    assert "exited with code 78 before its clients were ready" in said
+    assert "init refused: this program speaks no protocol of yours" in said
+    for log in store.glob("program/*/worker-w*.log"):
+        assert "Traceback" not in log.read_text(), log.read_text()
