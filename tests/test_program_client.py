@@ -4,7 +4,10 @@ way a program can break."""
 
 from __future__ import annotations
 
+import logging
+import queue
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +23,12 @@ from lockharness.workloads.program import (
     ProgramError,
     start_program_client,
 )
+from lockharness.workloads.protocol import Refused
 from tests.conftest import lockharness
 
 TINY = [sys.executable, str(Path(__file__).parent / "programs" / "tiny_lock.py")]
 # 1 s: a hung program is seen quickly here.
-TIMEOUT: dict[str, object] = {"request_timeout": 1_000_000_000}
+TIMEOUT: dict[str, object] = {"request_timeout": "1s"}
 
 
 def clock() -> int:
@@ -58,6 +62,7 @@ def test_a_correct_program_locks_releases_and_extends(
     first, second = start(clean_cluster, started), start(clean_cluster, started)
     assert isinstance(first, ExtendingProgramClient)  # it declared the extend ability
     assert first.announced == "tiny-lock (correct)"
+    assert first.protocol == 1  # its init reply names no version: still spoken
     invoked = clock()
     lease = first.acquire("k", 2_000)
     assert lease is not None and lease.token
@@ -136,3 +141,83 @@ def test_client_check_says_whether_a_program_conforms(tmp_path: Path) -> None:
     assert "acquire: wrong:" in broken.stdout and "not a JSON reply" in broken.stdout
     nothing = lockharness("client-check", "--store", store, cwd=tmp_path)
     assert nothing.returncode == 254 and "name the program after --" in nothing.stderr
+
+
+def test_a_version_2_program_refuses_with_a_reason_and_stores_binary_values(
+    clean_cluster: LocalCluster, started: list[ProgramClient]
+) -> None:
+    first, second = start(clean_cluster, started, "v2"), start(clean_cluster, started, "v2")
+    assert first.protocol == 2
+    lease = first.acquire("k", 2_000)
+    assert lease is not None
+    n1 = clean_cluster.node("n1").endpoint
+    stored = redis.Redis(host=n1.host, port=n1.port).get("k")
+    assert stored == bytes.fromhex(lease.token)  # bytes, sent as value_base64 ...
+    assert lease.grants == ("n1",)  # ... and compared as bytes by the GET that observes
+    with pytest.raises(Refused) as refused:  # a certain failure, not an unknown outcome
+        second.acquire("k", 2_000)
+    assert refused.value.reason == "held by another client" and not refused.value.lost
+    assert first.release(lease) is True
+
+
+def test_a_refused_extend_may_say_the_lock_is_lost(
+    clean_cluster: LocalCluster, started: list[ProgramClient]
+) -> None:
+    client = start(clean_cluster, started, "v2-lost")
+    assert isinstance(client, ExtendingProgramClient)
+    lease = client.acquire("k", 2_000)
+    assert lease is not None
+    with pytest.raises(Refused) as refused:
+        client.extend(lease, 2_000)
+    assert refused.value.lost and "deleted" in refused.value.reason
+
+
+def test_an_unknown_protocol_version_in_the_init_reply_is_an_error(
+    clean_cluster: LocalCluster,
+) -> None:
+    nodes = clean_cluster.worker_endpoints(1)
+    with pytest.raises(ProgramError, match=r"says protocol 3; this worker speaks 1, 2"):
+        start_program_client([*TINY, "protocol-3"], nodes, clock, TIMEOUT)
+
+
+def test_program_stderr_is_logged_with_the_programs_name_and_pid(
+    clean_cluster: LocalCluster, started: list[ProgramClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="lockharness.program")
+    client = start(clean_cluster, started, "v2")
+    pid = program_pid(client)
+    client.close()  # its stderr is read to the end before close returns
+    lines = [r.getMessage() for r in caplog.records if r.name == "lockharness.program"]
+    said = f"tiny_lock.py v2 pid {pid}: tiny-lock: init: n1 at "
+    assert any(said in line for line in lines), lines
+
+
+class _SlowQueue(queue.SimpleQueue[object]):
+    """A reply queue whose reader dawdles after each line, so that the program is stopped
+    while its reader thread is between two reads (the window of the old race)."""
+
+    def put(self, item: object, block: bool = True, timeout: float | None = None) -> None:
+        super().put(item, block, timeout)
+        time.sleep(0.2)
+
+
+def test_stopping_a_program_leaves_no_reader_thread_failing(
+    clean_cluster: LocalCluster, started: list[ProgramClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop used to close the program's stdout under the thread reading it (EBADF, or
+    "readline of closed file", in a worker log); now each reader closes its own pipe. Every
+    way a program is stopped: after close, killed while hung, after it exited."""
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: failures.append(a.exc_value))
+    monkeypatch.setattr(queue, "SimpleQueue", _SlowQueue)
+    start(clean_cluster, started).close()
+    hung = start(clean_cluster, started, "hang")
+    with pytest.raises(ProgramError):
+        hung.acquire("k", 1_000)
+    exits = start(clean_cluster, started, "exit")
+    lease = exits.acquire("k", 1_000)
+    with pytest.raises(ProgramError):
+        exits.acquire("k2", 1_000)
+    assert lease is not None and exits.release(lease)
+    exits.close()
+    assert failures == []

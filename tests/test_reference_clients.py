@@ -30,7 +30,7 @@ NODES = 5
 QUORUM = NODES // 2 + 1
 # Roomier than the 50 ms default: these tests check the translation, not latency, on a
 # shared machine where a JVM warming up can take longer than 50 ms to answer.
-OPTIONS = {"timeout_ms": 500}
+OPTIONS = {"timeout": "500ms"}
 
 
 @dataclass(frozen=True)
@@ -182,10 +182,17 @@ def start(client: Client, masters: list[int], tmp_path: Path) -> Iterator[Any]:
     path = launcher(client)
     programs: list[Program] = []
 
-    def started(options: dict[str, Any] | None = OPTIONS) -> Program:
+    def started(
+        options: dict[str, Any] | None = OPTIONS, protocols: list[int] | None = None
+    ) -> Program:
+        """An initialised program, offered protocols 1 and 2 as the worker does (None: as
+        a version-1 worker did, with no `protocols`)."""
         program = Program(path, tmp_path / f"{client.name}-{len(programs)}.stderr")
         programs.append(program)
         init: dict[str, Any] = {"protocol": 1, "client": client.name, "nodes": node_list(masters)}
+        init["protocols"] = [1, 2] if protocols is None else protocols
+        if not init["protocols"]:
+            del init["protocols"]
         if options is not None:
             init["options"] = options
         reply = program.request("init", timeout_s=30, **init)
@@ -231,11 +238,36 @@ def check_grant(client: Client, reply: dict[str, Any], ttl_ms: int) -> None:
         assert reply["redis_key"] and reply["value"], reply
 
 
-def test_init_names_the_library_and_its_abilities(client: Client, start: Any) -> None:
+def test_init_names_the_library_its_abilities_and_version_2(client: Client, start: Any) -> None:
     reply = start().init_reply
     library = {"redsync": "redsync v4.", "node-redlock": "redlock v5.", "redisson": "redisson 3."}
     assert any(client.name.startswith(k) and v in reply["name"] for k, v in library.items())
     assert reply["abilities"] == (["extend"] if client.extend else [])
+    assert reply["protocol"] == 2
+
+
+def test_version_1_is_still_spoken(client: Client, start: Any) -> None:
+    """A worker that offers no `protocols` (version 1): no version in the reply, and a
+    refusal is `granted: false`, without a reason."""
+    first, second = start(protocols=[]), start(protocols=[])
+    assert "protocol" not in first.init_reply
+    lease = first.request("acquire", key="k5", ttl_ms=5000)
+    check_grant(client, lease, 5000)
+    assert second.request("acquire", key="k5", ttl_ms=5000) == {"id": 2, "granted": False}
+    release = first.request("release", lease={"key": "k5", "token": lease["token"]})
+    assert release == {"id": 3, "released": True}
+
+
+def test_a_bad_timeout_option_refuses_init(
+    client: Client, masters: list[int], tmp_path: Path
+) -> None:
+    program = Program(launcher(client), tmp_path / "stderr")
+    try:
+        init = {"protocol": 1, "protocols": [1, 2], "nodes": node_list(masters)}
+        reply = program.request("init", timeout_s=30, options={"timeout": 50}, **init)
+        assert "options.timeout must be a positive duration" in reply["error"], reply
+    finally:
+        program.stop()
 
 
 def test_acquire_excludes_release_frees(
@@ -251,7 +283,8 @@ def test_acquire_excludes_release_frees(
     else:
         assert lease["redis_key"] == "k0"
 
-    assert second.request("acquire", key="k0", ttl_ms=5000) == {"id": 2, "granted": False}
+    refused = second.request("acquire", key="k0", ttl_ms=5000)
+    assert set(refused) == {"id", "refused"} and refused["refused"], refused  # with a reason
 
     lease_ref = {"key": "k0", "token": lease["token"]}
     assert first.request("release", lease=lease_ref)["released"] is True
@@ -283,7 +316,9 @@ def test_malformed_request_gets_an_error_and_the_program_goes_on(
 def test_unknown_protocol_is_refused(client: Client, masters: list[int], tmp_path: Path) -> None:
     program = Program(launcher(client), tmp_path / "stderr")
     try:
-        reply = program.request("init", timeout_s=30, protocol=99, nodes=node_list(masters))
+        reply = program.request(
+            "init", timeout_s=30, protocol=99, protocols=[99], nodes=node_list(masters)
+        )
         assert reply["error"]
         assert program.process.wait(timeout=10) != 0
     finally:
@@ -302,7 +337,8 @@ def test_extend(client: Client, start: Any, nodes: list[redis.Redis]) -> None:
     ttls = [node.pttl("k2") for node in nodes]
     assert sum(ttl > 1000 for ttl in ttls) >= QUORUM, ttls
     assert program.request("release", lease=lease_ref)["released"] is True
-    assert program.request("extend", lease=lease_ref, ttl_ms=1000) == {"id": 5, "granted": False}
+    refused = program.request("extend", lease=lease_ref, ttl_ms=1000)
+    assert set(refused) == {"id", "refused"} and refused["refused"], refused
 
 
 # What each library answers when its lease expired before the release (seen, not chosen):
@@ -338,3 +374,21 @@ def test_rlock_watchdog_renews_at_a_third_of_the_ttl(
         "released": True,
     }
     assert nodes[0].exists("k4") == 0
+
+
+def test_a_new_instance_and_its_predecessors_lease(
+    client: Client, start: Any, nodes: list[redis.Redis]
+) -> None:
+    """A program the worker restarted gets the release of a lease its predecessor granted:
+    redsync and redlock act on any {key, token}; Redisson ties a lock to the client that
+    took it, so that release is refused (certainly not done), with the reason."""
+    first, successor = start(), start()
+    lease = first.request("acquire", key="k6", ttl_ms=5000)
+    check_grant(client, lease, 5000)
+    reply = successor.request("release", lease={"key": "k6", "token": lease["token"]})
+    if client.hash_lock:
+        assert "not granted by this program instance" in reply["refused"], reply
+        assert holders(client, nodes, "k6", lease.get("value")) != []
+    else:
+        assert reply == {"id": 2, "released": True}
+        assert holders(client, nodes, "k6", lease.get("value")) == []

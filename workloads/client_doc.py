@@ -14,8 +14,8 @@ from msgspec import Meta
 from lockharness.core.typed_input import Invalid, Text, convert, plain, show
 from lockharness.workloads.client_info import ClientInfo, ClientOptions, Timeout
 from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin, locate_plugin
-from lockharness.workloads.programs import command_client
-from lockharness.workloads.registry import CLIENTS
+from lockharness.workloads.programs import REQUEST_TIMEOUT, command_client, request_timeout_ns
+from lockharness.workloads.registry import CLIENTS, client_info
 from lockharness.workloads.task import ClientTask
 
 __all__ = ["Timeout"]  # the workload's acquire_timeout is one (harness/scenario/model.py)
@@ -245,7 +245,12 @@ def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
         raise Invalid(
             "client.command", f"{problem}; allowed: a program that speaks docs/client-protocol.md"
         )
-    return ClientSpec(info.name, dict(doc.options or {}), command=(program, *args))
+    options = dict(doc.options or {})
+    try:  # the worker's own option, read before anything starts; the rest is the program's
+        request_timeout_ns(options)
+    except ValueError as e:
+        raise Invalid(f"client.options.{REQUEST_TIMEOUT}", str(e)) from None
+    return ClientSpec(info.name, options, command=(program, *args))
 
 
 def switch_client(

@@ -21,9 +21,10 @@ class GrantObserver:
     def __init__(self, nodes: Sequence[Endpoint], timeout_s: float) -> None:
         self.fanout = FanOut(nodes, timeout_s)
 
-    def granted(self, redis_key: str, token: str) -> tuple[str, ...]:
+    def granted(self, redis_key: str, token: str | bytes) -> tuple[str, ...]:
+        """``token``: the value stored, as text (compared as UTF-8) or as bytes."""
         replies = self.fanout.call_all("GET", redis_key)
-        expected = token.encode()
+        expected = token.encode() if isinstance(token, str) else token
         nodes = zip(self.fanout.nodes, replies, strict=True)
         return tuple(node.name for node, reply in nodes if reply == expected)
 

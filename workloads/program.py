@@ -8,18 +8,28 @@ the truth).
 
 A program that exits, hangs past the request timeout, or prints something that is not the
 reply raises ProgramError (the worker records the operation as `info`); the program is
-killed and a new one started before the next request, and the restart is counted.
+killed and a new one started before the next request, and the restart is counted. A
+`refused` reply (protocol 2) raises Refused: a certain failure, recorded as `fail`.
+
+Each program's stderr goes to this process's log (the "lockharness.program" logger), a
+line at a time with the program's name and pid; the worker sends that log to its own
+worker-w*.log. Each reader thread owns its pipe and closes it at end of file, so stopping
+a program never closes a pipe under a thread still reading it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import logging
+import math
 import queue
 import subprocess
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Annotated, Any
 
 from msgspec import Meta
@@ -31,12 +41,23 @@ from lockharness.core.typed_input import plain
 from lockharness.workloads.client_info import ClientOptions, Timeout
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
-from lockharness.workloads.programs import clients_dir, not_runnable
-from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.programs import (
+    DEFAULT_REQUEST_TIMEOUT_NS,
+    REQUEST_TIMEOUT,
+    clients_dir,
+    not_runnable,
+    request_timeout_ns,
+)
+from lockharness.workloads.protocol import Clock, Lease, Refused
 
-PROTOCOL_VERSION = 1
-DEFAULT_REQUEST_TIMEOUT_NS = 5_000_000_000  # a reply slower than this is a hung program
+# The versions this side speaks. init's `protocol` stays 1, which a version-1 program
+# checks; `protocols` lists them all, and a program names the one it speaks in its reply
+# (none named: 1), as TLS 1.3 keeps legacy_version beside supported_versions.
+PROTOCOL_VERSIONS = (1, 2)
+INIT_PROTOCOL_FIELD = 1
 START_TIMEOUT_NS = 30_000_000_000  # a JVM or a Node program may take seconds to start
+CLOSE_TIMEOUT_S = 2.0  # the reply to close; then the program has EXIT_GRACE_S to exit
+EXIT_GRACE_S = 1.0
 GRANT_TIMEOUT_S = 0.05  # the GET fan-out that observes grants when the program gives none
 _EOF = b""  # what the reader queues when the program closes its stdout
 
@@ -65,21 +86,29 @@ class _Running:
             raise ProgramError(f"{self.name}: cannot start: {e.strerror or e}") from None
         self.replies: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         assert self.process.stdout is not None and self.process.stderr is not None
-        threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
-        threading.Thread(target=self._log, args=(self.process.stderr,), daemon=True).start()
+        self.readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True),
+            threading.Thread(target=self._log, args=(self.process.stderr,), daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
 
     @property
     def name(self) -> str:
         return " ".join(self.command)
 
     def _read(self, stdout: IO[bytes]) -> None:
-        for line in stdout:
-            self.replies.put(line)
+        with stdout:  # this thread's pipe: closed here, once read to its end
+            for line in stdout:
+                self.replies.put(line)
         self.replies.put(_EOF)
 
     def _log(self, stderr: IO[bytes]) -> None:
-        for line in stderr:  # the program's own log goes to the worker's
-            log.info("%s: %s", self.command[0], line.decode(errors="replace").rstrip())
+        program, pid = _short(self.command), self.process.pid
+        with stderr:  # the program's own log goes to this process's, a line at a time
+            for line in stderr:
+                text = line.decode(errors="replace").rstrip()
+                log.info("program %s pid %d: %s", program, pid, text)
 
     def send(self, request: dict[str, Any]) -> None:
         assert self.process.stdin is not None
@@ -120,13 +149,29 @@ class _Running:
             return "still running"
         return f"exit code {code}"
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 0.0) -> None:
+        """Kill it unless it exits within ``grace_s``, and reap it. Its stdout and stderr
+        are left to the reader threads, which close them at end of file (closing them here
+        raced a thread still reading: EBADF); a reader still waiting after 1 s (a child
+        of the program holds the pipe) keeps its pipe until that child lets go."""
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):  # a pipe the program already closed
+                self.process.stdin.close()
+        if grace_s > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=grace_s)
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if pipe is not None:
-                pipe.close()
+        for reader in self.readers:
+            reader.join(timeout=1.0)
+
+
+def _short(command: Sequence[str]) -> str:
+    """The command with paths cut to their last part: "python3 tiny_lock.py v2"."""
+    return " ".join(
+        Path(part).name if "/" in part and not part.startswith("-") else part for part in command
+    )
 
 
 def _shown(line: bytes) -> str:
@@ -135,8 +180,8 @@ def _shown(line: bytes) -> str:
 
 
 class _Session:
-    """A started program that answered ``init``: what it said it can do, and the ids of
-    the requests sent to it."""
+    """A started program that answered ``init``: the protocol version it speaks, what it
+    said it can do, and the ids of the requests sent to it."""
 
     def __init__(
         self, command: Sequence[str], nodes: Sequence[Endpoint], options: dict[str, object]
@@ -145,7 +190,8 @@ class _Session:
         self.last_id = 0
         init = {
             "op": "init",
-            "protocol": PROTOCOL_VERSION,
+            "protocol": INIT_PROTOCOL_FIELD,
+            "protocols": list(PROTOCOL_VERSIONS),
             "client": command[0],
             "nodes": [node.to_dict() for node in nodes],
             "options": options,
@@ -156,6 +202,7 @@ class _Session:
                 raise ProgramError(
                     f"{self.program.name}: init refused: {reply.get('error', reply)}"
                 )
+            self.protocol = _version(self.program.name, reply.get("protocol", 1))
             abilities = reply.get("abilities", [])
             if not isinstance(abilities, list) or not all(isinstance(a, str) for a in abilities):
                 raise ProgramError(
@@ -174,6 +221,16 @@ class _Session:
         return self.program.receive(self.last_id, timeout_s)
 
 
+def _version(program: str, said: object) -> int:
+    if isinstance(said, bool) or said not in PROTOCOL_VERSIONS:
+        speaks = ", ".join(map(str, PROTOCOL_VERSIONS))
+        raise ProgramError(
+            f"{program}: init's reply says protocol {said!r}; this worker speaks {speaks}"
+        )
+    assert isinstance(said, int)
+    return said
+
+
 class ProgramOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A program client's options: ``request_timeout`` is this side's; every other option
     goes to the program in ``init``."""
@@ -185,16 +242,24 @@ class ProgramOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fi
 
 def _split(options: ProgramOptions | dict[str, object]) -> tuple[float, dict[str, object]]:
     """This side's reply timeout (s), and the options the program gets, as plain data. A
-    user's own program (``client: {command: ...}``) gets its options as written."""
+    user's own program (``client: {command: ...}``) gets its options as written, but for
+    request_timeout (a duration, "10s": checked when the scenario was read)."""
     if isinstance(options, ProgramOptions):
         given: dict[str, object] = plain(options)
         timeout_ns = options.request_timeout
     else:
         given = dict(options)
-        written = given.get("request_timeout", DEFAULT_REQUEST_TIMEOUT_NS)
-        timeout_ns = written if isinstance(written, int) else DEFAULT_REQUEST_TIMEOUT_NS
-    given.pop("request_timeout", None)
+        timeout_ns = request_timeout_ns(given)
+    given.pop(REQUEST_TIMEOUT, None)
     return timeout_ns / 1e9, given
+
+
+def _text(reply: dict[str, Any], field: str, program: str) -> str:
+    """A field that must be a non-empty string."""
+    value = reply.get(field)
+    if not isinstance(value, str) or not value:
+        raise ProgramError(f"{program}: {field} must be a non-empty string, not {value!r}")
+    return value
 
 
 class ProgramClient(DeclaredClient):
@@ -222,6 +287,7 @@ class ProgramClient(DeclaredClient):
         self._session: _Session | None = session or _Session(self.command, nodes, self.options)
         self.abilities = self._session.abilities
         self.announced = self._session.announced
+        self.protocol = self._session.protocol  # the version it speaks (a restart: the same)
         self.observer = GrantObserver(nodes, GRANT_TIMEOUT_S)
 
     @classmethod
@@ -241,6 +307,7 @@ class ProgramClient(DeclaredClient):
         if self._session is None:
             self.restarts += 1
             self._session = _Session(self.command, self.nodes, self.options)
+            self.protocol = self._session.protocol
         session = self._session
         try:
             return session.call(request, self.timeout_s)
@@ -250,23 +317,75 @@ class ProgramClient(DeclaredClient):
             raise
 
     def _outcome(self, reply: dict[str, Any], field: str) -> bool:
-        """granted / released: True or False; an `error` (or anything else) raises."""
+        """granted / released: True or False; `error` raises ProgramError (unknown
+        outcome), `refused` (version 2) raises Refused (a certain failure)."""
+        program = self.command[0]
         if "error" in reply:
-            raise ProgramError(f"{self.command[0]}: {reply['error']}")
+            raise ProgramError(f"{program}: {reply['error']}")
+        if self.protocol >= 2 and "refused" in reply:
+            raise Refused(_text(reply, "refused", program), lost=reply.get("lost") is True)
         outcome = reply.get(field)
         if not isinstance(outcome, bool):
-            raise ProgramError(f"{self.command[0]}: reply {reply!r} has no {field} true/false")
+            hint = (
+                ' (refused is a version-2 reply: say "protocol": 2 in init\'s reply)'
+                if "refused" in reply
+                else ""
+            )
+            raise ProgramError(f"{program}: reply {reply!r} has no {field} true/false{hint}")
         return outcome
 
     def _deadline(self, reply: dict[str, Any], invoked: int) -> int | None:
+        """From validity_ms (counted from when the program got the request, so from the
+        earlier invoke here: never later than the truth); null or absent: none."""
         validity = reply.get("validity_ms")
         if validity is None:
             return None
-        if isinstance(validity, bool) or not isinstance(validity, int | float):
+        if (
+            isinstance(validity, bool)
+            or not isinstance(validity, int | float)
+            or not math.isfinite(validity)
+        ):
             raise ProgramError(
                 f"{self.command[0]}: validity_ms must be a number or null, not {validity!r}"
             )
         return invoked + int(validity * 1_000_000)
+
+    def _grants(self, reply: dict[str, Any], token: str) -> tuple[str, ...]:
+        """The nodes that granted: as the program says (names from init's nodes), else
+        observed with a GET per node of redis_key for its value."""
+        program, names = self.command[0], [node.name for node in self.nodes]
+        grants = reply.get("grants")
+        if grants is not None:
+            if not isinstance(grants, list) or not all(g in names for g in grants):
+                raise ProgramError(
+                    f"{program}: grants must be a list of node names from init "
+                    f"({', '.join(names)}), not {grants!r}"
+                )
+            return tuple(grants)
+        redis_key = reply.get("redis_key")
+        if not isinstance(redis_key, str):
+            return ()  # nothing to observe: no node is named as granting
+        return self.observer.granted(redis_key, self._value(reply, token))
+
+    def _value(self, reply: dict[str, Any], token: str) -> str | bytes:
+        """What the library stored under redis_key: value (text, compared as UTF-8), or in
+        version 2 value_base64 (any bytes); neither: the token."""
+        program = self.command[0]
+        if self.protocol >= 2 and "value_base64" in reply:
+            encoded = reply["value_base64"]
+            try:
+                if not isinstance(encoded, str):
+                    raise ValueError
+                return base64.b64decode(encoded, validate=True)
+            except (ValueError, binascii.Error):
+                raise ProgramError(
+                    f"{program}: value_base64 must be a base64 string (RFC 4648, with "
+                    f"padding), not {encoded!r}"
+                ) from None
+        value = reply.get("value", token)
+        if not isinstance(value, str):
+            raise ProgramError(f"{program}: value must be a string, not {value!r}")
+        return value
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         invoked = self.clock()
@@ -277,15 +396,13 @@ class ProgramClient(DeclaredClient):
         if not isinstance(token, str) or not token:
             raise ProgramError(f"{self.command[0]}: a granted acquire needs a token string")
         deadline = self._deadline(reply, invoked)
-        grants = reply.get("grants")
-        if grants is None and isinstance(reply.get("redis_key"), str):
-            grants = self.observer.granted(reply["redis_key"], str(reply.get("value", token)))
+        grants = self._grants(reply, token)
         fencing = reply.get("fencing")
         return Lease(
             key,
             token,
             deadline,
-            tuple(str(g) for g in grants or ()),
+            grants,
             fencing if isinstance(fencing, int) and not isinstance(fencing, bool) else None,
         )
 
@@ -296,9 +413,12 @@ class ProgramClient(DeclaredClient):
     def close(self) -> None:
         session, self._session = self._session, None
         if session is not None:
-            with contextlib.suppress(ProgramError):  # it is stopped below either way
-                session.call({"op": "close"}, 2.0)
-            session.program.stop()
+            try:
+                session.call({"op": "close"}, CLOSE_TIMEOUT_S)
+            except ProgramError:  # no reply: it is killed below
+                session.program.stop()
+            else:
+                session.program.stop(grace_s=EXIT_GRACE_S)
         self.observer.close()
 
 

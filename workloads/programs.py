@@ -1,18 +1,34 @@
 """Lock clients that are programs speaking docs/client-protocol.md: where the reference ones
 (workloads/clients/reference_programs.py, sources in clients/) are built (`make clients`
-puts them in .tools/clients/bin/, or the directory LOCKHARNESS_CLIENTS_DIR names), and what
-the registry knows of a user's own program (``client: {command: [prog, args...]}``)."""
+puts them in .tools/clients/bin/, or the directory LOCKHARNESS_CLIENTS_DIR names), what
+the registry knows of a user's own program (``client: {command: [prog, args...]}``), and
+the one option of such a program that is the worker's own (``request_timeout``)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from lockharness.core.durations import duration_type
 from lockharness.workloads.client_info import ClientInfo
 
 FACTORY = "lockharness.workloads.program:start_program_client"
 _REPO = Path(__file__).resolve().parent.parent
+
+# The worker's own option: how long a reply may take before the program counts as hung.
+# Read here and never passed to the program; every other option goes to it as written.
+REQUEST_TIMEOUT = "request_timeout"
+DEFAULT_REQUEST_TIMEOUT_NS = 5_000_000_000
+RequestTimeout = duration_type("RequestTimeout", positive=True)
+
+
+def request_timeout_ns(options: Mapping[str, object]) -> int:
+    """``request_timeout`` as written ("10s"; absent: 5 s) in nanoseconds; ValueError
+    saying what is allowed (a bare number is refused: 10000 is neither ms nor s)."""
+    if REQUEST_TIMEOUT not in options:
+        return DEFAULT_REQUEST_TIMEOUT_NS
+    return int(RequestTimeout.decode(options[REQUEST_TIMEOUT]))
 
 
 def clients_dir() -> Path:

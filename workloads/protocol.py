@@ -34,6 +34,17 @@ class Lease:
     depth: int = 1
 
 
+class Refused(Exception):
+    """An operation that certainly did not happen, with the library's reason: recorded as
+    ``fail`` with ``value.refused`` (a plain exception is ``info``: outcome unknown).
+    ``lost``: a refused extend after which the library no longer holds the lock, so the
+    holder leaves its section at once instead of working on to the old deadline."""
+
+    def __init__(self, reason: str, *, lost: bool = False) -> None:
+        super().__init__(reason)
+        self.reason, self.lost = reason, lost
+
+
 class LockClient(Protocol):
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         """Try once; a Lease if this client now holds ``key``, None if it was refused."""

@@ -11,12 +11,17 @@
 
 Run as `python -m lockharness.workloads.worker TASK.json` (workloads/task.py: one
 msgspec-encoded WorkerTask). A client exception becomes an
-`info` event and the client carries on. SIGTERM lets each client finish its cycle and stop.
+`info` event and the client carries on; a Refused one (a certain failure, with its reason)
+a `fail`. SIGTERM lets each client finish its cycle and stop. The process's stdout and
+stderr are its worker-w*.log: the harness's log lines (a client program's stderr among
+them) go there too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import os
 import random
 import signal
@@ -34,12 +39,13 @@ from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, I
 from lockharness.core.run_dir import RunDir
 from lockharness.workloads.client_build import Builder, client_builder
 from lockharness.workloads.lease_rules import broken_rule
-from lockharness.workloads.program import ProgramClient
+from lockharness.workloads.program import ProgramClient, ProgramError
 from lockharness.workloads.protocol import (
     CrashPoint,
     Extending,
     Lease,
     LockClient,
+    Refused,
     TrustsClientClock,
 )
 from lockharness.workloads.recorder import Recorder
@@ -51,10 +57,15 @@ from lockharness.workloads.task import WorkerTask, decode_task
 EXIT_BUDGET_NS = 5_000_000
 CRASH_EXIT_CODE = 86  # a worker that crashed at an armed crash point exits with this
 HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard; it stopped
+CLIENT_START_EXIT_CODE = 78  # EX_CONFIG: a client program would not start or refused init
 
 
 def _error(e: BaseException) -> dict[str, str]:
     return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _refused(e: Refused) -> dict[str, Any]:
+    return {"refused": e.reason, "lost": True} if e.lost else {"refused": e.reason}
 
 
 class ClientLoop:
@@ -119,6 +130,9 @@ class ClientLoop:
             invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
             try:
                 lease = self.client.acquire(key, ttl_ms)
+            except Refused as e:
+                self.rec.record(self.process, FAIL, ACQUIRE, key, value=_refused(e))
+                lease = None
             except Exception as e:
                 self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e))
                 lease = None
@@ -197,7 +211,8 @@ class ClientLoop:
         """The work: sleep to the hold's end. Not cut short by stop: finish the cycle.
         With ``extend``, renew the lease whenever a third of its TTL has passed since the
         hold began or the last renewal (as Redisson's watchdog does) while the hold goes on
-        past the current validity; once the client refuses, hold what is left of it."""
+        past the current validity; once the client refuses, hold what is left of it, and
+        once it says the refusal lost the lock (Refused.lost), stop at once."""
         renew_every = self.workload.ttl_ms * 1_000_000 // 3
         renewed_at = self.clock()
         while self.workload.extend and lease.deadline is not None and hold_end > lease.deadline:
@@ -211,6 +226,8 @@ class ClientLoop:
             if extended is None:
                 break
             lease, renewed_at = extended, self.clock()
+            if lease.deadline is not None and lease.deadline <= renewed_at:
+                break  # lost (a refused extend that ended the lease): nothing left to hold
         remaining = self.usable_until(lease, hold_end) - self.clock()
         if remaining > 0:
             time.sleep(remaining / 1e9)
@@ -225,6 +242,11 @@ class ClientLoop:
         )
         try:
             extended = self.client.extend(lease, ttl_ms)
+        except Refused as e:
+            self.rec.record(self.process, FAIL, EXTEND, lease.key, lease.token, _refused(e))
+            if e.lost:  # the library says the lock is gone: the holder stops working now
+                return dataclasses.replace(lease, deadline=self.clock())
+            return None
         except Exception as e:
             self.rec.record(self.process, INFO, EXTEND, lease.key, lease.token, _error(e))
             return None
@@ -277,6 +299,8 @@ class ClientLoop:
         self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
         try:
             released = self.client.release(lease)
+        except Refused as e:
+            self.rec.record(self.process, FAIL, RELEASE, lease.key, lease.token, _refused(e))
         except Exception as e:
             self.rec.record(self.process, INFO, RELEASE, lease.key, lease.token, _error(e))
         else:
@@ -322,13 +346,17 @@ def run_worker(task: WorkerTask) -> int:
     # Built side by side: a client program may take seconds to start (a JVM), and every
     # worker's clients must be built before the controller's go (the start barrier).
     build = client_factory(task)  # once: the client's module is imported here
-    with ThreadPoolExecutor(task.workload.threads) as pool:
-        loops = list(
-            pool.map(
-                lambda t: ClientLoop(task, task.first_process + t, recorder, stop, build),
-                range(task.workload.threads),
+    try:
+        with ThreadPoolExecutor(task.workload.threads) as pool:
+            loops = list(
+                pool.map(
+                    lambda t: ClientLoop(task, task.first_process + t, recorder, stop, build),
+                    range(task.workload.threads),
+                )
             )
-        )
+    except ProgramError as e:  # its own words, not a traceback: the controller shows them
+        print(f"client program not started: {e}", file=sys.stderr, flush=True)
+        return CLIENT_START_EXIT_CODE
     if task.go_path is not None:
         started = _await_go(task, stop)
         if started is None:  # stopped (or abandoned) before the run began: nothing to record
@@ -360,10 +388,21 @@ def run_worker(task: WorkerTask) -> int:
     return 0
 
 
+def _log_to_stderr() -> None:
+    """The harness's log lines from this process (a client program's stderr, copied line
+    by line) to stderr, which is this worker's log file."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger("lockharness")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m lockharness.workloads.worker TASK.json", file=sys.stderr)
         return 2
+    _log_to_stderr()
     return run_worker(decode_task(Path(argv[0]).read_bytes()))
 
 

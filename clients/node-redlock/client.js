@@ -5,17 +5,20 @@
 // validity check on acquire or extend; expiration on the wall clock) are the harness's to
 // find, so they pass through untouched.
 //
+// It speaks protocol 2 (and 1, for a worker that offers only 1): a certain failure is
+// `refused` with the library's message as the reason (version 1: `granted: false`).
+//
 // Mapping of redlock's outcomes (dist/cjs/index.js):
 //   acquire: acquire([key], ttl) with retryCount 0 resolves a Lock once a quorum of nodes
 //     ran the acquire script -> granted. An ExecutionError (no quorum; the library has
-//     already released everywhere) -> granted false, as its caller would not hold it.
+//     already released everywhere) -> refused, as its caller would not hold it.
 //   release: lock.release() resolves when a quorum deleted -> true. Its ExecutionError
 //     carries each node's vote: ResourceLockedError = the node answered "not this
 //     value here"; any other error = no answer. false when the answers prove no quorum
 //     deleted; error when the unanswered nodes could have completed one (unknown).
 //   extend: lock.extend(ttl) -> the replacement Lock (granted, validity from its
-//     expiration); "Cannot extend an already-expired lock" or a proven refusal -> false;
-//     the same "could have" rule -> error.
+//     expiration); "Cannot extend an already-expired lock" or a proven refusal -> refused
+//     (the library deletes nothing: no `lost`); the same "could have" rule -> error.
 "use strict";
 
 const fs = require("fs");
@@ -38,6 +41,7 @@ function installedVersion(pkg) {
 const NAME = `redlock ${installedVersion("redlock")} (ioredis ${installedVersion("ioredis")})`;
 
 let redlock = null; // set by init
+let version = 0; // the protocol version agreed at init
 let clients = [];
 const held = new Map(); // token -> the Lock acquire (or the last extend) returned
 
@@ -75,19 +79,42 @@ function firstConnection(client) {
   });
 }
 
+// 2 when the worker offers it (protocols), else 1 when init says protocol 1 (a version-1
+// worker sends no protocols); 0: nothing this program speaks.
+function negotiate(req) {
+  if (Array.isArray(req.protocols) && req.protocols.includes(2)) return 2;
+  return req.protocol === 1 ? 1 : 0;
+}
+
+// A duration as a scenario writes it ("50ms", "1.5s"), in ms; NaN if it is not one.
+const UNIT_MS = { ns: 1e-6, us: 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
+function durationMs(text) {
+  const match = typeof text === "string" && /^\s*([0-9]+(?:\.[0-9]+)?)\s*(ns|us|ms|s|m|h)\s*$/.exec(text);
+  return match ? Number(match[1]) * UNIT_MS[match[2]] : NaN;
+}
+
+// A certain failure, with the library's reason (version 1 has no reason).
+function refused(reason) {
+  return version >= 2 ? { refused: reason } : { granted: false };
+}
+
 async function init(req) {
-  if (req.protocol !== 1) return { error: `unsupported protocol ${req.protocol} (this program speaks 1)`, exit: 1 };
+  const agreed = negotiate(req);
+  if (!agreed) return { error: `unsupported protocols ${JSON.stringify(req.protocols)} (this program speaks 1 and 2)`, exit: 1 };
   if (redlock) return { error: "init twice" };
   if (!Array.isArray(req.nodes) || req.nodes.length === 0) return { error: "init without nodes" };
-  const timeoutMs = (req.options || {}).timeout_ms ?? 50;
-  if (typeof timeoutMs !== "number" || timeoutMs <= 0) {
-    return { error: `options.timeout_ms must be a positive number, not ${timeoutMs}` };
+  const timeout = (req.options || {}).timeout ?? "50ms";
+  const timeoutMs = durationMs(timeout);
+  if (!(timeoutMs > 0)) {
+    return { error: `options.timeout must be a positive duration such as "50ms", not ${JSON.stringify(timeout)}` };
   }
   clients = req.nodes.map((node) => connect(node, timeoutMs));
   await Promise.all(clients.map(firstConnection));
   redlock = new Redlock(clients, { retryCount: 0 });
   redlock.on("error", (error) => log(`redlock: ${error.message}`));
-  return { ok: true, name: NAME, abilities: ["extend"] };
+  version = agreed;
+  const ready = { ok: true, name: NAME, abilities: ["extend"] };
+  return version === 2 ? { ...ready, protocol: 2 } : ready;
 }
 
 // validity_ms from lock.expiration (start + ttl - drift, on Date.now(), the library's
@@ -105,7 +132,7 @@ async function acquire(req) {
   } catch (error) {
     if (!(error instanceof ExecutionError)) throw error;
     log(`acquire ${req.key} refused: ${error.message}`);
-    return { granted: false };
+    return refused(error.message);
   }
   held.set(lock.value, lock);
   // lock.attempts holds promises of the votes that settle only once every node has
@@ -165,7 +192,7 @@ async function extend(req) {
     if (!(error instanceof ExecutionError)) throw error;
     if (await unknownOutcome(error)) return { error: `extend ${req.lease.key}: ${error.message}` };
     log(`extend ${req.lease.key} refused: ${error.message}`);
-    return { granted: false };
+    return refused(error.message);
   }
   held.set(req.lease.token, replacement);
   return { granted: true, validity_ms: validityMs(replacement, received) };

@@ -2,12 +2,15 @@
 // go-redsync/redsync v4 over one go-redis v9 pool per node: Redlock over independent
 // masters, exactly as the library does it, with nothing added.
 //
+// It speaks protocol 2 (and 1, for a worker that offers only 1): a certain failure is
+// `refused` with the library's error as the reason (version 1: `granted: false`).
+//
 // Mapping of redsync's outcomes (redsync's mutex.go, error.go):
 //
 //	acquire: TryLock (= WithTries(1)) returns nil -> granted. Any error is the library's
 //	  refusal: it has already sent its release to every node, and its caller would not
-//	  hold the lock, so granted false whether the nodes refused (ErrTaken, ErrNodeTaken),
-//	  or failed (RedisError); the error text goes to stderr.
+//	  hold the lock, so refused whether the nodes refused (ErrTaken, ErrNodeTaken),
+//	  or failed (RedisError); the error text is the reason.
 //	release: Unlock counts the nodes whose compare-and-delete returned 1; true when they
 //	  are a quorum. Otherwise it returns false and, per node, ErrLockAlreadyExpired (key
 //	  gone), ErrNodeTaken (another value; ErrTaken alone when that is a quorum) or
@@ -15,8 +18,9 @@
 //	  the nodes that did answer prove that no quorum deleted; error when the nodes that
 //	  failed could have completed a quorum (the outcome is unknown).
 //	extend: Extend is the same count with a compare-and-PEXPIRE; true -> granted with the
-//	  new Until(); false with ErrExtendFailed (quorum, but no validity left) -> false; a
-//	  failure that the unanswered nodes could have turned into a quorum -> error.
+//	  new Until(); false with ErrExtendFailed (quorum, but no validity left) -> refused; a
+//	  failure that the unanswered nodes could have turned into a quorum -> error. A failed
+//	  Extend deletes nothing: the lease keeps its old expiry (no `lost`).
 package main
 
 import (
@@ -49,19 +53,21 @@ type lease struct {
 }
 
 type request struct {
-	ID       *int64         `json:"id"`
-	Op       string         `json:"op"`
-	Protocol int            `json:"protocol"`
-	Nodes    []node         `json:"nodes"`
-	Options  map[string]any `json:"options"`
-	Key      string         `json:"key"`
-	TTLMs    int64          `json:"ttl_ms"`
-	Lease    *lease         `json:"lease"`
+	ID        *int64         `json:"id"`
+	Op        string         `json:"op"`
+	Protocol  int            `json:"protocol"`
+	Protocols []int          `json:"protocols"`
+	Nodes     []node         `json:"nodes"`
+	Options   map[string]any `json:"options"`
+	Key       string         `json:"key"`
+	TTLMs     int64          `json:"ttl_ms"`
+	Lease     *lease         `json:"lease"`
 }
 
 type reply map[string]any
 
 type client struct {
+	version int // the protocol version agreed at init
 	rs      *redsync.Redsync
 	clients []*goredislib.Client
 	quorum  int
@@ -125,8 +131,9 @@ func (c *client) serve(line []byte) (r reply, exit bool) {
 	}
 	switch req.Op {
 	case "init":
-		if req.Protocol != 1 {
-			return fail("unsupported protocol %d (this program speaks 1)", req.Protocol), true
+		version := negotiate(req)
+		if version == 0 {
+			return fail("unsupported protocols %v (this program speaks 1 and 2)", req.Protocols), true
 		}
 		if c.rs != nil {
 			return fail("init twice"), false
@@ -139,7 +146,12 @@ func (c *client) serve(line []byte) (r reply, exit bool) {
 			return fail("%v", err), false
 		}
 		c.init(req.Nodes, timeout)
-		return reply{"id": id, "ok": true, "name": libraryName(), "abilities": []string{"extend"}}, false
+		c.version = version
+		ready := reply{"id": id, "ok": true, "name": libraryName(), "abilities": []string{"extend"}}
+		if version == 2 {
+			ready["protocol"] = 2
+		}
+		return ready, false
 	case "acquire":
 		if req.Key == "" || req.TTLMs <= 0 {
 			return fail("acquire needs key and a positive ttl_ms"), false
@@ -162,16 +174,40 @@ func (c *client) serve(line []byte) (r reply, exit bool) {
 	}
 }
 
+// negotiate: 2 when the worker offers it (protocols), else 1 when init says protocol 1
+// (a version-1 worker sends no protocols); 0: nothing this program speaks.
+func negotiate(req request) int {
+	for _, v := range req.Protocols {
+		if v == 2 {
+			return 2
+		}
+	}
+	if req.Protocol == 1 {
+		return 1
+	}
+	return 0
+}
+
+// refused: a certain failure, with the library's reason (version 1 has no reason).
+func (c *client) refused(id int64, reason string) reply {
+	if c.version >= 2 {
+		return reply{"id": id, "refused": reason}
+	}
+	return reply{"id": id, "granted": false}
+}
+
+// timeoutOption: options.timeout, a duration as a scenario writes it ("50ms").
 func timeoutOption(options map[string]any) (time.Duration, error) {
-	raw, ok := options["timeout_ms"]
+	raw, ok := options["timeout"]
 	if !ok {
 		return 50 * time.Millisecond, nil // the harness's per-node default for Redlock
 	}
-	ms, ok := raw.(float64)
-	if !ok || ms <= 0 {
-		return 0, fmt.Errorf("options.timeout_ms must be a positive number, not %v", raw)
+	text, ok := raw.(string)
+	timeout, err := time.ParseDuration(text)
+	if !ok || err != nil || timeout <= 0 {
+		return 0, fmt.Errorf("options.timeout must be a positive duration such as \"50ms\", not %v", raw)
 	}
-	return time.Duration(ms * float64(time.Millisecond)), nil
+	return timeout, nil
 }
 
 // init makes one go-redis client (and redsync pool) per node. MaxRetries -1: go-redis
@@ -207,7 +243,7 @@ func (c *client) acquire(id int64, key string, ttlMs int64) reply {
 	m := c.mutex(key, ttlMs)
 	if err := m.TryLock(); err != nil {
 		log.Printf("acquire %s refused: %v", key, err)
-		return reply{"id": id, "granted": false}
+		return c.refused(id, err.Error())
 	}
 	c.held[m.Value()] = heldLock{m, ttlMs}
 	return reply{
@@ -260,7 +296,11 @@ func (c *client) extend(id int64, l lease, ttlMs int64) reply {
 		return reply{"id": id, "error": fmt.Sprintf("extend %s: %v", l.Key, err)}
 	}
 	log.Printf("extend %s refused: %v", l.Key, err)
-	return reply{"id": id, "granted": false}
+	reason := "extend failed"
+	if err != nil {
+		reason = err.Error()
+	}
+	return c.refused(id, reason)
 }
 
 // unknown: after a failed Unlock or Extend, could the nodes that did not answer

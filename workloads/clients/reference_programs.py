@@ -4,17 +4,15 @@ names them like any built-in client; each class here declares one."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from msgspec import Meta
-
+from lockharness.workloads.client_info import SocketTimeout
 from lockharness.workloads.program import ExtendingProgramClient, ProgramClient, ProgramOptions
 
 
 class ReferenceOptions(ProgramOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    timeout_ms: Annotated[
-        int, Meta(description="per-node socket and response timeout in ms (the program's)")
-    ] = 50
+    """``timeout`` goes to the program in init as written ("50ms"); the name and type are
+    the built-in clients' own, so ``--client redsync`` keeps a scenario's timeout."""
+
+    timeout: SocketTimeout = 50_000_000
 
 
 class Redsync(ExtendingProgramClient):

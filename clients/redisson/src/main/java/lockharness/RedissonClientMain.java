@@ -43,6 +43,11 @@ import org.redisson.config.Config;
  * so this process serves one client and makes every lock call on the main thread; the token
  * is our own UUID, mapped to the lock object. Neither client can extend (no abilities).
  * Exceptions (timeouts, connection errors) are {@code error} replies: the outcome is unknown.
+ *
+ * <p>It speaks protocol 2 (and 1, for a worker that offers only 1): a certain failure is
+ * {@code refused} with a reason (version 1: {@code granted: false}, {@code released: false}).
+ * A lock taken by another instance of this program (a predecessor the worker restarted) cannot
+ * be released here: Redisson ties it to that process's client id, so its release is refused.
  */
 public final class RedissonClientMain {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -57,7 +62,9 @@ public final class RedissonClientMain {
   private final List<RedissonClient> perNode = new ArrayList<>(); // redlock: one per node
   private final Map<Long, RedissonClient> perTtl = new HashMap<>(); // rlock: one per TTL
   private final Map<String, RLock> held = new HashMap<>(); // token -> the lock it names
+  private final java.util.Set<String> released = new java.util.HashSet<>(); // tokens let go
   private int timeoutMs = 50;
+  private int version; // the protocol version agreed at init
   private boolean initialised;
 
   private RedissonClientMain(String client) {
@@ -124,9 +131,49 @@ public final class RedissonClientMain {
     return reply;
   }
 
+  /** 2 when the worker offers it (protocols), else 1 when init says protocol 1; 0: neither. */
+  private static int negotiate(JsonNode req) {
+    for (JsonNode offered : req.path("protocols")) {
+      if (offered.isInt() && offered.asInt() == 2) {
+        return 2;
+      }
+    }
+    return req.path("protocol").asInt() == 1 ? 1 : 0;
+  }
+
+  /** A duration as a scenario writes it ("50ms", "1.5s"), in whole ms; -1 if it is not one. */
+  private static long durationMs(JsonNode value) {
+    var match =
+        java.util.regex.Pattern.compile("\\s*([0-9]+(?:\\.[0-9]+)?)\\s*(ns|us|ms|s|m|h)\\s*")
+            .matcher(value.isTextual() ? value.asText() : "");
+    if (!match.matches()) {
+      return -1;
+    }
+    double unitMs =
+        switch (match.group(2)) {
+          case "ns" -> 1e-6;
+          case "us" -> 1e-3;
+          case "ms" -> 1;
+          case "s" -> 1e3;
+          case "m" -> 6e4;
+          default -> 3.6e6;
+        };
+    return (long) Math.ceil(Double.parseDouble(match.group(1)) * unitMs);
+  }
+
+  /** A certain failure with its reason (version 1: the outcome field false, no reason). */
+  private void refuse(ObjectNode reply, String field, String reason) {
+    if (version >= 2) {
+      reply.put("refused", reason);
+    } else {
+      reply.put(field, false);
+    }
+  }
+
   private void init(JsonNode req, ObjectNode reply) {
-    if (req.path("protocol").asInt() != 1) {
-      reply.put("error", "unsupported protocol " + req.path("protocol") + " (this program speaks 1)");
+    int agreed = negotiate(req);
+    if (agreed == 0) {
+      reply.put("error", "unsupported protocols " + req.path("protocols") + " (this program speaks 1 and 2)");
       reply.put(EXIT, 1);
       return;
     }
@@ -139,13 +186,14 @@ public final class RedissonClientMain {
       reply.put("error", "init without nodes");
       return;
     }
-    JsonNode timeout = req.path("options").path("timeout_ms");
+    JsonNode timeout = req.path("options").path("timeout");
     if (!timeout.isMissingNode()) {
-      if (!timeout.isNumber() || timeout.asInt() <= 0) {
-        reply.put("error", "options.timeout_ms must be a positive number, not " + timeout);
+      long ms = durationMs(timeout);
+      if (ms <= 0) {
+        reply.put("error", "options.timeout must be a positive duration such as \"50ms\", not " + timeout);
         return;
       }
-      timeoutMs = timeout.asInt();
+      timeoutMs = (int) ms;
     }
     for (JsonNode node : nodes) {
       names.add(node.path("name").asText());
@@ -157,8 +205,12 @@ public final class RedissonClientMain {
       }
     }
     initialised = true;
+    version = agreed;
     reply.put("ok", true).put("name", "redisson " + redissonVersion() + " (" + client + ")");
     reply.putArray("abilities"); // no extend: RLock has no extend of its own
+    if (version == 2) {
+      reply.put("protocol", 2);
+    }
   }
 
   /** Redisson's version from its Maven metadata, which the shaded jar keeps. */
@@ -272,7 +324,7 @@ public final class RedissonClientMain {
     }
     long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - received);
     if (!granted) {
-      reply.put("granted", false);
+      refuse(reply, "granted", "tryLock(0, ...) returned false: held, or no quorum");
       return;
     }
     String token = UUID.randomUUID().toString();
@@ -320,13 +372,18 @@ public final class RedissonClientMain {
       return;
     }
     RLock lock = held.remove(token);
-    if (lock == null) {
-      // A token this process does not hold (released already, or never its own). The token
-      // is ours, not Redisson's: unlocking a fresh lock object for the key would release
-      // whatever this thread holds under it now, another lease. So: not there, no call.
-      reply.put("released", false);
+    if (lock == null && released.contains(token)) {
+      reply.put("released", false); // released already: not there
       return;
     }
+    if (lock == null) {
+      // A token this process never granted (a predecessor's). The token is ours, not
+      // Redisson's: unlocking a fresh lock object for the key would release whatever this
+      // thread holds under it now, another lease. So no call: certainly not released.
+      refuse(reply, "released", "not granted by this program instance (Redisson locks belong to the client that took them)");
+      return;
+    }
+    released.add(token);
     try {
       lock.unlock();
       reply.put("released", true);
