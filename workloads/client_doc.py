@@ -15,7 +15,7 @@ from lockharness.core.typed_input import Invalid, Text, convert, plain, show
 from lockharness.workloads.client_info import ClientInfo, ClientOptions, Timeout
 from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin, locate_plugin
 from lockharness.workloads.programs import REQUEST_TIMEOUT, command_client, request_timeout_ns
-from lockharness.workloads.registry import CLIENTS, client_info
+from lockharness.workloads.registry import CLIENTS
 from lockharness.workloads.task import ClientTask
 
 __all__ = ["Timeout"]  # the workload's acquire_timeout is one (harness/scenario/model.py)
