@@ -57,7 +57,9 @@ class Kill(Fault):
         "`aof-always` keeps every acknowledged write; `aof-everysec` keeps what it wrote to "
         "its AOF on a plain SIGKILL (the page cache survives a process; Redis may hold a "
         "write back for up to 2 s while an fsync is in progress, and that write is lost), "
-        "and loses its un-fsynced last second with `power_loss`"
+        "and loses its un-fsynced last second with `power_loss`. While a node is down, "
+        "every proxy to it is disabled, so connections to it are refused as a dead "
+        "process's port refuses them"
     )
     colour, legend = "#7f7f7f", "node killed"
 
@@ -66,7 +68,12 @@ class Kill(Fault):
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         power_loss = self.options.power_loss
-        self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
+        cluster = self.ctx.cluster
+        self.targets = [n for n in targets if cluster.node(n).running()]
+        # Its proxies refuse from before the kill until it is back, as a dead process's
+        # port does: an enabled proxy would accept each connection and close it at once
+        # (Toxiproxy #265), which some clients take for a live connection.
+        self.ctx.cuts.cut([proxy for name in self.targets for proxy in cluster.proxies_to(name)])
         lost: dict[str, Any] = {}
         for name in self.targets:
             cut = self.ctx.cluster.node(name).kill(power_loss=power_loss)
@@ -80,8 +87,10 @@ class Kill(Fault):
         return {"killed": self.targets, "already_down": skipped, "power_loss": lost}
 
     def stop(self) -> dict[str, Any]:
+        cluster = self.ctx.cluster
         for name in self.targets:
-            self.ctx.cluster.node(name).restart()
+            cluster.node(name).restart()
+            self.ctx.cuts.restore(cluster.proxies_to(name))  # a partition's cuts stay
         return {"restarted": self.targets, "keys": self._keys()}
 
     def _keys(self) -> dict[str, dict[str, str | None] | None]:
