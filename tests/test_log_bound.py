@@ -4,6 +4,7 @@ itself and says so; the run's summary names each log that was cut."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -11,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from lockharness.core.log_bound import CappedLog, LogWatch
+from lockharness.checker import Verdict
+from lockharness.core.log_bound import CappedLog, LogCut, LogWatch
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.runlog import run_log
+from lockharness.harness.runner import Execution, conclude
+from lockharness.harness.scenario import load_scenario
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +95,18 @@ def test_harness_log_stops_at_its_cap_and_says_so(tmp_path: Path) -> None:
     assert len(kept.encode()) < CAP + 200  # the record that reached the cap is kept whole
     assert "message 00000" in kept and "message 00999" not in kept
     assert f"{cuts[0].dropped:,} bytes written after that were dropped" in note
+
+
+def test_a_cut_log_is_named_in_the_runs_summary_and_results_never_in_its_verdict(
+    tmp_path: Path,
+) -> None:
+    scenario = load_scenario("single-baseline")
+    cut = LogCut("toxiproxy.log", 20_000_000, 45_500_000)
+    outcome = conclude(scenario, tmp_path, Execution(logs_cut=[cut]), {})
+    assert outcome.result.verdict is Verdict.UNKNOWN  # an empty history, as without the cut
+    assert cut.describe() in outcome.result.reasons  # printed under the verdict
+    assert "toxiproxy.log was cut at 20.0 MB (the log cap); 45.5 MB" in cut.describe()
+    results = json.loads(RunDir(tmp_path).results.read_text())
+    assert results["logs_cut"] == [
+        {"log": "toxiproxy.log", "kept_bytes": 20_000_000, "dropped_bytes": 45_500_000}
+    ]
