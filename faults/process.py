@@ -12,7 +12,7 @@ from msgspec import Meta
 
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.connect import single_try_client
-from lockharness.faults.base import Fault
+from lockharness.faults.base import Fault, FaultContext
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
 from lockharness.faults.targets import pick_workers
 
@@ -66,6 +66,10 @@ class Kill(Fault):
     def lasts_ns(self, duration_ns: int) -> int:
         return max(duration_ns, self.ctx.restart_delay_ns)
 
+    def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
+        super().__init__(spec, ctx, occurrence)
+        self.refusing: dict[str, list[str]] = {}  # node -> the proxies disabled for it
+
     def start(self, targets: list[str]) -> dict[str, Any]:
         power_loss = self.options.power_loss
         cluster = self.ctx.cluster
@@ -73,7 +77,8 @@ class Kill(Fault):
         # Its proxies refuse from before the kill until it is back, as a dead process's
         # port does: an enabled proxy would accept each connection and close it at once
         # (Toxiproxy #265), which some clients take for a live connection.
-        self.ctx.cuts.cut([proxy for name in self.targets for proxy in cluster.proxies_to(name)])
+        self.refusing = {name: cluster.proxies_to(name) for name in self.targets}
+        self.ctx.cuts.cut([proxy for proxies in self.refusing.values() for proxy in proxies])
         lost: dict[str, Any] = {}
         for name in self.targets:
             cut = self.ctx.cluster.node(name).kill(power_loss=power_loss)
@@ -89,8 +94,10 @@ class Kill(Fault):
     def stop(self) -> dict[str, Any]:
         cluster = self.ctx.cluster
         for name in self.targets:
-            cluster.node(name).restart()
-            self.ctx.cuts.restore(cluster.proxies_to(name))  # a partition's cuts stay
+            node = cluster.node(name)
+            if not node.running():  # it is, if the start failed before killing it
+                node.restart()
+            self.ctx.cuts.restore(self.refusing.pop(name, []))  # a partition's cuts stay
         return {"restarted": self.targets, "keys": self._keys()}
 
     def _keys(self) -> dict[str, dict[str, str | None] | None]:
