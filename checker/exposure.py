@@ -15,8 +15,9 @@ believes). An occurrence is *in effect* from its start ``info`` to its stop ``in
 the history's end). Each way of touching, by the fault kinds it applies to:
 
 - kill-of-grant-node (kill): a node that granted a lease was killed while the lease was
-  live. Of those nodes, when it came back (its stop): restart-before-expiry, before the
-  lease's expiry (its deadline; without one, its acquire's invoke plus the TTL asked;
+  live (at the kill's decision, when its proxies begin to refuse: ``_down_from``). Of
+  those nodes, when it came back (its stop): restart-before-expiry, before the lease's
+  expiry (its deadline; without one, its acquire's invoke plus the TTL asked;
   without either, never), split into restart-with-key and
   restart-without-key by the keys the node held when it came back (the stop's ``keys``:
   with, when it held the lease's key with its token; without, when the key was gone or
@@ -261,7 +262,7 @@ def _kill(
     )
     back = set(names_field(event, stopped, "restarted")) if "restarted" in stopped else set()
     keys: dict[str, Any] = stopped["keys"] if type(stopped.get("keys")) is dict else {}
-    at, came_back = occurrence.start, occurrence.end
+    at, came_back = _down_from(occurrence), occurrence.end
     for lease in index.meeting(at, at + 1):
         s = lease.section
         for node in sorted(killed.intersection(s.grants)):
@@ -279,6 +280,17 @@ def _kill(
                 else:
                     occurrence.touch("restart-after-expiry", s)
             losses[s.acquire_index].append((at, max(lost_until, at + 1), node, occurrence))
+
+
+def _down_from(occurrence: _Occurrence) -> int:
+    """When a kill took its nodes away: at its decision (the start invoke, ``decided_at``).
+    A kill disables every proxy to its nodes, then kills them (faults.process.Kill), and
+    its start info comes after both, tens of ms later under load, by when a lease that
+    lost the node may have been released already. Older histories without it: the info."""
+    decided = occurrence.started.get("decided_at")
+    if type(decided) is int and decided <= occurrence.start:
+        return decided
+    return occurrence.start
 
 
 def _expiry(s: Section, ttl_ns: dict[str | None, int]) -> int | None:

@@ -71,6 +71,11 @@ class Cluster(Protocol):
 
     def proxy_name(self, worker: int, node: str) -> str: ...
 
+    def proxies_to(self, node: str) -> list[str]:
+        """Every proxy that leads to ``node``: disabled while it is down, so that they
+        refuse connections as a dead process's port does (faults.process.Kill)."""
+        ...
+
     def worker_endpoints(self, worker: int) -> list[Endpoint]:
         """The nodes as worker ``worker`` (1-based) reaches them: through its own proxies."""
         ...

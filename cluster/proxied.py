@@ -71,6 +71,15 @@ class ProxiedCluster(ABC, Generic[NodeT]):
     def proxy_name(self, worker: int, node: str) -> str:
         return f"w{worker}-{node}"  # both backends: faults address proxies by this name
 
+    def proxies_to(self, node: str) -> list[str]:
+        """Every proxy whose upstream is ``node``: each worker's (the replicated topology
+        adds the node's shared proxy)."""
+        return [self.proxy_name(w, node) for w in range(1, self.worker_count + 1)]
+
+    @property
+    @abstractmethod
+    def worker_count(self) -> int: ...
+
     def worker_endpoints(self, worker: int) -> list[Endpoint]:
         proxies = self._proxy_endpoints()
         return [proxies[(worker, node.name)] for node in self._nodes]

@@ -66,6 +66,11 @@ class ReplicatedTopology(ProxiedCluster[NodeT]):
     def shared_proxy_name(self, node: str) -> str:
         return f"shared-{node}"
 
+    def proxies_to(self, node: str) -> list[str]:
+        # The shared proxy too: while the node is down, its replicas and the sentinels are
+        # refused as by a dead master's port, not accepted and dropped by Toxiproxy.
+        return [*super().proxies_to(node), self.shared_proxy_name(node)]
+
     def worker_sentinels(self, worker: int) -> list[Endpoint]:
         proxies = self._sentinel_proxy_endpoints()
         return [proxies[(worker, s.name)] for s in self.sentinels]

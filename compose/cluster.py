@@ -39,6 +39,7 @@ from lockharness.core.errors import BadInput, ClusterError
 from lockharness.core.run_dir import RunDir
 
 log = logging.getLogger("lockharness.cluster")
+_LOG_LINES = 10_000  # the last lines of each container's output are collected at teardown
 
 _UP_ATTEMPTS = 3
 
@@ -257,10 +258,19 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
         log.info("compose cluster %s stopped", self.project)
 
     def _save_logs(self) -> None:
-        """Each container's output into the run dir, as LocalCluster's log files are."""
+        """Each container's output into the run dir, as LocalCluster's log files are (the
+        run's log watch then keeps each to the log cap: core.log_bound)."""
         for server in (*self._nodes, self._resource):
-            text = server.log_tail(lines=10_000)
+            text = server.log_tail(lines=_LOG_LINES)
             self.files.redis_log(server.name).write_text(text)
+        self.files.toxiproxy_log.write_text(self._toxiproxy_log())
+
+    def _toxiproxy_log(self) -> str:
+        try:
+            container = engine.client().containers.get(container_name(self.run_dir, "toxiproxy"))
+            return bytes(container.logs(tail=_LOG_LINES)).decode(errors="replace")
+        except Exception as e:  # the container gone or the engine not answering: say so
+            return f"(no logs: {e})\n"
 
     def describe(self) -> dict[str, Any]:
         return {

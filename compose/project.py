@@ -16,7 +16,9 @@ from typing import Any
 import yaml
 
 from lockharness.cluster.redis_node import PERSISTENCE_ARGS
+from lockharness.cluster.toxiproxy import TOXIPROXY_ENV
 from lockharness.core.clock import shim_env
+from lockharness.core.log_bound import LOG_CAP_BYTES
 from lockharness.core.run_dir import RunDir
 
 RUN_LABEL = "lockharness.run"  # every container and network of a run: its run directory
@@ -99,6 +101,15 @@ def redis_command(persistence: str, port: int = REDIS_PORT) -> list[str]:
     ]
 
 
+# Docker keeps each container's output in a json-file until `compose down`: bounded at the
+# log cap, as the run directory's logs are (Docker drops the oldest part when it rotates;
+# the harness then keeps the head of what it collects: core.log_bound).
+LOGGING = {
+    "driver": "json-file",
+    "options": {"max-size": f"{LOG_CAP_BYTES // 1_000_000}m", "max-file": "1"},
+}
+
+
 def _labels(plan: ProjectPlan, service: str) -> dict[str, str]:
     return {RUN_LABEL: str(plan.run_dir.resolve()), SERVICE_LABEL: service}
 
@@ -117,6 +128,7 @@ def _redis_service(plan: ProjectPlan, node: NodePlan) -> dict[str, Any]:
         "volumes": [f"{node.data_dir.resolve()}:/data"],
         "restart": "no",  # a dead supervisor (an engine kill) stays down until restarted
         "stop_grace_period": "1s",
+        "logging": LOGGING,
     }
     if node.clock_shim:
         assert plan.shim_library is not None and plan.clock_dir is not None
@@ -145,6 +157,7 @@ def _sentinel_service(plan: ProjectPlan, sentinel: SentinelPlan) -> dict[str, An
         "volumes": [f"{sentinel.config_dir.resolve()}:{SENTINEL_DIR_IN_CONTAINER}"],
         "restart": "no",
         "stop_grace_period": "1s",
+        "logging": LOGGING,
     }
 
 
@@ -155,6 +168,7 @@ def compose_document(plan: ProjectPlan) -> dict[str, Any]:
         "image": plan.toxiproxy_image,
         "container_name": container_name(plan.run_dir, "toxiproxy"),
         "command": ["-host", "0.0.0.0", "-port", str(TOXIPROXY_API_PORT)],
+        "environment": dict(TOXIPROXY_ENV),
         "user": plan.user,
         "labels": _labels(plan, "toxiproxy"),
         "networks": [NETWORK],
@@ -164,6 +178,7 @@ def compose_document(plan: ProjectPlan) -> dict[str, Any]:
         ],
         "restart": "no",
         "stop_grace_period": "1s",
+        "logging": LOGGING,
     }
     network = {"labels": {RUN_LABEL: str(plan.run_dir.resolve())}}
     return {"services": services, "networks": {NETWORK: network}}

@@ -32,8 +32,15 @@ from lockharness.faults.targets import Holders, pick_nodes
 
 
 class ProxyCuts:
-    """Reference-counted proxy disabling: overlapping partitions that cut the same link
-    re-enable it only when the last of them ends."""
+    """Reference-counted proxy disabling, the one record of which proxies are disabled
+    and why: a partition cuts its links, a node that is down (faults.process.Kill) cuts
+    every proxy to it, so that it refuses connections as a dead process's port does. A
+    link is enabled again only when the last cut on it ends: a node coming back leaves
+    a partition's link disabled, a partition healing leaves a dead node's link disabled.
+
+    A disabled proxy has closed its listener; its port stays held by this process
+    (cluster.ports, until the cluster's teardown), so no other lockharness run is handed
+    it meanwhile."""
 
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster

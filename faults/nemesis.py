@@ -208,9 +208,9 @@ class Nemesis:
 
         steps: list[tuple[str, Callable[[], object]]] = [
             ("resume workers", resume_workers),
-            ("reset toxiproxy", self._reset_network),
             ("resume nodes", resume_nodes),
-            ("restart nodes", restart_nodes),
+            ("restart nodes", restart_nodes),  # before the reset: a dead node's proxies refuse
+            ("reset toxiproxy", self._reset_network),
             ("reset clocks", cluster.reset_clocks),
             ("reset client clocks", reset_client_clocks),
             ("check health", cluster.wait_healthy),

@@ -12,7 +12,7 @@ from msgspec import Meta
 
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.connect import single_try_client
-from lockharness.faults.base import Fault
+from lockharness.faults.base import Fault, FaultContext
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
 from lockharness.faults.targets import pick_workers
 
@@ -57,16 +57,28 @@ class Kill(Fault):
         "`aof-always` keeps every acknowledged write; `aof-everysec` keeps what it wrote to "
         "its AOF on a plain SIGKILL (the page cache survives a process; Redis may hold a "
         "write back for up to 2 s while an fsync is in progress, and that write is lost), "
-        "and loses its un-fsynced last second with `power_loss`"
+        "and loses its un-fsynced last second with `power_loss`. While a node is down, "
+        "every proxy to it is disabled, so connections to it are refused as a dead "
+        "process's port refuses them"
     )
     colour, legend = "#7f7f7f", "node killed"
 
     def lasts_ns(self, duration_ns: int) -> int:
         return max(duration_ns, self.ctx.restart_delay_ns)
 
+    def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
+        super().__init__(spec, ctx, occurrence)
+        self.refusing: dict[str, list[str]] = {}  # node -> the proxies disabled for it
+
     def start(self, targets: list[str]) -> dict[str, Any]:
         power_loss = self.options.power_loss
-        self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
+        cluster = self.ctx.cluster
+        self.targets = [n for n in targets if cluster.node(n).running()]
+        # Its proxies refuse from before the kill until it is back, as a dead process's
+        # port does: an enabled proxy would accept each connection and close it at once
+        # (Toxiproxy #265), which some clients take for a live connection.
+        self.refusing = {name: cluster.proxies_to(name) for name in self.targets}
+        self.ctx.cuts.cut([proxy for proxies in self.refusing.values() for proxy in proxies])
         lost: dict[str, Any] = {}
         for name in self.targets:
             cut = self.ctx.cluster.node(name).kill(power_loss=power_loss)
@@ -80,8 +92,12 @@ class Kill(Fault):
         return {"killed": self.targets, "already_down": skipped, "power_loss": lost}
 
     def stop(self) -> dict[str, Any]:
+        cluster = self.ctx.cluster
         for name in self.targets:
-            self.ctx.cluster.node(name).restart()
+            node = cluster.node(name)
+            if not node.running():  # it is, if the start failed before killing it
+                node.restart()
+            self.ctx.cuts.restore(self.refusing.pop(name, []))  # a partition's cuts stay
         return {"restarted": self.targets, "keys": self._keys()}
 
     def _keys(self) -> dict[str, dict[str, str | None] | None]:

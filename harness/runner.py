@@ -32,6 +32,7 @@ from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT
 from lockharness.core.history import INFO, NEMESIS, Event
 from lockharness.core.interrupts import shielded
 from lockharness.core.live import LiveHistory
+from lockharness.core.log_bound import LogCut
 from lockharness.core.run_dir import RunDir
 from lockharness.core.shards import merge_into
 from lockharness.faults.base import FaultContext
@@ -67,6 +68,7 @@ class RunOutcome:
     interrupted: bool = False
     worker_exits: dict[int, int | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # the execution's: valid -> unknown
+    logs_cut: list[LogCut] = field(default_factory=list)  # logs kept to their head (log cap)
 
     @property
     def as_expected(self) -> bool:
@@ -269,6 +271,7 @@ class Execution:
     problems: list[str] = field(default_factory=list)
     interrupted: bool = False
     exits: dict[int, int | None] = field(default_factory=dict)
+    logs_cut: list[LogCut] = field(default_factory=list)  # set once every writer is gone
 
 
 def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Console) -> Execution:
@@ -367,12 +370,13 @@ def run_scenario(
         f"[bold]{scenario.name}[/] client {client} seed {scenario.seed} → {run_dir.path}",
         highlight=False,
     )
-    with run_log(run_dir):
+    with run_log(run_dir) as logs:
         log.info(
             "run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir.path
         )
         cluster = make_cluster(scenario.backend, scenario, binaries, run_dir.path)
         execution = _execute(scenario, cluster, run_dir, console)
+        execution.logs_cut = logs.cuts()  # the cluster and workers are down: logs are whole
         if note := concluding_note(run_dir.path):
             console.print(note, highlight=False)
         with shielded() as shield:  # checking what was recorded is not cut short either
@@ -418,9 +422,16 @@ def conclude(
     result = check_history(history, expected_processes=range(w.workers * w.threads))
     result = apply_run_problems(result, problems)
     result = require_exposure(result, scenario.expectation)
+    notes += [cut.describe() for cut in execution.logs_cut]  # said, never the verdict
     result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
     outcome = RunOutcome(
-        run_dir, scenario, result, execution.interrupted, execution.exits, problems
+        run_dir,
+        scenario,
+        result,
+        execution.interrupted,
+        execution.exits,
+        problems,
+        execution.logs_cut,
     )
     outcome = _write_replay(_write_reports(outcome, history))
     return _save_results(outcome, cluster)
@@ -486,6 +497,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "run_problems": outcome.problems,  # `check RUN_DIR` applies them again
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},
         "client_restarts": _program_restarts(outcome.run_dir),
+        "logs_cut": [cut.to_dict() for cut in outcome.logs_cut],
         "cluster": cluster,
     }
     RunDir(outcome.run_dir).results.write_text(json.dumps(results, indent=2) + "\n")

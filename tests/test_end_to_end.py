@@ -28,8 +28,11 @@ def test_baseline_is_valid(tmp_path: Path, scenario: str) -> None:
     assert {e.process for e in history} == {*range(6), "nemesis"}  # nemesis: the final heal
     resolved = yaml.safe_load((run_dir / "scenario.yaml").read_text())
     assert resolved["seed"] == 7 and resolved["workload"]["workers"] == 2
-    for log in ("harness.log", "toxiproxy.log", "redis-n1.log", "redis-resource.log"):
+    for log in ("harness.log", "redis-n1.log", "redis-resource.log"):
         assert (run_dir / log).stat().st_size > 0, log
+    # Toxiproxy logs errors only (LOG_LEVEL=error): none in a run without faults.
+    assert (run_dir / "toxiproxy.log").read_text() == ""
+    assert results["logs_cut"] == []
 
 
 def test_unsafe_release_demo_is_invalid_with_a_witness(tmp_path: Path) -> None:

@@ -129,6 +129,24 @@ def test_a_kill_of_a_node_that_granted_nothing_touches_nothing() -> None:
     assert h.check().exposure.touched == 0
 
 
+def test_a_kill_counts_from_its_decision_when_its_proxies_begin_to_refuse() -> None:
+    """A kill disables its nodes' proxies before the SIGKILL; its start info comes after
+    both. A lease released in between lost its node all the same."""
+    h = History().lease(0, 1 * S, 1210 * MS, grants=("n1", "n2", "n3"))
+    h.fault(
+        "kill",
+        1230 * MS,
+        1500 * MS,
+        ["n2"],
+        started={"decided_at": 1200 * MS},
+        stopped={"restarted": ["n2"]},
+    )
+    assert h.check().exposure.counts["kill-of-grant-node"] == 1
+    without = History().lease(0, 1 * S, 1210 * MS, grants=("n1", "n2", "n3"))
+    without.fault("kill", 1230 * MS, 1500 * MS, ["n2"], stopped={"restarted": ["n2"]})
+    assert without.check().exposure.touched == 0  # an older history: from its info
+
+
 TOKEN = "t0-1000000000"  # History.lease's token for process 0 granted at 1 s
 
 

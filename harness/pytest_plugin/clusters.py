@@ -3,7 +3,7 @@
 Each is the harness's own cluster (harness.backends.build_cluster), the shape given as a
 scenario file's `cluster:` mapping gives it and checked the same way, in a directory of
 its own in the store (its cluster.json lists every process it started, for
-`lockharness gc`).
+`lockharness gc`), whose logs are kept to the log cap as a run's are (core.log_bound).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from lockharness.cluster.base import Cluster
 from lockharness.core.errors import BadInput, ClusterError
 from lockharness.core.interrupts import shielded
+from lockharness.core.log_bound import LogWatch
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.faults.spec import Room
 from lockharness.harness.backends import build_cluster, check_backend
@@ -34,6 +35,7 @@ class ClusterFactory:
         self._place = place
         self._started: list[Cluster] = []
         self._rooms: dict[int, Room] = {}  # id(cluster): what its faults may name
+        self._logs: dict[int, LogWatch] = {}  # id(cluster): its logs, kept to the cap
 
     @bad_input_fails()
     def __call__(
@@ -62,6 +64,7 @@ class ClusterFactory:
         run_dir = create_run_dir(self._place.store, CLUSTER_DIR)
         made = build_cluster(chosen, spec, workers, binaries, run_dir.path, clock_shim)
         self._started.append(made)  # before start: a start cut short is stopped too
+        self._logs[id(made)] = LogWatch(run_dir.path).start()
         made.start()  # on any error (a Ctrl-C too) it stops what did start, then raises
         self._rooms[id(made)] = Room(spec.nodes, workers, spec.persistence, spec.topology)
         return made
@@ -88,5 +91,8 @@ class ClusterFactory:
                     made.stop()
                 except ClusterError as e:
                     problems.append(str(e))
+                watch = self._logs.pop(id(made), None)
+                if watch is not None:
+                    watch.finish()
         if problems:
             raise ClusterError("; ".join(problems))
