@@ -48,6 +48,7 @@ class Observed(ExtendingProgramClient):
         super().__init__(nodes, time.monotonic_ns, {}, command=command, session=session)
         self.init_reply: dict[str, Any] = session.init_reply or {}
         self.seen: dict[str, Any] | None = self.init_reply  # the last reply, for the report
+        self.refused: str | None = None  # the reason of the last reply's refusal (version 2)
 
     @property
     def announced_protocol(self) -> int:
@@ -55,6 +56,15 @@ class Observed(ExtendingProgramClient):
         does not say, as version 1 has no such field)."""
         said = self.init_reply.get("protocol")
         return said if isinstance(said, int) and not isinstance(said, bool) else 1
+
+    def _outcome(self, reply: dict[str, Any], field: str) -> bool:
+        """As the worker reads it, but a version-2 ``refused`` (a certain failure, with its
+        reason in ``refused``) is False here, as a step weighs it, not an exception."""
+        self.refused = None
+        if getattr(self, "protocol", 1) >= 2 and "refused" in reply and "error" not in reply:
+            self.refused = str(reply["refused"])
+            return False
+        return super()._outcome(reply, field)
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         self.seen = None
