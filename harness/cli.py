@@ -55,8 +55,8 @@ reply line it saw:
   acquire                granted with a token, a validity within the TTL, and the key
                          (its redis_key) on every node said or seen to grant it
   held key refused       a second instance is refused the key the first holds
-  foreign release        a token no one was granted: released false, key left alone
-  extend                 (if offered) pushes the key's expiry out; foreign token refused
+  foreign release        a stale lease (the key since taken): released false, key kept
+  extend                 (if offered) pushes the key's expiry out; a stale lease's refused
   release twice          released true and the key gone; then released false
   acquire after release  granted again, with a new token
   restart                a new instance releases (and extends) its predecessor's lease

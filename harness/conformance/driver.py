@@ -144,8 +144,3 @@ def acquire(client: Observed, key: str, ttl_ms: int = TTL_MS) -> Held:
     reply = client.seen or {}
     written = reply.get("redis_key")
     return Held(lease, written if isinstance(written, str) and written else key, reply)
-
-
-def foreign(key: str) -> Lease:
-    """A lease on ``key`` with a token no program handed out."""
-    return Lease(key, "lockharness-client-check-foreign-token", None, ())

@@ -22,9 +22,9 @@ from lockharness.harness.conformance.driver import (
     Observed,
     Wrong,
     acquire,
-    foreign,
 )
 from lockharness.workloads.program import ProgramError
+from lockharness.workloads.protocol import Lease
 
 EXTENDED_TTL_MS = 30_000  # well above TTL_MS: an extension shows in the key's PTTL
 
@@ -150,17 +150,27 @@ def held_refused(ctx: Context) -> None:
     _release(ctx.a, held)
 
 
+def _stale_then_held(ctx: Context, key: str) -> tuple[Lease, Held]:
+    """A lease of the second instance's, released, and the first instance's lease on the
+    same key now: the stale one is the late release (or extend) of a lease that expired
+    while another client took the key, and must not touch the new holder's lock."""
+    old = acquire(ctx.b, key)
+    _release(ctx.b, old)
+    return old.lease, acquire(ctx.a, key)
+
+
 def foreign_release(ctx: Context) -> None:
-    key = "cc-foreign"
-    held = acquire(ctx.a, key)
+    stale, held = _stale_then_held(ctx, "cc-foreign")
     before = ctx.nodes.holding(held.redis_key)
-    if ctx.b.release(foreign(key)) is not False:
-        raise Wrong("releasing a token no one was granted did not say released: false")
-    ctx.keep(ctx.b)
+    if ctx.a.release(stale) is not False:
+        raise Wrong(
+            "releasing a stale lease while another holds the key did not say released: false"
+        )
+    ctx.keep(ctx.a)
     gone = [n for n in before if n not in ctx.nodes.holding(held.redis_key)]
     if gone:
         raise Wrong(
-            f"releasing a foreign token removed the holder's {held.redis_key!r} from "
+            f"releasing a stale lease removed the holder's {held.redis_key!r} from "
             f"{', '.join(gone)}"
         )
     _release(ctx.a, held)
@@ -169,8 +179,7 @@ def foreign_release(ctx: Context) -> None:
 def extend(ctx: Context) -> None:
     if "extend" not in ctx.a.abilities:
         raise Skipped("not offered (init's abilities do not list extend)")
-    key = "cc-extend"
-    held = acquire(ctx.a, key)
+    stale, held = _stale_then_held(ctx, "cc-extend")
     if ctx.a.extend(held.lease, EXTENDED_TTL_MS) is None:
         raise Wrong("extending the held lease was refused (granted: false)")
     ctx.keep(ctx.a)
@@ -183,8 +192,8 @@ def extend(ctx: Context) -> None:
             f"extend said granted, but {held.redis_key!r} still expires within the first "
             f"{TTL_MS} ms on {', '.join(short)}"
         )
-    if ctx.b.extend(foreign(key), EXTENDED_TTL_MS) is not None:
-        raise Wrong("extending a token no one was granted did not say granted: false")
+    if ctx.a.extend(stale, EXTENDED_TTL_MS) is not None:
+        raise Wrong("extending a stale lease while another holds the key was granted")
     _release(ctx.a, held)
 
 
@@ -205,11 +214,11 @@ def reacquire(ctx: Context) -> None:
     key = "cc-again"
     first = acquire(ctx.a, key)
     _release(ctx.a, first)
-    second = acquire(ctx.b, key)
+    second = acquire(ctx.a, key)
     if second.lease.token == first.lease.token:
         raise Wrong("two acquires got the same token: a token names one lease")
-    ctx.keep(ctx.b)
-    _release(ctx.b, second)
+    ctx.keep(ctx.a)
+    _release(ctx.a, second)
 
 
 def restart(ctx: Context) -> None:
@@ -283,12 +292,12 @@ STEPS: tuple[Step, ...] = (
     Step("held key refused", "a second instance is refused the key the first holds", held_refused),
     Step(
         "foreign release",
-        "releasing a token no one was granted says released: false and leaves the holder's key",
+        "a stale lease (released, the key since taken) is released false; the holder's key stays",
         foreign_release,
     ),
     Step(
         "extend",
-        "(if offered) extending pushes the key's expiry out; a foreign token is refused",
+        "(if offered) extending pushes the key's expiry out; a stale lease's is refused",
         extend,
     ),
     Step(

@@ -11,7 +11,7 @@ rule's step and no other:
     release-twice      says released: true again for a lease it released
     extend-noop        says granted to an extend without doing it
     own-leases-only    serves only the leases this instance granted (not a predecessor's)
-    same-token         the same token for every lease of a key
+    same-token         the same token again for a key it acquired before
     crash-malformed    crashes on a request it cannot serve
     strict-init        refuses init when a node does not answer
     close-stays        answers close but keeps running
@@ -50,6 +50,7 @@ class Lock:
         self.node = redis.Redis(host=str(first["host"]), port=int(str(first["port"])))
         self.granted: set[str] = set()  # tokens this instance handed out
         self.released: set[str] = set()  # and released
+        self.tokens: dict[str, str] = {}  # same-token: the token of each key it acquired
 
     def acquire(self, request: dict[str, object]) -> dict[str, object]:
         key, ttl = request.get("key"), request.get("ttl_ms")
@@ -58,7 +59,9 @@ class Lock:
                 raise SystemExit(f"no key or ttl_ms in {request}")
             return {"error": "acquire needs key (a string) and ttl_ms (an integer)"}
         received = time.monotonic()
-        token = f"tok-{key}" if self.mode == "same-token" else uuid.uuid4().hex
+        token = self.tokens.get(key) or uuid.uuid4().hex
+        if self.mode == "same-token":
+            self.tokens[key] = token  # and the next acquire of the key gets it again
         nx = self.mode != "grant-held"
         if not self.node.set(PREFIX + key, token, nx=nx, px=ttl):
             return {"granted": False}
