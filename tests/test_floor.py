@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from lockharness.checker import CheckResult, Verdict
-from lockharness.checker.views import Stats
+from lockharness.checker import CheckResult, Stats, Verdict
 from lockharness.core.errors import EXIT_BAD_INPUT, BadInput
 from lockharness.harness.console import print_summary
 from lockharness.harness.pytest_plugin.runs import lock_run
