@@ -44,6 +44,29 @@ _COMMANDS = {
     "explore": "explore",
 }
 
+# client-check's steps (harness/conformance/steps.py, which is not light enough to import
+# here; tests/test_client_check.py checks that every step is named).
+CLIENT_CHECK_DESCRIPTION = """\
+Runs PROG (docs/client-protocol.md) as a worker's clients against a fresh local cluster
+of 5 nodes behind Toxiproxy, one step per rule; each prints PASS, FAIL or SKIP and the
+reply line it saw:
+
+  init                   two instances answer init with ok and their abilities
+  acquire                granted with a token, a validity within the TTL, and the key
+                         (its redis_key) on every node said or seen to grant it
+  held key refused       a second instance is refused the key the first holds
+  foreign release        a stale lease (the key since taken): released false, key kept
+  extend                 (if offered) pushes the key's expiry out; a stale lease's refused
+  release twice          released true and the key gone; then released false
+  acquire after release  granted again, with a new token
+  restart                a new instance releases (and extends) its predecessor's lease
+  malformed requests     an unknown op, an acquire without ttl_ms: error replies
+  node down at init      a new instance starts and locks with the last node down
+  close                  answered ok true, and the program exits 0 within 2 s
+
+The summary says which protocol version PROG conforms to. Exit 0 when every step passed,
+1 when one failed, 254 for bad input."""
+
 
 class _Parser(argparse.ArgumentParser):
     """Bad flags are bad input: exit 254, like a bad scenario file."""
@@ -210,7 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     _binary_flags(images)
 
     client_check = commands.add_parser(
-        "client-check", help="a conformance session of a lock-client program: -- PROG ARGS"
+        "client-check",
+        help="the conformance suite of a lock-client program: -- PROG ARGS",
+        description=CLIENT_CHECK_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     client_check.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROG ARGS")
     client_check.add_argument("--store", type=Path, default=Path("store"), help="default ./store")

@@ -34,6 +34,21 @@ def apply_run_problems(result: CheckResult, problems: list[str]) -> CheckResult:
     return dataclasses.replace(result, verdict=verdict, reasons=[*problems, *result.reasons])
 
 
+def program_restarts(run_dir: Path) -> int | None:
+    """Client programs started again in the run (they exited, hung or misspoke), as each
+    worker counted them; None: the run had no client programs."""
+    counts = RunDir(run_dir).program_restart_counts()
+    if not counts:
+        return None
+    total = 0
+    for path in counts:
+        text = path.read_text().strip() or "0"
+        if not (text.isascii() and text.isdigit() and len(text) <= 18):
+            raise BadInput(f"{path}: {text[:40]!r} is not a count of restarts")
+        total += int(text)
+    return total
+
+
 def stored_run_problems(run_dir: Path) -> list[str]:
     """The problems the run recorded in results.json, or that it never finished."""
     path = RunDir(run_dir).results

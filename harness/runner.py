@@ -41,12 +41,13 @@ from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.backends import make_cluster
 from lockharness.harness.binaries import Binaries
 from lockharness.harness.progress import ProgressLine
-from lockharness.harness.recheck import apply_run_problems
+from lockharness.harness.recheck import apply_run_problems, program_restarts
 from lockharness.harness.replay import write_replay
 from lockharness.harness.reports import write_reports
 from lockharness.harness.runlog import run_log
 from lockharness.harness.scenario import Scenario, resolve_scenario, to_yaml
 from lockharness.harness.scenario.expectation import require_exposure
+from lockharness.harness.scenario.floor import require_floor
 from lockharness.harness.store import create_run_dir, update_latest
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
@@ -423,6 +424,7 @@ def conclude(
     result = apply_run_problems(result, problems)
     result = require_exposure(result, scenario.expectation)
     notes += [cut.describe() for cut in execution.logs_cut]  # said, never the verdict
+    result = require_floor(result, scenario.min_cycles, program_restarts(run_dir))
     result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
     outcome = RunOutcome(
         run_dir,
@@ -473,14 +475,6 @@ def _write_replay(outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-def _program_restarts(run_dir: Path) -> int | None:
-    """Client programs started again (they exited, hung or misspoke); None: no programs."""
-    counts = RunDir(run_dir).program_restart_counts()
-    if not counts:
-        return None
-    return sum(int(path.read_text() or 0) for path in counts)
-
-
 def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
     scenario = outcome.scenario
     results = {
@@ -496,7 +490,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "interrupted": outcome.interrupted,
         "run_problems": outcome.problems,  # `check RUN_DIR` applies them again
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},
-        "client_restarts": _program_restarts(outcome.run_dir),
+        "client_restarts": program_restarts(outcome.run_dir),
         "logs_cut": [cut.to_dict() for cut in outcome.logs_cut],
         "cluster": cluster,
     }

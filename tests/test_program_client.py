@@ -24,7 +24,6 @@ from lockharness.workloads.program import (
     start_program_client,
 )
 from lockharness.workloads.protocol import Refused
-from tests.conftest import lockharness
 
 TINY = [sys.executable, str(Path(__file__).parent / "programs" / "tiny_lock.py")]
 # 1 s: a hung program is seen quickly here.
@@ -129,18 +128,6 @@ def test_a_program_that_refuses_init_or_cannot_start_says_so(clean_cluster: Loca
         start_program_client([*TINY, "refuse-init"], nodes, clock, TIMEOUT)
     with pytest.raises(ProgramError, match="no-such-program: cannot start"):
         start_program_client(["no-such-program"], nodes, clock, TIMEOUT)
-
-
-def test_client_check_says_whether_a_program_conforms(tmp_path: Path) -> None:
-    store = str(tmp_path / "store")
-    done = lockharness("client-check", "--store", store, "--", *TINY, cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "conforms (protocol version 1)" in done.stdout
-    broken = lockharness("client-check", "--store", store, "--", *TINY, "garbage", cwd=tmp_path)
-    assert broken.returncode == 1, broken.stdout + broken.stderr
-    assert "acquire: wrong:" in broken.stdout and "not a JSON reply" in broken.stdout
-    nothing = lockharness("client-check", "--store", store, cwd=tmp_path)
-    assert nothing.returncode == 254 and "name the program after --" in nothing.stderr
 
 
 def test_a_version_2_program_refuses_with_a_reason_and_stores_binary_values(

@@ -3,6 +3,7 @@ own problems, drops only a torn last line (with a note), and cannot be made to h
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -31,7 +32,8 @@ def _run_dir(tmp_path: Path, *, overlap: bool) -> Path:
     first shard ending in a torn line; no history.jsonl, no results.json."""
     run_dir = tmp_path / "store" / "single-baseline" / "20260101T000000"
     run_dir.mkdir(parents=True)
-    scenario = load_scenario("single-baseline")
+    # Two leases in all: a floor of 1 lock cycle (the floor is tests/test_floor*.py's).
+    scenario = dataclasses.replace(load_scenario("single-baseline"), min_cycles=1)
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario))
     w = scenario.workload
     second_start = 50 * MS if overlap else 120 * MS

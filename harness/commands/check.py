@@ -17,14 +17,21 @@ from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT
 from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.console import print_summary
-from lockharness.harness.recheck import apply_run_problems, run_history, stored_run_problems
+from lockharness.harness.recheck import (
+    apply_run_problems,
+    program_restarts,
+    run_history,
+    stored_run_problems,
+)
 from lockharness.harness.scenario.expectation import Expectation, require_exposure
+from lockharness.harness.scenario.floor import require_floor
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
     target: Path = args.target
     # --expect (safety) wins; else the run's own expectation; else valid.
     expectation, expected_processes, name = Expectation("valid"), None, target.name
+    floor: tuple[int, int | None] | None = None  # a run's min_cycles and program restarts
     problems: list[str] = []  # the run's own, as results.json keeps them
     notes: list[str] = []  # what reading dropped or merged
     history: Iterable[Event]
@@ -38,6 +45,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
             w = scenario.workload
             expected_processes = range(w.workers * w.threads)
             problems = stored_run_problems(target)
+            floor = (scenario.min_cycles, program_restarts(target))
         history, source = run_history(target, notes)
     elif not target.exists():
         raise BadInput(f"{target}: no such run directory or history file")
@@ -52,6 +60,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
         raise BadInput(str(e)) from None
     result = apply_run_problems(result, problems)
     result = require_exposure(result, expectation)  # the run's own requirement, as `run` did
+    if floor is not None:
+        result = require_floor(result, *floor)  # and its floor
     result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
     if args.expect:
         expectation = Expectation(args.expect)

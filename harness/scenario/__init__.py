@@ -24,6 +24,7 @@ from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.plan_doc import workers_named
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.expectation import Expectation
+from lockharness.harness.scenario.floor import scaled_floor
 from lockharness.harness.scenario.limits import (
     MAX_COUNT,
     MAX_RUN_NS,
@@ -202,12 +203,14 @@ def with_overrides(
 
 
 def _requirements_in_proportion(s: Scenario, ratio: Fraction) -> Scenario:
-    """A shorter or longer run requires proportionally as much exposure: each count of the
-    scenario's requirements scaled (the resolved scenario.yaml then says what was asked)."""
+    """A shorter or longer run requires proportionally as much exposure and as many lock
+    cycles: each count of the scenario's requirements, and its floor, scaled (the resolved
+    scenario.yaml then says what was asked)."""
     if ratio == 1:
         return s
     return dataclasses.replace(
         s,
+        min_cycles=scaled_floor(s.min_cycles, ratio),
         expect_default=s.expect_default.for_duration(ratio),
         expect_clients={n: e.for_duration(ratio) for n, e in s.expect_clients.items()},
     )

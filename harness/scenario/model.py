@@ -23,6 +23,7 @@ from lockharness.harness.scenario.expectation import (
     TOKEN_EXPECTATIONS,
     Expectation,
 )
+from lockharness.harness.scenario.floor import DEFAULT_MIN_CYCLES, MAX_MIN_CYCLES
 from lockharness.harness.scenario.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -66,6 +67,14 @@ else:
 # Python's re reads the schema's patterns: anchored at both ends without $ (which would
 # let a final newline through).
 _END = r"(?![\s\S])"
+MinCycles = Annotated[
+    int,
+    Meta(
+        ge=0,
+        le=MAX_MIN_CYCLES,
+        description="the fewest lock cycles a valid verdict stands on (below: unknown)",
+    ),
+]
 RunName = Annotated[str, Meta(pattern=rf"^(?:{NAME_PATTERN}){_END}", extra={"allowed": NAME_RULE})]
 Image = Annotated[str, Meta(pattern=rf"^(?:{IMAGE_PATTERN}){_END}", extra={"allowed": IMAGE_RULE})]
 
@@ -99,6 +108,8 @@ class Scenario:
     client: ClientSpec
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     faults: FaultPlan = field(default_factory=FaultPlan)
+    # A valid verdict on fewer lock cycles than this is unknown (harness/scenario/floor.py).
+    min_cycles: int = DEFAULT_MIN_CYCLES
     # `expect_clients`: what the claim predicts for other clients (a suite's --clients
     # matrix, or --client): a third-party library may break where Redlock holds.
     expect_clients: dict[str, Expectation] = field(default_factory=dict)
@@ -156,6 +167,9 @@ class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     description: Text
     expect: Expect
     duration_ns: RunLength = msgspec.field(name="duration")
+    # The fewest lock cycles a valid verdict stands on (docs/scenarios.md); below it, the
+    # run is unknown.
+    min_cycles: MinCycles = DEFAULT_MIN_CYCLES
     seed: Annotated[int, Meta(ge=0, le=MAX_SEED)] | None = None
     backend: Backend = DEFAULT_BACKEND  # local processes, or Docker Compose containers
     cluster: ClusterSpec = ClusterSpec()

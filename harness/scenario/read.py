@@ -118,6 +118,7 @@ def read_scenario(data: Any, stem: str, base: Path | None) -> Scenario:
         description=doc.description,
         expect_default=expect,
         duration_ns=doc.duration_ns,
+        min_cycles=doc.min_cycles,
         seed=doc.seed,
         backend=doc.backend,
         cluster=cluster,

@@ -33,6 +33,7 @@ def to_plain(s: Scenario) -> dict[str, Any]:
         "description": s.description,
         "expect": _expect(s.expect_default),
         "duration": format_duration(s.duration_ns),
+        "min_cycles": s.min_cycles,
         "seed": s.seed,
         "backend": s.backend,
         "cluster": plain(s.cluster),
