@@ -62,6 +62,7 @@ reply line it saw:
   restart                a new instance releases (and extends) its predecessor's lease
   malformed requests     an unknown op, an acquire without ttl_ms: error replies
   node down at init      a new instance starts and locks with the last node down
+  refused with a reason  (version 2) a held key's acquire is answered refused, with why
   close                  answered ok true, and the program exits 0 within 2 s
 
 The summary says which protocol version PROG conforms to. Exit 0 when every step passed,

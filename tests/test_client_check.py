@@ -21,11 +21,21 @@ TINY = [sys.executable, str(Path(__file__).parent / "programs" / "tiny_lock.py")
 def test_a_program_that_prefixes_its_keys_passes_every_step(clean_cluster: LocalCluster) -> None:
     session = conformance(clean_cluster, CHECK_LOCK)
     assert [(o.step.title, o.status, o.said) for o in session.outcomes] == [
-        (step.title, "pass", "") for step in STEPS
+        (step.title, "pass", "") for step in STEPS if step.version == 1
     ]
     acquire = next(o for o in session.outcomes if o.step.title == "acquire")
     assert acquire.seen is not None and '"redis_key": "mutex:cc-acquire"' in acquire.seen
     assert session.passed and session.announced == 1
+
+
+def test_a_version_2_program_passes_the_version_2_step_too(clean_cluster: LocalCluster) -> None:
+    session = conformance(clean_cluster, [*CHECK_LOCK, "v2"])
+    assert [(o.step.title, o.status) for o in session.outcomes] == [
+        (step.title, "pass") for step in STEPS
+    ]
+    refused = next(o for o in session.outcomes if o.step.version == 2)
+    assert refused.seen is not None and '"refused": "mutex:cc-refused is held' in refused.seen
+    assert session.passed and session.announced == 2
 
 
 @pytest.mark.parametrize(
@@ -42,6 +52,7 @@ def test_a_program_that_prefixes_its_keys_passes_every_step(clean_cluster: Local
         ("crash-malformed", "malformed requests", "exited"),
         ("strict-init", "node down at init", "with n5 down"),
         ("close-stays", "close", "still runs 2 s after replying to close"),
+        ("announce-2", "refused with a reason", "granted: false is version 1's"),
     ],
 )
 def test_a_program_breaking_one_rule_fails_that_step_alone(
@@ -58,13 +69,10 @@ def test_the_command_prints_each_step_and_the_version_and_exits_by_the_outcome(
     tmp_path: Path,
 ) -> None:
     store = str(tmp_path / "store")
-    done = lockharness(
-        "client-check", "--store", store, "--", *CHECK_LOCK, "announce-2", cwd=tmp_path
-    )
+    done = lockharness("client-check", "--store", store, "--", *CHECK_LOCK, "v2", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS restart" in done.stdout and 'saw {"id": 1, "ok": true' in done.stdout
-    assert f"conforms to protocol version 1 ({len(STEPS)} steps passed)" in done.stdout
-    assert "announces protocol version 2; this check knows versions up to 1" in done.stdout
+    assert f"conforms to protocol version 2 ({len(STEPS)} steps passed)" in done.stdout
     broken = lockharness("client-check", "--store", store, "--", *TINY, "garbage", cwd=tmp_path)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "FAIL acquire: " in broken.stdout and "not a JSON reply" in broken.stdout

@@ -150,6 +150,23 @@ def held_refused(ctx: Context) -> None:
     _release(ctx.a, held)
 
 
+def refused_with_reason(ctx: Context) -> None:
+    """Version 2's rule: a certain failure says so (``refused``), with why; the worker
+    records it as ``fail``, where version 1's ``granted: false`` cannot be told from
+    ``error`` by a reader of the history."""
+    key = "cc-refused"
+    held = acquire(ctx.a, key)
+    if ctx.b.acquire(key, TTL_MS) is not None:
+        raise Wrong(f"the second instance was granted {key!r} while the first held it")
+    ctx.keep(ctx.b)
+    if not ctx.b.refused:
+        raise Wrong(
+            "the acquire of a held key was not answered refused with a reason (version 2: "
+            '{"refused": "<why>"}; granted: false is version 1\'s)'
+        )
+    _release(ctx.a, held)
+
+
 def _stale_then_held(ctx: Context, key: str) -> tuple[Lease, Held]:
     """A lease of the second instance's, released, and the first instance's lease on the
     same key now: the stale one is the late release (or extend) of a lease that expired
@@ -321,7 +338,12 @@ STEPS: tuple[Step, ...] = (
         "with the last node down, a new instance starts and locks; and again once it is back",
         node_down,
     ),
+    Step(
+        "refused with a reason",
+        "(version 2) the acquire of a held key is answered refused, with a reason",
+        refused_with_reason,
+        version=2,
+    ),
     Step("close", "close is answered ok: true and the program exits 0 within 2 s", close),
-    # Version 2 steps go here, e.g. Step("refused", "...", refused, version=2).
 )
 KNOWN_VERSION = max(step.version for step in STEPS)

@@ -16,7 +16,9 @@ rule's step and no other:
     strict-init        refuses init when a node does not answer
     close-stays        answers close but keeps running
 
-and, correct too, ``announce-2``: says it speaks protocol version 2 in its init reply.
+and two that speak protocol version 2 (say so in their init reply): ``v2``, correct, which
+refuses a held key with a reason; ``announce-2``, which still answers ``granted: false``
+(version 1's refusal), so the version-2 step fails.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class Lock:
             self.tokens[key] = token  # and the next acquire of the key gets it again
         nx = self.mode != "grant-held"
         if not self.node.set(PREFIX + key, token, nx=nx, px=ttl):
+            if self.mode == "v2":
+                return {"refused": f"{PREFIX + key} is held by another client"}
             return {"granted": False}
         self.granted.add(token)
         validity = ttl - (time.monotonic() - received) * 1000
@@ -125,7 +129,7 @@ def main() -> int:
                 return 1
             lock = started
             said: dict[str, object] = {"ok": True, "name": f"check-lock ({mode})"}
-            said |= {"abilities": ["extend"], **({"protocol": 2} if mode == "announce-2" else {})}
+            said |= {"abilities": ["extend"], **({"protocol": 2} if mode in ("announce-2", "v2") else {})}
             reply({"id": rid, **said})
         elif lock is None:
             reply({"id": rid, "error": "init first"})

@@ -46,6 +46,9 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
+REQUIRED = {"acquire": ("key", "ttl_ms"), "release": ("lease",), "extend": ("lease", "ttl_ms")}
+
+
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "correct"
     v2 = mode.startswith("v2")
@@ -54,8 +57,17 @@ def main() -> int:
     node: redis.Redis | None = None
     acquires = 0
     for line in sys.stdin:
-        request = json.loads(line)
+        try:
+            request = json.loads(line)
+        except ValueError:
+            reply({"id": None, "error": "not a JSON line"})
+            continue
         op, rid = request.get("op"), request.get("id")
+        # A malformed request gets an error reply, and the program goes on serving.
+        missing = [field for field in REQUIRED.get(op, ()) if field not in request]
+        if missing:
+            reply({"id": rid, "error": f"malformed {op}: no {', '.join(missing)}"})
+            continue
         if op == "init":
             if mode == "refuse-init":
                 reply({"id": rid, "error": "this program speaks no protocol of yours"})
