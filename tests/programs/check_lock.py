@@ -129,7 +129,9 @@ def main() -> int:
                 return 1
             lock = started
             said: dict[str, object] = {"ok": True, "name": f"check-lock ({mode})"}
-            said |= {"abilities": ["extend"], **({"protocol": 2} if mode in ("announce-2", "v2") else {})}
+            said |= {"abilities": ["extend"]}
+            if mode in ("announce-2", "v2"):
+                said["protocol"] = 2
             reply({"id": rid, **said})
         elif lock is None:
             reply({"id": rid, "error": "init first"})
