@@ -7,6 +7,7 @@ acquire can ever be valid.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
-from lockharness.harness.scenario import load_scenario
+from lockharness.harness.scenario import builtin_scenarios, load_scenario
 from tests.conftest import lockharness
 from tests.test_teardown import (
     assert_all_gone,
@@ -270,3 +271,40 @@ def test_a_client_matrix_holds_each_client_to_its_own_expectation(tmp_path: Path
     assert outcomes["redlock-py"]["verdict"] == "unknown"
     assert outcomes["redlock-py"]["expect"] == "unknown"
     assert "unknown, stuck" in done.stdout  # the redlock-py row's expectation
+
+
+@pytest.mark.slow  # each expected-valid built-in at its default duration: minutes
+def test_every_expected_valid_built_in_is_valid_and_crashes_blame_no_ttl_lock(
+    tmp_path: Path,
+) -> None:
+    """Each built-in that expects valid, with its own client, at its default duration (its
+    exposure requirement and floor of cycles whole) is valid; and the two crash claims,
+    run with TTL locks, are valid with liveness ok: a dead client leaves the resource."""
+    valid = [s.name for s in builtin_scenarios() if s.expect_default.safety == "valid"]
+    assert {"redlock-delayed-restart", "setnx-del-holder-crash", "setnx-expire-crash"} <= set(valid)
+    for name, args in (
+        ("own", valid),
+        ("ttl", ["setnx-del-holder-crash", "setnx-expire-crash", "--clients", "single,redlock"]),
+    ):
+        junit = tmp_path / name / "junit.xml"
+        done = lockharness(
+            "suite",
+            *args,
+            "--seed",
+            "1",
+            "--store",
+            str(tmp_path / name / "store"),
+            "--junit",
+            str(junit),
+            cwd=tmp_path,
+            timeout=1200,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        cases = junit_cases(junit)
+        assert len(cases) == (len(valid) if name == "own" else 4)
+        for case in cases:
+            p = props(case)
+            assert p["verdict"] == "valid", p
+            if name == "ttl":
+                results = json.loads((Path(p["run_dir"]) / "results.json").read_text())
+                assert results["liveness"]["verdict"] == "ok", p
