@@ -152,3 +152,12 @@ def docker_engine() -> None:
             pytest.fail(f"CI needs a Docker engine for the compose tests: {e}")
         warnings.warn(f"compose tests skipped: {e}", stacklevel=1)
         pytest.skip(f"no Docker engine: {e}")
+
+
+@pytest.fixture
+def own_modules() -> Iterator[None]:
+    """Modules a test's plug-ins add to sys.modules are taken out again after it."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        del sys.modules[name]

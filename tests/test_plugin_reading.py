@@ -5,7 +5,6 @@ that does, and `check`/`report` of its run directory that do not)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ client: {class: '%s', options: {timeout: 50ms}}
 def marking(marker: Path) -> str:
     """Top-level code that leaves a mark when the module runs."""
     return f"open({str(marker)!r}, 'a').write('imported\\n')\n"
-
-
-@pytest.fixture
-def own_modules() -> Iterator[None]:
-    before = set(sys.modules)
-    yield
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
 
 
 def scenario(tmp_path: Path, class_path: str, modules: dict[str, str]) -> Path:

@@ -5,7 +5,6 @@ anything starts: every mistake is bad input (exit 254) with nothing started."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -491,15 +490,6 @@ def test_client_flag_takes_a_plugin_with_the_same_checks(tmp_path: Path) -> None
 
 
 # ---- in process: how a plug-in is resolved and written back ---------------------------------
-
-
-@pytest.fixture
-def own_modules() -> Iterator[None]:
-    """Modules a test's plug-ins add to sys.modules are taken out again after it."""
-    before = set(sys.modules)
-    yield
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
 
 
 def test_a_plugin_is_imported_by_its_own_name_beside_the_harness(
