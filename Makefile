@@ -7,10 +7,10 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: generated docs setup python-env redis-server toxiproxy chromium docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
+.PHONY: generated docs setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
-setup: python-env redis-server toxiproxy chromium clients
+setup: python-env redis-server toxiproxy chromium ssh-hosts clients
 
 python-env: $(VENV)/.installed
 
@@ -39,6 +39,23 @@ chromium:
 	  echo "installing chromium from Debian's packages"; \
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+# Debian's openssh-server, openssh-client and iproute2 when one is missing: the plug-in's
+# xdist tests make two hosts as network namespaces, each with its own sshd
+# (tests/netns_hosts.py). apt must not start sshd as a service.
+ssh-hosts:
+	@missing=""; \
+	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	command -v ssh >/dev/null || missing="$$missing openssh-client"; \
+	command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing="$$missing iproute2"; \
+	if [ -z "$$missing" ]; then \
+	  echo "sshd, ssh, ip: found"; \
+	else \
+	  echo "installing$$missing from Debian's packages"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq $$missing >/dev/null && \
+	  { $(SUDO) service ssh stop >/dev/null 2>&1 || true; }; \
 	fi
 
 # Toxiproxy v2.12.0 built from its Go module (the binary is named `server`).
