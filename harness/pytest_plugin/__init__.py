@@ -11,7 +11,12 @@ turns it off). It provides:
   and ``nemesis`` (``with nemesis.kill("n1"): ...``), for a test's own workload;
 - the marker ``@pytest.mark.lockharness(seeds=N)``: the test once per seed 1..N;
 - the options ``--lockharness-redis-server``, ``--lockharness-toxiproxy-server``,
-  ``--lockharness-store``, ``--lockharness-backend``, also as ini keys (settings.py).
+  ``--lockharness-store``, ``--lockharness-backend``, also as ini keys (settings.py);
+- each test's runs as its user properties (``--junitxml`` writes them), and a short
+  terminal summary: the runs per worker and store, the failed tests' directories
+  (recorded.py);
+- under pytest-xdist (``-n J``, ``--tx ssh=...``), a store subfolder per worker
+  (workers.py).
 
 Everything a fixture starts is stopped at the fixture's end, when the test fails and
 when it is interrupted too. Only light modules are imported here, since pytest imports
@@ -31,7 +36,9 @@ from lockharness.core.errors import BadInput
 from lockharness.harness.pytest_plugin import settings
 from lockharness.harness.pytest_plugin.explore_result import ExploreResult
 from lockharness.harness.pytest_plugin.failures import bad_input_fails
+from lockharness.harness.pytest_plugin.recorded import Summary, record
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict
+from lockharness.harness.pytest_plugin.workers import worker_id, worker_store
 from lockharness.harness.scenario.limits import MAX_SEEDS
 
 if TYPE_CHECKING:
@@ -46,6 +53,7 @@ MARKER = "lockharness"
 SEED_FIXTURE = "lockharness_seed"
 STORE_DIR = "lockharness"  # under pytest's temporary directory, unless a store is given
 _SETTINGS = pytest.StashKey[settings.Settings]()
+SUMMARY_PLUGIN = "lockharness-summary"
 
 
 class RunScenario(Protocol):
@@ -94,6 +102,8 @@ def pytest_configure(config: pytest.Config) -> None:
         f"lockharness_run and nemesis use the item's seed, the {SEED_FIXTURE} fixture gives it",
     )
     config.stash[_SETTINGS] = settings.resolve(config)  # a wrong value: a usage error now
+    if worker_id(config) is None:  # the process that writes the terminal
+        config.pluginmanager.register(Summary(), SUMMARY_PLUGIN)
 
 
 def _seeds(marker: pytest.Mark) -> list[int]:
@@ -142,9 +152,11 @@ def lockharness_store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """Where run directories go: the store option, else lockharness/ in pytest's temporary
-    directory (pytest keeps the last few sessions')."""
+    directory (pytest keeps the last few sessions'); in an xdist worker, its subfolder
+    named after the worker (gw0, gw1, ...)."""
     given = request.config.stash[_SETTINGS].store
-    return given if given is not None else tmp_path_factory.getbasetemp() / STORE_DIR
+    store = given if given is not None else tmp_path_factory.getbasetemp() / STORE_DIR
+    return worker_store(store, request.config)
 
 
 def _place(request: pytest.FixtureRequest, store: Path, seed: int | None) -> RunPlace:
@@ -168,6 +180,7 @@ def lockharness_run(
     from lockharness.harness.pytest_plugin.runs import prepare, run
 
     place = _place(request, lockharness_store, lockharness_seed)
+    worker = worker_id(request.config)
 
     def run_scenario(
         scenario: str | Path,
@@ -181,6 +194,12 @@ def lockharness_run(
             prepared = prepare(place, scenario, client, seed, duration, **overrides)
             result, interrupted = run(place, prepared)
         request.node.add_report_section("call", "lockharness", result.summary)
+        what = (
+            f"{result.scenario}, client {result.client}, seed {result.seed}: {result.verdict}"
+            f"{' (vacuous)' if result.vacuous else ''}, expected {result.expected}"
+            f"{'' if result.expectation_met else ' (NOT as expected)'}"
+        )
+        record(request.node, worker, lockharness_store, "run", what, result.run_dir)
         if interrupted:  # Ctrl-C: the run tore down and was checked; the session stops
             raise KeyboardInterrupt
         return result
@@ -205,6 +224,7 @@ def lockharness_explore(
     from lockharness.harness.pytest_plugin.explores import request as explore_request
 
     place = _place(request, lockharness_store, lockharness_seed)
+    worker = worker_id(request.config)
 
     def explore_lock(client: object = None, **arguments: object) -> ExploreResult:
         __tracebackhide__ = True
@@ -217,6 +237,11 @@ def lockharness_explore(
             result, progress = explore(place, explore_request(place, asked))
         report = f"{progress}{result.explanation}\n"  # the summary, witness, reproducer
         request.node.add_report_section("call", "lockharness", report)
+        what = (
+            f"client {result.client} under model {result.model}, seed {result.seed}: "
+            f"{result.verdict}, {result.trials} trial(s), {len(result.violations)} violation(s)"
+        )
+        record(request.node, worker, lockharness_store, "explore", what, result.directory)
         if result.interrupted:  # Ctrl-C: the runs tore down, the report is written
             raise KeyboardInterrupt
         return result
@@ -232,7 +257,12 @@ def lock_cluster_factory(
     started cluster of another shape; every one is stopped at the test's end."""
     from lockharness.harness.pytest_plugin.clusters import ClusterFactory
 
-    factory = ClusterFactory(_place(request, lockharness_store, lockharness_seed))
+    worker = worker_id(request.config)
+
+    def started(what: str, directory: Path) -> None:
+        record(request.node, worker, lockharness_store, "cluster", what, directory)
+
+    factory = ClusterFactory(_place(request, lockharness_store, lockharness_seed), started)
     try:
         yield factory
     finally:

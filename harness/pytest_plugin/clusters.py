@@ -8,6 +8,8 @@ its own in the store (its cluster.json lists every process it started, for
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from lockharness.cluster.base import Cluster
@@ -26,13 +28,18 @@ from lockharness.harness.store import check_store, create_run_dir
 CLUSTER_DIR = "lock-cluster"  # the store's directory for fixtures' clusters
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
 class ClusterFactory:
     """``factory(nodes=3, persistence="aof-always", workers=2, clock_shim=True)``: a
     started cluster. ``workers``: how many sets of proxies (one per client group, as per
     worker in a run) — ``cluster.worker_endpoints(w)`` gives group ``w`` its nodes."""
 
-    def __init__(self, place: RunPlace) -> None:
+    def __init__(self, place: RunPlace, started: Callable[[str, Path], None] | None = None) -> None:
         self._place = place
+        self._on_start = started  # told what started and its directory (recorded.py)
         self._started: list[Cluster] = []
         self._rooms: dict[int, Room] = {}  # id(cluster): what its faults may name
         self._logs: dict[int, LogWatch] = {}  # id(cluster): its logs, kept to the cap
@@ -67,6 +74,11 @@ class ClusterFactory:
         self._logs[id(made)] = LogWatch(run_dir.path).start()
         made.start()  # on any error (a Ctrl-C too) it stops what did start, then raises
         self._rooms[id(made)] = Room(spec.nodes, workers, spec.persistence, spec.topology)
+        if self._on_start is not None:
+            nodes, groups = _count(spec.nodes, "node"), _count(workers, "client group")
+            self._on_start(
+                f"{nodes} ({spec.topology}, {spec.persistence}), {groups}, {chosen}", run_dir.path
+            )
         return made
 
     def room(self, cluster: Cluster) -> Room:
