@@ -245,3 +245,40 @@ def test_a_job_stalled_past_its_ttl_is_never_invalid(
     assert harness.returncode == 2, output  # unknown, nothing NOT as expected
     for run_dir in run_dirs(store):
         assert_children_gone(run_dir, output)
+
+
+EXPLORE_MODEL = Path(__file__).resolve().parent / "data" / "explore-slow-release.yaml"
+
+
+def test_explore_ctrl_c_stops_every_trial_and_writes_the_report(
+    tmp_path: Path, controller: Controller
+) -> None:
+    store = tmp_path / "store"
+    harness = controller(
+        "explore",
+        "--client",
+        "single",
+        "--model",
+        str(EXPLORE_MODEL),
+        "--budget",
+        "10m",
+        "--seed",
+        "3",
+        "--jobs",
+        "2",
+    )
+    trials = lambda: sorted(store.glob("explore/*/trial-*/*/"))  # noqa: E731
+    wait_for(lambda: len(trials()) == 2, 60, "two trials")
+    wait_for(lambda: all(has_workers(d, 1) for d in trials()), 60, "both trials at work")
+    harness.send_signal(signal.SIGINT)
+    started = len(trials())  # 2, unless one ended meanwhile and the next began
+    output, _ = harness.communicate(timeout=90)
+    assert harness.returncode == 130, output
+    for run_dir in trials():
+        assert_children_gone(run_dir, output)
+    assert len(trials()) == started, output  # no trial started after the signal
+    (report_file,) = store.glob("explore/*/report.json")
+    report = json.loads(report_file.read_text())
+    assert report["interrupted"] is True and report["exit_code"] == 130
+    assert len(report["trials"]) == started  # every trial recorded, the stopped ones too
+    assert "interrupted" in {t["verdict"] for t in report["trials"]}
