@@ -1,5 +1,6 @@
 """`python -m bench [--seeds N]`: bring-up, throughput, checker, fault delays, failover
-duration, then every built-in fault scenario over N seeds (default 10; about 50 minutes,
+duration, `suite --jobs 2` against `--jobs 1` on eight runs (bench.suite_jobs, about 7
+minutes), then every built-in fault scenario over N seeds (default 10; about 50 minutes,
 and as long again for a replay of each invalid run of an expected-invalid one), with the
 exposure of the expected-valid ones; then, when a Docker engine answers, the Compose
 backend beside the local one: its bring-up, and the expected-invalid scenarios over the
@@ -32,6 +33,7 @@ from bench import (
     failover,
     fault_delays,
     scenarios,
+    suite_jobs,
     throughput,
 )
 from lockharness.core.durations import parse_duration
@@ -184,6 +186,10 @@ def main() -> int:
     fd = fault_delays.run()
     print("bench: failover duration ...", file=sys.stderr, flush=True)
     fo = failover.run()
+    print(
+        "bench: suite --jobs 2 against --jobs 1 (about 7 minutes) ...", file=sys.stderr, flush=True
+    )
+    sj = suite_jobs.run()
     print(f"bench: fault scenarios x {seeds} seeds ...", file=sys.stderr, flush=True)
     sc = scenarios.run(seeds, replay=args.replay)
     compose = _compose(seeds)
@@ -205,6 +211,7 @@ def main() -> int:
             f"{fo['median_s']:.2f} s",
             f"master killed -> client writing to the new master, median of {fo['repeats']}",
         ),
+        *suite_jobs.rows(sj),
     ]
     print(f"lockharness benchmarks, {started.isoformat(timespec='seconds')}")
     nproc = len(os.sched_getaffinity(0))  # what `nproc` prints: the CPUs we may run on
@@ -237,6 +244,7 @@ def main() -> int:
     )
     targets = (
         tp["single_meets_target"],
+        sj["same_verdicts"],
         checker_ok,
         delays_ok,
         scenarios_ok,

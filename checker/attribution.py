@@ -18,6 +18,16 @@ Otherwise A's worker meant to invoke its release by its deadline and woke or ret
 late: CPU starvation, or a hung call to the resource. That is the harness's fault, not the
 lock's: such an overlap is excused, and the run is unknown with the figures, never invalid.
 
+Starvation has a second face: a worker stalled inside its acquire call hears of its grant
+only after the lease it was granted has run out (its deadline counts from the call's
+start). Its section then begins past its own deadline; its worker, honouring validity,
+releases it at once without entering. Another client that took the key once that lease ran
+out overlaps it, whichever began first. That overlap is excused too when the late section
+(call it L) never entered the resource, no fault paused its worker from the call to the
+release, and the other section was heard of only after L's deadline: a lock that kept its
+promise (L's lease over by its deadline) lets both in then. Were the other heard of before
+L's deadline, both leases stood at once: the lock's doing, a violation.
+
 Everything here runs only when there are witnesses (rare): one extra pass over the history.
 """
 
@@ -29,7 +39,16 @@ from typing import Any
 
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.sections import Section
-from lockharness.core.history import ACQUIRE, EXTEND, INFO, INVOKE, NEMESIS, RELEASE, Event
+from lockharness.core.history import (
+    ACQUIRE,
+    ENTER,
+    EXTEND,
+    INFO,
+    INVOKE,
+    NEMESIS,
+    RELEASE,
+    Event,
+)
 
 CLIENT_PAUSE = "client-pause"
 _CLIENT_CALLS = frozenset({ACQUIRE, EXTEND, RELEASE})
@@ -42,6 +61,7 @@ class _Facts:
 
     pauses: dict[int | str, list[tuple[int, float]]] = field(default_factory=dict)
     calls: dict[int | str, list[tuple[int, float]]] = field(default_factory=dict)
+    entered: set[str] = field(default_factory=set)  # tokens whose holder entered the resource
 
     def paused(self, process: int | str, start: int, end: int) -> bool:
         spans = self.pauses.get(process, []) + self.pauses.get(_EVERYONE, [])
@@ -81,6 +101,8 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
                     _add_pause(
                         facts, froze.get(worker, [_EVERYONE]), paused_since.pop(worker), event.time
                     )
+        elif event.process in processes and event.f == ENTER and event.token is not None:
+            facts.entered.add(event.token)
         elif event.process in processes and event.f in _CLIENT_CALLS:
             if event.type == INVOKE:
                 open_calls[event.process] = event.time
@@ -117,6 +139,32 @@ def _excuse(first: Section, second: Section, facts: _Facts) -> str | None:
     )
 
 
+def _heard_of_late(late: Section, other: Section, facts: _Facts) -> str | None:
+    """Why ``late``, a section heard of only after its own lease had run out, overlaps
+    ``other`` by the harness's doing, not the lock's; None if it may be the lock's."""
+    deadline = late.deadline
+    if deadline is None or late.start < deadline:
+        return None  # its lease stood when its worker heard of it
+    if other.start < deadline:
+        return None  # the other was granted while this lease stood: the lock let both in
+    if late.token is None or late.token in facts.entered:
+        return None  # its worker used a lease that had run out: the workload's doing
+    if facts.paused(late.process, late.invoked, late.end):
+        return None  # a fault froze it in the call: the hazard the lock cannot see
+    return (
+        f"p{late.process} on {late.key} heard of its lease {(late.start - deadline) / 1e6:.1f} "
+        f"ms past its deadline and released it unused"
+    )
+
+
+def _excuse_pair(first: Section, second: Section, facts: _Facts) -> str | None:
+    return (
+        _excuse(first, second, facts)
+        or _heard_of_late(second, first, facts)
+        or _heard_of_late(first, second, facts)
+    )
+
+
 @dataclass
 class Attribution:
     mutex: list[Overlap]  # the violations that stand
@@ -147,13 +195,14 @@ def attribute(
         offender = by_token.get(seen.token) if seen.token is not None else None
         pairs.append((others, offender))
     processes = {s.process for firsts, _ in pairs for s in firsts}
+    processes |= {second.process for _, second in pairs if second is not None}
     facts = _facts(history, processes)
     kept_mutex: list[Overlap] = []
     kept_resource: list[ResourceWitness] = []
     excused: list[str] = []
     witnesses: list[Witness] = [*mutex, *resource]
     for witness, (firsts, second) in zip(witnesses, pairs, strict=True):
-        reasons = [_excuse(first, second, facts) for first in firsts] if second else [None]
+        reasons = [_excuse_pair(first, second, facts) for first in firsts] if second else [None]
         if reasons and all(reason is not None for reason in reasons):
             excused.append("; ".join(r for r in reasons if r))
         elif isinstance(witness, Overlap):

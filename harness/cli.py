@@ -19,6 +19,7 @@ from rich.console import Console
 from lockharness.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from lockharness.core.interrupts import install_stop_handlers
 from lockharness.core.run_dir import RunDir
+from lockharness.harness.job_slots import MAX_JOBS, jobs_help
 from lockharness.harness.scenario.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -104,6 +105,10 @@ def _runs(text: str) -> int:
     return _whole(text, 1, MAX_SEEDS)
 
 
+def _jobs(text: str) -> int:
+    return _whole(text, 1, MAX_JOBS)
+
+
 def _image(text: str) -> str:
     if not re.fullmatch(IMAGE_PATTERN, text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an image; allowed: {IMAGE_RULE}")
@@ -180,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     suite.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     suite.add_argument("--html", type=Path, metavar="FILE", help="write an HTML index here")
+    suite.add_argument("--jobs", type=_jobs, metavar="J", help=jobs_help())
     _backend_flag(suite)
     _binary_flags(suite)
 
@@ -218,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--violations", type=_runs, default=1, help="stop exploring after this many (default 1)"
     )
     explore.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    explore.add_argument("--jobs", type=_jobs, metavar="J", help=jobs_help())
     _backend_flag(explore)
     _binary_flags(explore)
 

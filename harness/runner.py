@@ -358,12 +358,18 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
 
 
 def run_scenario(
-    scenario: Scenario, *, store: Path, binaries: Binaries, console: Console
+    scenario: Scenario,
+    *,
+    store: Path,
+    binaries: Binaries,
+    console: Console,
+    run_dir: RunDir | None = None,
 ) -> RunOutcome:
+    """``run_dir``: one made already (a parallel job's, harness/jobs.py); else a new one."""
     # A caller that skipped with_overrides (a replay, a shrink step): a plug-in is imported
     # here, still before anything is made.
     scenario = resolve_seed(resolve_scenario(scenario))
-    run_dir = create_run_dir(store, scenario.name)
+    run_dir = run_dir or create_run_dir(store, scenario.name)
     run_dir.scenario.write_text(to_yaml(scenario))
     update_latest(store, run_dir)
     client = scenario.client.name  # a plug-in's is its class, "module:ClassName"

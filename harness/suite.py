@@ -5,12 +5,17 @@ or count is reported (exit 254) before the first server comes up. Cases then run
 another through the same `run_scenario` as `lockharness run`; each keeps its scenario's own
 expectation. Ctrl-C ends the current run (it tears down and checks, as `run` does), skips
 the rest, and the JUnit and HTML reports are still written for the runs done.
+
+With ``--jobs J`` (J > 1) up to J cases run at once, each an ordinary run in a process of
+its own (harness/jobs.py), read back from its run directory into the same results, in
+the planned order; Ctrl-C stops every running job the same way.
 """
 
 from __future__ import annotations
 
 import io
 import random
+import signal
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -24,10 +29,11 @@ from rich.text import Text
 from lockharness.core.errors import (
     BadInput,
 )
-from lockharness.core.interrupts import shielded
+from lockharness.core.interrupts import deferred, shielded
 from lockharness.harness.backends import check_backend, images
 from lockharness.harness.binaries import Binaries
 from lockharness.harness.console import shouted_verdict
+from lockharness.harness.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.junit import write_junit
 from lockharness.harness.progress import LiveStatus
 from lockharness.harness.runner import run_scenario
@@ -52,6 +58,7 @@ from lockharness.workloads.plugins import is_plugin_path
 from lockharness.workloads.registry import CLIENTS
 
 ALL = "all"
+_JOB_POLL_S = 0.1
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 
@@ -182,7 +189,7 @@ def _seconds(value: float | None, digits: int = 3) -> str:
 
 
 class SuiteProgress(LiveStatus):
-    """Which case, which seed, elapsed, verdicts so far.
+    """Which cases run (one, or a job each with --jobs), elapsed, verdicts so far.
 
     On a terminal a rich Live status line redraws itself (its refresh thread calls
     ``_render``, so elapsed times move between events); elsewhere, plain lines at each
@@ -193,9 +200,8 @@ class SuiteProgress(LiveStatus):
         self.console = console
         self.total = total
         self.counts: Counter[Status] = Counter()
-        self.current: Case | None = None
+        self.running: dict[int, tuple[Case, float]] = {}  # case number -> (case, its start)
         self._suite_t0 = time.monotonic()
-        self._run_t0 = 0.0
 
     def so_far(self) -> str:
         c = self.counts
@@ -207,26 +213,36 @@ class SuiteProgress(LiveStatus):
     def _position(self, case: Case) -> str:
         return f"[{case.number}/{self.total}] {case.label}"
 
+    def _run_line(self, case: Case, t0: float) -> str:
+        run_s = time.monotonic() - t0
+        total_s = case.scenario.duration_ns / 1e9
+        return f"{self._position(case)} · run {run_s:4.1f}s / {total_s:.0f}s"
+
     def _render(self) -> Text:
         suite_s = time.monotonic() - self._suite_t0
-        if self.current is None:
+        running = list(self.running.values())  # a copy: the main thread changes it
+        if not running:
             return Text(f"suite {suite_s:.0f}s · {self.so_far()}")
-        run_s = time.monotonic() - self._run_t0
-        total_s = self.current.scenario.duration_ns / 1e9
+        if len(running) == 1:
+            (case, t0) = running[0]
+            return Text(
+                f"{self._run_line(case, t0)} · suite {suite_s:.0f}s\n  so far: {self.so_far()}"
+            )
+        lines = [self._run_line(case, t0) for case, t0 in running]
         return Text(
-            f"{self._position(self.current)} · run {run_s:4.1f}s / {total_s:.0f}s"
-            f" · suite {suite_s:.0f}s\n  so far: {self.so_far()}"
+            "\n".join(lines) + f"\n  {len(running)} jobs running · suite {suite_s:.0f}s"
+            f" · so far: {self.so_far()}"
         )
 
     def started(self, case: Case) -> None:
-        self.current, self._run_t0 = case, time.monotonic()
+        self.running[case.number] = (case, time.monotonic())
         if self.live is None:
             total_s = case.scenario.duration_ns / 1e9
             line = f"{self._position(case)}: running ({total_s:g} s)"
             self.console.print(line, highlight=False, soft_wrap=True)
 
     def finished(self, result: CaseResult) -> None:
-        self.current = None
+        self.running.pop(result.case.number, None)
         status = result.status
         self.counts[status] += 1
         o = result.outcome
@@ -266,21 +282,27 @@ def run_suite(
     console: Console,
     junit: Path | None = None,
     html: Path | None = None,
+    jobs: int = 1,
 ) -> int:
     """Run every case, print the summary, write the reports; the suite's exit code.
-    The caller has checked the report paths (``check_report_paths``) before anything."""
+    The caller has checked the report paths (``check_report_paths``) before anything.
+    ``jobs``: runs at once, each in a process of its own (harness/jobs.py); 1: one after
+    another in this process."""
     results = [CaseResult(case) for case in cases]
     interrupted = False
-    console.print(_plan_line(cases, store), highlight=False)
+    console.print(_plan_line(cases, store, jobs), highlight=False)
     try:
         with SuiteProgress(console, len(cases)) as progress:
-            for i, case in enumerate(cases):
-                progress.started(case)
-                results[i] = _run_case(case, store, binaries)
-                progress.finished(results[i])
-                if results[i].status is Status.INTERRUPTED:
-                    interrupted = True
-                    break
+            if jobs > 1:
+                interrupted = _run_jobs(cases, results, store, binaries, progress, jobs)
+            else:
+                for i, case in enumerate(cases):
+                    progress.started(case)
+                    results[i] = _run_case(case, store, binaries)
+                    progress.finished(results[i])
+                    if results[i].status is Status.INTERRUPTED:
+                        interrupted = True
+                        break
     except KeyboardInterrupt:  # between runs, or while a run was being checked
         interrupted = True
     finally:
@@ -292,6 +314,51 @@ def run_suite(
         if path is not None:
             console.print(f"{flag}: {path}", highlight=False)
     return suite_exit_code(results, interrupted)
+
+
+def _run_jobs(
+    cases: Sequence[Case],
+    results: list[CaseResult],
+    store: Path,
+    binaries: Binaries,
+    progress: SuiteProgress,
+    jobs: int,
+) -> bool:
+    """The cases as parallel jobs, ``jobs`` at a time, in the planned order; each result
+    lands at its case's place, whatever order they finish in. True if interrupted: a
+    stop signal (forwarded to every running job, which tears down and checks; no new job
+    starts; the running ones are waited for), or a job that came back interrupted."""
+    waiting = list(reversed(range(len(cases))))
+    interrupted = False
+
+    def finish(done: Finished) -> None:
+        nonlocal interrupted
+        i = done.job.key
+        results[i] = CaseResult(cases[i], done.outcome, done.elapsed_s, done.job.started_at)
+        progress.finished(results[i])
+        if results[i].status is Status.INTERRUPTED:
+            interrupted = True
+
+    with job_pool(jobs, store, binaries) as pool:
+        try:
+            while (waiting and not interrupted) or pool.busy:
+                while waiting and not interrupted and pool.free > 0:
+                    i = waiting.pop()
+                    progress.started(cases[i])
+                    pool.start(i, cases[i].scenario)
+                with deferred():  # a result taken from the pool is always recorded
+                    for done in pool.poll():
+                        finish(done)
+                if interrupted and not pool.stopping:  # a job was stopped from outside
+                    pool.stop(signal.SIGINT)
+                time.sleep(_JOB_POLL_S)
+        except KeyboardInterrupt as e:
+            interrupted = True
+            with shielded():  # every running job tears down and checks; then we report
+                pool.stop(stop_signal(e))
+                for done in pool.wait():
+                    finish(done)
+    return interrupted
 
 
 def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
@@ -310,10 +377,14 @@ def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Pa
         write_index(results, html)
 
 
-def _plan_line(cases: Sequence[Case], store: Path) -> str:
+def _plan_line(cases: Sequence[Case], store: Path, jobs: int = 1) -> str:
     scenarios = len({identity(c.scenario) for c in cases})
     clients = len({c.client for c in cases})
-    return f"suite: {len(cases)} runs of {scenarios} scenario(s) with {clients} client(s) → {store}"
+    at_once = f", {jobs} at a time" if jobs > 1 else ""
+    return (
+        f"suite: {len(cases)} runs of {scenarios} scenario(s) with {clients} client(s)"
+        f"{at_once} → {store}"
+    )
 
 
 def summary_table(results: Sequence[CaseResult]) -> Table:

@@ -156,6 +156,50 @@ def test_a_genuine_violation_stands_beside_an_excused_one() -> None:
     assert result.stats.harness_late_overlaps == 1
 
 
+def _heard_late(other_ok: int = 102 * MS, entered: bool = False) -> History:
+    """A (p0) invokes an acquire at 0 with a 100 ms TTL (deadline 97 ms) and is stalled in
+    the call: it hears of its grant at 150 ms, past its deadline, and releases it at once
+    (planned 155 ms). B (p5, another worker) asks 2 ms before ``other_ok``, is granted then,
+    releasing at 180 ms: the two overlap from 150 ms to 151 ms."""
+    h = History()
+    h.add(0, "invoke", "acquire", 0, value={"ttl_ms": 100}, key="k0")
+    h.add(5, "invoke", "acquire", other_ok - 2 * MS, value={"ttl_ms": 100}, key="k0")
+    h.add(5, "ok", "acquire", other_ok, "b", {"deadline": other_ok + 95 * MS, "grants": ["n1"]})
+    h.add(0, "ok", "acquire", 150 * MS, "a", {"deadline": 97 * MS, "grants": ["n1"]}, key="k0")
+    if entered:  # a worker that ignores validity uses the lease anyway
+        h.add(0, "invoke", "enter", 150 * MS + 10, "a")
+        h.add(0, "ok", "enter", 150 * MS + 20, "a", {"occupancy": 1, "others": []})
+        h.add(0, "invoke", "exit", 150 * MS + 30, "a").add(0, "ok", "exit", 150 * MS + 40, "a")
+    h.add(0, "invoke", "release", 151 * MS, "a", {"planned_end": 155 * MS}, key="k0")
+    h.add(0, "ok", "release", 152 * MS, "a", key="k0")
+    h.add(5, "invoke", "release", 180 * MS, "b", {"planned_end": 185 * MS}, key="k0")
+    h.add(5, "ok", "release", 181 * MS, "b", key="k0")
+    return h
+
+
+def test_a_grant_heard_of_after_its_deadline_and_unused_is_the_late_harness() -> None:
+    """Starvation inside an acquire call: the lease arrives already expired, its worker
+    releases it unused, and the other client took the key after that lease ran out."""
+    result = check_history(_sorted(_heard_late()))
+    assert result.verdict is Verdict.UNKNOWN, result.witnesses
+    assert result.stats.harness_late_overlaps == 1
+    (reason,) = [r for r in result.reasons if r.startswith("harness late")]
+    assert "p0 on k0 heard of its lease 53.0 ms past its deadline and released it unused" in reason
+
+
+def test_a_late_heard_grant_beside_one_granted_within_its_lease_is_the_locks_fault() -> None:
+    # B granted at 50 ms, while A's lease (from 0 to 97 ms) stood: both held at once.
+    assert check_history(_sorted(_heard_late(other_ok=50 * MS))).verdict is Verdict.INVALID
+
+
+def test_a_late_heard_grant_that_was_used_or_paused_is_a_violation() -> None:
+    assert check_history(_sorted(_heard_late(entered=True))).verdict is Verdict.INVALID
+    paused = _pause(_heard_late(), ["w1"], 10 * MS, 140 * MS, {"w1": [0, 1, 2, 3]})
+    assert check_history(_sorted(paused)).verdict is Verdict.INVALID
+    elsewhere = _pause(_heard_late(), ["w3"], 10 * MS, 140 * MS, {"w3": [8, 9, 10, 11]})
+    assert check_history(_sorted(elsewhere)).verdict is Verdict.UNKNOWN
+
+
 def test_resource_errors_make_a_clean_run_unknown() -> None:
     h = History().lease(0, "a", start=10, end=100, deadline=200)
     h.add(0, "invoke", "enter", 20, "a").add(

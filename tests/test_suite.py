@@ -200,6 +200,8 @@ def test_ctrl_c_tears_down_and_still_writes_the_reports(tmp_path: Path) -> None:
         "1",
         "--threads",
         "2",
+        "--jobs",
+        "1",  # one after another (tests/test_jobs.py stops parallel jobs)
         "--store",
         str(store),
         "--junit",

@@ -17,6 +17,7 @@ from lockharness.harness.explore.campaign import Explorer, explore_directory
 from lockharness.harness.explore.model import load_model, model_lines, model_names
 from lockharness.harness.explore.report import INDEX_HTML
 from lockharness.harness.explore.request import ExploreRequest
+from lockharness.harness.job_slots import default_jobs
 from lockharness.harness.scenario import ClientDoc, ClientSpec
 from lockharness.harness.scenario.model import ClusterSpec
 from lockharness.harness.store import check_store
@@ -95,15 +96,17 @@ def command(args: argparse.Namespace, console: Console) -> int:
         backend=backend,
         redis_image=args.redis_image,
         toxiproxy_image=args.toxiproxy_image,
+        jobs=args.jobs if args.jobs is not None else default_jobs(),
     )
     binaries = find_binaries(args)
     check_store(args.store)
     warn_leftovers(args.store)
     directory = explore_directory(args.store)
     spend = f"{budget / 6e10:g} min" if budget is not None else f"{args.trials} trial(s)"
+    at_once = f", {request.jobs} trials at a time" if request.jobs > 1 else ""
     console.print(
         f"[bold]explore[/] client {client.name} under model {model.name}, seed {seed}, "
-        f"{spend} → {directory}",
+        f"{spend}{at_once} → {directory}",
         highlight=False,
     )
     record = Explorer(request, directory, binaries, console).run()

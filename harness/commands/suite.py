@@ -7,6 +7,7 @@ import argparse
 from rich.console import Console
 
 from lockharness.harness.commands.common import find_binaries, warn_leftovers
+from lockharness.harness.job_slots import default_jobs
 from lockharness.harness.store import check_store
 from lockharness.harness.suite import SuiteRequest, check_report_paths, plan_suite, run_suite
 
@@ -36,4 +37,5 @@ def command(args: argparse.Namespace, console: Console) -> int:
         console=console,
         junit=args.junit,
         html=args.html,
+        jobs=args.jobs if args.jobs is not None else default_jobs(),
     )

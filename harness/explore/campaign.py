@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import msgspec
 from rich.console import Console
 
 from lockharness.checker import Verdict
-from lockharness.core.interrupts import shielded
+from lockharness.core.interrupts import deferred, shielded
 from lockharness.harness.binaries import Binaries
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.explore.fits import outside
@@ -29,13 +30,15 @@ from lockharness.harness.explore.record import (
 from lockharness.harness.explore.report import write_report
 from lockharness.harness.explore.reproduce import RunOutcome as RunResult
 from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.explore.trial import Trial, draw, mutate
+from lockharness.harness.explore.trial import Trial, draw, mutate, trial_name
 from lockharness.harness.explore.violation import Violations
+from lockharness.harness.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.store import stamped_directory
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
+_JOB_POLL_S = 0.1
 
 
 @dataclass
@@ -131,18 +134,26 @@ class Explorer:
             return None
         return self.request.budget_ns / 1e9 - (time.monotonic() - self._t0)
 
-    def _why_stop(self) -> str | None:
+    def _why_stop(self, started: int | None = None) -> str | None:
+        """Why exploring stops now, or None; ``started``: the trials started so far (with
+        --jobs some are still running), else those recorded."""
         if self._interrupted:
             return "interrupted (Ctrl-C)"
-        found = [v for v in self.record.violations if v.settled(self.request.m)]
-        if len(found) >= self.request.max_violations:
-            return f"{len(found)} violation(s) found that replay"
-        if self.request.trials is not None and len(self.record.trials) >= self.request.trials:
+        if self._enough_found():
+            return f"{self._settled()} violation(s) found that replay"
+        count = len(self.record.trials) if started is None else started
+        if self.request.trials is not None and count >= self.request.trials:
             return f"{self.request.trials} trial(s) run"
         left = self._left_s()
         if left is not None and left <= 0:
             return "budget spent"
         return None
+
+    def _settled(self) -> int:
+        return sum(1 for v in self.record.violations if v.settled(self.request.m))
+
+    def _enough_found(self) -> bool:
+        return self._settled() >= self.request.max_violations
 
     def _next_trial(self, number: int) -> Trial:
         seed = self.rng.randrange(2**31)
@@ -165,21 +176,10 @@ class Explorer:
                     self._stopping,
                     self._t0,
                 )
-                number = 0
-                while (why := self._why_stop()) is None:
-                    number += 1
-                    trial = self._next_trial(number)
-                    self.trials[trial.name] = trial
-                    progress.started(trial)
-                    outcome = self._run(trial.scenario, self.directory)
-                    self._record_trial(trial, outcome, progress)
-                    if outcome.interrupted:
-                        continue
-                    if outcome.result.verdict is Verdict.INVALID:
-                        violations.found(trial, outcome)
-                        if not self.record.violations[-1].settled(self.request.m):
-                            self.corpus.near_miss(trial.name)
-                self.record.stopped = why
+                if self.request.jobs > 1:
+                    self.record.stopped = self._run_jobs(violations, progress)
+                else:
+                    self.record.stopped = self._run_one_by_one(violations, progress)
         except KeyboardInterrupt:  # between runs
             self._interrupted = True
             self.record.stopped = "interrupted (Ctrl-C)"
@@ -193,8 +193,81 @@ class Explorer:
                 write_report(self.record, self.directory)
         return self.record
 
+    def _run_one_by_one(self, violations: Violations, progress: ExploreProgress) -> str:
+        number = 0
+        while (why := self._why_stop()) is None:
+            number += 1
+            trial = self._next_trial(number)
+            self.trials[trial.name] = trial
+            progress.started(trial)
+            outcome = self._run(trial.scenario, self.directory)
+            self._record_trial(trial, outcome, progress)
+            if outcome.interrupted:
+                continue
+            if outcome.result.verdict is Verdict.INVALID:
+                self._violation(violations, trial, outcome)
+        return why
+
+    def _violation(self, violations: Violations, trial: Trial, outcome: RunOutcome) -> None:
+        violations.found(trial, outcome)
+        if not self.record.violations[-1].settled(self.request.m):
+            self.corpus.near_miss(trial.name)
+
+    def _run_jobs(self, violations: Violations, progress: ExploreProgress) -> str:
+        """``jobs`` trials at once, each a run in a process of its own (harness/jobs.py):
+        a trial is drawn whenever a slot frees, from the corpus as it stands then, and
+        recorded as it finishes. An invalid one stops the drawing: the trials in flight
+        finish and are recorded, then each violation is replayed and shrunk here, one
+        after another (as without --jobs), and drawing goes on."""
+        number = 0
+        found: list[tuple[Trial, RunOutcome]] = []
+        with job_pool(self.request.jobs, self.directory, self.binaries) as pool:
+
+            def finish(done: Finished) -> None:
+                trial = self.trials[trial_name(done.job.key)]
+                self._record_trial(trial, done.outcome, progress, done.elapsed_s)
+                if done.outcome.interrupted:
+                    self._interrupted = True
+                elif done.outcome.result.verdict is Verdict.INVALID:
+                    found.append((trial, done.outcome))
+
+            try:
+                while True:
+                    while self._why_stop(number) is None and not found and pool.free > 0:
+                        number += 1
+                        trial = self._next_trial(number)
+                        self.trials[trial.name] = trial
+                        progress.started(trial)
+                        pool.start(number, self._scenario(trial.scenario))
+                        progress.running(sorted(trial_name(k) for k in pool.running))
+                    with deferred():  # a trial taken from the pool is always recorded
+                        for done in pool.poll():
+                            finish(done)
+                            progress.running(sorted(trial_name(k) for k in pool.running))
+                    if self._interrupted and not pool.stopping:  # a job stopped from outside
+                        pool.stop(signal.SIGINT)
+                    if not pool.busy:
+                        found.sort(key=lambda pair: pair[0].number)  # whatever finished first
+                        while found and not self._interrupted and not self._enough_found():
+                            self._violation(violations, *found.pop(0))
+                        found.clear()  # past the limit: recorded as trials, not shrunk
+                        if (why := self._why_stop(number)) is not None:
+                            return why
+                    time.sleep(_JOB_POLL_S)
+            except KeyboardInterrupt as e:
+                self._interrupted = True
+                with shielded():  # every running trial tears down and checks
+                    pool.stop(stop_signal(e))
+                    for done in pool.wait():
+                        finish(done)
+                return "interrupted (Ctrl-C)"
+
     def _record_trial(
-        self, trial: Trial, outcome: RunOutcome, progress: ExploreProgress
+        self,
+        trial: Trial,
+        outcome: RunOutcome,
+        progress: ExploreProgress,
+        elapsed_s: float | None = None,
     ) -> TrialRecord:
         result = outcome.result
         new = (
@@ -208,7 +281,9 @@ class Explorer:
             origin=trial.origin,
             verdict="interrupted" if outcome.interrupted else result.verdict_text,
             run_dir=str(outcome.run_dir),
-            elapsed_s=round(time.monotonic() - progress.trial_t0, 3),
+            elapsed_s=round(
+                time.monotonic() - progress.trial_t0 if elapsed_s is None else elapsed_s, 3
+            ),
             faults=result.exposure.faults,
             touched=result.exposure.touched,
             new_cells=len(new),

@@ -56,6 +56,10 @@ class ExploreProgress(LiveStatus):
         if self.live is None:
             self._say(f"{self._doing}: running")
 
+    def running(self, names: list[str]) -> None:
+        """With --jobs: the trials under way, which the status line names."""
+        self._doing = f"{len(names)} trial(s) running: {', '.join(names)}" if names else "waiting"
+
     def phase(self, doing: str) -> None:
         self.trial_t0 = time.monotonic()
         self._doing = doing

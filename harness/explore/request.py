@@ -24,3 +24,4 @@ class ExploreRequest:
     backend: str | None = None
     redis_image: str | None = None  # the Compose backend's images (None: the scenario's)
     toxiproxy_image: str | None = None
+    jobs: int = 1  # trials at once, each in a process of its own (harness/jobs.py)
