@@ -66,7 +66,9 @@ def children_of(pid: int) -> list[int]:
 
 def test_default_jobs_follows_the_cores() -> None:
     assert default_jobs(1) == 1
-    assert default_jobs(2) == 2
+    assert default_jobs(2) == 1  # two cores a run: one at a time here
+    assert default_jobs(4) == 2
+    assert default_jobs(5) == 2
     assert default_jobs(0) == 1  # never none at all
     assert default_jobs(10_000) == MAX_JOBS
 
