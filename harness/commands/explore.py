@@ -19,6 +19,7 @@ from lockharness.harness.explore.report import INDEX_HTML
 from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.scenario import ClientDoc, ClientSpec
 from lockharness.harness.scenario.model import ClusterSpec
+from lockharness.harness.sharding import UNSHARDED
 from lockharness.harness.store import check_store
 from lockharness.workloads.client_doc import read_client, resolve_client, switch_client
 
@@ -95,6 +96,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         backend=backend,
         redis_image=args.redis_image,
         toxiproxy_image=args.toxiproxy_image,
+        shard=args.shard or UNSHARDED,
     )
     binaries = find_binaries(args)
     check_store(args.store)
@@ -102,7 +104,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
     directory = explore_directory(args.store)
     spend = f"{budget / 6e10:g} min" if budget is not None else f"{args.trials} trial(s)"
     console.print(
-        f"[bold]explore[/] client {client.name} under model {model.name}, seed {seed}, "
+        f"[bold]explore[/] client {client.name} under model {model.name}, seed {seed}"
+        f"{f', shard {args.shard}' if args.shard else ''}, "
         f"{spend} → {directory}",
         highlight=False,
     )
