@@ -338,30 +338,45 @@ def stored_shards(store: Path, suite_id: str, n: int) -> dict[int, ShardRecord]:
     return found
 
 
-def merge_stores(
-    sources: Sequence[SourceStore], into: Path, suite_id: str | None
-) -> tuple[list[PurePosixPath], PlanRecord | None]:
-    """Copy everything over and write the suite's merged record; what was copied, and the
-    suite's plan (None: no suite). Every check is done before the first copy. ``sources``
-    may include the target itself (the records it holds already): nothing of it moves."""
-    plan = None
-    merged: dict[int, MergedShard] = {}
-    if suite_id is not None:
-        plan = check_one_suite(sources, suite_id)
-        merged = merge_shards(sources, suite_id)
+@dataclass
+class MergePlan:
+    """What a merge will do, every check done: the suite's plan and shards (if any)."""
+
+    sources: Sequence[SourceStore]
+    suite_id: str | None
+    plan: PlanRecord | None = None
+    shards: dict[int, MergedShard] = field(default_factory=dict)
+
+
+def check_merge(sources: Sequence[SourceStore], suite_id: str | None) -> MergePlan:
+    """BadInput for shards of different plans, or two runs of one planned run; nothing
+    written yet. ``sources`` may include the target itself (the records it holds already)."""
+    if suite_id is None:
+        return MergePlan(sources, None)
+    return MergePlan(
+        sources, suite_id, check_one_suite(sources, suite_id), merge_shards(sources, suite_id)
+    )
+
+
+def merge_stores(merge: MergePlan, into: Path) -> list[PurePosixPath]:
+    """Copy everything over and write the suite's merged record; what was copied. The
+    target's own runs, if it is among the sources, stay where they are."""
     copied: list[PurePosixPath] = []
     moved: dict[tuple[int, PurePosixPath], PurePosixPath] = {}
-    for source in sources:
+    for source in merge.sources:
         for rel in [*source.runs, *source.explorations]:
             moved[(id(source), rel)] = place(source.path / rel, into, rel, copied)
-    if plan is not None and suite_id is not None:
-        write_if_changed(suite_dir(into, suite_id) / PLAN, encode(plan))
-        for entry in merged.values():
-            runs = [
-                msgspec.structs.replace(f, run_dir=moved.get((id(src), rel), rel).as_posix())
-                for f in entry.record.finished
-                for src, rel, _ in [entry.origin[f.number]]
-            ]
-            record = msgspec.structs.replace(entry.record, finished=runs)
-            write_if_changed(shard_file(into, suite_id, record.as_shard), encode(record))
-    return copied, plan
+    if merge.plan is None or merge.suite_id is None:
+        return copied
+    plan_path = suite_dir(into, merge.suite_id) / PLAN
+    if not plan_path.is_file():  # else it is the same plan (checked), kept as it is
+        write_atomically(plan_path, encode(merge.plan))
+    for entry in merge.shards.values():
+        runs = [
+            msgspec.structs.replace(f, run_dir=moved.get((id(src), rel), rel).as_posix())
+            for f in entry.record.finished
+            for src, rel, _ in [entry.origin[f.number]]
+        ]
+        record = msgspec.structs.replace(entry.record, finished=runs)
+        write_if_changed(shard_file(into, merge.suite_id, record.as_shard), encode(record))
+    return copied

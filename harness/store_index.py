@@ -167,14 +167,12 @@ def _select(key: str, label: str, values: set[str]) -> str:
 def _run_rows(rows: list[RunRow]) -> str:
     out = []
     for r in rows:
-        links = " ".join(
-            f'<a href="{_href(r.path / name)}">{_e(name)}</a>'
-            for name in (RunDir.TIMELINE, RunDir.RESULTS)
-        )
-        links += f' <a href="{_href(r.path)}/">directory</a>'
+        names = () if r.status == UNFINISHED else (RunDir.TIMELINE, RunDir.RESULTS)
+        links = [f'<a href="{_href(r.path / name)}">{_e(name)}</a>' for name in names]
+        links.append(f'<a href="{_href(r.path)}/">directory</a>')
         cells = (r.kind, r.scenario, r.client, r.seed, r.verdict, r.exposure, r.expected)
         tds = "".join(f"<td>{_e(c)}</td>" for c in cells)
-        tds += f"<td>{_e(r.status)}</td><td>{_e(_when(r.when))}</td><td>{links}</td>"
+        tds += f"<td>{_e(r.status)}</td><td>{_e(_when(r.when))}</td><td>{' '.join(links)}</td>"
         out.append(
             f'<tr class="{_ROW_CLASS.get(r.status, "")}" data-verdict="{_e(r.verdict)}" '
             f'data-scenario="{_e(r.scenario)}" data-client="{_e(r.client)}">{tds}</tr>'

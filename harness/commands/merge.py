@@ -23,6 +23,7 @@ from lockharness.harness.merge import (
     STORE_RULE,
     SourceStore,
     case_results,
+    check_merge,
     choose_suite,
     merge_stores,
     read_store,
@@ -75,14 +76,17 @@ def command(args: argparse.Namespace, console: Console) -> int:
     target = _target(into, suite_id) if inputs else []
     junit = args.junit or (suite_dir(into, suite_id) / "junit.xml" if suite_id else None)
     html = args.html or (suite_dir(into, suite_id) / "index.html" if suite_id else None)
+    merge = check_merge([*inputs, *target], suite_id)
     check_report_paths(junit=junit, html=html)
     check_store(into, "--into")
 
-    copied, plan = merge_stores([*inputs, *target], into, suite_id)
+    copied = merge_stores(merge, into)
+    plan = merge.plan
     if inputs:
+        total = sum(len(s.runs) + len(s.explorations) for s in inputs)
         console.print(
-            f"merged {len(inputs)} store(s) into {into}: {len(copied)} run director"
-            f"{'y' if len(copied) == 1 else 'ies'} or explorations copied, the rest already there",
+            f"merged {len(inputs)} store(s) into {into}: of {total} run directories and "
+            f"explorations, {len(copied)} copied, {total - len(copied)} there already",
             highlight=False,
         )
     code = EXIT_AS_EXPECTED
