@@ -1,4 +1,4 @@
-"""The command line: list, run, suite, check, report, gc, cluster up, schema.
+"""The command line: list, run, suite, merge, check, report, gc, cluster up, schema.
 
 The parser is built from light modules only; each command's module (harness.commands) is
 imported when that command runs.
@@ -30,6 +30,7 @@ from lockharness.harness.scenario.limits import (
     MAX_SEEDS,
     RunLength,
 )
+from lockharness.harness.sharding import SUITE_ID_PATTERN, SUITE_ID_RULE, Shard, parse_shard
 
 _COMMANDS = {
     "list": "listing",
@@ -43,6 +44,7 @@ _COMMANDS = {
     "client-check": "client_check",
     "images": "images",
     "explore": "explore",
+    "merge": "merge",
 }
 
 # client-check's steps (harness/conformance/steps.py, which is not light enough to import
@@ -112,6 +114,19 @@ def _jobs(text: str) -> int:
 def _image(text: str) -> str:
     if not re.fullmatch(IMAGE_PATTERN, text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an image; allowed: {IMAGE_RULE}")
+    return text
+
+
+def _shard(text: str) -> Shard:
+    try:
+        return parse_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _suite_id(text: str) -> str:
+    if not re.fullmatch(SUITE_ID_PATTERN, text):
+        raise argparse.ArgumentTypeError(f"{text!r} cannot name a suite; allowed: {SUITE_ID_RULE}")
     return text
 
 
@@ -186,6 +201,19 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     suite.add_argument("--html", type=Path, metavar="FILE", help="write an HTML index here")
     suite.add_argument("--jobs", type=_jobs, metavar="J", help=jobs_help())
+    suite.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="run the K-th of N shares of the runs (run n goes to shard (n-1) mod N + 1)",
+    )
+    suite.add_argument(
+        "--suite-id",
+        type=_suite_id,
+        metavar="ID",
+        help="the suite's name in STORE/suites/ and its seeds' source (default: sharded, "
+        "derived from the command line; else new)",
+    )
     _backend_flag(suite)
     _binary_flags(suite)
 
@@ -225,8 +253,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explore.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     explore.add_argument("--jobs", type=_jobs, metavar="J", help=jobs_help())
+    explore.add_argument(
+        "--shard", type=_shard, metavar="K/N", help="draw only trial seeds that are K-1 mod N"
+    )
     _backend_flag(explore)
     _binary_flags(explore)
+
+    merge = commands.add_parser(
+        "merge",
+        help="many machines' stores into one: runs, suite table, JUnit, HTML, store index",
+    )
+    merge.add_argument(
+        "stores",
+        nargs="*",
+        type=Path,
+        metavar="STORE",
+        help="stores to merge (none: only write INTO/index.html, the store's index)",
+    )
+    merge.add_argument("--into", type=Path, required=True, metavar="STORE", help="the target")
+    merge.add_argument(
+        "--junit", type=Path, metavar="FILE", help="default INTO/suites/<id>/junit.xml"
+    )
+    merge.add_argument(
+        "--html", type=Path, metavar="FILE", help="default INTO/suites/<id>/index.html"
+    )
+    merge.add_argument(
+        "--suite-id", type=_suite_id, metavar="ID", help="the suite to merge, if stores hold many"
+    )
 
     collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
     collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.table import Column, Table
@@ -44,7 +45,9 @@ from lockharness.harness.scenario import (
     with_overrides,
 )
 from lockharness.harness.scenario.limits import MAX_SEEDS
+from lockharness.harness.sharding import UNSHARDED, Shard
 from lockharness.harness.suite_index import write_index
+from lockharness.harness.suite_plan import SuitePlan, derived_suite_id, fresh_suite_id
 from lockharness.harness.suite_results import (
     Case,
     CaseResult,
@@ -83,15 +86,60 @@ class SuiteRequest:
 
 def plan_suite(request: SuiteRequest, rng: random.Random | None = None) -> list[Case]:
     """Every case the request names, in order; BadInput for anything unusable."""
+    _check_seeds(request)
+    clients = parse_clients(request.clients)
+    rng = rng or random.Random(random.SystemRandom().randrange(2**63))
+    return _cases(request, clients, expand_targets(request.targets), rng)
+
+
+def plan_sharded(request: SuiteRequest, suite_id: str | None, shard: Shard | None) -> SuitePlan:
+    """The whole plan with its id, and the shard of it this machine runs (1/1: all).
+
+    Without an id: a derived one when sharded (every machine computes the same), else a
+    fresh one. Seeds the scenarios do not fix are drawn from the id, so every shard of a
+    suite draws the same."""
+    _check_seeds(request)
+    clients = parse_clients(request.clients)
+    scenarios = expand_targets(request.targets)
+    settings = _settings(request, clients)
+    if suite_id is None:
+        suite_id = fresh_suite_id() if shard is None else derived_suite_id(scenarios, settings)
+    rng = random.Random(f"{suite_id}:seeds")
+    cases = _cases(request, clients, scenarios, rng)
+    return SuitePlan(suite_id, cases, shard or UNSHARDED, settings)
+
+
+def _check_seeds(request: SuiteRequest) -> None:
     if not 1 <= request.seeds <= MAX_SEEDS:
         raise BadInput(
             f"--seeds: {request.seeds} is not allowed; allowed: a whole number from 1 to "
             f"{MAX_SEEDS}"
         )
-    clients = parse_clients(request.clients)
-    rng = rng or random.Random(random.SystemRandom().randrange(2**63))
+
+
+def _settings(request: SuiteRequest, clients: list[str] | None) -> dict[str, Any]:
+    """What, besides the scenarios, defines the plan (recorded, and digested into an id)."""
+    return {
+        "clients": clients,
+        "seeds": request.seeds,
+        "seed": request.seed,
+        "duration_ns": request.duration_ns,
+        "workers": request.workers,
+        "threads": request.threads,
+        "backend": request.backend,
+        "redis_image": request.redis_image,
+        "toxiproxy_image": request.toxiproxy_image,
+    }
+
+
+def _cases(
+    request: SuiteRequest,
+    clients: list[str] | None,
+    scenarios: Sequence[Scenario],
+    rng: random.Random,
+) -> list[Case]:
     cases: list[Case] = []
-    for scenario in expand_targets(request.targets):
+    for scenario in scenarios:
         # One list of seeds per scenario, shared by its clients: the matrix compares
         # clients on the same fault schedules.
         seeds = _seeds_for(scenario, request, rng)
@@ -283,6 +331,7 @@ def run_suite(
     junit: Path | None = None,
     html: Path | None = None,
     jobs: int = 1,
+    record: SuiteRecord | None = None,
 ) -> int:
     """Run every case, print the summary, write the reports; the suite's exit code.
     The caller has checked the report paths (``check_report_paths``) before anything.
@@ -292,14 +341,16 @@ def run_suite(
     interrupted = False
     console.print(_plan_line(cases, store, jobs), highlight=False)
     try:
-        with SuiteProgress(console, len(cases)) as progress:
+        with SuiteProgress(console, record.planned if record else len(cases)) as progress:
             if jobs > 1:
-                interrupted = _run_jobs(cases, results, store, binaries, progress, jobs)
+                interrupted = _run_jobs(cases, results, store, binaries, progress, jobs, record)
             else:
                 for i, case in enumerate(cases):
                     progress.started(case)
                     results[i] = _run_case(case, store, binaries)
                     progress.finished(results[i])
+                    if record is not None:  # a shard killed midway still says what it did
+                        record.save(results, final=False)
                     if results[i].status is Status.INTERRUPTED:
                         interrupted = True
                         break
@@ -308,7 +359,7 @@ def run_suite(
     finally:
         # Whatever ended the suite, the runs done are reported.
         with shielded():
-            write_reports(results, junit=junit, html=html)
+            write_reports(results, junit=junit, html=html, record=record)
     print_suite_summary(console, results, interrupted)
     for flag, path in (("JUnit", junit), ("HTML index", html)):
         if path is not None:
@@ -323,6 +374,7 @@ def _run_jobs(
     binaries: Binaries,
     progress: SuiteProgress,
     jobs: int,
+    record: SuiteRecord | None = None,
 ) -> bool:
     """The cases as parallel jobs, ``jobs`` at a time, in the planned order; each result
     lands at its case's place, whatever order they finish in. True if interrupted: a
@@ -336,6 +388,8 @@ def _run_jobs(
         i = done.job.key
         results[i] = CaseResult(cases[i], done.outcome, done.elapsed_s, done.job.started_at)
         progress.finished(results[i])
+        if record is not None:  # a shard killed midway still says what it did
+            record.save(results, final=False)
         if results[i].status is Status.INTERRUPTED:
             interrupted = True
 
@@ -369,8 +423,26 @@ def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
             check_output_file(flag, path, "the report")
 
 
-def write_reports(results: Sequence[CaseResult], *, junit: Path | None, html: Path | None) -> None:
-    # Imported here: both writers read this module's CaseResult and summaries.
+class SuiteRecord(Protocol):
+    """Where a suite keeps what it did (suite_plan.SuiteRecorder: the store's record)."""
+
+    @property
+    def planned(self) -> int:
+        """Runs in the whole plan, every shard's: the progress says "run n of these"."""
+        ...
+
+    def save(self, results: Sequence[CaseResult], *, final: bool) -> None: ...
+
+
+def write_reports(
+    results: Sequence[CaseResult],
+    *,
+    junit: Path | None,
+    html: Path | None,
+    record: SuiteRecord | None = None,
+) -> None:
+    if record is not None:
+        record.save(results, final=True)
     if junit is not None:
         write_junit(results, junit)
     if html is not None:

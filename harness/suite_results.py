@@ -76,6 +76,7 @@ class CaseResult:
     outcome: RunOutcome | None = None  # None: the suite stopped before this case ran
     elapsed_s: float = 0.0
     started_at: float = 0.0  # unix time
+    not_run: str = ""  # why it never ran, when a merge knows better ("shard 2/3 missing")
 
     @property
     def status(self) -> Status:
@@ -112,7 +113,7 @@ class CaseResult:
         """Why it is not as expected, in one line: the first witness, else the reasons."""
         o = self.outcome
         if o is None:
-            return "not run: the suite stopped before this run"
+            return f"not run: {self.not_run or 'the suite stopped before this run'}"
         result, expect = o.result, self.case.scenario.expectation
         outcome = [result.verdict_text]
         if expect.liveness is not None:

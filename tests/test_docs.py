@@ -86,3 +86,9 @@ def test_the_pytest_plugin_page_shows_the_example_file() -> None:
     # The example is run by tests/test_pytest_plugin.py; the page must show that very file.
     example = (REPO / "examples" / "plugin" / "test_my_lock.py").read_text()
     assert f"```python\n{example}```\n" in (DOCS / "pytest-plugin.md").read_text()
+
+
+def test_the_suites_page_shows_the_nightly_workflow() -> None:
+    # tests/test_ci_recipe.py runs the workflow's commands; the page must show that file.
+    workflow = (DOCS / "ci" / "nightly.yml").read_text()
+    assert f"```yaml\n{workflow}```\n" in (DOCS / "suites-and-ci.md").read_text()

@@ -20,6 +20,7 @@ from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.job_slots import default_jobs
 from lockharness.harness.scenario import ClientDoc, ClientSpec
 from lockharness.harness.scenario.model import ClusterSpec
+from lockharness.harness.sharding import UNSHARDED
 from lockharness.harness.store import check_store
 from lockharness.workloads.client_doc import read_client, resolve_client, switch_client
 
@@ -97,6 +98,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         redis_image=args.redis_image,
         toxiproxy_image=args.toxiproxy_image,
         jobs=args.jobs if args.jobs is not None else default_jobs(),
+        shard=args.shard or UNSHARDED,
     )
     binaries = find_binaries(args)
     check_store(args.store)
@@ -105,7 +107,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
     spend = f"{budget / 6e10:g} min" if budget is not None else f"{args.trials} trial(s)"
     at_once = f", {request.jobs} trials at a time" if request.jobs > 1 else ""
     console.print(
-        f"[bold]explore[/] client {client.name} under model {model.name}, seed {seed}, "
+        f"[bold]explore[/] client {client.name} under model {model.name}, seed {seed}"
+        f"{f', shard {args.shard}' if args.shard else ''}, "
         f"{spend}{at_once} → {directory}",
         highlight=False,
     )

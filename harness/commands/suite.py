@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.console import Console
 
 from lockharness.harness.commands.common import find_binaries, warn_leftovers
 from lockharness.harness.job_slots import default_jobs
 from lockharness.harness.store import check_store
-from lockharness.harness.suite import SuiteRequest, check_report_paths, plan_suite, run_suite
+from lockharness.harness.suite import (
+    SuiteRequest,
+    check_report_paths,
+    plan_sharded,
+    run_suite,
+    write_reports,
+)
+from lockharness.harness.suite_plan import SuitePlan, SuiteRecorder, shard_file
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
@@ -25,17 +33,38 @@ def command(args: argparse.Namespace, console: Console) -> int:
         redis_image=args.redis_image,
         toxiproxy_image=args.toxiproxy_image,
     )
-    cases = plan_suite(request)  # every bad argument is reported before anything starts
+    # Every bad argument is reported before anything starts.
+    plan = plan_sharded(request, args.suite_id, args.shard)
     binaries = find_binaries(args)
     check_report_paths(junit=args.junit, html=args.html)
     check_store(args.store)
+    recorder = SuiteRecorder(args.store, plan)
+    recorder.check()
     warn_leftovers(args.store)
+    recorder.start()
+    _say_plan(console, plan, recorder, args.store)
+    if not plan.mine:  # more shards than runs: this one has none, and says so
+        write_reports([], junit=args.junit, html=args.html, record=recorder)
+        return 0
     return run_suite(
-        cases,
+        plan.mine,
         store=args.store,
         binaries=binaries,
         console=console,
         junit=args.junit,
         html=args.html,
         jobs=args.jobs if args.jobs is not None else default_jobs(),
+        record=recorder,
     )
+
+
+def _say_plan(console: Console, plan: SuitePlan, recorder: SuiteRecorder, store: Path) -> None:
+    record = shard_file(store, plan.suite_id, plan.shard)
+    again = " (replacing an earlier record of it)" if recorder.replaced else ""
+    head = f"suite {plan.suite_id}"
+    if plan.shard.n > 1:
+        mine = ", ".join(str(c.number) for c in plan.mine[:20])
+        more = ", …" if len(plan.mine) > 20 else ""
+        runs = f"runs {mine}{more}" if plan.mine else "no run: the plan has fewer runs"
+        head += f", shard {plan.shard} of {len(plan.cases)} planned runs: {runs}"
+    console.print(f"{head} → record {record}{again}", highlight=False, soft_wrap=True)

@@ -77,6 +77,7 @@ class Explorer:
             m=request.m,
             directory=str(directory),
             started_at=time.time(),
+            shard=str(request.shard) if request.shard.n > 1 else None,
         )
         self._t0 = time.monotonic()
         self._interrupted = False
@@ -156,7 +157,10 @@ class Explorer:
         return self._settled() >= self.request.max_violations
 
     def _next_trial(self, number: int) -> Trial:
-        seed = self.rng.randrange(2**31)
+        # Shard K of N draws only seeds that are K-1 mod N: no two shards run one trial
+        # (1/1: every seed below 2**31, as before shards).
+        shard = self.request.shard
+        seed = shard.trial_seed(self.rng.randrange(shard.draw_below))
         parents = self.corpus.entries or self.corpus.near_misses
         if parents and self.rng.random() < _MUTATE:
             parent = self.trials[self.corpus.pick(self.rng)]

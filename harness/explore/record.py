@@ -113,6 +113,7 @@ class ExploreRecord:
     cells_reached: int = 0
     interrupted: bool = False
     stopped: str = ""  # why exploring stopped: budget, trials, violations, Ctrl-C
+    shard: str | None = None  # "K/N" when this is one shard of an exploration (--shard)
 
     @property
     def trials_per_minute(self) -> float:

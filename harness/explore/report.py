@@ -144,11 +144,13 @@ def index_html(record: ExploreRecord, directory: Path) -> str:
         f"{record.budget_s:g} s" if record.budget_s is not None else f"{record.trial_limit} trials"
     )
     title = f"explore {_e(record.client)} under {_e(record.model)}"
+    shard = f" · shard {record.shard}" if record.shard else ""
     facts = (
-        f"Seed {record.seed} · budget {spend} · stopped: {_e(record.stopped or '-')} · exposure "
-        f"reached: {_e(', '.join(record.ways_reached) or 'none')} · corpus {len(record.corpus)} "
-        f"trial(s) · replays of {record.k} runs; a shrinking step stays when it fails {record.m} "
-        f"of {record.k} · {_link(str(directory / REPORT_JSON), directory, REPORT_JSON)}"
+        f"Seed {record.seed}{shard} · budget {spend} · stopped: {_e(record.stopped or '-')} · "
+        f"exposure reached: {_e(', '.join(record.ways_reached) or 'none')} · corpus "
+        f"{len(record.corpus)} trial(s) · replays of {record.k} runs; a shrinking step stays "
+        f"when it fails {record.m} of {record.k} · "
+        f"{_link(str(directory / REPORT_JSON), directory, REPORT_JSON)}"
     )
     return (
         f'<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>'

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockharness.harness.explore.model import FaultModel
+from lockharness.harness.sharding import UNSHARDED, Shard
 from lockharness.workloads.client_doc import ClientSpec
 
 
@@ -25,3 +26,4 @@ class ExploreRequest:
     redis_image: str | None = None  # the Compose backend's images (None: the scenario's)
     toxiproxy_image: str | None = None
     jobs: int = 1  # trials at once, each in a process of its own (harness/jobs.py)
+    shard: Shard = UNSHARDED  # --shard K/N: trial seeds K-1 mod N, disjoint from the others

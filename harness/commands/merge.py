@@ -1,0 +1,132 @@
+"""`lockharness merge STORE... --into STORE`: one store, one suite table, one JUnit file
+and one HTML index from many machines' stores; and the store-wide index page.
+
+With no STORE it only writes INTO/index.html, the index of every run INTO holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from lockharness.core.errors import (
+    EXIT_AS_EXPECTED,
+    EXIT_NOT_AS_EXPECTED,
+    EXIT_UNKNOWN,
+    BadInput,
+)
+from lockharness.harness.merge import (
+    STORE_RULE,
+    SourceStore,
+    case_results,
+    check_merge,
+    choose_suite,
+    merge_stores,
+    read_store,
+    stored_shards,
+)
+from lockharness.harness.store import check_store
+from lockharness.harness.store_index import write_store_index
+from lockharness.harness.suite import check_report_paths, summary_table, write_reports
+from lockharness.harness.suite_plan import PLAN, suite_dir
+from lockharness.harness.suite_results import CaseResult, Status
+
+
+def merge_exit_code(results: Sequence[CaseResult]) -> int:
+    """As a suite's: 0 every run as expected, 1 any not, else 2 for any unknown,
+    interrupted or never run (a missing shard's runs prove nothing)."""
+    statuses = {r.status for r in results}
+    if Status.NOT_AS_EXPECTED in statuses:
+        return EXIT_NOT_AS_EXPECTED
+    if statuses - {Status.AS_EXPECTED}:
+        return EXIT_UNKNOWN
+    return EXIT_AS_EXPECTED
+
+
+def _unique(paths: Sequence[Path]) -> list[Path]:
+    """A store named twice is read once (merging it twice would change nothing anyway)."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        seen.setdefault(path.resolve(), path)
+    return list(seen.values())
+
+
+def _target(into: Path, suite_id: str | None) -> list[SourceStore]:
+    """The target's own record of the suite, if it has one (a merge done before): merged
+    with the inputs' and checked against them; its runs stay where they are."""
+    if suite_id is None or not (suite_dir(into, suite_id) / PLAN).is_file():
+        return []
+    held = read_store(into, "--into")
+    held.runs, held.explorations = [], []
+    return [held]
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    into: Path = args.into
+    if not args.stores and not into.is_dir():
+        raise BadInput(f"--into {into}: no such store to index; allowed: {STORE_RULE}")
+    inputs = [read_store(path) for path in _unique(args.stores)]
+    suite_id = choose_suite(inputs, args.suite_id)
+    if args.suite_id is None and suite_id is None and (args.junit or args.html):
+        raise BadInput("--junit/--html: the stores hold no suite record to report on")
+    target = _target(into, suite_id) if inputs else []
+    junit = args.junit or (suite_dir(into, suite_id) / "junit.xml" if suite_id else None)
+    html = args.html or (suite_dir(into, suite_id) / "index.html" if suite_id else None)
+    merge = check_merge([*inputs, *target], suite_id)
+    check_report_paths(junit=junit, html=html)
+    check_store(into, "--into")
+
+    copied = merge_stores(merge, into)
+    plan = merge.plan
+    if inputs:
+        total = sum(len(s.runs) + len(s.explorations) for s in inputs)
+        console.print(
+            f"merged {len(inputs)} store(s) into {into}: of {total} run directories and "
+            f"explorations, {len(copied)} copied, {total - len(copied)} there already",
+            highlight=False,
+        )
+    code = EXIT_AS_EXPECTED
+    if plan is not None and suite_id is not None:
+        shards = stored_shards(into, suite_id, plan.shards)
+        results = case_results(into, plan, suite_dir(into, suite_id) / PLAN, shards)
+        write_reports(results, junit=junit, html=html)
+        _print_summary(console, results, suite_id)
+        missing = [k for k in range(1, plan.shards + 1) if k not in shards]
+        if missing:
+            shown = ", ".join(f"{k}/{plan.shards}" for k in missing)
+            console.print(f"missing shard(s): {shown}: their runs are not run", highlight=False)
+        code = merge_exit_code(results)
+        for flag, path in (("JUnit", junit), ("HTML index", html)):
+            console.print(f"{flag}: {path}", highlight=False)
+    console.print(f"store index: {write_store_index(into)}", highlight=False)
+    if plan is not None:
+        console.print(f"merge → exit {code}", highlight=False)
+    return code
+
+
+def _print_summary(console: Console, results: Sequence[CaseResult], suite_id: str) -> None:
+    table = summary_table(results)
+    table.title = f"suite {suite_id} (merged)"
+    if console.is_terminal:
+        console.print(table)
+    else:  # a log has no edge to fit: whole rows (as `suite` prints them)
+        unbounded = console.options.update_width(10_000)
+        width = max(console.width, console.measure(table, options=unbounded).maximum)
+        Console(file=console.file, width=width, no_color=console.no_color).print(table)
+    for r in results:
+        if r.status is not Status.AS_EXPECTED:
+            where = f" ({r.outcome.run_dir})" if r.outcome else ""
+            console.print(
+                f"{r.case.label}: {r.status.value}{where}\n  {r.explain()}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    counts = Counter(r.status.value for r in results)
+    console.print(
+        f"suite {suite_id}: {', '.join(f'{n} {s}' for s, n in counts.items())}",
+        highlight=False,
+    )
