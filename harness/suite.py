@@ -453,10 +453,8 @@ def _plan_line(cases: Sequence[Case], store: Path, jobs: int = 1) -> str:
     scenarios = len({identity(c.scenario) for c in cases})
     clients = len({c.client for c in cases})
     at_once = f", {jobs} at a time" if jobs > 1 else ""
-    return (
-        f"suite: {len(cases)} runs of {scenarios} scenario(s) with {clients} client(s)"
-        f"{at_once} → {store}"
-    )
+    runs = "1 run" if len(cases) == 1 else f"{len(cases)} runs"
+    return f"suite: {runs} of {scenarios} scenario(s) with {clients} client(s){at_once} → {store}"
 
 
 def summary_table(results: Sequence[CaseResult]) -> Table:
