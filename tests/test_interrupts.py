@@ -49,12 +49,21 @@ def _run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _raised_later(stdout: str) -> bool:
+    """Raised once, after the spot it landed in: a millisecond later, so on a loaded
+    machine before or after the program's next line ("went on"), never not at all."""
+    return stdout.splitlines() in (
+        ["went on", "interrupted by SIGTERM"],
+        ["interrupted by SIGTERM"],
+    )
+
+
 def test_a_signal_inside_exec_of_a_string_is_raised_after_it(tmp_path: Path) -> None:
     # Dataclasses exec() their methods' source at import: a KeyboardInterrupt that left
     # such an exec() made CPython die by SIGINT at exit although the CLI had caught it.
     done = _run(tmp_path, 'exec("stop_myself()\\nx = 1\\n")\n')
     assert done.returncode == 130, (done.returncode, done.stdout, done.stderr)
-    assert done.stdout.splitlines() == ["went on", "interrupted by SIGTERM"], done.stdout
+    assert _raised_later(done.stdout), done.stdout
 
 
 @pytest.mark.parametrize(
@@ -70,7 +79,7 @@ def test_a_signal_inside_a_finalizer_is_not_lost(tmp_path: Path, finalizer: str)
     # closing a connection pool the garbage collector found) once let a run go on.
     done = _run(tmp_path, finalizer + "del doomed\n")
     assert done.returncode == 130, (done.returncode, done.stdout, done.stderr)
-    assert done.stdout.splitlines() == ["went on", "interrupted by SIGTERM"], done.stdout
+    assert _raised_later(done.stdout), done.stdout
     assert "Exception ignored" not in done.stderr, done.stderr
 
 
