@@ -188,3 +188,46 @@ def test_ctrl_c_tears_down_as_before(tmp_path: Path, controller: Controller) -> 
     log = RunDir(run_dir).reaper_log.read_text()
     assert "teardown done" in log and "without a teardown" not in log, log
     assert RunDir(run_dir).results.exists() and RunDir(run_dir).history.exists(), output
+
+
+def _job_processes(store: Path) -> list[int]:
+    """The suite's parallel jobs still alive (harness/job.py, started with --store)."""
+    done = subprocess.run(
+        ["pgrep", "-f", f"lockharness.harness.job .* --store {store}"],
+        capture_output=True,
+        text=True,
+    )
+    return [int(pid) for pid in done.stdout.split()]
+
+
+def test_killed_suite_controller_with_compose_jobs_leaves_no_container(
+    tmp_path: Path, controller: Controller
+) -> None:
+    # Each job is a run in a process of its own with its own reaper: SIGKILL of the suite
+    # takes the jobs with it (parent-death guard), and each job's reaper its containers.
+    store = tmp_path / "store"
+    harness = controller(
+        "suite", "single-baseline", "--seeds", "2", "--jobs", "2", "--backend", "compose",
+        "--duration", "60s",
+    )  # fmt: skip
+
+    def runs() -> list[Path]:
+        return sorted(p for p in (store / "single-baseline").glob("*") if p.is_dir())
+
+    def both_up() -> bool:
+        found = runs()
+        return len(found) == 2 and all(
+            RunDir(d).go.exists() and running_containers(d) == 3 for d in found
+        )
+
+    wait_for(both_up, 2 * UP_WITHIN_S, "both jobs' containers running and workers started")
+    assert len(_job_processes(store)) == 2
+    harness.kill()
+    killed = time.monotonic()
+    output, _ = harness.communicate(timeout=30)
+    assert harness.returncode == -signal.SIGKILL, output
+    for run_dir in runs():
+        wait_for(lambda d=run_dir: not held(d), REMOVED_WITHIN_S, f"{run_dir}'s containers gone")
+        assert "gone without a teardown" in _reaper_log(run_dir), _reaper_log(run_dir)
+    wait_for(lambda: not _job_processes(store), REMOVED_WITHIN_S, "the jobs to die")
+    print(f"nothing left {time.monotonic() - killed:.2f}s after SIGKILL")  # shown with -s
