@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,10 @@ def test_ctrl_c_tears_down_as_before(tmp_path: Path, controller: Controller) -> 
     assert RunDir(run_dir).results.exists() and RunDir(run_dir).history.exists(), output
 
 
+def _gone(run_dir: Path) -> bool:
+    return not held(run_dir)
+
+
 def _job_processes(store: Path) -> list[int]:
     """The suite's parallel jobs still alive (harness/job.py, started with --store)."""
     done = subprocess.run(
@@ -227,7 +232,7 @@ def test_killed_suite_controller_with_compose_jobs_leaves_no_container(
     output, _ = harness.communicate(timeout=30)
     assert harness.returncode == -signal.SIGKILL, output
     for run_dir in runs():
-        wait_for(lambda d=run_dir: not held(d), REMOVED_WITHIN_S, f"{run_dir}'s containers gone")
+        wait_for(partial(_gone, run_dir), REMOVED_WITHIN_S, f"{run_dir}'s containers gone")
         assert "gone without a teardown" in _reaper_log(run_dir), _reaper_log(run_dir)
     wait_for(lambda: not _job_processes(store), REMOVED_WITHIN_S, "the jobs to die")
     print(f"nothing left {time.monotonic() - killed:.2f}s after SIGKILL")  # shown with -s
