@@ -24,7 +24,14 @@ from lockharness.core.run_dir import RunDir
 from lockharness.harness.merge import EXPLORE, EXPLORE_INDEX, EXPLORE_REPORT
 from lockharness.harness.scenario import load_scenario
 from lockharness.harness.stored_run import load_outcome
-from lockharness.harness.suite_plan import PLAN, SUITES, PlanRecord, ShardRecord, read_record
+from lockharness.harness.suite_plan import (
+    PLAN,
+    SUITES,
+    PlanRecord,
+    ShardRecord,
+    read_record,
+    write_atomically,
+)
 from lockharness.harness.suite_results import Case, CaseResult, Status, exposure_text
 
 STORE_INDEX = "index.html"
@@ -256,7 +263,5 @@ def render_store_index(store: Path) -> str:
 
 def write_store_index(store: Path) -> Path:
     path = store / STORE_INDEX
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(render_store_index(store), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, render_store_index(store).encode("utf-8"))
     return path
