@@ -36,13 +36,16 @@ client-node-redlock:
 	$(call launcher,node-redlock,node "$$here/../node-redlock/client.js") && \
 	echo "built node-redlock"
 
-# One shaded jar, two clients: the launcher passes the client's name.
+# One shaded jar, two clients: the launcher passes the client's name. HotSpot prints its
+# own warnings on stdout, the reply channel: -Xlog sends them to stderr, and no perf-data
+# file means no "Cannot use file /tmp/hsperfdata_root/<pid>" when a pid is reused.
+JAVA_FLAGS := -XX:+UseSerialGC -XX:-UsePerfData -Xlog:disable -Xlog:all=warning:stderr
 client-redisson:
 	@if [ -z "$(MVN)" ] || ! command -v java >/dev/null; then \
 	  echo "skipped redisson: no java/mvn"; exit 0; fi; \
 	mkdir -p $(CLIENTS_DIR)/bin && \
 	$(MVN) -q -B -T 1 -f clients/redisson/pom.xml package && \
 	cp clients/redisson/target/redisson-client.jar $(CLIENTS_DIR)/redisson.jar && \
-	$(call launcher,redisson-redlock,java -XX:+UseSerialGC -jar "$$here/../redisson.jar" redisson-redlock) && \
-	$(call launcher,redisson-rlock,java -XX:+UseSerialGC -jar "$$here/../redisson.jar" redisson-rlock) && \
+	$(call launcher,redisson-redlock,java $(JAVA_FLAGS) -jar "$$here/../redisson.jar" redisson-redlock) && \
+	$(call launcher,redisson-rlock,java $(JAVA_FLAGS) -jar "$$here/../redisson.jar" redisson-rlock) && \
 	echo "built redisson (redisson-redlock, redisson-rlock)"
