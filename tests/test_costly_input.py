@@ -8,6 +8,7 @@ wrote outside the store.
 from __future__ import annotations
 
 import os
+import re
 import resource
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 from lockharness.core.errors import EXIT_BAD_INPUT, BadInput
 from lockharness.harness.scenario import load_scenario
+from lockharness.harness.scenario.limits import NAME_PATTERN
 from tests.conftest import lockharness
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -131,10 +133,21 @@ def test_a_schedule_too_long_to_plan_is_refused(tmp_path: Path) -> None:
     assert "faults[0].every" in message and "at most 10000 occurrences" in message
 
 
-@pytest.mark.parametrize("name", ["..", ".", "latest", "LATEST", "a/b", "-x", "x" * 101])
+RESERVED = ["latest", "LATEST", "explore", "suites", "index.html", "gw0", "gw12"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".", "..", "a/b", "-x", "x" * 101, *RESERVED],
+)
 def test_a_name_must_be_a_safe_directory_name(tmp_path: Path, name: str) -> None:
     message = rejected(tmp_path, GOOD + f"name: '{name}'\n")
-    assert "name" in message and "not 'latest'" in message
+    assert "name" in message and "not one the store keeps for itself ('latest'" in message
+
+
+@pytest.mark.parametrize("name", ["latest-run", "explorer", "suites2", "gw", "gw1a", "index"])
+def test_names_near_the_reserved_ones_are_plain_names(name: str) -> None:
+    assert re.fullmatch(NAME_PATTERN, name)
 
 
 def test_a_file_larger_than_a_mebibyte_is_refused(tmp_path: Path) -> None:

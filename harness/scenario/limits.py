@@ -25,8 +25,14 @@ IMAGE_PATTERN = (
 IMAGE_RULE = "a Docker image, [host[:port]/]name[:tag][@digest], such as redis:7.4"
 
 # A scenario's name becomes a directory of the store: one plain path component, never
-# `.`/`..` (the store itself, or outside it) nor `latest` (the store's link to the last run).
-NAME_PATTERN = r"(?!(?i:latest)\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+# `.`/`..` (the store itself, or outside it) nor a name the store keeps for itself
+# (docs/run-directory.md): `latest` (the link to the last run), `explore/` and `suites/`
+# (explorations and suite records), `index.html` (merge's page), `gw<N>/` (xdist workers).
+RESERVED_NAMES = ("latest", "explore", "suites", "index.html", "gw<N>")
+NAME_PATTERN = (
+    r"(?!(?i:latest|explore|suites|index\.html|gw[0-9]+)\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+)
 NAME_RULE = (
-    "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, and not 'latest'"
+    "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, and not "
+    "one the store keeps for itself (" + ", ".join(f"'{n}'" for n in RESERVED_NAMES) + ")"
 )
