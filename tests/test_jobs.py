@@ -284,4 +284,6 @@ def test_explore_ctrl_c_stops_every_trial_and_writes_the_report(
     report = json.loads(report_file.read_text())
     assert report["interrupted"] is True and report["exit_code"] == 130
     assert len(report["trials"]) == started  # every trial recorded, the stopped ones too
+    names = [t["name"] for t in report["trials"]]
+    assert names == sorted(names), names  # as drawn, whichever stopped first
     assert "interrupted" in {t["verdict"] for t in report["trials"]}

@@ -190,6 +190,8 @@ class Explorer:
         finally:
             self.record.interrupted = self._interrupted
             self.record.elapsed_s = time.monotonic() - self._t0
+            # Under --jobs trials end in any order; the report lists them as drawn.
+            self.record.trials.sort(key=lambda t: self.trials[t.name].number)
             self.record.corpus = list(self.corpus.entries)
             self.record.ways_reached = sorted(self.corpus.kinds())
             self.record.cells_reached = len(self.corpus.reached)
