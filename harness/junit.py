@@ -67,6 +67,7 @@ def _outcome_element(result: CaseResult) -> ET.Element | None:
 def _properties(result: CaseResult) -> ET.Element:
     case, o = result.case, result.outcome
     values: dict[str, object] = {
+        "number": case.number,  # in the whole suite: a shard's cases keep theirs
         "scenario": case.name,
         "client": case.client,
         "seed": case.seed,

@@ -38,6 +38,7 @@ from lockharness.harness.suite_plan import (
     ShardRecord,
     encode,
     read_record,
+    scenario_digest,
     shard_file,
     suite_dir,
     write_atomically,
@@ -59,6 +60,7 @@ STORE_RULE = "a store: a directory `lockharness suite`, `run` or `explore` wrote
 class StoredSuite:
     plan: PlanRecord
     plan_path: Path
+    cases: list[Case]  # the planned runs, read back from the plan's scenarios
     shards: dict[int, tuple[Path, ShardRecord]] = field(default_factory=dict)  # by K
 
 
@@ -107,15 +109,48 @@ def _read_suite(store: Path, directory: Path) -> StoredSuite:
             f"{plan_path}: suite_id: {plan.suite_id!r} is not its directory's name "
             f"{directory.name!r}"
         )
-    suite = StoredSuite(plan, plan_path)
+    suite = StoredSuite(plan, plan_path, _planned_cases(plan_path, plan))
+    claimed: dict[str, str] = {}  # run directory -> which shard record's entry names it
     for path in sorted(directory.glob("shard-*-of-*.json")):
         record = read_record(path, ShardRecord)
-        _check_shard(store, plan, path, record)
+        _check_shard(store, suite, path, record, claimed)
         suite.shards[record.shard] = (path, record)
     return suite
 
 
-def _check_shard(store: Path, plan: PlanRecord, path: Path, record: ShardRecord) -> None:
+def _planned_cases(plan_path: Path, plan: PlanRecord) -> list[Case]:
+    """Each planned run's scenario, checked against what the plan says of it: a plan
+    edited by hand or cut short is bad input here, before anything is written."""
+    cases = []
+    for i, run in enumerate(plan.runs):
+        key = f"{plan_path}: runs[{i}]"
+        if run.number != i + 1:
+            raise BadInput(
+                f"{key}.number: {run.number} is not {i + 1}; allowed: 1, 2, ... in order"
+            )
+        case = planned_case(plan_path, i, run)
+        read_back = {
+            "scenario": case.name,
+            "client": case.client,
+            "seed": case.seed,
+            "expect": str(case.scenario.expectation),
+            "digest": scenario_digest(case.scenario),
+        }
+        for name, value in read_back.items():
+            if getattr(run, name) != value:
+                raise BadInput(
+                    f"{key}.{name}: {getattr(run, name)!r}, but its yaml says {value!r}; "
+                    "allowed: the plan as the suite wrote it"
+                )
+        cases.append(case)
+    return cases
+
+
+def _check_shard(
+    store: Path, suite: StoredSuite, path: Path, record: ShardRecord, claimed: dict[str, str]
+) -> None:
+    plan = suite.plan
+
     def bad(key: str, why: str) -> BadInput:
         return BadInput(f"{path}: {key}: {why}")
 
@@ -139,7 +174,19 @@ def _check_shard(store: Path, plan: PlanRecord, path: Path, record: ShardRecord)
             raise bad(f"{key}.run_dir", f"{run.run_dir!r} is not a <scenario>/<stamp> path")
         if not RunDir(store / rel).scenario.is_file():
             raise bad(f"{key}.run_dir", f"{store / rel} is not a run directory")
-        load_outcome(store / rel)  # BadInput naming the file if it is no finished run
+        if (other := claimed.get(rel.as_posix())) is not None:
+            raise bad(f"{key}.run_dir", f"{run.run_dir!r} is also {other}'s; allowed: one run each")
+        claimed[rel.as_posix()] = f"{path.name} {key}"
+        # BadInput naming the file if it is no finished run; else it must be the run planned.
+        ran = Case(run.number, load_outcome(store / rel).scenario)
+        planned = suite.cases[run.number - 1]
+        for what in ("name", "client", "seed"):
+            if getattr(ran, what) != getattr(planned, what):
+                raise bad(
+                    f"{key}.run_dir",
+                    f"{store / rel} ran {ran.label}, but run {run.number} is {planned.label}; "
+                    "allowed: the directory of the run the plan numbers so",
+                )
 
 
 def read_store(path: Path, flag: str = "STORE") -> SourceStore:
@@ -295,11 +342,13 @@ def write_if_changed(path: Path, data: bytes) -> bool:
 def planned_case(plan_path: Path, index: int, run: PlannedRun) -> Case:
     """The planned run as the suite had it, from the resolved scenario the plan holds."""
     source = f"{plan_path} runs[{index}].yaml"
-    data, _ = input_document(run.yaml, source)
     try:
+        data, _ = input_document(run.yaml, source)
         scenario = read_scenario(data, run.scenario, None)
+    except BadInput as e:
+        raise BadInput(f"{e}; allowed: the plan as the suite wrote it") from None
     except Invalid as e:
-        raise BadInput(f"{source}: {e}") from None
+        raise BadInput(f"{source}: {e}; allowed: the plan as the suite wrote it") from None
     # Grouped in the summary by where it came from on the planning machine, as there.
     return Case(run.number, dataclasses.replace(scenario, source=run.identity))
 
@@ -320,8 +369,9 @@ def case_results(
             outcome = load_outcome(store / f.run_dir)
             results.append(CaseResult(case, _as_planned(outcome, case), f.elapsed_s, f.started_at))
         else:
-            how = "stopped early" if record.complete else "did not finish (killed, or running)"
-            results.append(CaseResult(case, not_run=f"shard {shard} {how} before it"))
+            # Not reached, or started and never finished: the record names finished runs only.
+            how = "stopped early" if record.complete else "ended (killed) or is still running"
+            results.append(CaseResult(case, not_run=f"shard {shard} {how} with no result for it"))
     return results
 
 

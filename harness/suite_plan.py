@@ -118,8 +118,18 @@ class PlanRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                     for f, a, b in zip(fields, mine.key(), theirs.key(), strict=True)
                     if a != b
                 ]
-                return f"run {mine.number}: {', '.join(changed)}"
+                return f"{self._settings_against(other)}run {mine.number}: {', '.join(changed)}"
         return None
+
+    def _settings_against(self, other: PlanRecord) -> str:
+        """The command-line settings that differ, which say why a digest does: ``; ``-ended."""
+        keys = sorted(set(self.settings) | set(other.settings))
+        changed = [
+            f"{k} {self.settings.get(k)!r} against {other.settings.get(k)!r}"
+            for k in keys
+            if self.settings.get(k) != other.settings.get(k)
+        ]
+        return f"settings: {', '.join(changed)}; " if changed else ""
 
 
 class FinishedRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -24,7 +24,7 @@ from lockharness.harness.suite import SuiteRequest, plan_sharded
 from lockharness.harness.suite_plan import SuitePlan, SuiteRecorder
 from lockharness.harness.suite_results import Case, CaseResult
 from tests.test_checker import History, check
-from tests.test_suite import junit_cases, linked_files
+from tests.test_suite import junit_cases, linked_files, props
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -116,6 +116,7 @@ def test_three_shards_merge_into_one_suite(
         f"{c.name}[client={c.client},seed={c.seed}]" for c in plan.cases
     ]
     assert {status for _, status in cases_of(junit)} == {"passed"}
+    assert [props(c)["number"] for c in junit_cases(junit)] == ["1", "2", "3", "4"]
     assert "suite night-7 (merged)" in out and "4 as expected" in out
     # Each shard's runs were made in the same second: the same relative paths in three
     # stores, so the merge put the later ones beside the first, overwriting none.
@@ -216,6 +217,9 @@ def test_a_different_plan_under_the_same_id_is_refused(
     assert code == 254
     flat = err
     assert "plan.json: not the plan of suite night-7" in flat and "seed" in flat
+    assert (
+        "(settings: " in flat and "seed 5 against None; run 1: seed 5" in flat
+    )  # why the runs differ
     assert not (tmp_path / "merged").exists()
 
 
@@ -265,6 +269,68 @@ def test_a_corrupt_record_is_bad_input_naming_file_and_key(
     assert not (tmp_path / "merged").exists()
 
 
+def _edit(path: Path, change: object) -> None:
+    data = json.loads(path.read_text())
+    change(data)  # type: ignore[operator]
+    path.write_text(json.dumps(data))
+
+
+def _swap_run_dirs(shard: dict) -> None:
+    first, second = shard["finished"]
+    first["run_dir"], second["run_dir"] = second["run_dir"], first["run_dir"]
+
+
+def _one_run_dir_twice(shard: dict) -> None:
+    shard["finished"][1]["run_dir"] = shard["finished"][0]["run_dir"]
+
+
+@pytest.mark.parametrize(
+    ("record", "change", "mentions"),
+    [
+        (
+            "plan.json",
+            lambda p: p["runs"][1].update(yaml="garbage: ["),
+            ["plan.json runs[1].yaml", "YAML", "allowed: the plan as the suite wrote it"],
+        ),
+        ("plan.json", lambda p: p["runs"][0].update(seed=-3), ["runs[0].seed: -3, but its yaml"]),
+        (
+            "plan.json",
+            lambda p: p["runs"][0].update(scenario="../../etc"),
+            ["runs[0].scenario: '../../etc', but its yaml says 'single-baseline'"],
+        ),
+        ("plan.json", lambda p: p["runs"].pop(0), ["runs[0].number: 2 is not 1"]),
+        (
+            "shard-1-of-3.json",
+            _swap_run_dirs,
+            ["shard-1-of-3.json: finished[0].run_dir:", "but run 1 is single-baseline"],
+        ),
+        (
+            "shard-1-of-3.json",
+            _one_run_dir_twice,
+            ["shard-1-of-3.json: finished[1].run_dir:", "is also shard-1-of-3.json finished[0]"],
+        ),
+    ],
+    ids=["yaml-broken", "seed-edited", "scenario-edited", "run-cut", "dirs-swapped", "dir-twice"],
+)
+def test_a_record_edited_by_hand_is_refused_before_anything_is_written(
+    tmp_path: Path,
+    shards: list[Path],
+    capsys: pytest.CaptureFixture[str],
+    record: str,
+    change: object,
+    mentions: list[str],
+) -> None:
+    """What the records say is checked against what they hold: a plan's fields against
+    its scenarios, a shard's run directories against the runs the plan numbers."""
+    _edit(shards[0] / "suites" / SUITE / record, change)
+    for order in (shards, shards[::-1]):  # found wherever the damaged store comes
+        code, _, err = merge(capsys, *order, "--into", tmp_path / "merged")
+        assert code == 254, err
+        for text in mentions:
+            assert text in err, (text, err)
+        assert not (tmp_path / "merged").exists()
+
+
 def test_what_is_not_a_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "file").write_text("x")
@@ -273,6 +339,8 @@ def test_what_is_not_a_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
         assert code == 254 and why in err, err
     code, _, err = merge(capsys, "--into", tmp_path / "nowhere")
     assert code == 254 and "no such store" in err
+    code, _, err = merge(capsys, tmp_path / "empty", "--into", tmp_path / "file")
+    assert code == 254 and "--into" in err and "not a directory" in err, err
     assert not (tmp_path / "merged").exists() and not (tmp_path / "nowhere").exists()
 
 

@@ -69,6 +69,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
     into: Path = args.into
     if not args.stores and not into.is_dir():
         raise BadInput(f"--into {into}: no such store to index; allowed: {STORE_RULE}")
+    if into.exists() and not into.is_dir():
+        raise BadInput(f"--into {into}: not a directory; allowed: a store, or a new one's path")
     inputs = [read_store(path) for path in _unique(args.stores)]
     suite_id = choose_suite(inputs, args.suite_id)
     if args.suite_id is None and suite_id is None and (args.junit or args.html):
