@@ -256,6 +256,7 @@ class SuiteProgress(LiveStatus):
         return (
             f"{c[Status.AS_EXPECTED]} as expected · {c[Status.NOT_AS_EXPECTED]} NOT as expected"
             f" · {c[Status.UNKNOWN]} unknown"
+            + (f" · {c[Status.INTERRUPTED]} interrupted" if c[Status.INTERRUPTED] else "")
         )
 
     def _position(self, case: Case) -> str:
@@ -514,5 +515,5 @@ def print_suite_summary(console: Console, results: Sequence[CaseResult], interru
     counts = Counter(r.status for r in results)
     parts = [f"{n} {status.value}" for status, n in counts.items()]
     code = suite_exit_code(results, interrupted)
-    ending = "interrupted (Ctrl-C): " if interrupted else ""
+    ending = "interrupted: " if interrupted else ""  # by which signal: each run's line says
     console.print(f"suite {ending}{', '.join(parts)} → exit {code}", highlight=False)

@@ -123,8 +123,9 @@ class CaseResult:
         if expect.tokens is not None:
             outcome.append(f"tokens {tokens_outcome(result) or 'not fenced'}")
         head = f"verdict {', '.join(outcome)}, expected {expect}"
-        if o.interrupted:
-            return f"interrupted (Ctrl-C) during this run; {head}"
+        if o.interrupted:  # the run's reasons name the signal: "interrupted (SIGTERM): ..."
+            how = next((r for r in result.reasons if r.startswith("interrupted (")), "interrupted")
+            return f"{how.split(':')[0]} during this run; {head}"
         if result.witnesses:
             return f"{head}: {result.witnesses[0].describe()}"
         if result.reasons:

@@ -153,7 +153,9 @@ def test_ctrl_c_stops_every_job_and_leaves_nothing(tmp_path: Path, controller: C
     cases = list(ET.parse(junit).getroot().iter("testcase"))
     assert [c.find("error") is not None for c in cases] == [True, True, False]
     assert cases[2].find("skipped") is not None
-    assert "2 interrupted, 1 not run → exit 130" in output
+    assert "suite interrupted: 2 interrupted, 1 not run → exit 130" in output
+    assert output.count("interrupted (SIGINT) during this run") == 2, output  # the signal named
+    assert "so far: 0 as expected · 0 NOT as expected · 0 unknown · 2 interrupted" in output
 
 
 def test_sigkill_of_the_controller_takes_every_job_and_cluster(

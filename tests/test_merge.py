@@ -341,6 +341,10 @@ def test_what_is_not_a_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 254 and "no such store" in err
     code, _, err = merge(capsys, tmp_path / "empty", "--into", tmp_path / "file")
     assert code == 254 and "--into" in err and "not a directory" in err, err
+    for into, where in ((tmp_path / "empty" / "inner", "inside"), (tmp_path, "holds")):
+        code, _, err = merge(capsys, tmp_path / "empty", "--into", into)
+        assert code == 254 and f"{where} STORE" in err, err
+    assert not (tmp_path / "empty" / "inner").exists()
     assert not (tmp_path / "merged").exists() and not (tmp_path / "nowhere").exists()
 
 

@@ -65,12 +65,26 @@ def _target(into: Path, suite_id: str | None) -> list[SourceStore]:
     return [held]
 
 
+def _check_not_nested(into: Path, stores: Sequence[Path]) -> None:
+    """A store inside another would be read as runs of it: its runs listed twice, or a
+    copy made inside what is being copied."""
+    target = into.resolve()
+    for store in stores:
+        source = store.resolve()
+        if source != target and (target.is_relative_to(source) or source.is_relative_to(target)):
+            raise BadInput(
+                f"--into {into}: {'inside' if target.is_relative_to(source) else 'holds'} "
+                f"STORE {store}; allowed: a store beside the ones merged, or one of them"
+            )
+
+
 def command(args: argparse.Namespace, console: Console) -> int:
     into: Path = args.into
     if not args.stores and not into.is_dir():
         raise BadInput(f"--into {into}: no such store to index; allowed: {STORE_RULE}")
     if into.exists() and not into.is_dir():
         raise BadInput(f"--into {into}: not a directory; allowed: a store, or a new one's path")
+    _check_not_nested(into, _unique(args.stores))
     inputs = [read_store(path) for path in _unique(args.stores)]
     suite_id = choose_suite(inputs, args.suite_id)
     if args.suite_id is None and suite_id is None and (args.junit or args.html):
