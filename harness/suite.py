@@ -340,7 +340,7 @@ def run_suite(
     another in this process."""
     results = [CaseResult(case) for case in cases]
     interrupted = False
-    console.print(_plan_line(cases, store, jobs), highlight=False)
+    console.print(_plan_line(cases, store, jobs), highlight=False, soft_wrap=True)
     try:
         with SuiteProgress(console, record.planned if record else len(cases)) as progress:
             if jobs > 1:

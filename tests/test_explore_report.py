@@ -96,6 +96,19 @@ def test_more_than_a_quarter_unknown_exits_2(tmp_path: Path) -> None:
     assert r.verdict_line().startswith("UNKNOWN: ")
 
 
+def test_each_unknown_trial_says_why_beside_the_verdict_and_in_the_report(
+    tmp_path: Path,
+) -> None:
+    why = "too little tested: 211 of 387 acquire attempts were info (outcome unknown)"
+    r = record(tmp_path, trial(1), trial(2, "unknown", reasons=[why, "another"]), trial(3))
+    assert r.unknown_lines() == [f"trial-0002 unknown: {why}"]
+    assert "in the trials with a verdict" in r.verdict_line()  # exposure leaves trial 2 out
+    write_report(r, tmp_path)
+    assert json.loads((tmp_path / REPORT_JSON).read_text())["unknown"] == 1
+    assert why in (tmp_path / INDEX_HTML).read_text()
+    assert record(tmp_path, trial(1)).unknown_lines() == []
+
+
 def test_no_trials_exits_2(tmp_path: Path) -> None:
     r = record(tmp_path)
     assert r.exit_code == 2

@@ -111,10 +111,11 @@ def command(args: argparse.Namespace, console: Console) -> int:
         f"{f', shard {args.shard}' if args.shard else ''}, "
         f"{spend}{at_once} → {directory}",
         highlight=False,
+        soft_wrap=True,  # one line in a log too: grep finds the path beside the arrow
     )
     record = Explorer(request, directory, binaries, console).run()
     console.print(record.verdict_line(), highlight=False, soft_wrap=True)
-    for v in record.violations:
-        console.print(f"  {v.line()}", highlight=False, soft_wrap=True)
+    for line in [*(v.line() for v in record.violations), *record.unknown_lines()]:
+        console.print(f"  {line}", highlight=False, soft_wrap=True)
     console.print(f"  report: {directory / INDEX_HTML}", highlight=False)
     return record.exit_code

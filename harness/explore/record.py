@@ -160,6 +160,15 @@ class ExploreRecord:
             row["violations"] += t.name in invalid
         return table
 
+    def unknown_lines(self) -> list[str]:
+        """Why each unknown trial is unknown (its first reason): said beside the verdict,
+        which only counts them."""
+        return [
+            f"{t.name} unknown: {t.reasons[0]}"
+            for t in self.trials
+            if t.verdict == "unknown" and t.reasons
+        ]
+
     def verdict_line(self) -> str:
         n, found = len(self.trials), len(self.violations)
         if self.interrupted:
@@ -173,13 +182,15 @@ class ExploreRecord:
         return (
             f"{head}: {self.client} under model {self.model}: {n} trial(s), {found} violation(s), "
             f"{self.unknown} unknown, exposure reached {len(self.ways_reached)} way(s) of touching "
-            f"a lease ({self.cells_reached} cells) in {self.elapsed_s:.0f} s"
+            f"a lease ({self.cells_reached} cells)"
+            f"{' in the trials with a verdict' if self.unknown else ''} in {self.elapsed_s:.0f} s"
         )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data |= {
             "exit_code": self.exit_code,
+            "unknown": self.unknown,
             "by_source": self.by_source(),
             "verdict": self.verdict_line(),
             "trials_per_minute": round(self.trials_per_minute, 2),

@@ -129,7 +129,7 @@ def index_html(record: ExploreRecord, directory: Path) -> str:
             (
                 _e(t.name),
                 _e(t.origin),
-                _e(t.verdict),
+                _e(t.verdict) + (f"<br><small>{_e(t.reasons[0])}</small>" if t.reasons else ""),
                 f"{t.touched} of {t.faults}",
                 str(t.new_cells),
                 f"{t.elapsed_s:.1f} s",

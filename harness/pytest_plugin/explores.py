@@ -189,7 +189,8 @@ def explore_result(record: ExploreRecord) -> ExploreResult:
     directory = Path(record.directory)
     violations = tuple(record.violations)
     first = violations[0] if violations else None
-    lines = [record.verdict_line(), *(f"  {v.line()}" for v in violations)]
+    found = [*(v.line() for v in violations), *record.unknown_lines()]
+    lines = [record.verdict_line(), *(f"  {line}" for line in found)]
     lines.append(f"  report: {directory / INDEX_HTML}")
     minimal = minimal_path = replay = reproduced = None
     witness_run: Path | None = None

@@ -127,8 +127,10 @@ class Summary:
             lines.append(f"{_counted(self.recorded)} in {_stores(self.recorded)}")
         else:
             lines.append(
-                f"{_counted(self.recorded)} by {len(workers)} xdist workers, "
-                "each in its own store subfolder:"
+                # Workers that recorded nothing are not counted nor listed.
+                f"{_counted(self.recorded)} by {len(workers)} xdist "
+                f"{'worker,' if len(workers) == 1 else 'workers, each'} in its own store "
+                "subfolder:"
             )
             for worker in workers:
                 mine = [r for r in self.recorded if (r.worker or "") == worker]
