@@ -74,7 +74,7 @@ class ExploreProgress(LiveStatus):
             f"{t.touched} of {t.faults} fault(s) touched a lease{new} · {t.elapsed_s:.1f} s"
             f" → {t.run_dir}"
         )
-        if t.reasons:  # an unknown's: why it says nothing of the lock
+        if t.reasons and t.verdict == "unknown":  # why it says nothing of the lock
             more = (
                 f" (+{len(t.reasons) - 1} more in its results.json)" if len(t.reasons) > 1 else ""
             )
