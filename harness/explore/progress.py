@@ -9,6 +9,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.record import ExploreRecord, TrialRecord
 from lockharness.harness.explore.trial import Trial
 from lockharness.harness.progress import LiveStatus
@@ -76,7 +77,9 @@ class ExploreProgress(LiveStatus):
         )
         if t.reasons and t.verdict == "unknown":  # why it says nothing of the lock
             more = (
-                f" (+{len(t.reasons) - 1} more in its results.json)" if len(t.reasons) > 1 else ""
+                f" (+{len(t.reasons) - 1} more in its {RunDir.RESULTS})"
+                if len(t.reasons) > 1
+                else ""
             )
             self._say(f"  why unknown: {t.reasons[0]}{more}")
         if self.live is None:
