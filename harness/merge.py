@@ -37,8 +37,8 @@ from lockharness.harness.suite_plan import (
     PlanRecord,
     ShardRecord,
     encode,
+    planned_fields,
     read_record,
-    scenario_digest,
     shard_file,
     suite_dir,
     write_atomically,
@@ -129,14 +129,7 @@ def _planned_cases(plan_path: Path, plan: PlanRecord) -> list[Case]:
                 f"{key}.number: {run.number} is not {i + 1}; allowed: 1, 2, ... in order"
             )
         case = planned_case(plan_path, i, run)
-        read_back = {
-            "scenario": case.name,
-            "client": case.client,
-            "seed": case.seed,
-            "expect": str(case.scenario.expectation),
-            "digest": scenario_digest(case.scenario),
-        }
-        for name, value in read_back.items():
+        for name, value in planned_fields(case).items():
             if getattr(run, name) != value:
                 raise BadInput(
                     f"{key}.{name}: {getattr(run, name)!r}, but its yaml says {value!r}; "
@@ -224,8 +217,9 @@ def choose_suite(sources: Sequence[SourceStore], wanted: str | None) -> str | No
     return ids[0] if ids else None
 
 
-def check_one_suite(sources: Sequence[SourceStore], suite_id: str) -> PlanRecord:
-    """The plan every store agrees on; BadInput naming the store and what differs."""
+def check_one_suite(sources: Sequence[SourceStore], suite_id: str) -> StoredSuite:
+    """The suite whose plan every store agrees on; BadInput naming the store and what
+    differs."""
     suites = [s.suites[suite_id] for s in sources if suite_id in s.suites]
     first = suites[0]
     for suite in suites[1:]:
@@ -236,7 +230,7 @@ def check_one_suite(sources: Sequence[SourceStore], suite_id: str) -> PlanRecord
                 f"({why}); allowed: the stores of one suite's shards, run with the same "
                 "command line"
             )
-    return first.plan
+    return first
 
 
 # ---- fingerprints and copies -------------------------------------------------------------
@@ -354,12 +348,12 @@ def planned_case(plan_path: Path, index: int, run: PlannedRun) -> Case:
 
 
 def case_results(
-    store: Path, plan: PlanRecord, plan_path: Path, shards: dict[int, ShardRecord]
+    store: Path, plan: PlanRecord, cases: Sequence[Case], shards: dict[int, ShardRecord]
 ) -> list[CaseResult]:
-    """Every planned run in plan order: its outcome read back, or why it never ran."""
+    """Every planned run in plan order (``cases``, read from the plan and checked by
+    read_store): its outcome read back, or why it never ran."""
     results = []
-    for i, run in enumerate(plan.runs):
-        case = planned_case(plan_path, i, run)
+    for run, case in zip(plan.runs, cases, strict=True):
         shard = Shard((run.number - 1) % plan.shards + 1, plan.shards)
         record = shards.get(shard.k)
         finished = {f.number: f for f in record.finished} if record else {}
@@ -395,6 +389,7 @@ class MergePlan:
     sources: Sequence[SourceStore]
     suite_id: str | None
     plan: PlanRecord | None = None
+    cases: list[Case] = field(default_factory=list)  # the plan's runs, read back
     shards: dict[int, MergedShard] = field(default_factory=dict)
 
 
@@ -403,9 +398,8 @@ def check_merge(sources: Sequence[SourceStore], suite_id: str | None) -> MergePl
     written yet. ``sources`` may include the target itself (the records it holds already)."""
     if suite_id is None:
         return MergePlan(sources, None)
-    return MergePlan(
-        sources, suite_id, check_one_suite(sources, suite_id), merge_shards(sources, suite_id)
-    )
+    agreed = check_one_suite(sources, suite_id)
+    return MergePlan(sources, suite_id, agreed.plan, agreed.cases, merge_shards(sources, suite_id))
 
 
 def merge_stores(merge: MergePlan, into: Path) -> list[PurePosixPath]:

@@ -197,20 +197,24 @@ def read_record(path: Path, tp: type[_Record]) -> _Record:
     return record
 
 
+def planned_fields(c: Case) -> dict[str, Any]:
+    """What a plan says of a planned run (PlannedRun.key's fields), from its case: written
+    by plan_record, checked against the plan's own scenarios by merge."""
+    return {
+        "number": c.number,
+        "scenario": c.name,
+        "client": c.client,
+        "seed": c.seed,
+        "expect": str(c.scenario.expectation),
+        "digest": scenario_digest(c.scenario),
+    }
+
+
 def plan_record(
     suite_id: str, shards: int, cases: Sequence[Case], settings: dict[str, Any]
 ) -> PlanRecord:
     runs = [
-        PlannedRun(
-            number=c.number,
-            scenario=c.name,
-            identity=identity(c.scenario),
-            client=c.client,
-            seed=c.seed,
-            expect=str(c.scenario.expectation),
-            digest=scenario_digest(c.scenario),
-            yaml=to_yaml(c.scenario),
-        )
+        PlannedRun(**planned_fields(c), identity=identity(c.scenario), yaml=to_yaml(c.scenario))
         for c in cases
     ]
     return PlanRecord(RECORD_FORMAT, suite_id, shards, time.time(), settings, runs)

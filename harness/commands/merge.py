@@ -84,8 +84,9 @@ def command(args: argparse.Namespace, console: Console) -> int:
         raise BadInput(f"--into {into}: no such store to index; allowed: {STORE_RULE}")
     if into.exists() and not into.is_dir():
         raise BadInput(f"--into {into}: not a directory; allowed: a store, or a new one's path")
-    _check_not_nested(into, _unique(args.stores))
-    inputs = [read_store(path) for path in _unique(args.stores)]
+    stores = _unique(args.stores)
+    _check_not_nested(into, stores)
+    inputs = [read_store(path) for path in stores]
     suite_id = choose_suite(inputs, args.suite_id)
     if args.suite_id is None and suite_id is None and (args.junit or args.html):
         raise BadInput("--junit/--html: the stores hold no suite record to report on")
@@ -108,7 +109,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     code = EXIT_AS_EXPECTED
     if plan is not None and suite_id is not None:
         shards = stored_shards(into, suite_id, plan.shards)
-        results = case_results(into, plan, suite_dir(into, suite_id) / PLAN, shards)
+        results = case_results(into, plan, merge.cases, shards)
         write_reports(results, junit=junit, html=html)
         _print_summary(console, results, suite_id)
         missing = [k for k in range(1, plan.shards + 1) if k not in shards]
