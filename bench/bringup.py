@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lockharness.cluster.local import ClusterConfig, LocalCluster
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
 NODES = 5
 WORKERS = 4

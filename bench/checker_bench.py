@@ -152,7 +152,7 @@ _MSGSPEC = (
 _CONCLUDE = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from lockharness.harness.runner import Execution, conclude\n"
+    "from lockharness.harness.run.runner import Execution, conclude\n"
     "from lockharness.harness.scenario import load_scenario\n"
     "run_dir = Path(sys.argv[1])\n"
     "scenario = load_scenario(str(run_dir / 'scenario.yaml'))\n"

@@ -26,8 +26,8 @@ from rich.console import Console
 
 from lockharness.checker import CheckResult
 from lockharness.core.errors import LockharnessError
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
-from lockharness.harness.runner import run_scenario
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from lockharness.harness.run.runner import run_scenario
 from lockharness.harness.scenario import Scenario, builtin_scenarios, with_overrides
 from lockharness.harness.scenario.expectation import Expectation
 

@@ -18,7 +18,7 @@ from typing import Any
 from lockharness.cluster.local import ClusterConfig
 from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from lockharness.core.discovery import SentinelMaster
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
 TIMEOUT_S = 0.2
 

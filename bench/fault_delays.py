@@ -27,7 +27,7 @@ from lockharness.faults.nemesis import Nemesis
 from lockharness.faults.registry import options_type
 from lockharness.faults.schedule import Occurrence
 from lockharness.faults.spec import FaultPlan, FaultSpec
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 from lockharness.workloads.recorder import Recorder
 
 TARGET_MS = 50.0

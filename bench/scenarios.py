@@ -30,8 +30,8 @@ from rich.console import Console
 from bench import exposure
 from lockharness.core.history import INFO, NEMESIS, read_history
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
-from lockharness.harness.runner import RunOutcome, run_scenario
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from lockharness.harness.run.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import (
     Scenario,
     builtin_scenarios,

@@ -35,8 +35,8 @@ from rich.console import Console
 from bench.bringup import cluster_config
 from lockharness.cluster.local import LocalCluster
 from lockharness.core.endpoints import Endpoint
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
-from lockharness.harness.runner import run_scenario
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from lockharness.harness.run.runner import run_scenario
 from lockharness.harness.scenario import Scenario, load_scenario, with_overrides
 from lockharness.workloads.clients.redlock import DEFAULT_TIMEOUT_NS as REDLOCK_TIMEOUT_NS
 from lockharness.workloads.clients.single import DEFAULT_TIMEOUT_NS as SINGLE_TIMEOUT_NS

@@ -72,7 +72,7 @@ KINDS = (REDIS, TOXIPROXY)
 
 
 def find_host_binary(kind: ImageKind, explicit: str | None = None) -> Path:
-    """Flag, then $ENV, then .tools/bin, then PATH (as harness.binaries looks for them)."""
+    """Flag, then $ENV, then .tools/bin, then PATH (as harness.run.binaries looks for them)."""
     for value in (explicit, os.environ.get(kind.env_var)):
         if value:
             return Path(value)

@@ -1,6 +1,6 @@
 """RunDir: the one place that spells the names of a run directory's files.
 
-A run directory (store/<scenario>/<stamp>/, laid out by harness.store) holds what one run
+A run directory (store/<scenario>/<stamp>/, laid out by harness.store.layout) holds what one run
 wrote: its scenario, history and shards, results, reports, logs, the process ledger and
 the files the controller and its workers talk through. Users' scripts read these names,
 so they never change; every writer and reader asks a RunDir for its path instead of

@@ -112,7 +112,7 @@ class Nemesis:
         targets = fault.choose(occurrence.targets)
         options = msgspec.to_builtins(fault.options, enc_hook=int)  # durations as int ns
         # The occurrence's number pairs its start with its stop; when it was due and how
-        # long it was to last let a replay (harness.replay) inject it again as it ran.
+        # long it was to last let a replay (harness.run.replay) inject it again as it ran.
         base = {
             "phase": "start",
             "kind": spec.kind,

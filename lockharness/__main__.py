@@ -2,6 +2,6 @@
 
 import sys
 
-from lockharness.harness.cli import main
+from lockharness.harness.cli.main import main
 
 sys.exit(main())

@@ -19,7 +19,7 @@ from lockharness.cluster import ports
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.cluster.ports import PortHolds
 from lockharness.core.history import Event
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -39,11 +39,31 @@ def _exposure_table() -> str:
     return exposure_table()
 
 
+def harness_rooms() -> str:
+    """docs/layout.md's table of harness/'s rooms, in tests/test_layers.py's order, each
+    with the first line of its docstring and its modules as they are on disk."""
+    import ast
+
+    from tests.test_layers import HARNESS_ROOMS
+
+    rows = ["| level | room | holds | modules |", "|---|---|---|---|"]
+    for level, rooms in enumerate(HARNESS_ROOMS, start=1):
+        for room in rooms:
+            folder = REPO / "harness" / room
+            doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+            first = " ".join(doc.split("\n\n")[0].split())
+            names = sorted(m.stem for m in folder.glob("*.py") if m.name != "__init__.py")
+            shown = ", ".join(f"`{n}`" for n in names) or "(all in `__init__.py`)"
+            rows.append(f"| {level} | `harness/{room}/` | {first} | {shown} |")
+    return "\n".join(rows) + "\n"
+
+
 # A docs page's generated section: (page, what the marker names, the generator).
 SECTIONS: tuple[tuple[Path, str, Callable[[], str]], ...] = (
     (REPO / "docs" / "faults.md", "faults/docs.py", _fault_table),
     (REPO / "docs" / "clients.md", "workloads/docs.py", _client_table),
     (REPO / "docs" / "exposure.md", "checker/exposure.py", _exposure_table),
+    (REPO / "docs" / "layout.md", "tests/test_layers.py", harness_rooms),
 )
 
 

@@ -187,7 +187,7 @@ def test_python_redis_lock_refuses_a_ttl_of_partial_seconds(
 def test_a_missing_extra_names_the_install_command() -> None:
     # Without the libraries the harness still loads; building such a client says what to do.
     blocked = "import sys; sys.modules.update(pottery=None, redlock=None, redis_lock=None); "
-    loads = "import lockharness.workloads.registry, lockharness.harness.cli; "
+    loads = "import lockharness.workloads.registry, lockharness.harness.cli.main; "
     fails = (
         "from lockharness.workloads.registry import CLIENTS; c = CLIENTS['pottery-redlock']; "
         "c.factory()([], lambda: 0, c.options_type())"

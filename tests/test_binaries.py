@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lockharness.harness.binaries import (
+from lockharness.harness.run.binaries import (
     REDIS_SERVER,
     TOXIPROXY_SERVER,
     find_binary,

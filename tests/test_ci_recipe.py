@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from lockharness.harness.store_index import store_runs
+from lockharness.harness.merge.store_index import store_runs
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / "docs" / "ci" / "nightly.yml"

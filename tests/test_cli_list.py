@@ -39,7 +39,7 @@ def test_a_stop_signal_while_the_flags_are_read_exits_130(
     # that came while argparse ran escaped main and killed Python by SIGINT (CI saw -2).
     import signal
 
-    from lockharness.harness import cli
+    from lockharness.harness.cli import main as cli
 
     def interrupted() -> None:
         raise KeyboardInterrupt

@@ -83,7 +83,7 @@ def test_the_command_prints_each_step_and_the_version_and_exits_by_the_outcome(
 
 @pytest.mark.unit
 def test_the_help_names_every_step() -> None:
-    from lockharness.harness.cli import CLIENT_CHECK_DESCRIPTION
+    from lockharness.harness.cli.main import CLIENT_CHECK_DESCRIPTION
 
     named = [line.strip().split("  ")[0] for line in CLIENT_CHECK_DESCRIPTION.splitlines()]
     assert [step.title for step in STEPS] == [n for n in named if n in {s.title for s in STEPS}]

@@ -18,7 +18,7 @@ import redis
 
 from lockharness.core.clock import ClockControl, ClockReader, read_state, shim_env, shim_library
 from lockharness.core.errors import BadInput
-from lockharness.harness.binaries import REDIS_SERVER, find_binary
+from lockharness.harness.run.binaries import REDIS_SERVER, find_binary
 
 SECOND = 1_000_000_000
 

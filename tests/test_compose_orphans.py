@@ -196,9 +196,9 @@ def _gone(run_dir: Path) -> bool:
 
 
 def _job_processes(store: Path) -> list[int]:
-    """The suite's parallel jobs still alive (harness/job.py, started with --store)."""
+    """The suite's parallel jobs still alive (harness/parallel/job.py, started with --store)."""
     done = subprocess.run(
-        ["pgrep", "-f", f"lockharness.harness.job .* --store {store}"],
+        ["pgrep", "-f", f"lockharness.harness.parallel.job .* --store {store}"],
         capture_output=True,
         text=True,
     )

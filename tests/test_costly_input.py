@@ -230,7 +230,7 @@ def test_an_unwritable_report_path_is_refused_before_the_runs(tmp_path: Path, fl
 
 
 def test_a_report_path_is_tried_and_left_as_it_was(tmp_path: Path) -> None:
-    from lockharness.harness.suite import check_report_paths
+    from lockharness.harness.suite.runner import check_report_paths
 
     deep = tmp_path / "a" / "b" / "junit.xml"
     existing = tmp_path / "index.html"

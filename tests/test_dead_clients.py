@@ -30,8 +30,8 @@ from lockharness.faults.base import FaultContext
 from lockharness.faults.deaths import WorkerDeaths
 from lockharness.faults.process import ClientKill
 from lockharness.faults.spec import FaultSpec
-from lockharness.harness.progress import ProgressLine
-from lockharness.harness.runner import Watch, WorkerDied, _watch
+from lockharness.harness.run.progress import ProgressLine
+from lockharness.harness.run.runner import Watch, WorkerDied, _watch
 from lockharness.workloads.recorder import Recorder
 from lockharness.workloads.worker import CRASH_EXIT_CODE
 from tests.test_checker import MS, History

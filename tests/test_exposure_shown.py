@@ -13,16 +13,16 @@ import pytest
 from rich.console import Console
 
 from lockharness.checker import CheckResult, Exposure, FaultExposure, Verdict
-from lockharness.harness.console import VACUOUS_NOTE, print_summary
-from lockharness.harness.junit import junit_tree
 from lockharness.harness.pytest_plugin import pytest_assertrepr_compare
 from lockharness.harness.pytest_plugin.runs import lock_run
-from lockharness.harness.runner import RunOutcome
+from lockharness.harness.run.console import VACUOUS_NOTE, print_summary
+from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import load_scenario, with_overrides
 from lockharness.harness.scenario.expectation import Expectation
-from lockharness.harness.suite import print_suite_summary
-from lockharness.harness.suite_index import render_index
-from lockharness.harness.suite_results import Case, CaseResult, exposure_text, summarize
+from lockharness.harness.suite.index import render_index
+from lockharness.harness.suite.junit import junit_tree
+from lockharness.harness.suite.results import Case, CaseResult, exposure_text, summarize
+from lockharness.harness.suite.runner import print_suite_summary
 
 pytestmark = pytest.mark.unit
 

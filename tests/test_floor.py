@@ -14,16 +14,16 @@ from rich.console import Console
 
 from lockharness.checker import CheckResult, Stats, Verdict
 from lockharness.core.errors import EXIT_BAD_INPUT, BadInput
-from lockharness.harness.console import print_summary
 from lockharness.harness.pytest_plugin.runs import lock_run
-from lockharness.harness.runner import RunOutcome
+from lockharness.harness.run.console import print_summary
+from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import load_scenario, to_yaml, with_overrides
 from lockharness.harness.scenario.floor import (
     DEFAULT_MIN_CYCLES,
     require_floor,
     scaled_floor,
 )
-from lockharness.harness.suite_results import Case, CaseResult
+from lockharness.harness.suite.results import Case, CaseResult
 
 pytestmark = pytest.mark.unit
 

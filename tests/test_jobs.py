@@ -20,7 +20,7 @@ import yaml
 
 from lockharness.cluster.ledger import read_ledger
 from lockharness.cluster.process import pid_alive
-from lockharness.harness.job_slots import MAX_JOBS, default_jobs
+from lockharness.harness.parallel.job_slots import MAX_JOBS, default_jobs
 from tests.conftest import Controller, lockharness
 from tests.test_orphans import GONE_WITHIN_S, assert_children_gone
 from tests.test_teardown import wait_for

@@ -28,6 +28,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness",),  # scenarios, run, suite, reports, console, CLI, pytest plug-in
 )
 FOLDERS = tuple(folder for layer in LAYERS for folder in layer)
+
+# harness/'s rooms, bottom to top: a room may import from the rooms below it, never from one
+# beside it or above it. Every module of harness/ is in a room (none loose at its top).
+HARNESS_ROOMS: tuple[tuple[str, ...], ...] = (
+    ("scenario",),  # scenarios: the typed model, reading, writing, checks, limits
+    ("reports",),  # timeline, plots, analysis: drawn from a run directory
+    ("store",),  # the store's layout, writability, gc
+    ("run",),  # one run: backends, binaries, the runner, its log, console, replay, recheck
+    ("parallel",),  # a run as a job in its own process, job slots, shards
+    ("suite", "explore", "conformance"),  # many runs: a suite's plan; a search; client-check
+    ("merge",),  # shards' stores into one, the store's index page
+    ("pytest_plugin",),  # the plug-in: fixtures over runs and explorations
+    ("cli",),  # the command line: the parser and one module per command
+)
+ROOMS = tuple(room for level in HARNESS_ROOMS for room in level)
 CHECKER_MAY_IMPORT = ("lockharness.checker", "lockharness.core.history")
 
 
@@ -140,6 +155,80 @@ def test_the_checker_imports_only_the_history_model() -> None:
     assert outside == []
 
 
+def room_level(room: str) -> int:
+    for number, rooms in enumerate(HARNESS_ROOMS):
+        if room in rooms:
+            return number
+    raise AssertionError(f"harness/{room}/ is in no room: add it to HARNESS_ROOMS")
+
+
+def room_of(path: Path) -> str | None:
+    """The harness room a module is in ('run' for harness/run/runner.py), None outside."""
+    parts = path.relative_to(REPO).parts
+    return parts[1] if parts[0] == "harness" and len(parts) > 2 else None
+
+
+def across_rooms(edges: dict[str, set[str]], where: dict[str, Path]) -> list[str]:
+    """Imports inside harness/ from a room into one beside it or above it."""
+    found = []
+    for source, targets in edges.items():
+        low = room_of(where[source])
+        for target in sorted(targets):
+            high = room_of(where[target])
+            if low is None or high is None or low == high:
+                continue
+            if room_level(high) >= room_level(low):
+                found.append(f"{source} (harness/{low}/) imports {target} (harness/{high}/)")
+    return found
+
+
+def test_no_import_goes_up_a_room_in_the_harness() -> None:
+    assert across_rooms(graph(), modules()) == []
+
+
+def test_every_harness_module_is_in_a_placed_room() -> None:
+    loose = sorted(p.name for p in (REPO / "harness").glob("*.py") if p.name != "__init__.py")
+    assert loose == [], "a module at harness/'s top: put it in a room"
+    rooms = {p.parent.name for p in (REPO / "harness").glob("*/__init__.py")}
+    assert rooms == set(ROOMS)
+
+
+def test_the_room_test_sees_a_sideways_and_an_upward_import() -> None:
+    where = {
+        "a": REPO / "harness" / "run" / "runner.py",
+        "b": REPO / "harness" / "suite" / "plan.py",
+        "c": REPO / "harness" / "explore" / "trial.py",
+        "d": REPO / "harness" / "scenario" / "model.py",
+    }
+    assert across_rooms({"a": {"b"}}, where) == ["a (harness/run/) imports b (harness/suite/)"]
+    assert across_rooms({"b": {"c"}}, where) == ["b (harness/suite/) imports c (harness/explore/)"]
+    assert across_rooms({"b": {"a", "d"}, "c": {"a"}}, where) == []
+
+
+def test_no_import_is_hidden_from_the_layer_test() -> None:
+    # An import by a computed name (importlib.import_module(f"...")) is invisible to the
+    # checks above. Only the plug-in loaders may do it: they import the user's modules.
+    loaders = {
+        "workloads/registry.py",
+        "workloads/plugin_import.py",
+        "workloads/adapters/common.py",
+        "workloads/client_info.py",
+    }
+    hidden = []
+    for name, path in modules().items():
+        rel = path.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, (ast.Attribute, ast.Name))
+                and (getattr(node.func, "attr", None) or getattr(node.func, "id", None))
+                in ("import_module", "__import__")
+                and rel not in loaders
+            ):
+                hidden.append(f"{name}: line {node.lineno}")
+    assert hidden == []
+
+
 def test_no_import_cycle_between_modules() -> None:
     assert cycles(graph()) == []
 
@@ -169,13 +258,20 @@ def test_the_layer_test_sees_an_upward_import() -> None:
     # as is a circle of two folders.
     where = {
         "lockharness.core.history": REPO / "core" / "history.py",
-        "lockharness.harness.runner": REPO / "harness" / "runner.py",
+        "lockharness.harness.run.runner": REPO / "harness" / "run" / "runner.py",
     }
-    edges = {"lockharness.core.history": {"lockharness.harness.runner"}}
+    edges = {"lockharness.core.history": {"lockharness.harness.run.runner"}}
     assert upward(edges, where) == [
-        "lockharness.core.history (core/) imports lockharness.harness.runner "
+        "lockharness.core.history (core/) imports lockharness.harness.run.runner "
         "(harness/, a higher layer)"
     ]
-    assert upward({"lockharness.harness.runner": {"lockharness.core.history"}}, where) == []
+    assert upward({"lockharness.harness.run.runner": {"lockharness.core.history"}}, where) == []
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert layer("cluster") < layer("compose") < layer("workloads") < layer("faults")
+
+
+def test_the_docs_table_of_rooms_is_the_generated_one() -> None:
+    from tests.generated import harness_rooms, section
+
+    stale = "docs/layout.md's table of harness/'s rooms is stale: run `make generated`"
+    assert section(REPO / "docs" / "layout.md", "tests/test_layers.py") == harness_rooms(), stale

@@ -15,8 +15,8 @@ import pytest
 from lockharness.checker import Verdict
 from lockharness.core.log_bound import CappedLog, LogCut, LogWatch
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.runlog import run_log
-from lockharness.harness.runner import Execution, conclude
+from lockharness.harness.run.runlog import run_log
+from lockharness.harness.run.runner import Execution, conclude
 from lockharness.harness.scenario import load_scenario
 
 pytestmark = pytest.mark.unit

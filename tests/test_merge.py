@@ -11,18 +11,18 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from lockharness.harness import merge as merge_module
-from lockharness.harness import store_index
-from lockharness.harness.cli import main
+from lockharness.harness.cli.main import main
 from lockharness.harness.explore import report as explore_report
-from lockharness.harness.runner import RunOutcome, write_results
+from lockharness.harness.merge import store_index
+from lockharness.harness.merge import stores as merge_module
+from lockharness.harness.parallel.sharding import Shard
+from lockharness.harness.run.runner import RunOutcome, write_results
+from lockharness.harness.run.stored_run import load_outcome
 from lockharness.harness.scenario import to_yaml
-from lockharness.harness.sharding import Shard
-from lockharness.harness.store import create_run_dir
-from lockharness.harness.stored_run import load_outcome
-from lockharness.harness.suite import SuiteRequest, plan_sharded
-from lockharness.harness.suite_plan import SuitePlan, SuiteRecorder
-from lockharness.harness.suite_results import Case, CaseResult
+from lockharness.harness.store.layout import create_run_dir
+from lockharness.harness.suite.plan import SuitePlan, SuiteRecorder
+from lockharness.harness.suite.results import Case, CaseResult
+from lockharness.harness.suite.runner import SuiteRequest, plan_sharded
 from tests.test_checker import History, check
 from tests.test_suite import junit_cases, linked_files, props
 

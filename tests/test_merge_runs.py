@@ -8,7 +8,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from lockharness.harness.store_index import store_runs
+from lockharness.harness.merge.store_index import store_runs
 from tests.conftest import lockharness
 
 SUITE_ID = "done-when-28"

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import redis
 
-from lockharness.harness.binaries import REDIS_SERVER, find_binary
+from lockharness.harness.run.binaries import REDIS_SERVER, find_binary
 
 REPO = Path(__file__).resolve().parent.parent
 CLIENTS_DIR = Path(os.environ.get("LOCKHARNESS_CLIENTS_DIR", REPO / ".tools" / "clients"))

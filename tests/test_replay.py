@@ -1,5 +1,5 @@
 """The schedule that ran, read from constructed nemesis events, and the scenario that replays
-it (faults/replay.py, harness/replay.py); whole runs and their replays: test_replay_runs.py."""
+it (faults/replay.py, harness/run/replay.py); whole runs and their replays: test_replay_runs.py."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from lockharness.faults.replay import (
 )
 from lockharness.faults.schedule import build_schedule
 from lockharness.faults.spec import TimelineEntry
-from lockharness.harness.replay import replay_scenario, replay_yaml, run_schedule, write_replay
-from lockharness.harness.runner import Execution, conclude
+from lockharness.harness.run.replay import replay_scenario, replay_yaml, run_schedule, write_replay
+from lockharness.harness.run.runner import Execution, conclude
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

@@ -14,8 +14,8 @@ from rich.console import Console
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
 from lockharness.core.history import INVOKE, NEMESIS, Event, stream_history
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.binaries import Binaries
-from lockharness.harness.runner import run_scenario
+from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.runner import run_scenario
 from lockharness.harness.scenario import load_scenario, with_overrides
 from tests.conftest import lockharness
 

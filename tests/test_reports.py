@@ -20,9 +20,9 @@ from matplotlib.image import imread
 
 from lockharness.checker import check_history
 from lockharness.core.history import read_history
-from lockharness.harness import runner
 from lockharness.harness.reports import REPORTS
-from lockharness.harness.runner import RunOutcome
+from lockharness.harness.run import runner
+from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import load_scenario, to_yaml
 from tests.conftest import REPO, lockharness
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.store import create_run_dir, stored_runs, update_latest
+from lockharness.harness.store.layout import create_run_dir, stored_runs, update_latest
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 

@@ -11,15 +11,14 @@ import pytest
 from rich.console import Console
 
 from lockharness.core.errors import BadInput
-from lockharness.harness.binaries import Binaries
-from lockharness.harness.cli import build_parser
-from lockharness.harness.commands.explore import explore_client
+from lockharness.harness.cli.explore import explore_client
+from lockharness.harness.cli.main import build_parser
 from lockharness.harness.explore.campaign import Explorer
 from lockharness.harness.explore.model import load_model
 from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.sharding import MAX_SHARDS, UNSHARDED, Shard, parse_shard
-from lockharness.harness.suite import SuiteRequest, plan_sharded
-from lockharness.harness.suite_plan import (
+from lockharness.harness.parallel.sharding import MAX_SHARDS, UNSHARDED, Shard, parse_shard
+from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.suite.plan import (
     PLAN,
     PlanRecord,
     ShardRecord,
@@ -28,7 +27,8 @@ from lockharness.harness.suite_plan import (
     shard_file,
     suite_dir,
 )
-from lockharness.harness.suite_results import Case
+from lockharness.harness.suite.results import Case
+from lockharness.harness.suite.runner import SuiteRequest, plan_sharded
 from tests.conftest import lockharness
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

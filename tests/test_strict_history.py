@@ -136,7 +136,7 @@ def test_shards_merge_into_a_file_or_else_anew_on_each_pass(tmp_path: Path) -> N
 def test_a_long_run_says_it_is_concluding(tmp_path: Path) -> None:
     """A soak's conclusion takes minutes and prints nothing until the verdict: the run
     says what it is doing first; an ordinary one says nothing."""
-    from lockharness.harness.runner import concluding_note
+    from lockharness.harness.run.runner import concluding_note
 
     (tmp_path / "history.w1.jsonl").write_text('{"index": 0}\n')
     assert concluding_note(tmp_path) is None

@@ -19,7 +19,6 @@ from rich.console import Console
 
 from lockharness.checker import Verdict
 from lockharness.core.interrupts import deferred, shielded
-from lockharness.harness.binaries import Binaries
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.progress import ExploreProgress
@@ -32,10 +31,11 @@ from lockharness.harness.explore.reproduce import RunOutcome as RunResult
 from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.explore.trial import Trial, draw, mutate, trial_name
 from lockharness.harness.explore.violation import Violations
-from lockharness.harness.jobs import Finished, job_pool, stop_signal
-from lockharness.harness.runner import RunOutcome, run_scenario
+from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
+from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario
-from lockharness.harness.store import stamped_directory
+from lockharness.harness.store.layout import stamped_directory
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
 _JOB_POLL_S = 0.1
@@ -220,7 +220,7 @@ class Explorer:
             self.corpus.near_miss(trial.name)
 
     def _run_jobs(self, violations: Violations, progress: ExploreProgress) -> str:
-        """``jobs`` trials at once, each a run in a process of its own (harness/jobs.py):
+        """``jobs`` trials at once, each a run in a process of its own (harness/parallel/jobs.py):
         a trial is drawn whenever a slot frees, from the corpus as it stands then, and
         recorded as it finishes. An invalid one stops the drawing: the trials in flight
         finish and are recorded, then each violation is replayed and shrunk here, one

@@ -12,7 +12,7 @@ from rich.text import Text
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.record import ExploreRecord, TrialRecord
 from lockharness.harness.explore.trial import Trial
-from lockharness.harness.progress import LiveStatus
+from lockharness.harness.run.progress import LiveStatus
 
 _MARK = {"invalid": "[red]✗[/]", "unknown": "[yellow]?[/]", "interrupted": "[yellow]![/]"}
 

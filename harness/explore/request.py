@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockharness.harness.explore.model import FaultModel
-from lockharness.harness.sharding import UNSHARDED, Shard
+from lockharness.harness.parallel.sharding import UNSHARDED, Shard
 from lockharness.workloads.client_doc import ClientSpec
 
 
@@ -25,5 +25,5 @@ class ExploreRequest:
     backend: str | None = None
     redis_image: str | None = None  # the Compose backend's images (None: the scenario's)
     toxiproxy_image: str | None = None
-    jobs: int = 1  # trials at once, each in a process of its own (harness/jobs.py)
+    jobs: int = 1  # trials at once, each in a process of its own (harness/parallel/jobs.py)
     shard: Shard = UNSHARDED  # --shard K/N: trial seeds K-1 mod N, disjoint from the others

@@ -26,7 +26,7 @@ from lockharness.harness.explore.reproduce import RunOutcome as RunResult
 from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.explore.shrink import shrink
 from lockharness.harness.explore.trial import Trial
-from lockharness.harness.runner import RunOutcome
+from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
 
 RunOnce = Callable[[Scenario], RunResult]

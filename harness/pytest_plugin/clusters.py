@@ -1,6 +1,6 @@
 """Clusters for a test's own workload: started by the factory, all stopped at its end.
 
-Each is the harness's own cluster (harness.backends.build_cluster), the shape given as a
+Each is the harness's own cluster (harness.run.backends.build_cluster), the shape given as a
 scenario file's `cluster:` mapping gives it and checked the same way, in a directory of
 its own in the store (its cluster.json lists every process it started, for
 `lockharness gc`), whose logs are kept to the log cap as a run's are (core.log_bound).
@@ -18,12 +18,12 @@ from lockharness.core.interrupts import shielded
 from lockharness.core.log_bound import LogWatch
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.faults.spec import Room
-from lockharness.harness.backends import build_cluster, check_backend
 from lockharness.harness.pytest_plugin.failures import bad_input_fails
 from lockharness.harness.pytest_plugin.runs import RunPlace
+from lockharness.harness.run.backends import build_cluster, check_backend
 from lockharness.harness.scenario.limits import DEFAULT_BACKEND, MAX_COUNT
 from lockharness.harness.scenario.model import ClusterSpec
-from lockharness.harness.store import check_store, create_run_dir
+from lockharness.harness.store.layout import check_store, create_run_dir
 
 CLUSTER_DIR = "lock-cluster"  # the store's directory for fixtures' clusters
 

@@ -19,7 +19,6 @@ from lockharness.core.durations import parse_duration
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.core.typed_input import Invalid
-from lockharness.harness.backends import check_backend
 from lockharness.harness.explore.campaign import Explorer, explore_directory
 from lockharness.harness.explore.model import FaultModel, load_model, model_names
 from lockharness.harness.explore.record import ExploreRecord
@@ -28,9 +27,10 @@ from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.pytest_plugin.clients import client_doc
 from lockharness.harness.pytest_plugin.explore_result import ExploreResult
 from lockharness.harness.pytest_plugin.runs import RunPlace
+from lockharness.harness.run.backends import check_backend
 from lockharness.harness.scenario.limits import MAX_SEED, MAX_SEEDS
 from lockharness.harness.scenario.model import ClusterSpec
-from lockharness.harness.store import check_store
+from lockharness.harness.store.layout import check_store
 from lockharness.workloads.client_doc import ClientDoc, ClientSpec, read_client, switch_client
 
 DEFAULT_MODEL = "redlock"  # as `lockharness explore --model`

@@ -13,15 +13,15 @@ from rich.console import Console
 
 from lockharness.core.durations import parse_duration
 from lockharness.core.errors import BadInput
-from lockharness.harness.backends import check_backend
-from lockharness.harness.console import VACUOUS_NOTE, print_summary
 from lockharness.harness.pytest_plugin.clients import client_doc
 from lockharness.harness.pytest_plugin.result import LockRun, RunVerdict, evidence
 from lockharness.harness.pytest_plugin.settings import Settings
-from lockharness.harness.runner import RunOutcome, run_scenario
+from lockharness.harness.run.backends import check_backend
+from lockharness.harness.run.console import VACUOUS_NOTE, print_summary
+from lockharness.harness.run.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario, load_scenario, with_overrides
 from lockharness.harness.scenario.limits import MAX_COUNT
-from lockharness.harness.store import check_store
+from lockharness.harness.store.layout import check_store
 
 OVERRIDES = ("workers", "threads", "backend")  # besides client, seed and duration
 

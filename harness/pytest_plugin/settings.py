@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lockharness.core.errors import BadInput
-from lockharness.harness.binaries import (
+from lockharness.harness.run.binaries import (
     REDIS_SERVER,
     TOXIPROXY_SERVER,
     Binaries,
@@ -23,7 +23,7 @@ from lockharness.harness.binaries import (
     find_binary,
 )
 from lockharness.harness.scenario.limits import BACKENDS
-from lockharness.harness.store import check_store
+from lockharness.harness.store.layout import check_store
 
 # LOCKHARNESS_STORE and LOCKHARNESS_BACKEND exist for the plug-in only: the command line
 # takes --store and --backend per command.

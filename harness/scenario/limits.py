@@ -13,7 +13,7 @@ RunLength = duration_type("RunLength", positive=True, least=MIN_RUN_NS, most=MAX
 
 MAX_SEED = 2**63 - 1  # what every consumer of a seed (random.Random, Go, Java) can hold
 MAX_SEEDS = 1_000  # runs per scenario and client; a typo of 10^9 should not plan for hours
-BACKENDS: tuple[str, ...] = ("local", "compose")  # where the cluster runs (harness.backends)
+BACKENDS: tuple[str, ...] = ("local", "compose")  # where the cluster runs (harness.run.backends)
 DEFAULT_BACKEND = "local"
 # A Docker image the Compose backend may use instead of the ones built here (redis:7.4,
 # for a user who can pull): Docker's reference grammar, [host[:port]/]name[:tag][@digest].

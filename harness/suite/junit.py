@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lockharness.checker import CheckResult
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.suite_results import CaseResult, Status
+from lockharness.harness.suite.results import CaseResult, Status
 
 _MAX_WITNESSES = 10  # in a failure's body; results.json has them all
 

@@ -13,7 +13,7 @@ from lockharness.core.errors import EXIT_AS_EXPECTED
 
 def command(args: argparse.Namespace, console: Console) -> int:
     from lockharness.compose.images import KINDS, REDIS, TOXIPROXY, ensure, find_host_binary
-    from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
+    from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, find_binary
 
     # Found and asked for their --version as `run` does: an image of the wrong program is
     # bad input now, not a cluster that never comes up.

@@ -7,7 +7,7 @@ expectation. Ctrl-C ends the current run (it tears down and checks, as `run` doe
 the rest, and the JUnit and HTML reports are still written for the runs done.
 
 With ``--jobs J`` (J > 1) up to J cases run at once, each an ordinary run in a process of
-its own (harness/jobs.py), read back from its run directory into the same results, in
+its own (harness/parallel/jobs.py), read back from its run directory into the same results, in
 the planned order; Ctrl-C stops every running job the same way.
 """
 
@@ -31,13 +31,13 @@ from lockharness.core.errors import (
     BadInput,
 )
 from lockharness.core.interrupts import deferred, shielded
-from lockharness.harness.backends import check_backend, images
-from lockharness.harness.binaries import Binaries
-from lockharness.harness.console import shouted_verdict
-from lockharness.harness.jobs import Finished, job_pool, stop_signal
-from lockharness.harness.junit import write_junit
-from lockharness.harness.progress import LiveStatus
-from lockharness.harness.runner import run_scenario
+from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
+from lockharness.harness.parallel.sharding import UNSHARDED, Shard
+from lockharness.harness.run.backends import check_backend, images
+from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.console import shouted_verdict
+from lockharness.harness.run.progress import LiveStatus
+from lockharness.harness.run.runner import run_scenario
 from lockharness.harness.scenario import (
     Scenario,
     builtin_scenarios,
@@ -45,10 +45,11 @@ from lockharness.harness.scenario import (
     with_overrides,
 )
 from lockharness.harness.scenario.limits import MAX_SEEDS
-from lockharness.harness.sharding import UNSHARDED, Shard
-from lockharness.harness.suite_index import write_index
-from lockharness.harness.suite_plan import SuitePlan, derived_suite_id, fresh_suite_id
-from lockharness.harness.suite_results import (
+from lockharness.harness.store.writable import check_output_file
+from lockharness.harness.suite.index import write_index
+from lockharness.harness.suite.junit import write_junit
+from lockharness.harness.suite.plan import SuitePlan, derived_suite_id, fresh_suite_id
+from lockharness.harness.suite.results import (
     Case,
     CaseResult,
     Status,
@@ -56,7 +57,6 @@ from lockharness.harness.suite_results import (
     suite_exit_code,
     summarize,
 )
-from lockharness.harness.writable import check_output_file
 from lockharness.workloads.plugins import is_plugin_path
 from lockharness.workloads.registry import CLIENTS
 
@@ -336,7 +336,7 @@ def run_suite(
 ) -> int:
     """Run every case, print the summary, write the reports; the suite's exit code.
     The caller has checked the report paths (``check_report_paths``) before anything.
-    ``jobs``: runs at once, each in a process of its own (harness/jobs.py); 1: one after
+    ``jobs``: runs at once, each in a process of its own (harness/parallel/jobs.py); 1: one after
     another in this process."""
     results = [CaseResult(case) for case in cases]
     interrupted = False
@@ -425,7 +425,7 @@ def check_report_paths(*, junit: Path | None, html: Path | None) -> None:
 
 
 class SuiteRecord(Protocol):
-    """Where a suite keeps what it did (suite_plan.SuiteRecorder: the store's record)."""
+    """Where a suite keeps what it did (suite.plan.SuiteRecorder: the store's record)."""
 
     @property
     def planned(self) -> int:

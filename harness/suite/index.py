@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.suite_results import CaseResult, Status, summarize
+from lockharness.harness.suite.results import CaseResult, Status, summarize
 
 # What each run directory offers, in the order shown. timeline.html is the run's report.
 RUN_FILES = (RunDir.TIMELINE, RunDir.RESULTS, RunDir.SCENARIO, RunDir.HARNESS_LOG)

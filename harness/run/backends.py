@@ -15,7 +15,7 @@ from lockharness.cluster.base import Cluster
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from lockharness.core.errors import BadInput
-from lockharness.harness.binaries import Binaries
+from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.scenario.limits import BACKENDS
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """One parallel job: an ordinary run of a resolved scenario file, in a process of its own.
 
-`suite --jobs J` and `explore --jobs J` start one of these per run (harness/jobs.py):
-``python -m lockharness.harness.job RUN_DIR --store STORE --redis-server PATH
+`suite --jobs J` and `explore --jobs J` start one of these per run (harness/parallel/jobs.py):
+``python -m lockharness.harness.parallel.job RUN_DIR --store STORE --redis-server PATH
 --toxiproxy-server PATH``, where the controller has made RUN_DIR and written the resolved
 scenario into it. It is `lockharness run` without the summary: the same stop handlers (a
 stop signal tears the run down, checks what it recorded, exit 130), the same
@@ -27,7 +27,7 @@ SOURCE_HEADER = "# resolved from "  # harness/scenario/write.py's to_yaml
 def main(argv: list[str] | None = None) -> int:
     install_stop_handlers()  # first: a stop signal from here on is a clean teardown
     try:
-        parser = argparse.ArgumentParser(prog="python -m lockharness.harness.job")
+        parser = argparse.ArgumentParser(prog="python -m lockharness.harness.parallel.job")
         parser.add_argument("run_dir", type=Path)
         parser.add_argument("--store", type=Path, required=True)
         parser.add_argument("--redis-server", type=Path, required=True)
@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         # Imported here: a stop signal during these imports is already a clean exit 130.
         from lockharness.core.run_dir import RunDir
-        from lockharness.harness.binaries import Binaries
-        from lockharness.harness.runner import run_scenario
+        from lockharness.harness.run.binaries import Binaries
+        from lockharness.harness.run.runner import run_scenario
         from lockharness.harness.scenario import load_scenario
 
         run_dir = RunDir(args.run_dir)

@@ -13,12 +13,12 @@ from rich.table import Table
 from lockharness.core.errors import EXIT_AS_EXPECTED
 from lockharness.core.interrupts import shielded
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.backends import build_cluster, check_backend
-from lockharness.harness.commands.common import find_binaries
-from lockharness.harness.runlog import run_log
+from lockharness.harness.cli.common import find_binaries
+from lockharness.harness.run.backends import build_cluster, check_backend
+from lockharness.harness.run.runlog import run_log
 from lockharness.harness.scenario.limits import DEFAULT_BACKEND
 from lockharness.harness.scenario.model import ClusterSpec
-from lockharness.harness.store import check_store, create_run_dir
+from lockharness.harness.store.layout import check_store, create_run_dir
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

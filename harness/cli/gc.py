@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_INTERNAL, BadInput
-from lockharness.harness import gc
+from lockharness.harness.store import gc
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

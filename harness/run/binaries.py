@@ -19,7 +19,7 @@ from pathlib import Path
 from lockharness.core.errors import BadInput
 
 # The repository root in an editable install; .tools/bin is where `make setup` puts Toxiproxy.
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

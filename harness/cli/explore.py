@@ -11,17 +11,17 @@ from rich.console import Console
 
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
-from lockharness.harness.backends import check_backend
-from lockharness.harness.commands.common import find_binaries, warn_leftovers
+from lockharness.harness.cli.common import find_binaries, warn_leftovers
 from lockharness.harness.explore.campaign import Explorer, explore_directory
 from lockharness.harness.explore.model import load_model, model_lines, model_names
 from lockharness.harness.explore.report import INDEX_HTML
 from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.job_slots import default_jobs
+from lockharness.harness.parallel.job_slots import default_jobs
+from lockharness.harness.parallel.sharding import UNSHARDED
+from lockharness.harness.run.backends import check_backend
 from lockharness.harness.scenario import ClientDoc, ClientSpec
 from lockharness.harness.scenario.model import ClusterSpec
-from lockharness.harness.sharding import UNSHARDED
-from lockharness.harness.store import check_store
+from lockharness.harness.store.layout import check_store
 from lockharness.workloads.client_doc import read_client, resolve_client, switch_client
 
 _YAML = (".yaml", ".yml")

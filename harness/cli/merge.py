@@ -19,7 +19,8 @@ from lockharness.core.errors import (
     EXIT_UNKNOWN,
     BadInput,
 )
-from lockharness.harness.merge import (
+from lockharness.harness.merge.store_index import write_store_index
+from lockharness.harness.merge.stores import (
     STORE_RULE,
     SourceStore,
     case_results,
@@ -29,11 +30,10 @@ from lockharness.harness.merge import (
     read_store,
     stored_shards,
 )
-from lockharness.harness.store import check_store
-from lockharness.harness.store_index import write_store_index
-from lockharness.harness.suite import check_report_paths, summary_table, write_reports
-from lockharness.harness.suite_plan import PLAN, suite_dir
-from lockharness.harness.suite_results import CaseResult, Status
+from lockharness.harness.store.layout import check_store
+from lockharness.harness.suite.plan import PLAN, suite_dir
+from lockharness.harness.suite.results import CaseResult, Status
+from lockharness.harness.suite.runner import check_report_paths, summary_table, write_reports
 
 
 def merge_exit_code(results: Sequence[CaseResult]) -> int:

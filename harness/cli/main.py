@@ -1,17 +1,17 @@
 """The command line: list, run, suite, merge, check, report, gc, cluster up, schema.
 
-The parser is built from light modules only; each command's module (harness.commands) is
+The parser is built from light modules only; each command's module (harness/cli/<command>.py) is
 imported when that command runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 from rich.console import Console
@@ -19,7 +19,13 @@ from rich.console import Console
 from lockharness.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
 from lockharness.core.interrupts import install_stop_handlers
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.job_slots import MAX_JOBS, jobs_help
+from lockharness.harness.parallel.job_slots import MAX_JOBS, jobs_help
+from lockharness.harness.parallel.sharding import (
+    SUITE_ID_PATTERN,
+    SUITE_ID_RULE,
+    Shard,
+    parse_shard,
+)
 from lockharness.harness.scenario.limits import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -30,22 +36,6 @@ from lockharness.harness.scenario.limits import (
     MAX_SEEDS,
     RunLength,
 )
-from lockharness.harness.sharding import SUITE_ID_PATTERN, SUITE_ID_RULE, Shard, parse_shard
-
-_COMMANDS = {
-    "list": "listing",
-    "run": "run",
-    "suite": "suite",
-    "check": "check",
-    "report": "report",
-    "cluster": "cluster",
-    "gc": "gc",
-    "schema": "schema",
-    "client-check": "client_check",
-    "images": "images",
-    "explore": "explore",
-    "merge": "merge",
-}
 
 # client-check's steps (harness/conformance/steps.py, which is not light enough to import
 # here; tests/test_client_check.py checks that every step is named).
@@ -78,6 +68,24 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+# What `lockharness --help` says first: for users, not about how the parser is built.
+DESCRIPTION = """\
+Fault-injection tests for Redis distributed locks: real redis-server masters behind
+Toxiproxy, concurrent lock clients, faults injected while leases are held, and a checker
+that says whether two critical sections overlapped (valid / invalid / unknown)."""
+EPILOG = """\
+start here:
+  lockharness list                          the built-in scenarios
+  lockharness run redlock-baseline          one run; its run directory is store/latest
+  lockharness suite all --junit r.xml       every scenario, with a JUnit file
+  lockharness explore --client redlock --model redlock --budget 10m
+                                            search fault mixes for a violation
+  lockharness COMMAND --help                one command's flags
+
+exit codes: 0 as expected, 1 not as expected, 2 unknown (the harness could not earn a
+verdict), 130 interrupted, 254 bad input (nothing was started), 255 internal error."""
 
 
 def _run_length(text: str) -> int:
@@ -153,7 +161,12 @@ def _binary_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="lockharness", description=__doc__)
+    parser = _Parser(
+        prog="lockharness",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     listing = commands.add_parser("list", help="the built-in scenarios (or, --clients, clients)")
@@ -314,13 +327,69 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_module(name: str) -> ModuleType:
+    """The module of command ``name``, imported only when that command runs (the parser
+    stays light); spelled out so that every import is one tests/test_layers.py reads."""
+    match name:
+        case "list":
+            from lockharness.harness.cli import listing
+
+            return listing
+        case "run":
+            from lockharness.harness.cli import run
+
+            return run
+        case "suite":
+            from lockharness.harness.cli import suite
+
+            return suite
+        case "check":
+            from lockharness.harness.cli import check
+
+            return check
+        case "report":
+            from lockharness.harness.cli import report
+
+            return report
+        case "cluster":
+            from lockharness.harness.cli import cluster
+
+            return cluster
+        case "gc":
+            from lockharness.harness.cli import gc
+
+            return gc
+        case "schema":
+            from lockharness.harness.cli import schema
+
+            return schema
+        case "client-check":
+            from lockharness.harness.cli import client_check
+
+            return client_check
+        case "images":
+            from lockharness.harness.cli import images
+
+            return images
+        case "explore":
+            from lockharness.harness.cli import explore
+
+            return explore
+        case "merge":
+            from lockharness.harness.cli import merge
+
+            return merge
+        case _:
+            raise ValueError(f"no such command: {name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     # SIGINT, SIGTERM, SIGHUP and SIGQUIT all tear down and exit 130 (core.interrupts).
     install_stop_handlers()
     try:  # from here on a stop signal is a KeyboardInterrupt: exit 130, never a traceback
         args = build_parser().parse_args(argv)
         console = Console()
-        module = importlib.import_module(f"lockharness.harness.commands.{_COMMANDS[args.command]}")
+        module = _command_module(args.command)
         return module.command(args, console)
     except LockharnessError as e:
         kind = "bad input" if e.exit_code == EXIT_BAD_INPUT else "error"

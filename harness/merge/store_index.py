@@ -21,10 +21,10 @@ from urllib.parse import quote
 
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.merge import EXPLORE, EXPLORE_INDEX, EXPLORE_REPORT
+from lockharness.harness.merge.stores import EXPLORE, EXPLORE_INDEX, EXPLORE_REPORT
+from lockharness.harness.run.stored_run import load_outcome
 from lockharness.harness.scenario import load_scenario
-from lockharness.harness.stored_run import load_outcome
-from lockharness.harness.suite_plan import (
+from lockharness.harness.suite.plan import (
     PLAN,
     SUITES,
     PlanRecord,
@@ -32,7 +32,7 @@ from lockharness.harness.suite_plan import (
     read_record,
     write_atomically,
 )
-from lockharness.harness.suite_results import Case, CaseResult, Status, exposure_text
+from lockharness.harness.suite.results import Case, CaseResult, Status, exposure_text
 
 STORE_INDEX = "index.html"
 UNFINISHED = "unfinished"  # a run directory without results.json: killed, or still going

@@ -16,8 +16,8 @@ from lockharness.checker import EventError, Verdict, check_history
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.console import print_summary
-from lockharness.harness.recheck import (
+from lockharness.harness.run.console import print_summary
+from lockharness.harness.run.recheck import (
     apply_run_problems,
     program_restarts,
     run_history,

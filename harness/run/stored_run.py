@@ -16,7 +16,7 @@ from lockharness.checker import CheckResult
 from lockharness.core.errors import BadInput
 from lockharness.core.log_bound import LogCut
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.runner import RunOutcome
+from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import load_scenario
 
 

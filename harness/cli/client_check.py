@@ -15,10 +15,10 @@ from rich.markup import escape
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, BadInput
 from lockharness.core.interrupts import shielded
-from lockharness.harness.commands.common import find_binaries
+from lockharness.harness.cli.common import find_binaries
 from lockharness.harness.conformance.session import Outcome, conformance
-from lockharness.harness.runlog import run_log
-from lockharness.harness.store import check_store, create_run_dir
+from lockharness.harness.run.runlog import run_log
+from lockharness.harness.store.layout import check_store, create_run_dir
 
 _MARKS = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]SKIP[/]"}
 

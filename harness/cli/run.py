@@ -6,12 +6,12 @@ import argparse
 
 from rich.console import Console
 
-from lockharness.harness.backends import check_backend
-from lockharness.harness.commands.common import find_binaries, warn_leftovers
-from lockharness.harness.console import print_summary
-from lockharness.harness.runner import run_scenario
+from lockharness.harness.cli.common import find_binaries, warn_leftovers
+from lockharness.harness.run.backends import check_backend
+from lockharness.harness.run.console import print_summary
+from lockharness.harness.run.runner import run_scenario
 from lockharness.harness.scenario import load_scenario, with_overrides
-from lockharness.harness.store import check_store
+from lockharness.harness.store.layout import check_store
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -32,10 +32,10 @@ import msgspec
 
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
+from lockharness.harness.parallel.sharding import SUITE_ID_PATTERN, SUITE_ID_RULE, Shard
 from lockharness.harness.scenario import Scenario, to_yaml
 from lockharness.harness.scenario.write import to_plain
-from lockharness.harness.sharding import SUITE_ID_PATTERN, SUITE_ID_RULE, Shard
-from lockharness.harness.suite_results import Case, CaseResult, identity
+from lockharness.harness.suite.results import Case, CaseResult, identity
 
 SUITES = "suites"  # store/suites/<id>/
 PLAN = "plan.json"
@@ -135,7 +135,7 @@ class PlanRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class FinishedRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     number: int
     run_dir: str  # relative to the store, with /
-    status: str  # suite_results.Status's value
+    status: str  # suite.results.Status's value
     elapsed_s: float
     started_at: float
 

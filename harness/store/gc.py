@@ -22,7 +22,7 @@ from pathlib import Path
 from lockharness.cluster.ledger import LedgerView, ProcessRecord, mark_stopped, read_ledger
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.store import stored_runs
+from lockharness.harness.store.layout import stored_runs
 
 _GRACE_S = 2.0  # for SIGTERM, then again for SIGKILL
 _POLL_S = 0.02

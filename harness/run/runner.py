@@ -38,17 +38,17 @@ from lockharness.core.shards import merge_into
 from lockharness.faults.base import FaultContext
 from lockharness.faults.deaths import Cause, WorkerDeaths
 from lockharness.faults.nemesis import Nemesis
-from lockharness.harness.backends import make_cluster
-from lockharness.harness.binaries import Binaries
-from lockharness.harness.progress import ProgressLine
-from lockharness.harness.recheck import apply_run_problems, program_restarts
-from lockharness.harness.replay import write_replay
 from lockharness.harness.reports import write_reports
-from lockharness.harness.runlog import run_log
+from lockharness.harness.run.backends import make_cluster
+from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.progress import ProgressLine
+from lockharness.harness.run.recheck import apply_run_problems, program_restarts
+from lockharness.harness.run.replay import write_replay
+from lockharness.harness.run.runlog import run_log
 from lockharness.harness.scenario import Scenario, resolve_scenario, to_yaml
 from lockharness.harness.scenario.expectation import require_exposure
 from lockharness.harness.scenario.floor import require_floor
-from lockharness.harness.store import create_run_dir, update_latest
+from lockharness.harness.store.layout import create_run_dir, update_latest
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
 from lockharness.workloads.task import WorkerTask, encode_task
@@ -365,7 +365,7 @@ def run_scenario(
     console: Console,
     run_dir: RunDir | None = None,
 ) -> RunOutcome:
-    """``run_dir``: one made already (a parallel job's, harness/jobs.py); else a new one."""
+    """``run_dir``: one made already (a parallel job's, harness/parallel/jobs.py); else new."""
     # A caller that skipped with_overrides (a replay, a shrink step): a plug-in is imported
     # here, still before anything is made.
     scenario = resolve_seed(resolve_scenario(scenario))

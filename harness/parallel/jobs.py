@@ -1,6 +1,6 @@
 """Parallel jobs: J ordinary runs at once on one host, each in a child process of its own.
 
-Each job is harness/job.py on a run directory the controller made (the resolved scenario
+Each job is harness/parallel/job.py on a run directory the controller made (the resolved scenario
 written in it), so it has its own ports (held across processes: cluster/ports.py), its own
 processes and run directory, and says its verdict in its own results.json, read back with
 ``load_outcome``. A job is started with the parent-death guard (cluster/spawner.py): a
@@ -12,7 +12,7 @@ checks what it recorded, as `lockharness run` does, and the controller waits for
 without results.json, is an unknown outcome with the reason: never a crash of the
 controller, never a verdict.
 
-How many at once by default: harness/job_slots.py.
+How many at once by default: harness/parallel/job_slots.py.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from lockharness.cluster.process import ManagedProcess
 from lockharness.core.errors import BadInput
 from lockharness.core.interrupts import deferred, shielded
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.binaries import Binaries
-from lockharness.harness.runner import RunOutcome
+from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.runner import RunOutcome
+from lockharness.harness.run.stored_run import load_outcome
 from lockharness.harness.scenario import Scenario, to_yaml
-from lockharness.harness.store import create_run_dir
-from lockharness.harness.stored_run import load_outcome
+from lockharness.harness.store.layout import create_run_dir
 
 log = logging.getLogger("lockharness")
 
@@ -122,7 +122,7 @@ class JobPool:
         return [
             sys.executable,
             "-m",
-            "lockharness.harness.job",
+            "lockharness.harness.parallel.job",
             str(run_dir),
             "--store",
             str(self.store),

@@ -25,12 +25,12 @@ from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.core.typed_input import Invalid
 from lockharness.core.yaml_read import input_document
-from lockharness.harness.runner import RunOutcome
+from lockharness.harness.parallel.sharding import Shard
+from lockharness.harness.run.runner import RunOutcome
+from lockharness.harness.run.stored_run import load_outcome
 from lockharness.harness.scenario.read import read_scenario
-from lockharness.harness.sharding import Shard
-from lockharness.harness.store import LATEST
-from lockharness.harness.stored_run import load_outcome
-from lockharness.harness.suite_plan import (
+from lockharness.harness.store.layout import LATEST
+from lockharness.harness.suite.plan import (
     PLAN,
     SUITES,
     PlannedRun,
@@ -43,7 +43,7 @@ from lockharness.harness.suite_plan import (
     suite_dir,
     write_atomically,
 )
-from lockharness.harness.suite_results import Case, CaseResult
+from lockharness.harness.suite.results import Case, CaseResult
 
 EXPLORE = "explore"  # store/explore/<stamp>/: an exploration (harness/explore/campaign.py)
 # Its report.json and index.html (harness/explore/report.py, which this folder may not

@@ -7,17 +7,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lockharness.harness.commands.common import find_binaries, warn_leftovers
-from lockharness.harness.job_slots import default_jobs
-from lockharness.harness.store import check_store
-from lockharness.harness.suite import (
+from lockharness.harness.cli.common import find_binaries, warn_leftovers
+from lockharness.harness.parallel.job_slots import default_jobs
+from lockharness.harness.store.layout import check_store
+from lockharness.harness.suite.plan import SuitePlan, SuiteRecorder, shard_file
+from lockharness.harness.suite.runner import (
     SuiteRequest,
     check_report_paths,
     plan_sharded,
     run_suite,
     write_reports,
 )
-from lockharness.harness.suite_plan import SuitePlan, SuiteRecorder, shard_file
 
 
 def command(args: argparse.Namespace, console: Console) -> int:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lockharness.harness import gc
-from lockharness.harness.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
+from lockharness.harness.store import gc
 
 
 def find_binaries(args: argparse.Namespace) -> Binaries:

@@ -1,0 +1,1 @@
+"""Merging stores (shards) and the store's index page."""

@@ -1,0 +1,1 @@
+"""The store: run directories, the latest link, writability checks, garbage collection."""

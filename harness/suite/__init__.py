@@ -1,0 +1,1 @@
+"""Suites: many runs as a plan, their results, the JUnit file and the HTML index."""
