@@ -1,4 +1,4 @@
-"""Emulating a power loss under `appendfsync everysec` (DESIGN.md "Losing un-fsynced writes").
+"""Emulating a power loss under `appendfsync everysec` (docs/design.md "Losing un-fsynced writes").
 
 A SIGKILL loses nothing Redis already write()-ed: the page cache outlives the process. A
 power loss also loses what the kernel had not written back, which under `everysec` is up to

@@ -17,7 +17,7 @@ from lockharness.core.connect import single_try_client
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
 
-# What each persistence mode means on the command line (DESIGN.md "Losing un-fsynced writes").
+# What each persistence mode means on the command line (docs/design.md "Losing un-fsynced writes").
 # Both AOF modes: load a torn tail after a power-loss truncation instead of refusing to
 # start; never rewrite, so the incr file the AofTracker watches is not rotated under it;
 # plain RESP in the AOF, no RDB preamble.

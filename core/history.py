@@ -1,6 +1,6 @@
 """History events: typed records, read from and written as JSON Lines.
 
-One JSON object per line with the fields of DESIGN.md. ``time`` is ns since run start
+One JSON object per line with the fields of docs/run-directory.md ("The history"). ``time`` is ns since run start
 on CLOCK_MONOTONIC (comparable across worker processes); ``wall`` is unix ns, for humans.
 
 Reading is strict and streams. Each line is decoded straight into an ``Event`` by msgspec,
@@ -131,7 +131,8 @@ def _explain(error: Exception) -> str:
     what = message[: at.start()] if at else message
     what = what[:1].lower() + what[1:]
     name = field.split(".")[0]
-    return f"{name}: {what.rstrip('.')}; allowed: {ALLOWED.get(name, 'see DESIGN.md')}"
+    allowed = ALLOWED.get(name, "see docs/run-directory.md, The history")
+    return f"{name}: {what.rstrip('.')}; allowed: {allowed}"
 
 
 def _decode_line(line: bytes, where: str) -> Event | None:

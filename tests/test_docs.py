@@ -92,3 +92,24 @@ def test_the_suites_page_shows_the_nightly_workflow() -> None:
     # tests/test_ci_recipe.py runs the workflow's commands; the page must show that file.
     workflow = (DOCS / "ci" / "nightly.yml").read_text()
     assert f"```yaml\n{workflow}```\n" in (DOCS / "suites-and-ci.md").read_text()
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    # A clone has only what is committed: a page, comment or message that sends the reader
+    # to a file beside the repository (../shared/DESIGN.md once) sends them nowhere.
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    outside = re.compile(r"\.\./shared|\bDESIGN\.md")
+    found = [
+        f"{name}:{number}"
+        for name in tracked
+        if name != "tests/test_docs.py"
+        and (REPO / name).suffix in (".py", ".md", ".yml", ".yaml", ".c", ".toml", "")
+        and (REPO / name).is_file()
+        for number, line in enumerate((REPO / name).read_text(errors="replace").splitlines(), 1)
+        if outside.search(line)
+    ]
+    assert found == []
