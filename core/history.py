@@ -1,7 +1,8 @@
 """History events: typed records, read from and written as JSON Lines.
 
 One JSON object per line with the fields of docs/run-directory.md ("The history").
-``time`` is ns since run start on CLOCK_MONOTONIC (comparable across worker processes); ``wall`` is unix ns, for humans.
+``time`` is ns since run start on CLOCK_MONOTONIC (comparable across worker processes);
+``wall`` is unix ns, for humans.
 
 Reading is strict and streams. Each line is decoded straight into an ``Event`` by msgspec,
 which checks every field's type (``process`` 1 and "1" are not the same owner: the second
