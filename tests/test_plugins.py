@@ -18,6 +18,7 @@ from lockharness.harness.scenario import (
     to_yaml,
     with_overrides,
 )
+from lockharness.workloads.client_info import ClientOptions
 from lockharness.workloads.clients.single import SingleOptions
 from lockharness.workloads.plugins import PluginError, load_plugin
 from tests.conftest import REPO, lockharness, run, value
@@ -34,7 +35,7 @@ workload: {workers: 1, threads: 2, hold_min: 1ms, hold_max: 5ms}
 
 # A correct plug-in, to break one piece at a time.
 GOOD_CLASS = """\
-from lockharness.workloads.client_info import ClientOptions, Timeout
+from lockharness import ClientOptions, Timeout
 
 
 class LockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -448,6 +449,38 @@ BAD_USES = {
 }
 
 
+# A class without Options takes no options, whether or not it subclasses DeclaredClient.
+WITHOUT_OPTIONS = {
+    "plain": lock_module(**{"    Options =": "    _Options ="}),
+    "declared": lock_module(
+        **{
+            "    Options =": "    _Options =",
+            "class Lock:": "class Lock(DeclaredClient):",
+            "import ClientOptions, Timeout": "import ClientOptions, DeclaredClient, Timeout",
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("form", WITHOUT_OPTIONS)
+def test_options_for_a_class_without_options_are_refused(tmp_path: Path, form: str) -> None:
+    module = f"{form}_free"
+    client = f"{{class: '{module}:Lock', options: {{timeout: 100ms}}}}"
+    path = scenario_with(tmp_path, client, {f"{module}.py": WITHOUT_OPTIONS[form]})
+    mentions = [
+        "plug.yaml: client.options.timeout: is not an option:",
+        f"{module}:Lock declares no options, so it takes none;",
+        "allowed: no client.options, or an Options class",
+    ]
+    assert_rejected(tmp_path, "run", str(path), mentions=mentions)
+    # Without options it is read, and its constructor gets ClientOptions() either way.
+    free = resolve_scenario(
+        load_scenario(scenario_with(tmp_path, f"{{class: '{module}:Lock'}}", {}))
+    )
+    assert free.client.options == ClientOptions()
+    assert free.client.info().options_type is ClientOptions
+
+
 @pytest.mark.parametrize(("client", "section", "mentions"), BAD_USES.values(), ids=BAD_USES)
 def test_a_bad_use_of_a_plugin_is_bad_input(
     tmp_path: Path, client: str, section: str, mentions: list[str]
@@ -579,5 +612,7 @@ def test_client_path_and_switching_to_and_from_a_plugin(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cwd_free_plug.py").write_text(lock_module(**{"    Options =": "    _Options ="}))
     free = with_overrides(single, client="cwd_free_plug:Lock")
-    assert free.client == ClientSpec("cwd_free_plug:Lock", {}, (str(tmp_path.resolve()),))
-    assert free.client.info().free_options  # no OPTIONS: none of single's options fit
+    assert free.client == ClientSpec(
+        "cwd_free_plug:Lock", ClientOptions(), (str(tmp_path.resolve()),)
+    )
+    assert free.client.info().options_type is ClientOptions  # no Options: none of single's fit
