@@ -81,6 +81,7 @@ def test_the_wheel_installs_one_import_name(installed: Path) -> None:
     assert list((package / "checker").glob("_scan*.so"))
     assert (package / "harness" / "scenarios" / "single-baseline.yaml").is_file()
     assert (package / "harness" / "explore" / "models" / "redlock.yaml").is_file()
+    assert (package / "harness" / "fault-model.schema.json").is_file()
     assert (package / "harness" / "reports" / "templates" / "timeline.html").is_file()
     assert (package / "core" / "clock_shim.c").is_file()
 

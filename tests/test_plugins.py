@@ -139,8 +139,8 @@ def test_a_run_imports_the_plugin_and_check_and_report_do_not(tmp_path: Path) ->
     assert not marker.exists(), "reading the run's scenario.yaml ran the plug-in's module"
 
 
-# A plug-in in a package, declaring no OPTIONS (its options arrive as written), importing
-# a sibling module only when it first runs, and raising on every third acquire.
+# A plug-in in a package, with no base class, importing a sibling module only when it
+# first runs, and raising on every third acquire.
 PACKAGE_LOCK = """\
 import json
 import os
@@ -149,11 +149,18 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from lockharness.workloads.protocol import Lease
+from lockharness import ClientOptions, Lease
+
+
+class LockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    record: str
+    tries: list[int] = []
 
 
 class Lock:
     \"\"\"SET NX PX, compare-and-delete; flaky on purpose.\"\"\"
+
+    Options = LockOptions
 
     def __init__(self, nodes, clock, options, discovery=None):
         from plugpkg import helper  # imported in the worker, after the loader checked us
@@ -162,8 +169,8 @@ class Lock:
         self.node, self.clock, self.calls = nodes[0], clock, 0
         self.redis = redis.Redis(host=self.node.host, port=self.node.port,
                                  socket_timeout=0.2, retry=Retry(NoBackoff(), 0))
-        with open(options["record"], "w") as f:
-            json.dump(options, f)
+        with open(options.record, "w") as f:
+            json.dump({"record": options.record, "tries": options.tries}, f)
 
     def acquire(self, key, ttl_ms):
         self.calls += 1
