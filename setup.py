@@ -14,12 +14,15 @@ LAYERS = ("core", "cluster", "compose", "workloads", "faults", "checker", "harne
 
 
 def packages() -> dict[str, str]:
-    """Every package's import name and its folder: lockharness itself and each layer's tree."""
+    """Every package's import name and its folder: lockharness itself and each layer's tree,
+    its data folders too (harness/scenarios, ...). Python imports a folder without an
+    __init__.py as a namespace package, so setuptools warns ("Package would be ignored")
+    about a data folder left out of this list."""
     found = {"lockharness": "lockharness"}
     for layer in LAYERS:
-        for init in sorted(Path(layer).rglob("__init__.py")):
-            folder = init.parent.as_posix()
-            found["lockharness." + folder.replace("/", ".")] = folder
+        for path in sorted([Path(layer), *Path(layer).rglob("*")]):
+            if path.is_dir() and path.name != "__pycache__":
+                found["lockharness." + path.as_posix().replace("/", ".")] = path.as_posix()
     return found
 
 

@@ -13,7 +13,10 @@ import jsonschema
 import pytest
 
 from lockharness.core.endpoints import Endpoint
+from lockharness.core.typed_input import Invalid
 from lockharness.harness.scenario import json_schema
+from lockharness.workloads.client_build import typed_options
+from lockharness.workloads.client_doc import client_options
 from lockharness.workloads.client_info import ClientInfo, ClientOptions
 from lockharness.workloads.clients.setnx_expire import SetnxExpireLock
 from lockharness.workloads.clients.setnx_getset import SetnxGetsetLock
@@ -87,6 +90,26 @@ def test_a_client_is_registered_by_being_defined_with_a_name_of_its_own() -> Non
         ("tries",),
         "a new lock",
     )
+
+
+class PlainLock:
+    """A plug-in class without a base and without Options."""
+
+
+class DeclaredLock(DeclaredClient):
+    """A DeclaredClient subclass without Options."""
+
+
+@pytest.mark.parametrize("cls", [PlainLock, DeclaredLock])
+def test_a_class_without_options_takes_none_whatever_its_base(cls: type) -> None:
+    info = declared_info(cls, "lock", "m:Lock", "m:Lock", None)
+    assert info.options_type is ClientOptions and info.option_names == ()
+    assert not info.free_options  # only a program takes its options as written
+    assert typed_options(cls, {}) == ClientOptions()  # what the worker's constructor gets
+    with pytest.raises(Invalid) as e:
+        client_options(info, {"timeout": "100ms"})
+    assert e.value.path == "client.options.timeout"
+    assert "lock declares no options" in e.value.reason and "allowed: " in e.value.reason
 
 
 def test_abilities_are_protocols_checked_on_the_instance() -> None:

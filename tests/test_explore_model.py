@@ -4,17 +4,27 @@ the CLI before anything starts."""
 
 from __future__ import annotations
 
+import json
 import random
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from lockharness.faults.registry import KINDS
 from lockharness.harness.explore.bounds import RANGE_FORM, Bound, BoundError, read_bound
-from lockharness.harness.explore.model import load_model, model_names
-from tests.conftest import lockharness
+from lockharness.harness.explore.model import (
+    load_model,
+    model_names,
+    model_schema,
+    model_table,
+    read_model,
+)
+from tests.conftest import REPO, lockharness
+from tests.generated import MODEL_SCHEMA, section
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -205,7 +215,8 @@ FAULT = "faults: [{kind: pause}]\n"
 BAD_MODELS = {
     "unknown top key": (
         "description: d\nfualts: []\n",
-        ["fualts", "is not a key here", "allowed: name, description, cluster, run"],
+        # As a scenario's unknown key is reported (core/typed_input.py).
+        ["unknown key 'fualts'", "allowed: name, description, cluster, run"],
     ),
     "unknown fault kind": (
         "description: d\nfaults: [{kind: explode}]\n",
@@ -261,6 +272,39 @@ BAD_MODELS = {
         f"description: d\ncluster: {{nodes: 0}}\n{FAULT}",
         ["cluster.nodes", "0 goes outside 1..15", "allowed: whole numbers from 1 to 15"],
     ),
+    "an unknown key in a section": (
+        f"description: d\ncluster: {{nodez: 3}}\n{FAULT}",
+        ["unknown key 'cluster.nodez'", "allowed: nodes, persistence, restart_delay"],
+    ),
+    "no description": (FAULT, ["description: missing", "allowed: a non-empty string"]),
+    "no faults": (
+        "description: d\nfaults: []\n",
+        ["faults: a list is not a list of one or more fault entries", "allowed: a list of"],
+    ),
+    "a bound that is no bound": (
+        "description: d\nfaults: [{kind: latency, options: {latency: 1ms..abc}}]\n",
+        ["faults[0].options.latency", "'abc' is not a number, a duration", "allowed: a value"],
+    ),
+    "a restart delay that is no duration": (
+        f"description: d\ncluster: {{restart_delay: {{none: soon}}}}\n{FAULT}",
+        ["cluster.restart_delay.none", "'soon' is not a duration", "a multiple of the TTL"],
+    ),
+    "a weight of 0": (
+        "description: d\nfaults: [{kind: pause, weight: 0}]\n",
+        ["faults[0].weight", "0 is out of range", "allowed: a number above 0 and up to 1000"],
+    ),
+    "extend that is no boolean": (
+        f"description: d\nworkload: {{extend: often}}\n{FAULT}",
+        ["workload.extend", "'often' is not a boolean", "allowed: true or false"],
+    ),
+    "nesting past 1": (
+        f"description: d\nworkload: {{nesting: 0..2}}\n{FAULT}",
+        ["workload.nesting", "0..2", "allowed: chances from 0 to 1"],
+    ),
+    "a name that is no name": (
+        f"name: my model\ndescription: d\n{FAULT}",
+        ["name: 'my model' is not allowed", "allowed: letters, digits and -"],
+    ),
 }
 
 
@@ -291,3 +335,73 @@ def test_an_unknown_model_name_lists_the_named_ones(tmp_path: Path) -> None:
     assert "--model redlokc: no such named model or file" in message
     assert f"named: {', '.join(model_names())}" in message
     assert not (tmp_path / "store").exists()
+
+
+# ---- the declaration: defaults, the JSON Schema, the docs' table ------------------------------
+
+
+def test_a_model_that_leaves_keys_out_gets_the_documented_defaults() -> None:
+    model = read_model({"description": "d", "faults": [{"kind": "pause"}]}, "m", "my-model")
+    assert model.name == "my-model"  # the file's
+    assert (model.nodes.shown(), model.persistence.shown()) == ("5", "none")
+    assert model.restart_delay == {}
+    assert (model.duration.shown(), model.fault_count.shown()) == ("4s..10s", "1..5")
+    shape = [model.workers, model.threads, model.keys, model.ttl, model.hold, model.nesting]
+    assert [b.shown() for b in shape] == [
+        "2..4",
+        "1..3",
+        "1..2",
+        "500ms..2s",
+        "0.01ttl..0.5ttl",
+        "0",
+    ]
+    assert model.extend is False
+    (pause,) = model.faults
+    assert (pause.targets, pause.duration.shown(), pause.options, pause.weight) == (
+        ("one",),
+        "100ms..2s",
+        {},
+        1.0,
+    )
+    # The table says the same defaults.
+    table = model_table()
+    for key, default in [("cluster.nodes", "5"), ("workload.hold", "0.01ttl..0.5ttl")]:
+        assert f"| `{key}` |" in table and f"| `{default}` |" in table
+
+
+def test_the_docs_table_and_the_shipped_schema_are_the_generated_ones() -> None:
+    assert section(REPO / "docs" / "explore.md", "harness/explore/model.py") == model_table(), (
+        "docs/explore.md's table of model keys is stale: run `make generated`"
+    )
+    assert MODEL_SCHEMA.read_text() == model_schema(), (
+        f"{MODEL_SCHEMA} is stale: run `make generated`"
+    )
+
+
+def test_schema_model_prints_the_shipped_schema(tmp_path: Path) -> None:
+    done = lockharness("schema", "--model", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == MODEL_SCHEMA.read_text()
+
+
+def test_the_schema_takes_every_named_model_and_refuses_a_wrong_one() -> None:
+    schema = json.loads(MODEL_SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    folder = REPO / "harness" / "explore" / "models"
+    for path in sorted(folder.glob("*.yaml")):
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
+        assert errors == [], (path.name, errors)
+    good = {"description": "d", "faults": [{"kind": "pause"}]}
+    assert validator.is_valid(good)
+    for bad in [
+        {**good, "fualts": []},  # an unknown key
+        {"description": "d"},  # no faults
+        {**good, "cluster": {"persistence": "sometimes"}},
+        {**good, "cluster": {"restart_delay": {"forever": "1s"}}},
+        {**good, "faults": [{"kind": "explode"}]},
+        {**good, "faults": [{"kind": "pause", "weight": 0}]},
+        {**good, "workload": {"extend": "often"}},
+    ]:
+        assert not validator.is_valid(bad), bad
+    defaults = schema["definitions"]["WorkloadBounds"]["properties"]
+    assert defaults["ttl"]["default"] == "500ms..2s"  # as a model file writes it

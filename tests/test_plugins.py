@@ -18,6 +18,7 @@ from lockharness.harness.scenario import (
     to_yaml,
     with_overrides,
 )
+from lockharness.workloads.client_info import ClientOptions
 from lockharness.workloads.clients.single import SingleOptions
 from lockharness.workloads.plugins import PluginError, load_plugin
 from tests.conftest import REPO, lockharness, run, value
@@ -34,7 +35,7 @@ workload: {workers: 1, threads: 2, hold_min: 1ms, hold_max: 5ms}
 
 # A correct plug-in, to break one piece at a time.
 GOOD_CLASS = """\
-from lockharness.workloads.client_info import ClientOptions, Timeout
+from lockharness import ClientOptions, Timeout
 
 
 class LockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -138,8 +139,8 @@ def test_a_run_imports_the_plugin_and_check_and_report_do_not(tmp_path: Path) ->
     assert not marker.exists(), "reading the run's scenario.yaml ran the plug-in's module"
 
 
-# A plug-in in a package, declaring no OPTIONS (its options arrive as written), importing
-# a sibling module only when it first runs, and raising on every third acquire.
+# A plug-in in a package, with no base class, importing a sibling module only when it
+# first runs, and raising on every third acquire.
 PACKAGE_LOCK = """\
 import json
 import os
@@ -148,11 +149,18 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from lockharness.workloads.protocol import Lease
+from lockharness import ClientOptions, Lease
+
+
+class LockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    record: str
+    tries: list[int] = []
 
 
 class Lock:
     \"\"\"SET NX PX, compare-and-delete; flaky on purpose.\"\"\"
+
+    Options = LockOptions
 
     def __init__(self, nodes, clock, options, discovery=None):
         from plugpkg import helper  # imported in the worker, after the loader checked us
@@ -161,8 +169,8 @@ class Lock:
         self.node, self.clock, self.calls = nodes[0], clock, 0
         self.redis = redis.Redis(host=self.node.host, port=self.node.port,
                                  socket_timeout=0.2, retry=Retry(NoBackoff(), 0))
-        with open(options["record"], "w") as f:
-            json.dump(options, f)
+        with open(options.record, "w") as f:
+            json.dump({"record": options.record, "tries": options.tries}, f)
 
     def acquire(self, key, ttl_ms):
         self.calls += 1
@@ -448,6 +456,38 @@ BAD_USES = {
 }
 
 
+# A class without Options takes no options, whether or not it subclasses DeclaredClient.
+WITHOUT_OPTIONS = {
+    "plain": lock_module(**{"    Options =": "    _Options ="}),
+    "declared": lock_module(
+        **{
+            "    Options =": "    _Options =",
+            "class Lock:": "class Lock(DeclaredClient):",
+            "import ClientOptions, Timeout": "import ClientOptions, DeclaredClient, Timeout",
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("form", WITHOUT_OPTIONS)
+def test_options_for_a_class_without_options_are_refused(tmp_path: Path, form: str) -> None:
+    module = f"{form}_free"
+    client = f"{{class: '{module}:Lock', options: {{timeout: 100ms}}}}"
+    path = scenario_with(tmp_path, client, {f"{module}.py": WITHOUT_OPTIONS[form]})
+    mentions = [
+        "plug.yaml: client.options.timeout: is not an option:",
+        f"{module}:Lock declares no options, so it takes none;",
+        "allowed: no client.options, or an Options class",
+    ]
+    assert_rejected(tmp_path, "run", str(path), mentions=mentions)
+    # Without options it is read, and its constructor gets ClientOptions() either way.
+    free = resolve_scenario(
+        load_scenario(scenario_with(tmp_path, f"{{class: '{module}:Lock'}}", {}))
+    )
+    assert free.client.options == ClientOptions()
+    assert free.client.info().options_type is ClientOptions
+
+
 @pytest.mark.parametrize(("client", "section", "mentions"), BAD_USES.values(), ids=BAD_USES)
 def test_a_bad_use_of_a_plugin_is_bad_input(
     tmp_path: Path, client: str, section: str, mentions: list[str]
@@ -579,5 +619,7 @@ def test_client_path_and_switching_to_and_from_a_plugin(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cwd_free_plug.py").write_text(lock_module(**{"    Options =": "    _Options ="}))
     free = with_overrides(single, client="cwd_free_plug:Lock")
-    assert free.client == ClientSpec("cwd_free_plug:Lock", {}, (str(tmp_path.resolve()),))
-    assert free.client.info().free_options  # no OPTIONS: none of single's options fit
+    assert free.client == ClientSpec(
+        "cwd_free_plug:Lock", ClientOptions(), (str(tmp_path.resolve()),)
+    )
+    assert free.client.info().options_type is ClientOptions  # no Options: none of single's fit

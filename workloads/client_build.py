@@ -20,14 +20,12 @@ from lockharness.workloads.protocol import Clock, LockClient
 Builder = Callable[[Sequence[Endpoint], Clock, Discovery | None], LockClient]
 
 
-def typed_options(cls: type, options: dict[str, Any]) -> ClientOptions | dict[str, Any]:
-    """``options`` (plain data, as the scenario was written back) as ``cls`` declares them;
-    as they are for a class that declares no Options."""
-    declared = getattr(cls, "Options", None)
-    if isinstance(declared, type) and issubclass(declared, ClientOptions):
-        typed: ClientOptions = convert(options, declared, "client.options")
-        return typed
-    return dict(options)
+def typed_options(cls: type, options: dict[str, Any]) -> ClientOptions:
+    """``options`` (plain data, as the scenario was written back) as ``cls`` declares them
+    (no Options: none, as workloads/declaration.py reads the class)."""
+    declared = getattr(cls, "Options", ClientOptions)
+    typed: ClientOptions = convert(options, declared, "client.options")
+    return typed
 
 
 def client_builder(

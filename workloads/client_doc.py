@@ -42,7 +42,7 @@ class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # A client's options as the harness holds them: its declared Options, defaults filled in;
-# a plug-in that declares none, or a user's program: plain data, as written.
+# a user's program's, or a plug-in's not imported yet: plain data, as written.
 Options = ClientOptions | dict[str, Any]
 
 
@@ -119,10 +119,18 @@ def _plain_options(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def client_options(info: ClientInfo, given: dict[str, Any]) -> Options:
-    """As the client's Options declare, defaults filled in; a plug-in that declares none
-    takes plain data (it goes to the workers as written)."""
+    """As the client's Options declare, defaults filled in; a program takes plain data (it
+    goes to the program as written)."""
     if info.options_type is None:
         return _plain_options(given)
+    if given and not msgspec.structs.fields(info.options_type):
+        # A class without Options (or with an empty one): say so, not just "allowed: none".
+        raise Invalid(
+            f"client.options.{next(iter(given))}",
+            f"is not an option: {info.name} declares no options, so it takes none; "
+            "allowed: no client.options, or an Options class (a ClientOptions subclass, "
+            "docs/clients.md) on the client declaring the option",
+        )
     options: ClientOptions = convert(given, info.options_type, "client.options")
     return options
 

@@ -46,8 +46,8 @@ class ClientInfo:
     name: str
     description: str  # what it does, or, when it cannot run here, what it needs
     factory_path: str  # "module:Class", imported only when a worker builds the client
-    # The client's declared Options; None: a plug-in that declares none, whose options are
-    # any plain data, passed to it as written (a dict).
+    # The client's declared Options (a class that declares none: ClientOptions, no options);
+    # None: a program's, any plain data, passed to it as written (a dict).
     options_type: type[ClientOptions] | None = ClientOptions
     # Spreads one lock over independent masters (the Redlock family): meaningless on a
     # replicated topology, whose nodes copy each other.

@@ -16,8 +16,10 @@ A class declares, on itself (DeclaredClient gives each its default):
 
 Derived, not declared: ``extends``, from the Extending protocol (an ``extend`` method), so
 a class cannot say it extends and lack the method, or the reverse. A plug-in class need not
-subclass DeclaredClient: what it leaves out takes the default, except that a class with no
-``Options`` takes any plain data as its options, as written (a dict).
+subclass DeclaredClient: what it leaves out takes the same default either way, ``Options``
+too: a class that declares no Options takes no options (ClientOptions, which has none), as
+a scenario's unknown key is refused everywhere else. Only a program (workloads/programs.py)
+takes its options as written, since nothing declares them before it runs.
 """
 
 from __future__ import annotations
@@ -135,10 +137,8 @@ def _ttl_step(cls: type, label: str) -> int:
     return value
 
 
-def _options(cls: type, label: str) -> type[ClientOptions] | None:
-    if not hasattr(cls, "Options"):
-        return None  # options passed through as written
-    options = cls.Options
+def _options(cls: type, label: str) -> type[ClientOptions]:
+    options = getattr(cls, "Options", ClientOptions)  # DeclaredClient's default: none
     if not (isinstance(options, type) and issubclass(options, ClientOptions)):
         kind = type(options).__name__ if not isinstance(options, type) else "class"
         shown = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"

@@ -23,10 +23,16 @@ from collections.abc import Callable, Sequence
 from typing import Annotated
 
 import redis
-from lockharness.core.endpoints import Endpoint  # a node: name ("n1"), host, port
-from lockharness.workloads.client_info import ClientOptions, Timeout
-from lockharness.workloads.declaration import DeclaredClient  # the declaration's defaults
-from lockharness.workloads.protocol import Lease  # what acquire hands back
+
+# lockharness's public API (docs/api.md): all a plug-in needs, from the package itself.
+from lockharness import (
+    ClientOptions,  # the base of the options a scenario may give
+    DeclaredClient,  # the declaration's defaults
+    Endpoint,  # a node: name ("n1"), host, port
+    Lease,  # what acquire hands back
+    Timeout,  # a duration option: "100ms", read as int nanoseconds
+    validity_deadline,  # until when a lease may be trusted
+)
 from msgspec import Meta
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -42,8 +48,6 @@ end
 """
 
 DEFAULT_TIMEOUT_NS = 100_000_000  # 100 ms: well below any sensible TTL
-DRIFT_FACTOR = 0.01  # redis.io: allow 1% of the TTL for clock drift...
-DRIFT_FLOOR_MS = 2  # ...plus 2 ms for the granularity of Redis's expiry clock
 
 
 class MyLockOptions(ClientOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -96,9 +100,9 @@ class MyLock(DeclaredClient):
         if not self.redis.set(key, token, nx=True, px=ttl_ms):
             return None
         # The key expires ttl after the server set it, which was after `started`; a
-        # deadline counted from `started`, less a drift allowance, is never late.
-        drift_ns = int((ttl_ms * DRIFT_FACTOR + DRIFT_FLOOR_MS) * 1_000_000)
-        deadline = started + ttl_ms * 1_000_000 - drift_ns
+        # deadline counted from `started`, less redis.io's drift allowance (1% of the TTL
+        # plus 2 ms), is never late.
+        deadline = validity_deadline(started, ttl_ms)
         return Lease(key=key, token=token, deadline=deadline, grants=(self.node.name,))
 
     def release(self, lease: Lease) -> bool:

@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 import redis
-from lockharness.workloads.protocol import Lease
+from lockharness import Lease, validity_deadline
 
 from my_lock import MyLock, MyLockOptions
 
-if TYPE_CHECKING:
-    from lockharness.cluster.base import Cluster
-    from lockharness.harness.pytest_plugin import RunScenario
-    from lockharness.harness.pytest_plugin.injector import Nemesis
+if TYPE_CHECKING:  # the fixtures' types, for annotations (docs/api.md)
+    from lockharness import Cluster, Nemesis, RunScenario
 
 
 # A whole scenario run: real Redis behind Toxiproxy, 12 clients in 4 worker processes
@@ -38,7 +36,7 @@ class NoNxLock(MyLock):
         token = os.urandom(20).hex()
         started = self.clock()
         self.redis.set(key, token, px=ttl_ms)  # no nx=True: always "granted"
-        deadline = started + ttl_ms * 1_000_000 - (ttl_ms // 100 + 2) * 1_000_000
+        deadline = validity_deadline(started, ttl_ms)
         return Lease(key=key, token=token, deadline=deadline, grants=(self.node.name,))
 
 

@@ -298,7 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
 
-    commands.add_parser("schema", help="the scenario file's JSON Schema (draft-07), to stdout")
+    schema = commands.add_parser(
+        "schema", help="the scenario file's JSON Schema (draft-07), to stdout"
+    )
+    schema.add_argument("--model", action="store_true", help="the fault model file's instead")
 
     images = commands.add_parser(
         "images", help="build the Compose backend's images from this machine's binaries"

@@ -1,4 +1,5 @@
-"""`lockharness schema`: the scenario file's JSON Schema (draft-07), for editors."""
+"""`lockharness schema`: the scenario file's JSON Schema (draft-07), for editors;
+``--model``: the fault model file's (docs/explore.md)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import sys
 from rich.console import Console
 
 from lockharness.core.errors import EXIT_AS_EXPECTED
+from lockharness.harness.explore.model import model_schema
 from lockharness.harness.scenario import json_schema
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
-    sys.stdout.write(json_schema())  # as is: rich would wrap and colour it
+    # As is: rich would wrap and colour it.
+    sys.stdout.write(model_schema() if args.model else json_schema())
     return EXIT_AS_EXPECTED

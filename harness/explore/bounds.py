@@ -16,13 +16,15 @@ import random
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from lockharness.core.durations import (
+    duration_type,
     format_signed_duration,
     parse_duration,
     parse_signed_duration,
 )
+from lockharness.core.typed_input import convert
 
 _TTL = re.compile(r"([0-9]+(?:\.[0-9]+)?)ttl")
 RANGE_FORM = (
@@ -154,3 +156,182 @@ def as_duration(value: Any) -> int:
     if isinstance(value, str):
         return parse_duration(value)
     return int(value)
+
+
+# ---- bounds as a model file's Structs read them (harness/explore/model.py) -----------------
+
+
+class Written:
+    """A bound in a model file, as msgspec reads it: ``decode`` (called by
+    core/typed_input.py) reads the value as written into the Bound it means and checks it
+    is one the key allows. Each subclass is the kind of bound one key takes."""
+
+    __slots__ = ("bound", "written")
+    allowed_text: ClassVar[str] = RANGE_FORM
+
+    def __init__(self, bound: Bound, written: Any) -> None:
+        self.bound, self.written = bound, written
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Written) or type(other) is not type(self):
+            return NotImplemented
+        return other.bound == self.bound
+
+    def __hash__(self) -> int:
+        return hash(self.bound)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.written!r})"
+
+    @classmethod
+    def allowed(cls) -> str:
+        return cls.allowed_text
+
+    @classmethod
+    def checked(cls, bound: Bound) -> Bound:
+        """``bound`` as the key takes it; BoundError saying what it allows."""
+        return bound
+
+    @classmethod
+    def decode(cls, value: object) -> Self:
+        try:
+            return cls(cls.checked(read_bound(value)), value)
+        except BoundError as e:
+            raise ValueError(str(e)) from None
+
+    @classmethod
+    def json_schema(cls) -> dict[str, object]:
+        scalar = [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]
+        choices = {"type": "array", "minItems": 1, "items": {"anyOf": scalar}}
+        return {"anyOf": [*scalar, choices], "description": f"allowed: {cls.allowed()}"}
+
+
+class WholeNumbers(Written):
+    """A count: whole numbers from ``least`` to ``most``."""
+
+    least: ClassVar[int] = 0
+    most: ClassVar[int] = 0
+
+    @classmethod
+    def allowed(cls) -> str:
+        return f"whole numbers from {cls.least} to {cls.most}, fixed, as choices or as a range"
+
+    @classmethod
+    def checked(cls, bound: Bound) -> Bound:
+        allowed = f"allowed: {cls.allowed()}"
+        if bound.is_range:
+            assert bound.lo is not None and bound.hi is not None
+            ends = [bound.lo, bound.hi]
+            if any(e.ttl or e.duration or e.value.denominator != 1 for e in ends):
+                raise BoundError(f"{bound.shown()} is not a range of whole numbers; {allowed}")
+            values = [int(e.value) for e in ends]
+        else:
+            values = list(bound.choices)
+            if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+                raise BoundError(
+                    f"{bound.shown()} holds a value that is not a whole number; {allowed}"
+                )
+        if any(not cls.least <= v <= cls.most for v in values):
+            raise BoundError(f"{bound.shown()} goes outside {cls.least}..{cls.most}; {allowed}")
+        return bound
+
+
+_NonNegativeDuration = duration_type("ModelDuration")  # 0 or more, read as scenarios read theirs
+
+
+class Lengths(Written):
+    """Durations: one (read as the range of that one value), choices, or a range whose
+    ends may be multiples of the TTL."""
+
+    ttl_relative: ClassVar[bool] = True
+
+    @classmethod
+    def allowed(cls) -> str:
+        allowed = "a duration (250ms), choices of durations, or a range 10ms..2s"
+        return allowed + (" whose ends may be multiples of the TTL (0.5ttl)" * cls.ttl_relative)
+
+    @classmethod
+    def checked(cls, bound: Bound) -> Bound:
+        allowed = f"allowed: {cls.allowed()}"
+        if not bound.is_range:
+            values = []
+            for choice in bound.choices:
+                try:
+                    values.append(int(convert(choice, _NonNegativeDuration)))
+                except ValueError:  # Invalid too
+                    raise BoundError(f"{choice!r} is not a duration; {allowed}") from None
+            if len(values) == 1:  # a fixed duration: the range of one value
+                end = End(Fraction(values[0]), duration=True)
+                return Bound(lo=end, hi=end)
+            return Bound(choices=tuple(values))
+        assert bound.lo is not None and bound.hi is not None
+        for end in (bound.lo, bound.hi):
+            if not end.duration or end.value < 0 or (end.ttl and not cls.ttl_relative):
+                raise BoundError(f"{bound.shown()} is not a range of durations; {allowed}")
+        return bound
+
+
+class FixedLengths(Lengths):
+    """Durations whose ends are not multiples of the TTL (the TTL itself, a run's length)."""
+
+    ttl_relative = False
+
+
+class Words(Written):
+    """One of ``words``, or a list of them: no range."""
+
+    words: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def allowed(cls) -> str:
+        return f"one or a list of {', '.join(cls.words)}"
+
+    @classmethod
+    def checked(cls, bound: Bound) -> Bound:
+        if bound.is_range or any(c not in cls.words for c in bound.choices):
+            raise BoundError(f"{bound.shown()}: allowed: {cls.allowed()}")
+        return bound
+
+    @classmethod
+    def json_schema(cls) -> dict[str, object]:
+        word = {"enum": list(cls.words)}
+        choices = {"type": "array", "minItems": 1, "items": word}
+        return {"anyOf": [word, choices], "description": f"allowed: {cls.allowed()}"}
+
+
+class Chances(Written):
+    """Chances from 0 to 1: one, choices, or a range."""
+
+    allowed_text = "chances from 0 to 1"
+
+    @classmethod
+    def checked(cls, bound: Bound) -> Bound:
+        values = [*bound.span(0)] if bound.is_range else bound.choices
+        if any(isinstance(v, str) or not 0 <= float(v) <= 1 for v in values):
+            raise BoundError(f"{bound.shown()}; allowed: {cls.allowed()}")
+        return bound
+
+
+class LeastDelay(Written):
+    """One duration, or a multiple of the TTL (1.2ttl): the least time a node stays down."""
+
+    allowed_text = "a duration or a multiple of the TTL (1.2ttl)"
+
+    @classmethod
+    def decode(cls, value: object) -> Self:
+        try:
+            bound = read_bound(f"{value}..{value}") if isinstance(value, str) else None
+        except BoundError:
+            bound = None
+        if bound is None or bound.lo is None or not bound.lo.duration or bound.lo.value < 0:
+            raise ValueError(f"{value!r} is not a duration; allowed: {cls.allowed()}")
+        return cls(bound, value)
+
+    @property
+    def end(self) -> End:
+        assert self.bound.lo is not None
+        return self.bound.lo
+
+    @classmethod
+    def json_schema(cls) -> dict[str, object]:
+        return {"type": "string", "description": f"allowed: {cls.allowed()}"}

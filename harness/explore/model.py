@@ -24,6 +24,8 @@ the run and workload shapes an exploration draws inside them (docs/explore.md).
         duration: 50ms..2s
         options: {power_loss: false}  # each option: a value, choices, or a range
 
+The file is read into msgspec Structs (ModelFile and its sections, below), which the JSON
+Schema (`lockharness schema --model`) and docs/explore.md's table of keys are made from.
 Each fault entry is checked against its kind's declaration (faults/base.py): the options it
 names must be the kind's, every value it allows must be one the kind accepts, and its
 targets must be words the kind's target class takes. A model names no concrete nodes: who
@@ -33,46 +35,202 @@ is hit is drawn at run time (the replay records it).
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
-from fractions import Fraction
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar, get_args, get_type_hints
 
 import msgspec
+from msgspec import Meta
 
-from lockharness.core.durations import duration_type, format_signed_duration
+from lockharness.core.durations import format_signed_duration
 from lockharness.core.errors import BadInput
-from lockharness.core.typed_input import Invalid, convert
+from lockharness.core.typed_input import Invalid, Text, convert, json_schema
 from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import NODE_TARGETS, REPLICATED_TARGETS, WORKER_TARGETS, Room
-from lockharness.harness.explore.bounds import Bound, BoundError, End, read_bound
+from lockharness.harness.explore.bounds import (
+    Bound,
+    Chances,
+    End,
+    FixedLengths,
+    LeastDelay,
+    Lengths,
+    WholeNumbers,
+    Words,
+    Written,
+)
 from lockharness.harness.scenario.model import PERSISTENCE_MODES
 
 SOME_WORKERS = "some"  # a worker-list option's choice: a random non-empty subset, drawn per trial
 MAX_MODEL_BYTES = 1 << 20
-_TOP = ("name", "description", "cluster", "run", "workload", "faults")
-_SECTIONS = {
-    "cluster": ("nodes", "persistence", "restart_delay"),
-    "run": ("duration", "faults"),
-    "workload": ("workers", "threads", "keys", "ttl", "hold", "extend", "nesting"),
-}
-_DEFAULTS: dict[str, dict[str, Any]] = {
-    "cluster": {"nodes": 5, "persistence": "none"},
-    "run": {"duration": "4s..10s", "faults": "1..5"},
-    "workload": {
-        "workers": "2..4",
-        "threads": "1..3",
-        "keys": "1..2",
-        "ttl": "500ms..2s",
-        "hold": "0.01ttl..0.5ttl",
-        "extend": False,
-        "nesting": 0,
-    },
-}
-_WHOLE = {"nodes": (1, 15), "workers": (1, 64), "threads": (1, 64), "keys": (1, 10_000)}
-_FAULT_KEYS = ("kind", "targets", "duration", "options", "weight")
+# The kinds a model may name: explore draws independent masters, never a replicated cluster.
+DRAWN_KINDS = tuple(k for k, c in KINDS.items() if not c.replicated_only)
+
+
+# ---- the file, as msgspec Structs: types, defaults, what each key means --------------------
+# Reading checks each key against its type (core/typed_input.py says what broke, where, and
+# what is allowed); the rules across keys (a fault's targets and options against its kind,
+# ranges at every TTL) follow in read_model. The JSON Schema and docs/explore.md's table of
+# keys are made from these.
+
+
+class Nodes(WholeNumbers):
+    least, most = 1, 15
+
+
+class Clients(WholeNumbers):  # workers, threads
+    least, most = 1, 64
+
+
+class Keys(WholeNumbers):
+    least, most = 1, 10_000
+
+
+class FaultCount(WholeNumbers):
+    least, most = 0, 100
+
+
+class PersistenceModes(Words):
+    words = PERSISTENCE_MODES
+
+
+_T = TypeVar("_T", bound=Written)
+
+
+def written(tp: type[_T], value: Any) -> _T:
+    """A key's default, as a model file would write it (a factory: msgspec's JSON Schema
+    cannot encode a Bound; model_schema writes the value as written)."""
+    default: _T = msgspec.field(default_factory=lambda: tp.decode(value))
+    return default
+
+
+def _meaning(text: str) -> Meta:
+    return Meta(description=text)
+
+
+class ClusterBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    nodes: Annotated[Nodes, _meaning("how many nodes (independent masters)")] = written(Nodes, 5)
+    persistence: Annotated[
+        PersistenceModes, _meaning("each trial's persistence mode, one of these")
+    ] = written(PersistenceModes, "none")
+    # Mappings of plain data, each value read in read_model: msgspec names no key of a
+    # mapping in its errors, and the message must say which one broke.
+    restart_delay: Annotated[
+        dict[str, Any],
+        Meta(
+            description="per persistence mode, the least time a killed node stays down "
+            "(a node without its data: past the TTL, 1.2ttl)",
+            extra={"allowed": f"a mapping of persistence modes to {LeastDelay.allowed()}"},
+            extra_json_schema={
+                "propertyNames": {"enum": list(PERSISTENCE_MODES)},
+                "additionalProperties": LeastDelay.json_schema(),
+            },
+        ),
+    ] = msgspec.field(default_factory=dict)
+
+
+class RunBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    duration: Annotated[FixedLengths, _meaning("how long a trial runs")] = written(
+        FixedLengths, "4s..10s"
+    )
+    faults: Annotated[
+        FaultCount, _meaning("fault entries per trial (a periodic one counts once)")
+    ] = written(FaultCount, "1..5")
+
+
+class WorkloadBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    workers: Annotated[Clients, _meaning("worker processes")] = written(Clients, "2..4")
+    threads: Annotated[Clients, _meaning("client threads per worker")] = written(Clients, "1..3")
+    keys: Annotated[Keys, _meaning("keys the clients contend for")] = written(Keys, "1..2")
+    ttl: Annotated[FixedLengths, _meaning("the lock's TTL")] = written(FixedLengths, "500ms..2s")
+    hold: Annotated[
+        Lengths, _meaning("how long a holder works; hold_min and hold_max are drawn inside")
+    ] = written(Lengths, "0.01ttl..0.5ttl")
+    extend: Annotated[bool, _meaning("sections may extend their lease, where the client can")] = (
+        False
+    )
+    nesting: Annotated[
+        Chances, _meaning("the chance a holder acquires again (a reentrant client)")
+    ] = written(Chances, 0)
+
+
+class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    kind: Annotated[
+        Text,
+        Meta(
+            description="a kind of fault (docs/faults.md) that independent masters take",
+            extra={"allowed": ", ".join(DRAWN_KINDS)},
+            extra_json_schema={"enum": list(DRAWN_KINDS)},
+        ),
+    ]
+    targets: Annotated[
+        Text | list[Text],
+        Meta(
+            description="target words the kind takes; a trial draws one",
+            extra={"allowed": "a target word, or a list of them (docs/faults.md)"},
+        ),
+    ] = msgspec.field(default_factory=lambda: ["one"])
+    duration: Annotated[Lengths, _meaning("how long each occurrence lasts")] = written(
+        Lengths, "100ms..2s"
+    )
+    options: Annotated[
+        dict[str, Any],
+        Meta(
+            description="the kind's options (docs/faults.md), each a value, choices or a range",
+            extra={"allowed": "a mapping of the kind's options to bounds"},
+            extra_json_schema={"additionalProperties": Written.json_schema()},
+        ),
+    ] = msgspec.field(default_factory=dict)
+    weight: Annotated[
+        float,
+        Meta(
+            gt=0,
+            le=1000,
+            description="how often it is drawn, against the others' weights",
+            extra={"allowed": "a number above 0 and up to 1000"},
+        ),
+    ] = 1.0
+
+
+ModelName = Annotated[
+    str,
+    Meta(pattern=r"^[A-Za-z0-9-]+$", extra={"allowed": "letters, digits and -"}),
+]
+
+
+class ModelFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A fault model file (docs/explore.md#fault-models)."""
+
+    name: Annotated[
+        ModelName | None,
+        Meta(
+            description="the model's name (default: the file's)",
+            extra={"allowed": "letters, digits and -"},
+        ),
+    ] = None
+    description: Annotated[Text, _meaning("what the lock claims, in a sentence or two")]
+    cluster: Annotated[ClusterBounds, _meaning("the cluster a trial runs on")] = msgspec.field(
+        default_factory=ClusterBounds
+    )
+    run: Annotated[RunBounds, _meaning("a trial's length and faults")] = msgspec.field(
+        default_factory=RunBounds
+    )
+    workload: Annotated[WorkloadBounds, _meaning("the clients' work")] = msgspec.field(
+        default_factory=WorkloadBounds
+    )
+    faults: Annotated[
+        list[FaultEntry],
+        Meta(
+            min_length=1,
+            description="the faults the lock claims to tolerate, with their bounds",
+            extra={
+                "allowed": "a list of fault entries (kind, targets, duration, options, weight)",
+                "problem": "is not a list of one or more fault entries",
+            },
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -125,95 +283,83 @@ class FaultModel:
         return [f for f in self.faults if f.kind == kind]
 
 
+# ---- what the Structs say: the JSON Schema and the docs' table of keys ----------------------
+
+_SECTIONS: tuple[tuple[str, type[msgspec.Struct]], ...] = (
+    ("", ModelFile),
+    ("cluster.", ClusterBounds),
+    ("run.", RunBounds),
+    ("workload.", WorkloadBounds),
+    ("faults[].", FaultEntry),
+)
+
+
+def _default(field: msgspec.structs.FieldInfo) -> Any:
+    """A field's default as a model file writes it; NODEFAULT for a required key or a
+    section (whose keys have their own)."""
+    if field.default is not msgspec.NODEFAULT:
+        return field.default
+    if field.default_factory is msgspec.NODEFAULT:
+        return msgspec.NODEFAULT
+    value = field.default_factory()
+    if isinstance(value, msgspec.Struct):
+        return msgspec.NODEFAULT
+    return value.written if isinstance(value, Written) else value
+
+
+def model_schema() -> str:
+    """The fault model file's JSON Schema, draft-07 (`lockharness schema --model`)."""
+    schema = json.loads(json_schema(ModelFile, "lockharness fault model"))
+    for _, struct in _SECTIONS:  # the bounds' defaults, as written: msgspec cannot
+        properties = schema["definitions"][struct.__name__]["properties"]
+        for f in msgspec.structs.fields(struct):
+            if (default := _default(f)) is not msgspec.NODEFAULT:
+                properties[f.encode_name]["default"] = default
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def model_table() -> str:
+    """Markdown: every key of a model file, its type, default and meaning."""
+    rows = ["| key | allowed | default | meaning |", "|---|---|---|---|"]
+    for prefix, struct in _SECTIONS:
+        hints = get_type_hints(struct, include_extras=True)
+        for f in msgspec.structs.fields(struct):
+            meaning = [m.description for m in get_args(hints[f.name])[1:] if m.description]
+            default = _default(f)
+            if default is None or (isinstance(default, dict) and not default):
+                shown = "none"
+            elif default is msgspec.NODEFAULT:
+                shown = "required" if f.required else "its keys'"
+            else:
+                shown = f"`{_written(default)}`"
+            kind = "its keys, below" if shown == "its keys'" else _allowed(hints[f.name])
+            row = [f"`{prefix}{f.encode_name}`", kind, shown, meaning[-1]]
+            rows.append("| " + " | ".join(row) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def _allowed(hint: Any) -> str:
+    """What a key allows, as its error message says it: the Meta's words, or the bound's."""
+    base, *metas = get_args(hint)
+    said = [m.extra["allowed"] for m in metas if m.extra and "allowed" in m.extra]
+    if said:
+        return str(said[-1])
+    if isinstance(base, type) and issubclass(base, Written):
+        return base.allowed()
+    assert base is bool, f"{hint}: say what it allows in its Meta"
+    return "true or false"
+
+
+def _written(value: Any) -> str:
+    """A default as YAML writes it (flow style)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_written(v) for v in value) + "]"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return str(value)
+
+
 # ---- reading ---------------------------------------------------------------------------
-
-
-def _bound(value: Any, path: str) -> Bound:
-    try:
-        return read_bound(value)
-    except BoundError as e:
-        raise Invalid(path, str(e)) from None
-
-
-def _whole(bound: Bound, path: str, lo: int, hi: int) -> Bound:
-    """A count: whole numbers from lo to hi."""
-    allowed = f"allowed: whole numbers from {lo} to {hi}, fixed, as choices or as a range"
-    if bound.is_range:
-        assert bound.lo is not None and bound.hi is not None
-        ends = [bound.lo, bound.hi]
-        if any(e.ttl or e.duration or e.value.denominator != 1 for e in ends):
-            raise Invalid(path, f"{bound.shown()} is not a range of whole numbers; {allowed}")
-        values = [int(e.value) for e in ends]
-    else:
-        values = list(bound.choices)
-        if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
-            raise Invalid(
-                path, f"{bound.shown()} holds a value that is not a whole number; {allowed}"
-            )
-    if any(not lo <= v <= hi for v in values):
-        raise Invalid(path, f"{bound.shown()} goes outside {lo}..{hi}; {allowed}")
-    return bound
-
-
-def _durations(bound: Bound, path: str, ttl_relative: bool = True) -> Bound:
-    allowed = "allowed: a duration (250ms), choices of durations, or a range 10ms..2s"
-    if ttl_relative:
-        allowed += " whose ends may be multiples of the TTL (0.5ttl)"
-    if not bound.is_range:
-        values = []
-        for choice in bound.choices:
-            try:
-                values.append(int(convert(choice, _NonNegativeDuration, path)))
-            except Invalid:
-                raise Invalid(path, f"{choice!r} is not a duration; {allowed}") from None
-        if len(values) == 1:  # a fixed duration: the range of one value
-            end = End(Fraction(values[0]), duration=True)
-            return Bound(lo=end, hi=end)
-        return Bound(choices=tuple(values))
-    assert bound.lo is not None and bound.hi is not None
-    for end in (bound.lo, bound.hi):
-        if not end.duration or end.value < 0 or (end.ttl and not ttl_relative):
-            raise Invalid(path, f"{bound.shown()} is not a range of durations; {allowed}")
-    return bound
-
-
-_NonNegativeDuration = duration_type("ModelDuration")  # 0 or more, read as scenarios read theirs
-
-
-def _mapping(value: Any, path: str, keys: tuple[str, ...]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise Invalid(path, f"is not a mapping; allowed: a mapping with keys {', '.join(keys)}")
-    for key in value:
-        if key not in keys:
-            raise Invalid(
-                f"{path}.{key}" if path else str(key),
-                f"is not a key here; allowed: {', '.join(keys)}",
-            )
-    return value
-
-
-def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
-    return {**_DEFAULTS[name], **_mapping(data.get(name, {}), name, _SECTIONS[name])}
-
-
-def _restart_delay(value: Any, path: str) -> dict[str, End]:
-    allowed = (
-        f"a mapping of persistence modes ({', '.join(PERSISTENCE_MODES)}) to a duration or a "
-        "multiple of the TTL (1.2ttl)"
-    )
-    value = {} if value is None else value
-    if not isinstance(value, dict):
-        raise Invalid(path, f"is not a mapping; allowed: {allowed}")
-    delays = {}
-    for mode, written in value.items():
-        if mode not in PERSISTENCE_MODES:
-            raise Invalid(f"{path}.{mode}", f"is not a persistence mode; allowed: {allowed}")
-        bound = _bound(f"{written}..{written}", f"{path}.{mode}")
-        assert bound.lo is not None
-        if not bound.lo.duration or bound.lo.value < 0:
-            raise Invalid(f"{path}.{mode}", f"{written!r} is not a duration; allowed: {allowed}")
-        delays[mode] = bound.lo
-    return delays
 
 
 @functools.cache
@@ -272,11 +418,10 @@ def _convert_options(kind: str, data: dict[str, Any]) -> Any:
     return convert(data, KINDS[kind].Options, "options", Room())
 
 
-def _fault_choice(value: Any, path: str) -> FaultChoice:
-    entry = _mapping(value, path, _FAULT_KEYS)
-    kind = entry.get("kind")
-    if kind not in KINDS or KINDS[kind].replicated_only:
-        kinds = ", ".join(k for k, c in KINDS.items() if not c.replicated_only)
+def _fault_choice(entry: FaultEntry, path: str) -> FaultChoice:
+    kind = entry.kind
+    if kind not in DRAWN_KINDS:
+        kinds = ", ".join(DRAWN_KINDS)
         why = "is not a fault kind explore draws"
         if kind in KINDS:  # say why, or the user looks for a typo
             why = "needs a replicated cluster, and explore draws independent masters"
@@ -287,23 +432,15 @@ def _fault_choice(value: Any, path: str) -> FaultChoice:
         if cls.target_kind == "workers"
         else tuple(t for t in NODE_TARGETS if t not in REPLICATED_TARGETS)
     )
-    targets = entry.get("targets", ["one"])
-    targets = [targets] if isinstance(targets, str) else targets
-    if not isinstance(targets, list) or not targets or any(t not in words for t in targets):
+    targets = [entry.targets] if isinstance(entry.targets, str) else entry.targets
+    if not targets or any(t not in words for t in targets):
         raise Invalid(
             f"{path}.targets",
             f"{targets!r} is not a list of target words; allowed for {kind}: {', '.join(words)}",
         )
-    duration = _durations(
-        _bound(entry.get("duration", "100ms..2s"), f"{path}.duration"), f"{path}.duration"
-    )
-    options_written = entry.get("options") or {}
-    if not isinstance(options_written, dict):
-        raise Invalid(
-            f"{path}.options",
-            "is not a mapping; allowed: a mapping of the kind's options to bounds",
-        )
-    options = {str(n): _bound(w, f"{path}.options.{n}") for n, w in options_written.items()}
+    options = {
+        n: convert(w, Written, f"{path}.options.{n}").bound for n, w in entry.options.items()
+    }
     for name in options:
         _check_option(kind, name, options, f"{path}.options.{name}")
     missing = [
@@ -313,69 +450,42 @@ def _fault_choice(value: Any, path: str) -> FaultChoice:
         raise Invalid(
             f"{path}.options", f"{kind} needs {', '.join(missing)}; allowed: a bound for each"
         )
-    weight = entry.get("weight", 1)
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 1000:
-        raise Invalid(
-            f"{path}.weight",
-            f"{weight!r} is not a weight; allowed: a number above 0 and up to 1000",
-        )
-    return FaultChoice(kind, tuple(targets), duration, options, float(weight))
+    return FaultChoice(kind, tuple(targets), entry.duration.bound, options, entry.weight)
+
+
+def _restart_delay(delays: dict[str, Any], path: str) -> dict[str, End]:
+    for mode in delays:
+        if mode not in PERSISTENCE_MODES:
+            raise Invalid(
+                f"{path}.{mode}",
+                "is not a persistence mode; allowed: a mapping of persistence modes "
+                f"({', '.join(PERSISTENCE_MODES)}) to {LeastDelay.allowed()}",
+            )
+    return {mode: convert(d, LeastDelay, f"{path}.{mode}").end for mode, d in delays.items()}
 
 
 def read_model(data: Any, source: str, stem: str) -> FaultModel:
     """Invalid at the first broken rule."""
-    top = _mapping(data, "", _TOP)
-    description = top.get("description")
-    if not isinstance(description, str) or not description.strip():
-        raise Invalid("description", "is missing or empty; allowed: a non-empty string")
-    name = top.get("name", stem)
-    if not isinstance(name, str) or not name.replace("-", "").isalnum():
-        raise Invalid("name", f"{name!r} is not a name; allowed: letters, digits and -")
-    cluster, run, workload = (_section(top, s) for s in ("cluster", "run", "workload"))
-    persistence = _bound(cluster["persistence"], "cluster.persistence")
-    if persistence.is_range or any(p not in PERSISTENCE_MODES for p in persistence.choices):
-        raise Invalid(
-            "cluster.persistence",
-            f"{persistence.shown()}: allowed: one or a list of {', '.join(PERSISTENCE_MODES)}",
-        )
-    faults = top.get("faults") or []
-    if not isinstance(faults, list) or not faults:
-        raise Invalid(
-            "faults",
-            "is missing or empty; allowed: a list of fault entries "
-            "(kind, targets, duration, options)",
-        )
-    extend = workload["extend"]
-    if not isinstance(extend, bool):
-        raise Invalid("workload.extend", f"{extend!r}; allowed: true or false")
-    nesting = _bound(workload["nesting"], "workload.nesting")
-    if any(
-        not 0 <= float(v) <= 1
-        for v in ([*nesting.span(0)] if nesting.is_range else nesting.choices)
-    ):
-        raise Invalid("workload.nesting", f"{nesting.shown()}; allowed: chances from 0 to 1")
-    ttl = _durations(_bound(workload["ttl"], "workload.ttl"), "workload.ttl", ttl_relative=False)
+    doc: ModelFile = convert(data, ModelFile)
+    name: str = doc.name if doc.name is not None else convert(stem, ModelName, "name")
+    cluster, run, workload = doc.cluster, doc.run, doc.workload
     model = FaultModel(
         name=name,
-        description=" ".join(description.split()),
+        description=" ".join(doc.description.split()),
         source=source,
-        nodes=_whole(_bound(cluster["nodes"], "cluster.nodes"), "cluster.nodes", *_WHOLE["nodes"]),
-        persistence=persistence,
-        restart_delay=_restart_delay(cluster.get("restart_delay"), "cluster.restart_delay"),
-        duration=_durations(_bound(run["duration"], "run.duration"), "run.duration", False),
-        fault_count=_whole(_bound(run["faults"], "run.faults"), "run.faults", 0, 100),
-        workers=_whole(
-            _bound(workload["workers"], "workload.workers"), "workload.workers", *_WHOLE["workers"]
-        ),
-        threads=_whole(
-            _bound(workload["threads"], "workload.threads"), "workload.threads", *_WHOLE["threads"]
-        ),
-        keys=_whole(_bound(workload["keys"], "workload.keys"), "workload.keys", *_WHOLE["keys"]),
-        ttl=ttl,
-        hold=_durations(_bound(workload["hold"], "workload.hold"), "workload.hold"),
-        extend=extend,
-        nesting=nesting,
-        faults=tuple(_fault_choice(f, f"faults[{i}]") for i, f in enumerate(faults)),
+        nodes=cluster.nodes.bound,
+        persistence=cluster.persistence.bound,
+        restart_delay=_restart_delay(cluster.restart_delay, "cluster.restart_delay"),
+        duration=run.duration.bound,
+        fault_count=run.faults.bound,
+        workers=workload.workers.bound,
+        threads=workload.threads.bound,
+        keys=workload.keys.bound,
+        ttl=workload.ttl.bound,
+        hold=workload.hold.bound,
+        extend=workload.extend,
+        nesting=workload.nesting.bound,
+        faults=tuple(_fault_choice(f, f"faults[{i}]") for i, f in enumerate(doc.faults)),
     )
     _ranges_hold_at_every_ttl(model)
     return model
