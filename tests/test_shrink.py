@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lockharness.harness.explore import shrink as shrink_module
+from lockharness.harness.explore.confirm import confirm
 from lockharness.harness.explore.ddmin import ddmin
 from lockharness.harness.explore.shrink import Reproduction, reproduce, shrink
 from lockharness.harness.explore.shrink_edits import with_timeline, with_workload
@@ -501,3 +502,27 @@ def test_a_pass_that_progresses_only_after_a_later_one_is_applied(scenario: Scen
     assert steps[c_gone].what.startswith("run 6.05s -> 3.2s (first violation at 2.2s + 1s)")
     # A candidate is never run twice: equal ones from later rounds are skipped.
     assert len({to_yaml(s) for s in runs.seen}) == 1 + len(result.steps)
+
+
+# ---- confirm: the minimal scenario as written ---------------------------------------------
+
+
+def test_confirm_steps_back_to_the_newest_step_that_fails_m_of_k(scenario: Scenario) -> None:
+    """The shrink's result fails 1 of 5 runs as written (its steps were lucky): the step
+    before it is checked, and kept, when it fails m of k."""
+    result = shrink(scenario, Runs(a_and_c))
+    accepted = [s.scenario for s in result.steps if s.accepted and s.scenario is not None]
+    newest, before = accepted[-1], accepted[-2]
+
+    def lucky(s: Scenario) -> Outcome:
+        return Outcome(s == before or (s == newest and next(flips)))
+
+    flips = iter([True, False, False, False, False])
+    replays = Reproduction(hits=5, runs=5, run_dirs=(), k=5, m=3)
+    got = confirm(result, scenario, replays, Runs(lucky), 5, 3, lambda: None, lambda: None)
+    assert got.scenario == before and got.reproduction.hits == 5
+    assert [s.what for s in got.stepped_back] == [
+        "checked as written: failed 1 of 5; back one step"
+    ]
+    unlucky = confirm(result, scenario, replays, Runs(a_and_c), 5, 3, lambda: None, lambda: None)
+    assert unlucky.scenario == result.scenario and unlucky.stepped_back == ()
