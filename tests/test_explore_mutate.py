@@ -152,3 +152,17 @@ def test_a_trial_that_breaks_a_rule_is_refused_not_repaired() -> None:
     assert checked(s) is s
     without = dataclasses.replace(s, faults=FaultPlan())
     assert checked(without) is without
+
+
+def test_a_signed_range_is_drawn_on_both_sides_of_zero() -> None:
+    """clock deltas -5s..+5s (everything, clock-skew): backward jumps too, not only forward
+    (a floor of 0 once kept every drawn shift positive)."""
+    model, spec = MODELS["clock-skew"], CLIENTS["single"]
+    deltas = [
+        int(_option(f, "delta"))  # type: ignore[call-overload]
+        for seed in range(200)
+        for f in _trial(model, spec, seed).scenario.faults.faults
+        if _option(f, "delta") is not None
+    ]
+    assert deltas and min(deltas) < 0 < max(deltas)
+    assert all(-5 * 10**9 <= d <= 5 * 10**9 and d % 1_000_000 == 0 for d in deltas)

@@ -16,14 +16,18 @@ def whole_ms(ns: int) -> int:
     return max(MS, ns // MS * MS)
 
 
-def draw_ms(bound: Bound, rng: random.Random, ttl: int, least: int = 0) -> int:
-    """A duration ``bound`` allows at ``ttl``, of at least ``least`` ns: whole ms where the
-    range holds any, so that rounding never leaves the range (a TTL-relative end need not
-    fall on a whole ms)."""
+def draw_ms(bound: Bound, rng: random.Random, ttl: int, least: int | None = None) -> int:
+    """A duration ``bound`` allows at ``ttl`` (of at least ``least`` ns, if given): whole ms
+    where the range holds any, so that rounding never leaves the range (a TTL-relative end
+    need not fall on a whole ms). A signed range (a clock's shift, -5s..+5s) is drawn on
+    both sides of 0."""
     if not bound.is_range:
         return as_duration(bound.draw(rng, ttl))
     lo, hi = bound.span(ttl)
-    a, b = max(math.ceil(lo / MS), math.ceil(least / MS)), math.floor(hi / MS)
+    a, b = math.ceil(lo / MS), math.floor(hi / MS)
+    if least is not None:
+        a = max(a, math.ceil(least / MS))
     if a > b:
-        return max(least, int(bound.draw(rng, ttl)))
+        drawn = int(bound.draw(rng, ttl))
+        return drawn if least is None else max(least, drawn)
     return rng.randint(a, b) * MS
