@@ -15,14 +15,7 @@ from lockharness.faults.spec import FaultPlan, FaultSpec
 from lockharness.harness.explore.bounds import as_duration
 from lockharness.harness.explore.model import FaultChoice, FaultModel
 from lockharness.harness.explore.options import draw_options
-from lockharness.harness.explore.trial import (
-    DrawnFault,
-    Trial,
-    checked,
-    described,
-    room_of,
-    trial_name,
-)
+from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
 from lockharness.harness.explore.whole_ms import MS, draw_ms, whole_ms
 from lockharness.harness.scenario.expectation import Expectation
 from lockharness.harness.scenario.model import ClusterSpec, Scenario
@@ -161,4 +154,4 @@ def draw(model: FaultModel, client: ClientSpec, seed: int, number: int) -> Trial
         faults.append(spec)
         drawn[spec.name] = fault
     s = dataclasses.replace(s, faults=FaultPlan(tuple(faults)))
-    return Trial(number, seed, "fresh", checked(described(s, model, "fresh")), drawn)
+    return Trial(number, seed, "fresh", finished(s, model, "fresh"), drawn)

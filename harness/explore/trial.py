@@ -64,12 +64,13 @@ def room_of(s: Scenario) -> Room:
     return Room(c.nodes, s.workload.workers, c.persistence, c.topology)
 
 
-def described(s: Scenario, model: FaultModel, origin: str) -> Scenario:
+def finished(s: Scenario, model: FaultModel, origin: str) -> Scenario:
+    """A drawn or mutated trial's scenario, described and checked."""
     description = (
         f"A trial of lockharness explore under the fault model {model.name} ({origin}). "
         f"The model: {model.description}"
     )
-    return dataclasses.replace(s, description=description)
+    return checked(dataclasses.replace(s, description=description))
 
 
 def checked(s: Scenario) -> Scenario:
