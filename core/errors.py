@@ -5,6 +5,7 @@ from __future__ import annotations
 EXIT_AS_EXPECTED = 0
 EXIT_NOT_AS_EXPECTED = 1
 EXIT_UNKNOWN = 2
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (or SIGTERM/SIGHUP): 128 + SIGINT, as shells say
 EXIT_BAD_INPUT = 254
 EXIT_INTERNAL = 255
 

@@ -252,11 +252,11 @@ def convert(data: Any, tp: Any, path: str = "", names: NameRules | None = None) 
 # ---- and back: what reads back to the same typed value ------------------------------------
 
 
-def _duration(tp: Any) -> type[Duration] | None:
+def duration_in(tp: Any) -> type[Duration] | None:
     """The Duration type in an annotation (Annotated, X | None), if any."""
     if isinstance(tp, type):
         return tp if issubclass(tp, Duration) else None
-    return next((d for arg in get_args(tp) if (d := _duration(arg)) is not None), None)
+    return next((d for arg in get_args(tp) if (d := duration_in(arg)) is not None), None)
 
 
 def plain(value: Any, tp: Any = None) -> Any:
@@ -264,7 +264,7 @@ def plain(value: Any, tp: Any = None) -> Any:
     Structs as mappings by their encoded names, durations as written ("100ms")."""
     if value is None:
         return None
-    if (duration := _duration(tp)) is not None:
+    if (duration := duration_in(tp)) is not None:
         return duration.encode(value)
     if isinstance(value, msgspec.Struct):
         fields = msgspec.structs.fields(value)

@@ -16,6 +16,17 @@ class Holders(Protocol):
     def holder_workers(self) -> list[int]: ...
 
 
+def minority_size(nodes: int) -> int:
+    """How many nodes `minority` (and at most `holder-minority`) names: the most that stay
+    fewer than half."""
+    return (nodes - 1) // 2
+
+
+def majority_size(nodes: int) -> int:
+    """How many nodes `majority` names: the fewest that are more than half (a quorum)."""
+    return nodes // 2 + 1
+
+
 def pick_nodes(
     targets: str | Sequence[str],
     nodes: Sequence[str],
@@ -36,9 +47,9 @@ def pick_nodes(
     if targets == "one":
         return [rng.choice(nodes)]
     if targets == "minority":
-        return sorted(rng.sample(list(nodes), (n - 1) // 2))
+        return sorted(rng.sample(list(nodes), minority_size(n)))
     if targets == "majority":
-        return sorted(rng.sample(list(nodes), n // 2 + 1))
+        return sorted(rng.sample(list(nodes), majority_size(n)))
     if targets == "all":
         return list(nodes)
     lease = live.newest_lease()
@@ -48,7 +59,7 @@ def pick_nodes(
     if targets == "holder":
         return [rng.choice(grants)] if grants else []
     if targets == "holder-minority":  # as many of them as stay a minority of the cluster
-        return sorted(rng.sample(grants, min(len(grants), (n - 1) // 2)))
+        return sorted(rng.sample(grants, min(len(grants), minority_size(n))))
     raise ValueError(f"unknown node target {targets!r}")
 
 
@@ -74,5 +85,5 @@ def ring_views(nodes: Sequence[str], workers: int) -> dict[int, list[str]]:
     Neighbouring views share all but one node, so a lease can be granted by nodes that
     another worker cannot see: the geometry of the Redlock restart counter-example.
     """
-    n, majority = len(nodes), len(nodes) // 2 + 1
+    n, majority = len(nodes), majority_size(len(nodes))
     return {w: [nodes[(w - 1 + k) % n] for k in range(majority)] for w in range(1, workers + 1)}

@@ -11,14 +11,32 @@ from pathlib import Path
 
 import pytest
 
-from lockharness.harness.explore.record import (
+from lockharness.core.durations import format_duration
+from lockharness.core.errors import (
+    EXIT_AS_EXPECTED,
+    EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
+    EXIT_NOT_AS_EXPECTED,
+    EXIT_UNKNOWN,
+)
+from lockharness.harness.explore.defaults import (
+    DEFAULT_BUDGET_NS,
+    DEFAULT_K,
+    DEFAULT_M,
+    DEFAULT_MAX_CANDIDATES,
+    DEFAULT_MODEL,
+    DEFAULT_SHRINK_BUDGET_NS,
+    DEFAULT_VIOLATIONS,
+)
+from lockharness.harness.explore.record import (
     ExploreRecord,
     StepRecord,
     TrialRecord,
     ViolationRecord,
 )
 from lockharness.harness.explore.report import INDEX_HTML, REPORT_JSON, write_report
+from lockharness.harness.explore.shrink_passes import FLOOR_NS, MARGIN_NS
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -293,3 +311,26 @@ def test_a_violation_settles_only_when_its_reproducer_fails_m_of_k(tmp_path: Pat
     assert v.settled(3)
     v.replays_hit = 1  # too rare as it ran, but it shrank (focused) to one that fails 3 of 5
     assert not v.reproducible(3) and v.settled(3)
+
+
+def test_the_docs_state_the_defaults_and_exit_codes_defined_once() -> None:
+    """docs/explore.md says the numbers harness/explore/defaults.py and core/errors.py
+    define: a changed default fails here until the page says it too."""
+    text = (REPO / "docs" / "explore.md").read_text(encoding="utf-8")
+    said = [
+        f"default {format_duration(DEFAULT_BUDGET_NS)} when neither",
+        f"run K times (default {DEFAULT_K})",
+        f"at least M of K runs (default {DEFAULT_M})",
+        f"time to shrink each violation (default {format_duration(DEFAULT_SHRINK_BUDGET_NS)})",
+        f"after {DEFAULT_MAX_CANDIDATES} candidates",
+        f"fails at least M of K runs (default {DEFAULT_VIOLATIONS})",
+        f"default `{DEFAULT_MODEL}`",
+        f"**Exit codes:** {EXIT_NOT_AS_EXPECTED} when a violation was found; "
+        f"{EXIT_AS_EXPECTED} when none",
+        f"{EXIT_UNKNOWN}\nwhen too many trials were unknown",
+        f"{EXIT_INTERRUPTED}\non Ctrl-C; {EXIT_BAD_INPUT} for bad input",
+        f"End the run {MARGIN_NS // 1_000_000_000} s after the first violation",
+        f"window: to {FLOOR_NS // 1_000_000} ms at once",
+    ]
+    missing = [phrase for phrase in said if phrase not in text]
+    assert missing == [], missing

@@ -11,15 +11,11 @@ from pathlib import Path
 import pytest
 
 from lockharness.harness.explore import shrink as shrink_module
+from lockharness.harness.explore.confirm import confirm
 from lockharness.harness.explore.ddmin import ddmin
-from lockharness.harness.explore.shrink import (
-    FLOOR_NS,
-    MARGIN_NS,
-    Reproduction,
-    reproduce,
-    shrink,
-    with_timeline,
-)
+from lockharness.harness.explore.shrink import Reproduction, reproduce, shrink
+from lockharness.harness.explore.shrink_edits import with_timeline, with_workload
+from lockharness.harness.explore.shrink_passes import FLOOR_NS, MARGIN_NS
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
 
 pytestmark = pytest.mark.unit
@@ -157,7 +153,7 @@ def test_ddmin_result_is_one_minimal(scenario: Scenario) -> None:
 
 
 def _focused(s: Scenario) -> Scenario:
-    return shrink_module._workload(s, hold_min_ns=s.workload.hold_max_ns, keys=1)
+    return with_workload(s, hold_min_ns=s.workload.hold_max_ns, keys=1)
 
 
 def test_given_first_violation_cuts_the_run(scenario: Scenario) -> None:
@@ -430,7 +426,12 @@ def test_a_window_the_violation_needs_is_halved_not_cut(scenario: Scenario) -> N
         ("2s -> 1s", True),
         ("1s -> 0.5s", True),
         ("0.5s -> 0.25s", False),
+        # The second round (fewer clients were accepted in the first) tries the window
+        # again on the new best scenario: still refused, so the fixpoint is reached.
+        ("0.5s -> 0.05s", False),
+        ("0.5s -> 0.25s", False),
     ]
+    assert result.rounds == 2
     assert [e.duration_ns for e in result.scenario.faults.timeline] == [FLOOR_NS, 500 * _MS]
 
 
@@ -467,8 +468,61 @@ def test_faults_no_entry_names_go_last_and_only_if_it_reproduces(tmp_path: Path)
     # `named` left with its entries; `once` stayed through ddmin, and went in pass 5.
     after_ddmin = next(s for s in runs.seen if not s.faults.timeline)
     assert [f.name for f in after_ddmin.faults.faults] == ["once", "repeated"]
-    assert [(step.what, step.accepted) for step in result.steps[-3:]] == [
+    assert [(step.what, step.accepted) for step in result.steps[-2:]] == [
         ("removed the faults no entry names: once, repeated", False),
         ("removed fault once, which no entry names", True),
-        ("removed fault repeated, which no entry names", False),
     ]
+    # Removing `repeated` then is the scenario without faults refused just before: not run
+    # again (nor in the second round, which accepts nothing).
+    assert all("removed fault repeated" not in step.what for step in result.steps)
+    assert result.rounds == 2
+
+
+def test_a_pass_that_progresses_only_after_a_later_one_is_applied(scenario: Scenario) -> None:
+    """pause-c is needed while there are more than two workers: neither the cut (pass 1)
+    nor ddmin (pass 2) can take it out until fewer_clients (pass 4) has run, so only a
+    second round of the passes (the fixpoint) finds that pause-a alone reproduces."""
+
+    def c_or_few_workers(s: Scenario) -> Outcome:
+        enough = _has(s, "pause-c", C_AT) or s.workload.workers <= 2
+        invalid = _has(s, "pause-a", A_AT) and enough and s.workload.workers >= 2
+        return Outcome(invalid, first_violation_ns=A_AT + 200 * _MS if invalid else None)
+
+    runs = Runs(c_or_few_workers)
+    result = shrink(scenario, runs)
+    assert result.stopped is None and result.rounds == 3  # the third accepted nothing
+    assert [(e.fault, e.at_ns) for e in result.scenario.faults.timeline] == [("pause-a", A_AT)]
+    assert result.scenario.duration_ns == A_AT + FLOOR_NS + MARGIN_NS
+    steps = list(result.steps)
+    fewer = next(
+        i for i, step in enumerate(steps) if step.accepted and step.what == "workers 4 -> 2"
+    )
+    c_gone = next(i for i, step in enumerate(steps) if step.accepted and step.size == 1)
+    assert fewer < c_gone  # c went only once there were two workers, in the second round
+    assert steps[c_gone].what.startswith("run 6.05s -> 3.2s (first violation at 2.2s + 1s)")
+    # A candidate is never run twice: equal ones from later rounds are skipped.
+    assert len({to_yaml(s) for s in runs.seen}) == 1 + len(result.steps)
+
+
+# ---- confirm: the minimal scenario as written ---------------------------------------------
+
+
+def test_confirm_steps_back_to_the_newest_step_that_fails_m_of_k(scenario: Scenario) -> None:
+    """The shrink's result fails 1 of 5 runs as written (its steps were lucky): the step
+    before it is checked, and kept, when it fails m of k."""
+    result = shrink(scenario, Runs(a_and_c))
+    accepted = [s.scenario for s in result.steps if s.accepted and s.scenario is not None]
+    newest, before = accepted[-1], accepted[-2]
+
+    def lucky(s: Scenario) -> Outcome:
+        return Outcome(s == before or (s == newest and next(flips)))
+
+    flips = iter([True, False, False, False, False])
+    replays = Reproduction(hits=5, runs=5, run_dirs=(), k=5, m=3)
+    got = confirm(result, scenario, replays, Runs(lucky), 5, 3, lambda: None, lambda: None)
+    assert got.scenario == before and got.reproduction.hits == 5
+    assert [s.what for s in got.stepped_back] == [
+        "checked as written: failed 1 of 5; back one step"
+    ]
+    unlucky = confirm(result, scenario, replays, Runs(a_and_c), 5, 3, lambda: None, lambda: None)
+    assert unlucky.scenario == result.scenario and unlucky.stepped_back == ()

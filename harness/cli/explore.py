@@ -13,6 +13,7 @@ from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.harness.cli.common import find_binaries, warn_leftovers
 from lockharness.harness.explore.campaign import Explorer, explore_directory
+from lockharness.harness.explore.defaults import DEFAULT_BUDGET_NS
 from lockharness.harness.explore.model import load_model, model_lines, model_names
 from lockharness.harness.explore.report import INDEX_HTML
 from lockharness.harness.explore.request import ExploreRequest
@@ -79,9 +80,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         check_backend(backend, ClusterSpec())
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     budget = (
-        args.budget
-        if args.budget is not None or args.trials is not None
-        else 30 * 60 * 1_000_000_000
+        args.budget if args.budget is not None or args.trials is not None else DEFAULT_BUDGET_NS
     )
     request = ExploreRequest(
         client=client,

@@ -16,9 +16,23 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from lockharness.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, LockharnessError
+from lockharness.core.durations import format_duration
+from lockharness.core.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    LockharnessError,
+)
 from lockharness.core.interrupts import install_stop_handlers
 from lockharness.core.run_dir import RunDir
+from lockharness.harness.explore.defaults import (
+    DEFAULT_BUDGET_NS,
+    DEFAULT_K,
+    DEFAULT_M,
+    DEFAULT_MODEL,
+    DEFAULT_SHRINK_BUDGET_NS,
+    DEFAULT_VIOLATIONS,
+)
 from lockharness.harness.parallel.job_slots import MAX_JOBS, jobs_help
 from lockharness.harness.parallel.sharding import (
     SUITE_ID_PATTERN,
@@ -236,33 +250,46 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument(
         "--client", help="lock client: a name, module:Class, or a YAML file with client:"
     )
-    explore.add_argument("--model", default="redlock", help="a named fault model or a model file")
+    explore.add_argument(
+        "--model", default=DEFAULT_MODEL, help="a named fault model or a model file"
+    )
     explore.add_argument("--list-models", action="store_true", help="show the named models")
     spend = explore.add_mutually_exclusive_group()
-    spend.add_argument("--budget", type=_run_length, help="how long to explore, e.g. 30m")
+    spend.add_argument(
+        "--budget",
+        type=_run_length,
+        help=f"how long to explore (default {format_duration(DEFAULT_BUDGET_NS)})",
+    )
     spend.add_argument("--trials", type=_runs, help="how many trials to run")
     explore.add_argument("--seed", type=_seed, help="the exploration's seed (default: random)")
     explore.add_argument(
         "--no-shrink", action="store_true", help="replay a violation, do not shrink"
     )
     explore.add_argument(
-        "--replays", type=_runs, default=5, metavar="K", help="replays of a violation (default 5)"
+        "--replays",
+        type=_runs,
+        default=DEFAULT_K,
+        metavar="K",
+        help=f"replays of a violation (default {DEFAULT_K})",
     )
     explore.add_argument(
         "--reproduce",
         type=_runs,
-        default=3,
+        default=DEFAULT_M,
         metavar="M",
-        help="a shrinking step stays when it fails M of K (default 3)",
+        help=f"a shrinking step stays when it fails M of K (default {DEFAULT_M})",
     )
     explore.add_argument(
         "--shrink-budget",
         type=_run_length,
-        default=600_000_000_000,
-        help="time to shrink each violation (default 10m)",
+        default=DEFAULT_SHRINK_BUDGET_NS,
+        help=f"time to shrink each violation (default {format_duration(DEFAULT_SHRINK_BUDGET_NS)})",
     )
     explore.add_argument(
-        "--violations", type=_runs, default=1, help="stop exploring after this many (default 1)"
+        "--violations",
+        type=_runs,
+        default=DEFAULT_VIOLATIONS,
+        help=f"stop exploring after this many (default {DEFAULT_VIOLATIONS})",
     )
     explore.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     explore.add_argument("--jobs", type=_jobs, metavar="J", help=jobs_help())
@@ -400,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         Console(stderr=True).print("lockharness: interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
         Console(stderr=True).print("[red]lockharness: internal error[/] (traceback above)")

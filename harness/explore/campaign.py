@@ -20,7 +20,9 @@ from rich.console import Console
 from lockharness.checker import Verdict
 from lockharness.core.interrupts import deferred, shielded
 from lockharness.harness.explore.coverage import Corpus, cells
+from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.fits import outside
+from lockharness.harness.explore.mutate import mutate
 from lockharness.harness.explore.progress import ExploreProgress
 from lockharness.harness.explore.record import (
     ExploreRecord,
@@ -29,7 +31,7 @@ from lockharness.harness.explore.record import (
 from lockharness.harness.explore.report import write_report
 from lockharness.harness.explore.reproduce import RunOutcome as RunResult
 from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.explore.trial import Trial, draw, mutate, trial_name
+from lockharness.harness.explore.trial import Trial, trial_name
 from lockharness.harness.explore.violation import Violations
 from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries

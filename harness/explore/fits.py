@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from lockharness.faults.spec import FaultSpec
+from lockharness.faults.targets import majority_size, minority_size
 from lockharness.harness.explore.bounds import Bound, as_duration
 from lockharness.harness.explore.model import (
     SOME_WORKERS,
@@ -29,7 +30,7 @@ def _largest(words: tuple[str, ...], nodes: int, workers: int, target_kind: str)
     """How many targets the words can name at most."""
     if target_kind == "workers":
         return 1 if set(words) <= {"one"} else workers
-    minority, majority = (nodes - 1) // 2, nodes // 2 + 1
+    minority, majority = minority_size(nodes), majority_size(nodes)
     size = {"one": 1, "holder": 1, "minority": minority, "holder-minority": minority}
     size |= {"majority": majority, "holders": nodes, "all": nodes}
     return max(size.get(word, nodes) for word in words)

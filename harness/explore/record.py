@@ -5,14 +5,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from lockharness.core.errors import (
+    EXIT_AS_EXPECTED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_AS_EXPECTED,
+    EXIT_UNKNOWN,
+)
 from lockharness.core.run_dir import RunDir
 
 # A violation's folder: the trial's scenario, its replay (a run directory's, copied), the
 # minimal scenario.
 ORIGINAL, REPLAY, MINIMAL = "original.yaml", RunDir.REPLAY, "minimal.yaml"
 
-EXIT_INTERRUPTED = 130
 UNKNOWN_SHARE = 0.25  # of the trials: more unknown than this, and no violation, says nothing
 
 

@@ -108,9 +108,8 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
     )
 
 
-def index_html(record: ExploreRecord, directory: Path) -> str:
-    css = {"invalid": "bad", "unknown": "unknown", "valid": "good"}[record.verdict]
-    sources = _table(
+def _sources(record: ExploreRecord) -> str:
+    return _table(
         ("source", "trials", "joined the corpus", "new exposure cells", "violations"),
         (
             (
@@ -123,7 +122,10 @@ def index_html(record: ExploreRecord, directory: Path) -> str:
             for name, r in record.by_source().items()
         ),
     )
-    trials = _table(
+
+
+def _trials(record: ExploreRecord, directory: Path) -> str:
+    return _table(
         ("trial", "origin", "verdict", "faults touching a lease", "new cells", "time", ""),
         (
             (
@@ -138,6 +140,11 @@ def index_html(record: ExploreRecord, directory: Path) -> str:
             for t in record.trials
         ),
     )
+
+
+def index_html(record: ExploreRecord, directory: Path) -> str:
+    css = {"invalid": "bad", "unknown": "unknown", "valid": "good"}[record.verdict]
+    sources, trials = _sources(record), _trials(record, directory)
     runs = {t.name: t.run_dir for t in record.trials}
     violations = "".join(_violation(v, directory, runs.get(v.trial)) for v in record.violations)
     spend = (

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from lockharness.harness.explore.defaults import DEFAULT_K, DEFAULT_M
 from lockharness.harness.scenario import Scenario
-
-DEFAULT_K = 5  # runs of a candidate at most
-DEFAULT_M = 3  # invalid runs among them that make it a reproducer
 
 
 class RunOutcome(Protocol):

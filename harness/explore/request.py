@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lockharness.harness.explore.defaults import (
+    DEFAULT_K,
+    DEFAULT_M,
+    DEFAULT_SHRINK_BUDGET_NS,
+    DEFAULT_VIOLATIONS,
+)
 from lockharness.harness.explore.model import FaultModel
 from lockharness.harness.parallel.sharding import UNSHARDED, Shard
 from lockharness.workloads.client_doc import ClientSpec
@@ -18,10 +24,10 @@ class ExploreRequest:
     budget_ns: int | None = None  # for exploring; each violation's shrinking has its own
     trials: int | None = None
     shrink: bool = True
-    k: int = 5
-    m: int = 3
-    shrink_budget_ns: int = 10 * 60 * 1_000_000_000
-    max_violations: int = 1  # stop exploring once this many are found (and shrunk)
+    k: int = DEFAULT_K
+    m: int = DEFAULT_M
+    shrink_budget_ns: int = DEFAULT_SHRINK_BUDGET_NS
+    max_violations: int = DEFAULT_VIOLATIONS  # stop exploring once this many are found (and shrunk)
     backend: str | None = None
     redis_image: str | None = None  # the Compose backend's images (None: the scenario's)
     toxiproxy_image: str | None = None

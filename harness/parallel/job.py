@@ -17,10 +17,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lockharness.core.errors import EXIT_INTERNAL, LockharnessError
+from lockharness.core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, LockharnessError
 from lockharness.core.interrupts import install_stop_handlers
 
-EXIT_INTERRUPTED = 130
 SOURCE_HEADER = "# resolved from "  # harness/scenario/write.py's to_yaml
 
 

@@ -15,11 +15,17 @@ from pathlib import Path
 from rich.console import Console
 
 from lockharness.checker import CheckResult
-from lockharness.core.durations import parse_duration
+from lockharness.core.durations import format_duration, parse_duration
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.core.typed_input import Invalid
 from lockharness.harness.explore.campaign import Explorer, explore_directory
+from lockharness.harness.explore.defaults import (
+    DEFAULT_K,
+    DEFAULT_M,
+    DEFAULT_MODEL,
+    DEFAULT_SHRINK_BUDGET_NS,
+)
 from lockharness.harness.explore.model import FaultModel, load_model, model_names
 from lockharness.harness.explore.record import ExploreRecord
 from lockharness.harness.explore.report import INDEX_HTML
@@ -33,9 +39,8 @@ from lockharness.harness.scenario.model import ClusterSpec
 from lockharness.harness.store.layout import check_store
 from lockharness.workloads.client_doc import ClientDoc, ClientSpec, read_client, switch_client
 
-DEFAULT_MODEL = "redlock"  # as `lockharness explore --model`
-DEFAULT_BUDGET = "2m"  # a test's share of time; the command line's default is 30m
-DEFAULT_SHRINK_BUDGET = "10m"  # per violation, as --shrink-budget
+DEFAULT_BUDGET = "2m"  # a test's share of time; the command line's is DEFAULT_BUDGET_NS
+DEFAULT_SHRINK_BUDGET = format_duration(DEFAULT_SHRINK_BUDGET_NS)  # per violation, as the CLI's
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,8 @@ class ExploreAsked:
     trials: object = None
     seed: object = None
     shrink: object = True
-    k: object = 5
-    m: object = 3
+    k: object = DEFAULT_K
+    m: object = DEFAULT_M
     shrink_budget: object = DEFAULT_SHRINK_BUDGET
     backend: object = None
 

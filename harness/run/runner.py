@@ -28,7 +28,12 @@ from lockharness.cluster.base import Cluster, Replicated
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.clock import ClockControl
-from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
+from lockharness.core.errors import (
+    EXIT_AS_EXPECTED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_AS_EXPECTED,
+    EXIT_UNKNOWN,
+)
 from lockharness.core.history import INFO, NEMESIS, Event
 from lockharness.core.interrupts import shielded
 from lockharness.core.live import LiveHistory
@@ -58,7 +63,6 @@ log = logging.getLogger("lockharness")
 
 _POLL_S = 0.1
 _WORKER_STOP_GRACE_S = 5.0  # on top of hold_max: a worker finishes its cycle first
-EXIT_INTERRUPTED = 130
 
 
 @dataclass

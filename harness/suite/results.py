@@ -10,8 +10,13 @@ from enum import StrEnum
 from pathlib import Path
 
 from lockharness.checker import Exposure, Verdict
-from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
-from lockharness.harness.run.runner import EXIT_INTERRUPTED, RunOutcome
+from lockharness.core.errors import (
+    EXIT_AS_EXPECTED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_AS_EXPECTED,
+    EXIT_UNKNOWN,
+)
+from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.scenario.expectation import resource_outcome, tokens_outcome
 

@@ -1,0 +1,157 @@
+"""A fresh trial: a scenario drawn inside a fault model from one seed, typed as it is drawn
+(a Scenario, its workload a WorkloadSpec, each fault a FaultSpec with its kind's Options),
+so that it keeps the scenario's rules by construction: holds in order, a TTL in the
+client's steps, features only where the client has them, options that the kind's rules
+admit in the drawn cluster (harness/explore/options.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+
+from lockharness.core.typed_input import convert
+from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.harness.explore.bounds import as_duration
+from lockharness.harness.explore.model import FaultChoice, FaultModel
+from lockharness.harness.explore.options import draw_options
+from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
+from lockharness.harness.explore.whole_ms import MS, draw_ms, whole_ms
+from lockharness.harness.scenario.expectation import Expectation
+from lockharness.harness.scenario.model import ClusterSpec, Scenario
+from lockharness.workloads.client_doc import ClientDoc, ClientSpec, client_to_plain, read_client
+from lockharness.workloads.spec import WorkloadSpec
+
+_EDGE_NS = 300 * MS  # faults start this far inside the run, at least
+_PERIODIC = 0.25  # the chance a fault entry repeats (`every`) rather than occurring once
+_EVERY_GAP_NS = 200 * MS  # a periodic fault's occurrences are this far apart, at least
+_AT_DEADLINE = 1 / 3  # the chance the longest holds are drawn at the TTL (see _holds)
+_EXTEND = 0.5  # the chance sections extend, where the model and the client allow it
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The clients' numbers and hold times."""
+
+    workers: int
+    threads: int
+    keys: int
+    hold_min_ns: int
+    hold_max_ns: int
+
+
+def _ttl(model: FaultModel, client: ClientSpec, rng: random.Random) -> int:
+    step = client.info().ttl_step_ms * MS
+    drawn = whole_ms(as_duration(model.ttl.draw(rng, 0)))
+    return max(step, -(-drawn // step) * step)  # a whole number of the client's steps
+
+
+def _holds(model: FaultModel, rng: random.Random, ttl: int) -> tuple[int, int]:
+    """hold_min and hold_max inside the model's bound. A third of the time, where the bound
+    reaches the TTL, the longest holds run into the deadline: the boundary where a late
+    release meets an expired key (a fuzzer's "interesting values")."""
+    if model.hold.is_range and rng.random() < _AT_DEADLINE:
+        lo, hi = (int(end) for end in model.hold.span(ttl))
+        if hi >= ttl:
+            top = rng.randint(max(lo, ttl * 9 // 10), hi)
+            return whole_ms(rng.randint(lo, top)), whole_ms(top)
+    low, high = sorted(whole_ms(as_duration(model.hold.draw(rng, ttl))) for _ in range(2))
+    return low, high
+
+
+def draw_shape(model: FaultModel, rng: random.Random, ttl: int) -> Shape:
+    holds = _holds(model, rng, ttl)
+    workers = int(model.workers.draw(rng, whole=True))
+    threads = int(model.threads.draw(rng, whole=True))
+    keys = int(model.keys.draw(rng, whole=True))
+    return Shape(workers, least_threads(workers, threads), keys, *holds)
+
+
+def least_threads(workers: int, threads: int) -> int:
+    """``threads``, or 2 where the workers alone would be one client: mutual exclusion
+    needs two."""
+    return 2 if workers * threads < 2 else threads
+
+
+def _workload(model: FaultModel, client: ClientSpec, rng: random.Random, ttl: int) -> WorkloadSpec:
+    info, shape = client.info(), draw_shape(model, rng, ttl)
+    extend = bool(model.extend and info.extends and rng.random() < _EXTEND)
+    nesting = round(float(model.nesting.draw(rng)), 3) if info.reentrant else 0.0
+    return WorkloadSpec(
+        **dataclasses.asdict(shape),
+        ttl_ns=ttl,
+        honor_validity=True,  # a client that ignores its validity breaks any lock
+        extend=extend,
+        nesting=nesting,
+    )
+
+
+def draw_timing(
+    spec: FaultSpec, choice: FaultChoice, rng: random.Random, run: int, ttl: int
+) -> FaultSpec:
+    """When ``spec`` occurs and for how long (at the trial's TTL, which the bound's ends may
+    follow; 1 ms at least, as a scenario's fault lasts): once, or periodically."""
+    length = draw_ms(choice.duration, rng, ttl, least=MS)
+    latest = max(_EDGE_NS, run - _EDGE_NS)
+    start = whole_ms(rng.randint(_EDGE_NS, latest))
+    every = None
+    if rng.random() < _PERIODIC:
+        least = length + _EVERY_GAP_NS
+        every = whole_ms(rng.randint(least, max(least, run // 2)))
+    return dataclasses.replace(spec, duration_ns=length, start_after_ns=start, every_ns=every)
+
+
+def draw_fault(
+    model: FaultModel, rng: random.Random, s: Scenario, number: int
+) -> tuple[FaultSpec, DrawnFault]:
+    """A fault drawn from the model for the trial ``s``, named ``<kind>-<number>``."""
+    choice = rng.choices(model.faults, weights=[c.weight for c in model.faults])[0]
+    ttl, room = s.workload.ttl_ns, room_of(s)
+    targets = rng.choice(choice.targets)
+    options = draw_options(choice, rng, ttl, room)
+    spec = FaultSpec(choice.kind, f"{choice.kind}-{number}", targets, options=options)
+    return draw_timing(spec, choice, rng, s.duration_ns, ttl), DrawnFault(number, choice)
+
+
+def as_read(client: ClientSpec) -> ClientSpec:
+    """The client as the trial's scenario file reads back (a plug-in's class not imported:
+    a run imports it), so that a trial equals what its scenario.yaml reads as."""
+    return read_client(convert(client_to_plain(client), ClientDoc, "client"), None)
+
+
+def _bare(
+    model: FaultModel, client: ClientSpec, rng: random.Random, name: str, seed: int
+) -> Scenario:
+    """The trial without faults (drawn in this order: the seed's sequence depends on it)."""
+    ttl = _ttl(model, client, rng)
+    persistence = model.persistence.draw(rng)
+    duration = whole_ms(as_duration(model.duration.draw(rng)))
+    cluster = ClusterSpec(
+        nodes=int(model.nodes.draw(rng, whole=True)),
+        persistence=persistence,
+        restart_delay_ns=model.least_restart_delay_ns(persistence, ttl),
+    )
+    return Scenario(
+        name=name,
+        description="",
+        expect_default=Expectation("valid"),  # the model is what the lock claims to tolerate
+        duration_ns=duration,
+        seed=seed,
+        cluster=cluster,
+        client=as_read(client),
+        workload=_workload(model, client, rng, ttl),
+    )
+
+
+def draw(model: FaultModel, client: ClientSpec, seed: int, number: int) -> Trial:
+    """A fresh trial: everything drawn from ``seed``."""
+    rng = random.Random(f"{seed}:explore-trial")
+    s = _bare(model, client, rng, trial_name(number), seed)
+    faults: list[FaultSpec] = []
+    drawn: dict[str, DrawnFault] = {}
+    for i in range(int(model.fault_count.draw(rng, whole=True))):
+        spec, fault = draw_fault(model, rng, s, i + 1)
+        faults.append(spec)
+        drawn[spec.name] = fault
+    s = dataclasses.replace(s, faults=FaultPlan(tuple(faults)))
+    return Trial(number, seed, "fresh", finished(s, model, "fresh"), drawn)

@@ -1,0 +1,53 @@
+"""A violation's minimal scenario written (violation-N/minimal.yaml, with where it came
+from) and recorded: its rate as written, and a run of it that failed, for the report."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from lockharness.core.run_dir import RunDir
+from lockharness.harness.explore.confirm import Confirmed
+from lockharness.harness.explore.record import MINIMAL, ExploreRecord, ViolationRecord
+from lockharness.harness.explore.reproduce import Reproduction
+from lockharness.harness.scenario import Scenario, to_yaml
+
+
+def _invalid(run_dir: Path) -> bool:
+    try:
+        verdict = json.loads(RunDir(run_dir).results.read_text())["verdict"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return bool(verdict == "invalid")
+
+
+def _description(v: ViolationRecord, reproduction: Reproduction, record: ExploreRecord) -> str:
+    return (
+        f"A minimal reproducer found by lockharness explore: client {record.client} under the "
+        f"fault model {record.model} (exploration seed {record.seed}). Shrunk from {v.trial} "
+        f"({v.original_faults} fault occurrence(s); its replay failed {v.replays_hit} of "
+        f"{v.replays_run} times) to these faults, which failed {reproduction.hits} of "
+        f"{reproduction.runs} runs. Expect valid: the model is what the lock claims to tolerate, "
+        f"so an invalid verdict here is the lock's bug."
+    )
+
+
+def write_minimal(
+    violation: ViolationRecord, confirmed: Confirmed, folder: Path, record: ExploreRecord
+) -> Scenario:
+    """minimal.yaml in ``folder``, and the violation's record of it."""
+    final = confirmed.reproduction
+    minimal = dataclasses.replace(
+        confirmed.scenario,
+        name=f"violation-{violation.number}-minimal",
+        description=_description(violation, final, record),
+        source="",
+    )
+    (folder / MINIMAL).write_text(to_yaml(minimal))
+    violation.minimal = str(folder / MINIMAL)
+    violation.minimal_faults = len(minimal.faults.timeline)
+    violation.minimal_hit, violation.minimal_run = final.hits, final.runs
+    runs = [*final.run_dirs, *confirmed.shrinking.run_dirs]  # as written, then early-stopped
+    violation.minimal_witness = next((str(d) for d in runs if _invalid(d)), None)
+    return minimal

@@ -1,0 +1,169 @@
+"""A mutant: an earlier trial changed by one to three typed edits of its scenario (a fault
+added, removed, retimed, an option or its targets redrawn, a fault spliced from another
+trial, the clients reshaped), each drawn inside the fault model as a fresh trial's parts
+are (harness/explore/draw.py), so that the mutant keeps the scenario's rules as a fresh
+draw does: checked once, never repaired."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+
+import msgspec
+
+from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.harness.explore.draw import draw_fault, draw_shape, draw_timing, least_threads
+from lockharness.harness.explore.model import FaultModel
+from lockharness.harness.explore.options import (
+    admitted,
+    draw_option,
+    option_values,
+    readmitted,
+    with_workers,
+)
+from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
+from lockharness.harness.scenario.model import Scenario
+from lockharness.workloads.client_doc import ClientSpec
+
+# What a mutation does; one that does not apply (remove the only fault, redraw the options
+# of a fault without any, splice without a donor that fits) reshapes the clients instead.
+MUTATIONS = ("add", "remove", "retime", "options", "targets", "workload", "splice")
+_SHAPE_FIELDS = ("workers", "threads", "keys", "hold")
+
+
+@dataclass
+class Mutant:
+    """The scenario being mutated, and what the trial knows of each of its faults."""
+
+    scenario: Scenario
+    drawn: dict[str, DrawnFault]
+    model: FaultModel
+    rng: random.Random
+
+    @property
+    def faults(self) -> tuple[FaultSpec, ...]:
+        return self.scenario.faults.faults
+
+    def set_faults(self, faults: list[FaultSpec] | tuple[FaultSpec, ...]) -> None:
+        plan = FaultPlan(tuple(faults), self.scenario.faults.timeline)
+        self.scenario = dataclasses.replace(self.scenario, faults=plan)
+
+    def replace_fault(self, i: int, spec: FaultSpec) -> None:
+        self.set_faults((*self.faults[:i], spec, *self.faults[i + 1 :]))
+
+    def next_number(self) -> int:
+        return max((d.number for d in self.drawn.values()), default=0) + 1
+
+
+def _add(m: Mutant) -> str:
+    spec, fault = draw_fault(m.model, m.rng, m.scenario, m.next_number())
+    m.set_faults((*m.faults, spec))
+    m.drawn[spec.name] = fault
+    return "a fault added"
+
+
+def _remove(m: Mutant, i: int) -> str:
+    name = m.faults[i].name
+    m.set_faults(m.faults[:i] + m.faults[i + 1 :])
+    del m.drawn[name]
+    return f"{name} removed"
+
+
+def _retime(m: Mutant, i: int) -> str:
+    spec, s = m.faults[i], m.scenario
+    timed = draw_timing(spec, m.drawn[spec.name].choice, m.rng, s.duration_ns, s.workload.ttl_ns)
+    m.replace_fault(i, timed)
+    return f"{spec.name} retimed"
+
+
+def _redraw_option(m: Mutant, i: int) -> str:
+    spec, room = m.faults[i], room_of(m.scenario)
+    choice = m.drawn[spec.name].choice
+    name = m.rng.choice(list(choice.options))
+    value = draw_option(choice, name, m.rng, m.scenario.workload.ttl_ns, room)
+    options = admitted(spec.kind, {**option_values(spec), name: value}, room)
+    m.replace_fault(i, dataclasses.replace(spec, options=options))
+    return f"{spec.name} {name} redrawn"
+
+
+def _redraw_targets(m: Mutant, i: int) -> str:
+    spec = m.faults[i]
+    targets = m.rng.choice(m.drawn[spec.name].choice.targets)
+    m.replace_fault(i, dataclasses.replace(spec, targets=targets))
+    return f"{spec.name} targets redrawn"
+
+
+def _fits_splice(m: Mutant, donor: Trial | None) -> bool:
+    """A donor's fault fits where the TTL its bounds followed is the same, and every
+    worker its options name is here."""
+    if donor is None or not donor.scenario.faults.faults:
+        return False
+    theirs, ours = donor.scenario.workload, m.scenario.workload
+    return theirs.ttl_ns == ours.ttl_ns and theirs.workers <= ours.workers
+
+
+def _splice(m: Mutant, donor: Trial) -> str:
+    taken = m.rng.choice(donor.scenario.faults.faults)
+    number = m.next_number()
+    spec = dataclasses.replace(taken, name=f"{taken.kind}-{number}")
+    m.set_faults((*m.faults, readmitted(spec, room_of(m.scenario))))
+    m.drawn[spec.name] = DrawnFault(number, donor.drawn[taken.name].choice)
+    return f"{spec.name} spliced from {donor.name}"
+
+
+def _reshape(m: Mutant) -> str:
+    """One of the clients' numbers or the holds redrawn, keeping the TTL the bounds follow;
+    fewer workers, and the faults' worker lists keep only those left."""
+    w = m.scenario.workload
+    fresh = draw_shape(m.model, m.rng, w.ttl_ns)
+    field = m.rng.choice(_SHAPE_FIELDS)
+    if field == "hold":
+        changes = {"hold_min_ns": fresh.hold_min_ns, "hold_max_ns": fresh.hold_max_ns}
+    else:
+        changes = {field: getattr(fresh, field)}
+    w = msgspec.structs.replace(w, **changes)
+    w = msgspec.structs.replace(w, threads=least_threads(w.workers, w.threads))
+    m.scenario = dataclasses.replace(m.scenario, workload=w)
+    if field == "workers":
+        m.set_faults([with_workers(f, w.workers) for f in m.faults])
+    return f"workload {field} redrawn"
+
+
+def apply_mutation(m: Mutant, kind: str, donor: Trial | None) -> str:
+    """Mutation ``kind`` applied to ``m``; what it did, as the trial's origin says it."""
+    if kind == "add" or not m.faults:
+        return _add(m)
+    i = m.rng.randrange(len(m.faults))
+    if kind == "remove" and len(m.faults) > 1:
+        return _remove(m, i)
+    choice = m.drawn[m.faults[i].name].choice
+    if kind == "retime":
+        return _retime(m, i)
+    if kind == "options" and choice.options:
+        return _redraw_option(m, i)
+    if kind == "targets":
+        return _redraw_targets(m, i)
+    if kind == "splice" and _fits_splice(m, donor):
+        assert donor is not None
+        return _splice(m, donor)
+    return _reshape(m)
+
+
+def mutate(
+    parent: Trial,
+    model: FaultModel,
+    client: ClientSpec,
+    seed: int,
+    number: int,
+    donor: Trial | None,
+) -> Trial:
+    """``parent`` changed by one to three mutations drawn from ``seed``; the seed of the run
+    is the new one (the workload's randomness too). ``client``: the exploration's, which
+    the parent's scenario already holds."""
+    rng = random.Random(f"{seed}:explore-mutation")
+    named = dataclasses.replace(parent.scenario, name=trial_name(number), seed=seed)
+    m = Mutant(named, dict(parent.drawn), model, rng)
+    applied = [apply_mutation(m, rng.choice(MUTATIONS), donor) for _ in range(rng.randint(1, 3))]
+    origin = f"mutated from {parent.name}: {', '.join(applied)}"
+    return Trial(number, seed, origin, finished(m.scenario, model, origin), m.drawn)

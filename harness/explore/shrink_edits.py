@@ -1,0 +1,62 @@
+"""The edits a shrinking pass makes to a scenario, pure: each a smaller scenario (fewer
+timeline entries, a shorter window or run, fewer clients), and how a step names it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import msgspec
+
+from lockharness.faults.spec import FaultPlan, TimelineEntry
+from lockharness.harness.scenario import Scenario
+
+_MS, _S = 1_000_000, 1_000_000_000
+
+
+def secs(ns: int) -> str:
+    return f"{ns / _S:.4g}s"
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def ceil_ms(ns: int) -> int:
+    return ceil_div(ns, _MS) * _MS
+
+
+def window(s: Scenario, e: TimelineEntry) -> int:
+    """How long the entry's occurrence lasts (its own duration, or its fault's)."""
+    if e.duration_ns is not None:
+        return e.duration_ns
+    return next(f.duration_ns for f in s.faults.faults if f.name == e.fault)
+
+
+def with_timeline(s: Scenario, entries: Sequence[TimelineEntry]) -> Scenario:
+    """``s`` with only ``entries`` in its timeline. A fault left without entries goes too
+    when it has no `every`: the nemesis fires such a fault once at its start_after when no
+    entry names it, which would put back the fault the entries took out."""
+    before = {e.fault for e in s.faults.timeline}
+    after = {e.fault for e in entries}
+    faults = tuple(
+        f
+        for f in s.faults.faults
+        if f.name in after or f.every_ns is not None or f.name not in before
+    )
+    return dataclasses.replace(s, faults=FaultPlan(faults, tuple(entries)))
+
+
+def with_window(s: Scenario, i: int, new: int) -> Scenario:
+    """``s`` with timeline entry ``i`` lasting ``new`` ns."""
+    shorter = msgspec.structs.replace(s.faults.timeline[i], duration_ns=new)
+    return with_timeline(s, (*s.faults.timeline[:i], shorter, *s.faults.timeline[i + 1 :]))
+
+
+def with_workload(s: Scenario, **changes: int) -> Scenario:
+    return dataclasses.replace(s, workload=msgspec.structs.replace(s.workload, **changes))
+
+
+def without_faults(s: Scenario, names: Sequence[str]) -> Scenario:
+    faults = tuple(f for f in s.faults.faults if f.name not in names)
+    return dataclasses.replace(s, faults=FaultPlan(faults, s.faults.timeline))

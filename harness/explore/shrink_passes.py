@@ -1,0 +1,181 @@
+"""The shrinking passes, each on the best scenario so far through ``Attempts.attempt`` (run
+the candidate; True, and it is the best, if it reproduces). harness/explore/shrink.py
+repeats them, in this order, until a round accepts none:
+
+0. focus the workload: every hold the longest it draws, on one key (also tried first, on
+   its own, when the original reproduces too rarely to shrink: it may then be what makes
+   it shrinkable);
+1. cut the run shortly after the first violation (dropping the faults that start later);
+2. drop faults: ddmin over the timeline entries, the empty schedule first;
+3. shorten each fault's window: to a floor (50 ms) at once, else by halving; then end the
+   run shortly after the last one;
+4. fewer workers, threads and keys (halving toward the least the faults and mutual
+   exclusion allow);
+5. remove the faults no timeline entry refers to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Protocol
+
+from lockharness.faults.plan_doc import workers_named
+from lockharness.faults.spec import TimelineEntry
+from lockharness.harness.explore.ddmin import ddmin
+from lockharness.harness.explore.shrink_edits import (
+    ceil_div,
+    ceil_ms,
+    secs,
+    window,
+    with_timeline,
+    with_window,
+    with_workload,
+    without_faults,
+)
+from lockharness.harness.scenario import Scenario
+
+_MS, _S = 1_000_000, 1_000_000_000
+MARGIN_NS = 1 * _S  # a cut run goes on this long after the violation or the last fault
+FLOOR_NS = 50 * _MS  # the shortest fault window shrinking tries
+
+
+class Attempts(Protocol):
+    """What a pass sees of the shrinker."""
+
+    @property
+    def best(self) -> Scenario: ...
+
+    @property
+    def first_violation_ns(self) -> int | None: ...
+
+    def attempt(self, candidate: Scenario, what: str) -> bool: ...
+
+
+def focus(sh: Attempts) -> None:
+    """Every hold the longest the scenario draws, on one key. A violation of mutual
+    exclusion needs two clients on one key at the end of a lease; this makes that the rule
+    instead of a coincidence of the draws (a violation that needs a lease to reach its
+    deadline, a late release, happens once in a while with holds drawn across a range and
+    on every lease with the longest), and a fixed hold is one random draw fewer."""
+    w = sh.best.workload
+    changes: dict[str, int] = {}
+    parts: list[str] = []
+    if w.hold_min_ns < w.hold_max_ns:
+        changes["hold_min_ns"] = w.hold_max_ns
+        parts.append(f"holds {secs(w.hold_min_ns)}..{secs(w.hold_max_ns)} -> {secs(w.hold_max_ns)}")
+    if w.keys > 1:
+        changes["keys"] = 1
+        parts.append(f"keys {w.keys} -> 1")
+    if changes:
+        sh.attempt(with_workload(sh.best, **changes), "focus: " + ", ".join(parts))
+
+
+def cut_after_violation(sh: Attempts) -> None:
+    s, first = sh.best, sh.first_violation_ns
+    if first is None:
+        return
+    end = ceil_ms(first + MARGIN_NS)
+    if end >= s.duration_ns:
+        return
+    # The faults still in effect at the new end are cut off with the run; the ones that
+    # would start later go.
+    kept = [e for e in s.faults.timeline if e.at_ns < end]
+    what = f"run {secs(s.duration_ns)} -> {secs(end)} (first violation at "
+    what += f"{secs(first)} + {secs(MARGIN_NS)})"
+    if dropped := len(s.faults.timeline) - len(kept):
+        what += f", dropped {dropped} fault(s) starting later"
+    sh.attempt(dataclasses.replace(with_timeline(s, kept), duration_ns=end), what)
+
+
+def drop_faults(sh: Attempts) -> None:
+    s = sh.best
+
+    def fails(entries: tuple[TimelineEntry, ...]) -> bool:
+        now = len(sh.best.faults.timeline)
+        what = f"dropped {now - len(entries)} of {now} faults"
+        if not entries:
+            what = f"dropped all {now} faults (a violation without faults)"
+        return sh.attempt(with_timeline(s, entries), what)
+
+    if s.faults.timeline:
+        ddmin(s.faults.timeline, fails)
+
+
+def _set_window(sh: Attempts, i: int, new: int) -> bool:
+    s = sh.best
+    entry = s.faults.timeline[i]
+    what = f"fault {i + 1} ({entry.fault} at {secs(entry.at_ns)}) window "
+    what += f"{secs(window(s, entry))} -> {secs(new)}"
+    return sh.attempt(with_window(s, i, new), what)
+
+
+def shorten_windows(sh: Attempts) -> None:
+    # Each window: the floor at once (one candidate when the length does not matter),
+    # else halvings while they reproduce.
+    for i in range(len(sh.best.faults.timeline)):
+        if window(sh.best, sh.best.faults.timeline[i]) <= FLOOR_NS:
+            continue
+        if _set_window(sh, i, FLOOR_NS):
+            continue
+        while (half := window(sh.best, sh.best.faults.timeline[i]) // 2) > FLOOR_NS:
+            if not _set_window(sh, i, half // _MS * _MS):
+                break
+    _end_after_last_fault(sh)
+
+
+def _end_after_last_fault(sh: Attempts) -> None:
+    s = sh.best
+    if not s.faults.timeline:
+        return
+    last_end = max(e.at_ns + window(s, e) for e in s.faults.timeline)
+    end = ceil_ms(last_end + MARGIN_NS)
+    if end < s.duration_ns:
+        what = f"run {secs(s.duration_ns)} -> {secs(end)} (last fault ends at "
+        what += f"{secs(last_end)} + {secs(MARGIN_NS)})"
+        sh.attempt(dataclasses.replace(s, duration_ns=end), what)
+
+
+def _fewest(sh: Attempts, key: str, least: int) -> None:
+    """Halve workload ``key`` toward ``least``: a binary search for the fewest that still
+    reproduces."""
+    now = getattr(sh.best.workload, key)
+    while least < now:
+        fewer = (least + now) // 2
+        if sh.attempt(with_workload(sh.best, **{key: fewer}), f"{key} {now} -> {fewer}"):
+            now = fewer
+        else:
+            least = fewer + 1
+
+
+def fewer_clients(sh: Attempts) -> None:
+    # Never fewer workers than the faults name (targets w3, options.workers [w3]): such
+    # candidates are not made, rather than dropping or renaming what the faults hit. Two
+    # clients at least: mutual exclusion needs two.
+    named = [w for w, _ in workers_named(sh.best.faults)]
+    _fewest(sh, "workers", max(1, ceil_div(2, sh.best.workload.threads), *named))
+    _fewest(sh, "threads", max(1, ceil_div(2, sh.best.workload.workers)))
+    _fewest(sh, "keys", 1)
+
+
+def drop_unused_faults(sh: Attempts) -> None:
+    used = {e.fault for e in sh.best.faults.timeline}
+    unused = [f.name for f in sh.best.faults.faults if f.name not in used]
+    if not unused:
+        return
+    what = f"removed the faults no entry names: {', '.join(unused)}"
+    if sh.attempt(without_faults(sh.best, unused), what) or len(unused) == 1:
+        return
+    for name in unused:
+        sh.attempt(without_faults(sh.best, [name]), f"removed fault {name}, which no entry names")
+
+
+Pass = Callable[[Attempts], None]
+PASSES: tuple[Pass, ...] = (
+    focus,
+    cut_after_violation,
+    drop_faults,
+    shorten_windows,
+    fewer_clients,
+    drop_unused_faults,
+)
