@@ -67,7 +67,10 @@ def test_every_node_answers_through_every_workers_proxy(clean: ComposeCluster) -
 def test_compose_ps_sees_the_live_cluster(clean: ComposeCluster) -> None:
     # As a user would type it, from elsewhere: the run dir's .env names the project.
     argv = [*engine.compose_command(), "-f", str(clean.compose_file), "ps"]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd="/", env=engine.compose_env())
+    # Without COLUMNS (pytest-xdist's workers set it to the terminal's width) piped output
+    # is not wrapped: a long project name would be cut across two lines of the table.
+    env = {k: v for k, v in engine.compose_env().items() if k != "COLUMNS"}
+    done = subprocess.run(argv, capture_output=True, text=True, cwd="/", env=env)
     assert done.returncode == 0, done.stderr
     for service in ("n1", "n5", "resource", "toxiproxy"):
         assert f"{clean.project}-{service}" in done.stdout
