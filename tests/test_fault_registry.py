@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 import yaml
 
-from lockharness.faults.clock_faults import ClockStrobeOptions
 from lockharness.faults.docs import fault_table
+from lockharness.faults.kinds.clock_strobe import ClockStrobeOptions
 from lockharness.faults.nemesis import FAULTS
 from lockharness.faults.plan_doc import FAULT_DOCS
 from lockharness.faults.registry import FAULT_KINDS, KINDS, style
