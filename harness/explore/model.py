@@ -45,6 +45,7 @@ from lockharness.core.durations import duration_type, format_signed_duration
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.core.yaml_read import input_document, line_of, read_input_file
+from lockharness.faults.plugin import FaultKindError, is_plugin_kind, load_kind, places
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import NODE_TARGETS, REPLICATED_TARGETS, WORKER_TARGETS, Room
 from lockharness.harness.explore.bounds import Bound, BoundError, End, read_bound
@@ -322,6 +323,18 @@ def _fault_choice(value: Any, path: str) -> FaultChoice:
     return FaultChoice(kind, tuple(targets), duration, options, float(weight))
 
 
+def _load_plugin_kinds(faults: object, base: Path | None) -> None:
+    """Import and register the plug-in kinds the entries name (faults.plugin), looked for
+    beside the model's file: their declarations are what the entries are checked against."""
+    for i, entry in enumerate(faults if isinstance(faults, list) else []):
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        if isinstance(kind, str) and is_plugin_kind(kind):
+            try:
+                load_kind(kind, (), places(base))
+            except FaultKindError as e:
+                raise Invalid(f"faults[{i}].kind", str(e)) from None
+
+
 def read_model(data: Any, source: str, stem: str) -> FaultModel:
     """Invalid at the first broken rule."""
     top = _mapping(data, "", _TOP)
@@ -339,6 +352,7 @@ def read_model(data: Any, source: str, stem: str) -> FaultModel:
             f"{persistence.shown()}: allowed: one or a list of {', '.join(PERSISTENCE_MODES)}",
         )
     faults = top.get("faults") or []
+    _load_plugin_kinds(faults, Path(source).parent if Path(source).is_file() else None)
     if not isinstance(faults, list) or not faults:
         raise Invalid(
             "faults",
