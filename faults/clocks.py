@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lockharness.core.clock import ClockControl
 from lockharness.core.durations import duration_type
 from lockharness.faults.base import Fault, FaultContext
 
@@ -27,6 +28,10 @@ class NodeClockFault(Fault):
 
     exposure = "clock-change-of-grant-node"
     colour = CLOCK_COLOUR
+
+    def _clocks(self) -> list[ClockControl]:
+        """The target nodes' clocks (set by start)."""
+        return [self.ctx.cluster.clock(name) for name in self.targets]
 
     @classmethod
     def heal(cls, ctx: FaultContext) -> None:  # one hook for every clock kind

@@ -24,11 +24,11 @@ class ClockBump(NodeClockFault):
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
-        for name in targets:
-            self.ctx.cluster.clock(name).bump(self.options.delta)
+        for clock in self._clocks():
+            clock.bump(self.options.delta)
         return {"delta_ns": int(self.options.delta)}
 
     def stop(self) -> dict[str, Any]:
-        for name in self.targets:
-            self.ctx.cluster.clock(name).bump(-self.options.delta)
+        for clock in self._clocks():
+            clock.bump(-self.options.delta)
         return {"delta_ns": -self.options.delta}

@@ -34,11 +34,11 @@ class ClockRate(NodeClockFault):
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
-        for name in targets:
-            self.ctx.cluster.clock(name).set_rate(self.options.rate)
+        for clock in self._clocks():
+            clock.set_rate(self.options.rate)
         return {"rate": self.options.rate}
 
     def stop(self) -> dict[str, Any]:
-        for name in self.targets:
-            self.ctx.cluster.clock(name).set_rate(1.0)
+        for clock in self._clocks():
+            clock.set_rate(1.0)
         return {"rate": 1.0}

@@ -32,8 +32,8 @@ class ClockStrobe(NodeClockFault):
         return {"delta_ns": int(self.options.delta), "period_ns": int(self.options.period)}
 
     def _bump(self, delta: int) -> None:
-        for name in self.targets:
-            self.ctx.cluster.clock(name).bump(delta)
+        for clock in self._clocks():
+            clock.bump(delta)
 
     def _flip(self) -> None:
         delta, shifted, self.flips = self.options.delta, False, 0
