@@ -14,7 +14,7 @@ from msgspec import Meta
 
 from lockharness.core.typed_input import Invalid, convert, join, plain, show
 from lockharness.faults.base import Fault
-from lockharness.faults.plugin import FaultKindError, is_plugin_kind, load_kind, places
+from lockharness.faults.plugin import FaultKindError, allowed, is_plugin_kind, load_kind, places
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import (
     NODE_TARGETS,
@@ -203,6 +203,10 @@ def plugin_faults(
     read: dict[int, _FaultDoc] = {}
     for i, entry in enumerate(faults):
         kind = entry.get("kind") if isinstance(entry, dict) else None
+        if isinstance(kind, str) and kind not in FAULT_DOCS and not is_plugin_kind(kind):
+            # msgspec's message would list only the built-in kinds
+            why = f"{show(kind)} is not one of the choices; allowed: {allowed()}"
+            raise Invalid(f"faults[{i}].kind", why)
         if not is_plugin_kind(kind):
             continue
         assert isinstance(entry, dict) and isinstance(kind, str)

@@ -105,7 +105,7 @@ def test_messages_give_the_line(tmp_path: Path) -> None:
 def test_an_unknown_kind_lists_the_kinds(tmp_path: Path) -> None:
     assert bad(tmp_path, GOOD + "faults:\n  - kind: explode\n") == (
         f"{tmp_path / 'x.yaml'}: faults[0].kind: 'explode' is not one of the choices; allowed: "
-        f"{', '.join(FAULT_KINDS)} (line 6)"
+        f"{', '.join(FAULT_KINDS)}, or a plug-in class as module:Class (docs/faults.md) (line 6)"
     )
     assert bad(tmp_path, GOOD + "faults:\n  - name: x\n") == (
         f"{tmp_path / 'x.yaml'}: faults[0].kind: missing; allowed: {', '.join(FAULT_KINDS)} "
