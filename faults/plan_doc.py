@@ -185,10 +185,14 @@ def prepared(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# A plug-in kind's entry stands in the scenario's Struct as a fault of this built-in kind
-# (no options required), so that msgspec's messages keep every other entry's index; it is
+# A plug-in kind's entry stands in the scenario's Struct as a fault of a built-in kind that
+# requires no options, so that msgspec's messages keep every other entry's index; it is
 # read with its own kind's Struct, and put back in its place before the plan is read.
-_STAND_IN = "pause"
+_STAND_IN = next(
+    kind
+    for kind, cls in KINDS.items()
+    if not any(f.required for f in msgspec.structs.fields(cls.Options))
+)
 
 
 def plugin_faults(
@@ -216,6 +220,7 @@ def plugin_faults(
             cls, found = load_kind(kind, dirs, places(base))
         except FaultKindError as e:
             raise Invalid(f"{path}.kind", str(e)) from None
+        # Its aliases are known only now (prepared() moved the built-ins').
         doc = convert(_with_defaults(entry, path), _plugin_doc(kind, cls), path, room)
         read[i] = msgspec.structs.replace(doc, path=found)
     if not read:
