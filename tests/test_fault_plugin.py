@@ -186,9 +186,13 @@ def test_a_plugin_kind_runs_in_a_scenario_and_counts_under_its_category(
     exposure = results["exposure"]
     assert exposure["faults"] == len(started)
     assert exposure["counts"].get("pause-of-grant-node", 0) >= 1, exposure
-    # The run's copy of the scenario names the kind and where it was found, and reads back.
+    # The run's copy of the scenario names the kind and where it was found, and reads back:
+    # `check` of the stored run gives the verdict and exposure the run gave.
     copy = RunDir(run_dir).scenario.read_text()
     assert f"kind: {KIND}" in copy and str(plugin_dir) in copy
+    again = lockharness("check", str(run_dir), cwd=plugin_dir.parent)
+    assert again.returncode == code, again.stdout + again.stderr
+    assert "pause-of-grant-node" in again.stdout
 
 
 def test_a_plugin_kind_is_explored(plugin_dir: Path) -> None:
