@@ -28,7 +28,7 @@ from typing import Any
 from rich.console import Console
 
 from bench import exposure
-from lockharness.core.history import INFO, NEMESIS, read_history
+from lockharness.core.history import INFO, nemesis_event, read_history
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.run.runner import RunOutcome, run_scenario
@@ -50,14 +50,9 @@ def fault_delays_ms(run_dir: Path) -> dict[str, list[float]]:
     """Per kind: in-effect time minus decision time of every fault start in the history."""
     delays: dict[str, list[float]] = defaultdict(list)
     for event in read_history(RunDir(run_dir).history):
-        value = event.value or {}
-        if (
-            event.process == NEMESIS
-            and event.type == INFO
-            and "decided_at" in value
-            and "error" not in value
-        ):
-            delays[value["kind"]].append((event.time - value["decided_at"]) / 1e6)
+        record = nemesis_event(event) if event.type == INFO else None
+        if record is not None and "decided_at" in record.details and "error" not in record.details:
+            delays[record.kind].append((event.time - record.details["decided_at"]) / 1e6)
     return delays
 
 

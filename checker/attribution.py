@@ -48,9 +48,11 @@ from lockharness.core.history import (
     NEMESIS,
     RELEASE,
     Event,
+    nemesis_event,
 )
 
-CLIENT_PAUSE = "client-pause"
+# The category of a fault that freezes its targets' clients (client-pause, as declared).
+_FREEZES = "holder-paused"
 _CLIENT_CALLS = frozenset({ACQUIRE, EXTEND, RELEASE})
 _EVERYONE = "*"  # a pause that did not say whom it froze: assume everyone
 
@@ -72,8 +74,8 @@ class _Facts:
         return any(start <= begin < deadline < done for begin, done in self.calls.get(process, []))
 
 
-def _pause_processes(value: dict[str, Any], worker: str) -> list[int | str]:
-    processes = value.get("processes")
+def _pause_processes(details: dict[str, Any], worker: str) -> list[int | str]:
+    processes = details.get("processes")
     named = processes.get(worker) if isinstance(processes, dict) else None
     if isinstance(named, list) and all(type(p) is int for p in named):
         return list(named)
@@ -88,16 +90,15 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
     end = float("inf")
     for event in history:
         if event.process == NEMESIS:
-            value = event.value or {}
-            if value.get("kind") != CLIENT_PAUSE:
+            record = nemesis_event(event)
+            if record is None or record.exposure != _FREEZES:
                 continue
-            targets = [t for t in value.get("targets") or () if isinstance(t, str)]
-            for worker in targets:
-                if value.get("phase") == "start" and event.type == INVOKE:
+            for worker in record.targets:
+                if record.phase == "start" and event.type == INVOKE:
                     paused_since.setdefault(worker, event.time)
-                elif value.get("phase") == "start":  # in effect: it says whom it froze
-                    froze[worker] = _pause_processes(value, worker)
-                elif value.get("phase") == "stop" and event.type == INFO and worker in paused_since:
+                elif record.phase == "start":  # in effect: it says whom it froze
+                    froze[worker] = _pause_processes(record.details, worker)
+                elif record.phase == "stop" and event.type == INFO and worker in paused_since:
                     _add_pause(
                         facts, froze.get(worker, [_EVERYONE]), paused_since.pop(worker), event.time
                     )

@@ -12,7 +12,8 @@ validity deadline; a lease whose client gives none, at its acquire's invoke plus
 asked; without either, never (live until its release, or the history's end).
 A lease is *held* from its acquire ok until its release is invoked (what the holder
 believes). An occurrence is *in effect* from its start ``info`` to its stop ``info`` (or
-the history's end). Each way of touching, by the fault kinds it applies to:
+the history's end). Each way of touching, by the exposure category a fault kind declares
+(the nemesis writes it into each of its events; the built-in kinds' are named here):
 
 - kill-of-grant-node (kill): a node that granted a lease was killed while the lease was
   live (at the kill's decision, when its proxies begin to refuse: ``_down_from``). Of
@@ -49,16 +50,16 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lockharness.checker.evidence import Failover
 from lockharness.checker.sections import Section
-from lockharness.checker.values import BadValue, names_field
+from lockharness.checker.values import names_field
 from lockharness.checker.values import processes_field as _processes
 from lockharness.checker.views import Exposure, FaultExposure
-from lockharness.core.history import INFO, Event
+from lockharness.core.history import INFO, Event, nemesis_event
 
 # Every way a fault can touch a lease, and what it means (docs, the expectation's check).
 EXPOSURE_KINDS: dict[str, str] = {
@@ -80,8 +81,6 @@ EXPOSURE_KINDS: dict[str, str] = {
 }
 MAX_FAULTS_SHOWN = 1000  # occurrences and touched leases listed (all are counted)
 LEASES_PER_FAULT_SHOWN = 20  # of the leases one occurrence touched, listed with it
-_CLOCK_KINDS = frozenset({"clock-bump", "clock-strobe", "clock-rate"})
-_TOXIC_KINDS = frozenset({"latency", "toxic"})
 _KEY_SEPARATORS = (":", "/", "_", ".", "-", "{", "}")
 
 
@@ -90,6 +89,7 @@ class _Occurrence:
     number: int
     name: str
     kind: str
+    category: str  # the kind's declared exposure category (core.history.ExposureCategory)
     start: int  # in effect
     end: int | None  # taken out; None until its stop is seen
     targets: tuple[str, ...]
@@ -115,13 +115,6 @@ class _Lease:
         return self.section.start
 
 
-def _text(event: Event, value: dict[str, Any], name: str, default: str) -> str:
-    raw = value.get(name, default)
-    if type(raw) is not str:
-        raise BadValue(event, name, "a string")
-    return raw
-
-
 def _occurrences(nemesis: Iterable[Event], end: int) -> tuple[list[_Occurrence], int, int | None]:
     """The occurrences put in effect, in order; how many were skipped (no target); and when
     the nemesis began to heal (a fault never stopped is out by then)."""
@@ -131,28 +124,27 @@ def _occurrences(nemesis: Iterable[Event], end: int) -> tuple[list[_Occurrence],
     skipped = 0
     heal: int | None = None
     for event in nemesis:
-        value = event.value or {}
-        phase = value.get("phase")
-        if phase == "heal" and heal is None:
-            heal = event.time
-        if event.type != INFO or phase not in ("start", "stop"):
+        record = nemesis_event(event)
+        if record is None:
             continue
-        number = value.get("occurrence")
-        if number is not None and type(number) is not int:
-            raise BadValue(event, "occurrence", "an integer or null")
-        if phase == "start":
-            if "skipped" in value:
+        if record.phase == "heal" and heal is None:
+            heal = event.time
+        if event.type != INFO or record.phase == "heal":
+            continue
+        number, value = record.occurrence, event.value or {}
+        if record.phase == "start":
+            if "skipped" in record.details:
                 skipped += 1
                 continue
-            kind = _text(event, value, "kind", event.f)
-            targets = names_field(event, value, "targets")
+            assert record.exposure is not None  # a start's: declared, or its kind's of old
             occurrence = _Occurrence(
                 number if number is not None else -len(found) - 1,
                 event.f,
-                kind,
+                record.kind,
+                record.exposure,
                 event.time,
                 None,
-                targets,
+                record.targets,
                 value,
                 event,
             )
@@ -347,16 +339,17 @@ def _holder_processes(occurrence: _Occurrence, index: _Index, dead: set[int]) ->
         return False
     start = occurrence.start
     end = occurrence.end if occurrence.end is not None else start + 1
-    if occurrence.kind == "client-kill":
+    kills = occurrence.category == "holder-killed"
+    if kills:
         end = start + 1  # an instant: the kill
     killed_before = frozenset(dead)
-    if occurrence.kind == "client-kill":
+    if kills:
         dead.update(processes)
     for lease in index.meeting(start, max(end, start + 1), live=False):
         s = lease.section
         if s.process not in processes or s.process in killed_before:
             continue
-        if occurrence.kind == "client-kill":
+        if kills:
             occurrence.touch("holder-killed", s)
             continue
         occurrence.touch("holder-paused", s)
@@ -386,6 +379,46 @@ def _failovers(failovers: Sequence[Failover], index: _Index) -> tuple[int, set[i
     return count, leases
 
 
+@dataclass
+class _Pairing:
+    """What pairing an occurrence with leases reads, and what it gathers as it goes."""
+
+    index: _Index
+    losses: dict[int, list[_Loss]]
+    tokens: frozenset[str]
+    ttl_ns: dict[str | None, int]
+    dead: set[int] = field(default_factory=set)  # processes a client kill took, so far
+
+
+def _or_any_live(paired: bool, occurrence: _Occurrence, p: _Pairing) -> None:
+    """A fault whose record does not say whose links or processes it touched (older
+    histories, shared links) counts when it met any live lease."""
+    if not paired:
+        _any_live(occurrence, p.index)
+
+
+# Each exposure category (core.history.ExposureCategory): how its occurrences are paired.
+# A failover is paired with leases after all occurrences (``_failovers``), so its own
+# occurrence adds nothing here.
+_PAIR: dict[str, Callable[[_Occurrence, _Pairing], None]] = {
+    "kill-of-grant-node": lambda o, p: _kill(o, p.index, p.losses, p.tokens, p.ttl_ns),
+    "pause-of-grant-node": lambda o, p: _on_grant_nodes(o, p.index, "pause-of-grant-node"),
+    "clock-change-of-grant-node": lambda o, p: _on_grant_nodes(
+        o, p.index, "clock-change-of-grant-node"
+    ),
+    "holder-partitioned": lambda o, p: _or_any_live(
+        _holder_links(o, p.index, "holder-partitioned", "cut"), o, p
+    ),
+    "holder-latency": lambda o, p: _or_any_live(
+        _holder_links(o, p.index, "holder-latency", "links"), o, p
+    ),
+    "holder-paused": lambda o, p: _or_any_live(_holder_processes(o, p.index, p.dead), o, p),
+    "holder-killed": lambda o, p: _or_any_live(_holder_processes(o, p.index, p.dead), o, p),
+    "failover-during-lease": lambda o, p: None,
+    "fault-during-lease": lambda o, p: _any_live(o, p.index),
+}
+
+
 def check_exposure(
     sections: Sequence[Section],
     nemesis: Sequence[Event],
@@ -405,30 +438,13 @@ def check_exposure(
     index = _Index(_leases(sections, end, ttl_ns))
     losses: dict[int, list[_Loss]] = defaultdict(list)
     tokens = frozenset(s.token for s in sections if s.token is not None)
-    dead: set[int] = set()  # processes a client kill took, as the occurrences go
+    pairing = _Pairing(index, losses, tokens, ttl_ns)
     for occurrence in occurrences:
-        kind = occurrence.kind
-        if kind == "kill":
-            _kill(occurrence, index, losses, tokens, ttl_ns)
-        elif kind == "pause":
-            _on_grant_nodes(occurrence, index, "pause-of-grant-node")
-        elif kind in _CLOCK_KINDS:
-            _on_grant_nodes(occurrence, index, "clock-change-of-grant-node")
-        elif kind == "partition" and occurrence.started.get("mode") != "shared-link":
-            if not _holder_links(occurrence, index, "holder-partitioned", "cut"):
-                _any_live(occurrence, index)
-        elif kind in _TOXIC_KINDS:
-            if not _holder_links(occurrence, index, "holder-latency", "links"):
-                _any_live(occurrence, index)
-        elif kind in ("client-pause", "client-kill"):
-            if not _holder_processes(occurrence, index, dead):
-                _any_live(occurrence, index)
-        elif kind != "promote":
-            _any_live(occurrence, index)
+        _PAIR[occurrence.category](occurrence, pairing)
     _grants_majority(losses, index)
     failed_over, failover_leases = _failovers(failovers, index)
     for occurrence in occurrences:  # a promote is a failover: touched when its failover was
-        if occurrence.kind == "promote" and failed_over:
+        if occurrence.category == "failover-during-lease" and failed_over:
             window = index.meeting(occurrence.start, occurrence.start + 1)
             for lease in window:
                 if lease.section.acquire_index in failover_leases:

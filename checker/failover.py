@@ -1,7 +1,8 @@
 """Failovers in the history, and which overlaps they explain.
 
 A failover is a nemesis `info` event: `failover` (Sentinel's +switch-master, observed by
-the harness) or the start of a `promote` fault. It takes a while: it began when the new
+the harness) or the start of a fault whose kind declares the failover-during-lease
+exposure category (`promote`). It takes a while: it began when the new
 master was told to be master (Sentinel's REPLICAOF NO ONE; the nemesis's decision) and
 was seen done at the event, and clients can reach the new master in between. So a
 failover explains an overlap when that window meets the time between the two leases'
@@ -18,7 +19,7 @@ import msgspec
 
 from lockharness.checker.evidence import Failover, Overlap, Witness
 from lockharness.checker.values import BadValue
-from lockharness.core.history import INFO, NEMESIS, Event
+from lockharness.core.history import INFO, NEMESIS, Event, nemesis_event
 
 W = TypeVar("W", bound=Witness)
 
@@ -28,7 +29,7 @@ def failover(event: Event) -> Failover | None:
     value = event.value or {}
     if "to" not in value:
         return None
-    if event.f == "failover" or (value.get("kind") == "promote" and "error" not in value):
+    if event.f == "failover" or _promoted(event, value):
         by = value.get("by", "nemesis promote")
         began = value.get("began") or value.get("decided_at") or event.time
         if type(began) is not int:
@@ -42,6 +43,17 @@ def failover(event: Event) -> Failover | None:
             raise BadValue(event, "by", "a string")
         return Failover(began, event.time, old, new, by, event.index)
     return None
+
+
+def _promoted(event: Event, value: dict[str, object]) -> bool:
+    """A fault's start that says it made a new master (and did not fail)."""
+    record = nemesis_event(event)
+    return (
+        record is not None
+        and record.phase == "start"
+        and record.exposure == "failover-during-lease"
+        and "error" not in value
+    )
 
 
 def failovers(history: Iterable[Event]) -> list[Failover]:

@@ -10,30 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockharness.core.history import Event, HistoryError
-
-
-class EventError(HistoryError):
-    """A history refused at one event; ``index`` is the event's, for locating its line
-    (the command line turns it into the file's line)."""
-
-    def __init__(self, message: str, index: int | None) -> None:
-        super().__init__(message)
-        self.index = index
-
-
-class BadValue(EventError):
-    """A value field of the wrong type."""
-
-    def __init__(self, event: Event, name: str, allowed: str) -> None:
-        shown = repr((event.value or {}).get(name))
-        shown = shown if len(shown) <= 40 else shown[:40] + "..."
-        super().__init__(
-            f"event {event.index} ({event.f} {event.type}): value.{name} is {shown}; "
-            f"allowed: {allowed}",
-            event.index,
-        )
-
+# A value of the wrong type is refused alike in the history model (core.history reads the
+# nemesis's events) and here: one error class, defined there.
+from lockharness.core.history import BadValue as BadValue
+from lockharness.core.history import Event
+from lockharness.core.history import EventError as EventError
 
 _INT = "an integer or null"
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 import msgspec
 
@@ -59,6 +59,28 @@ _INT64 = msgspec.Meta(ge=-(2**63), le=2**63 - 1)
 
 class HistoryError(ValueError):
     """A history file that cannot be read; the message names the file and the line."""
+
+
+class EventError(HistoryError):
+    """A history refused at one event; ``index`` is the event's, for locating its line
+    (the command line turns it into the file's line)."""
+
+    def __init__(self, message: str, index: int | None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class BadValue(EventError):
+    """A value field of the wrong type."""
+
+    def __init__(self, event: Event, name: str, allowed: str) -> None:
+        shown = repr((event.value or {}).get(name))
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        super().__init__(
+            f"event {event.index} ({event.f} {event.type}): value.{name} is {shown}; "
+            f"allowed: {allowed}",
+            event.index,
+        )
 
 
 class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -394,3 +416,98 @@ def write_history(path: Path, events: Iterable[Event]) -> int:
                 buffer.clear()
         out.write(buffer)
     return count
+
+
+# ---- the nemesis's events -----------------------------------------------------------------
+
+# How the checker pairs a fault's occurrences with the leases they met (checker.exposure,
+# docs/exposure.md): each fault kind declares one, and the nemesis writes it into every
+# event of the kind, so that a checker that knows no kind by name learns it from the history.
+ExposureCategory = Literal[
+    "kill-of-grant-node",
+    "pause-of-grant-node",
+    "clock-change-of-grant-node",
+    "holder-partitioned",
+    "holder-latency",
+    "holder-paused",
+    "holder-killed",
+    "failover-during-lease",
+    "fault-during-lease",
+]
+EXPOSURE_CATEGORIES: tuple[str, ...] = get_args(ExposureCategory)
+NemesisPhase = Literal["start", "stop", "heal"]
+# Histories written before the kinds declared their category (no ``exposure`` field): the
+# built-in kinds' categories then, frozen here; any other kind counted as fault-during-lease.
+_OLD_CATEGORIES: dict[str, ExposureCategory] = {
+    "kill": "kill-of-grant-node",
+    "pause": "pause-of-grant-node",
+    "clock-bump": "clock-change-of-grant-node",
+    "clock-strobe": "clock-change-of-grant-node",
+    "clock-rate": "clock-change-of-grant-node",
+    "partition": "holder-partitioned",
+    "latency": "holder-latency",
+    "toxic": "holder-latency",
+    "client-pause": "holder-paused",
+    "client-kill": "holder-killed",
+    "promote": "failover-during-lease",
+}
+_TYPED = frozenset({"phase", "kind", "targets", "occurrence", "exposure"})
+
+
+class NemesisEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """What a nemesis event's value says of one fault occurrence (or of the final heal),
+    typed. In the file it is one flat JSON object: these fields beside the kind's own
+    ``details`` (what it did: ``killed``, ``cut``, ``processes``, ``error``, ...)."""
+
+    phase: NemesisPhase
+    kind: str = "heal"  # the fault's kind: a built-in's name, or a plug-in's module:Class
+    targets: tuple[str, ...] = ()
+    occurrence: int | None = None  # pairs a start with its stop; None in older histories
+    exposure: ExposureCategory | None = None  # the kind's declared category; None: heal
+    details: dict[str, Any] = {}
+
+    def to_value(self) -> dict[str, Any]:
+        """The event's ``value`` as the history holds it: flat."""
+        if self.phase == "heal":
+            return {"phase": "heal", **self.details}
+        typed: dict[str, Any] = {"phase": self.phase, "kind": self.kind}
+        typed |= {"targets": list(self.targets), "occurrence": self.occurrence}
+        return {**typed, "exposure": self.exposure, **self.details}
+
+
+def nemesis_event(event: Event) -> NemesisEvent | None:
+    """The fault occurrence (or heal) a nemesis event records; None for any other event
+    (a client's, a failover seen, a death). A typed field of the wrong type is BadValue;
+    an older history without ``exposure`` gets its kind's category of then."""
+    value = event.value
+    if event.process != NEMESIS or value is None:
+        return None
+    phase = value.get("phase")
+    if phase == "heal":
+        return NemesisEvent(phase="heal", details={k: v for k, v in value.items() if k != "phase"})
+    if phase not in ("start", "stop"):
+        return None
+    kind = value.get("kind", event.f)
+    if type(kind) is not str:
+        raise BadValue(event, "kind", "a string")
+    targets = value.get("targets")
+    if targets is not None and (
+        type(targets) is not list or not all(type(t) is str for t in targets)
+    ):
+        raise BadValue(event, "targets", "a list of strings (node or worker names) or null")
+    occurrence = value.get("occurrence")
+    if occurrence is not None and type(occurrence) is not int:
+        raise BadValue(event, "occurrence", "an integer or null")
+    exposure = value.get("exposure")
+    if exposure is None:
+        exposure = _OLD_CATEGORIES.get(kind, "fault-during-lease")
+    elif exposure not in EXPOSURE_CATEGORIES:
+        raise BadValue(event, "exposure", f"one of {', '.join(EXPOSURE_CATEGORIES)}")
+    return NemesisEvent(
+        phase=phase,
+        kind=kind,
+        targets=tuple(targets or ()),
+        occurrence=occurrence,
+        exposure=exposure,
+        details={k: v for k, v in value.items() if k not in _TYPED},
+    )

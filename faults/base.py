@@ -1,10 +1,12 @@
 """What every fault kind implements and declares, and what it may touch.
 
-A kind declares itself on its class, in one place (as a Toxiproxy toxic does in its file):
-its name, its Options (a msgspec Struct: types, defaults, ranges, descriptions), what it
-targets, its rules against the scenario, and how reports draw and document it.
-faults.registry collects the classes; the scenario schema, the nemesis's table, the docs
-table and the timeline's colours are all built from these declarations.
+A kind declares itself on its class, in one file (as a Toxiproxy toxic does): its name,
+its Options (a msgspec Struct: types, defaults, ranges, descriptions), what it targets, its
+rules against the scenario, how the final heal undoes it, under which exposure category
+the checker counts its occurrences, and how reports draw and document it. faults.registry
+collects the classes (faults/kinds/, plug-ins); the scenario schema, the nemesis, the docs
+table, the timeline's colours and the history's nemesis events are all built from these
+declarations.
 
 One occurrence of a fault is one instance: `start(targets)` puts it in effect, `stop()`
 takes it out. Both return details for the history. A fault never raises past the nemesis:
@@ -26,6 +28,7 @@ from lockharness.cluster.base import Cluster, Replicated
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.clock import ClockControl
 from lockharness.core.errors import ClusterError
+from lockharness.core.history import ExposureCategory
 from lockharness.faults.deaths import WorkerDeaths
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
 from lockharness.faults.targets import Holders, pick_nodes
@@ -125,12 +128,19 @@ Rule = Callable[[FaultSpec, Room], tuple[str, str] | None]
 
 
 class Fault(ABC):
-    kind: ClassVar[str]
+    kind: ClassVar[str]  # its name in a scenario (a plug-in's is its module:Class path)
     Options: ClassVar[type[FaultOptions]] = FaultOptions
     target_kind: ClassVar[str] = "nodes"  # or "workers" (w1, w2, ...)
     replicated_only: ClassVar[bool] = False  # needs cluster.topology: replicated
     rules: ClassVar[tuple[Rule, ...]] = ()
     aliases: ClassVar[dict[str, str]] = {}  # another YAML name for a common key
+    # What the run prepares before anything starts, for a kind that moves clocks: the clock
+    # shim in every redis-server (node clocks), a clock control per worker (client clocks).
+    needs_node_clocks: ClassVar[bool] = False
+    needs_client_clocks: ClassVar[bool] = False
+    # How the checker pairs its occurrences with live leases (docs/exposure.md); no
+    # default: a kind that does not say is refused when it registers.
+    exposure: ClassVar[ExposureCategory]
     summary: ClassVar[str]  # what it does, for the docs table (Markdown)
     colour: ClassVar[str] = "#666699"  # its band in the timeline
     legend: ClassVar[str]  # the band's legend
@@ -155,6 +165,21 @@ class Fault(ABC):
 
     def lasts_ns(self, duration_ns: int) -> int:
         return duration_ns
+
+    @classmethod
+    def heal(cls, ctx: FaultContext) -> None:
+        """Undo whatever any occurrence of the kind may have left, at the run's end, after
+        every occurrence's own stop: the nemesis's final heal calls it once per kind (and
+        once for a hook several kinds share), whether or not the kind ran, so it must be
+        safe when nothing is left to undo. Proxies and toxics need none: the final heal
+        resets Toxiproxy itself, after every kind's heal (a node comes back first)."""
+        return  # by default: nothing (its stop undid all an occurrence did)
+
+    @classmethod
+    def names_every_node(cls, options: Any) -> bool:
+        """Whether an occurrence with these options targets every node whatever its
+        targets say (a ring partition): the explorer then does not count its targets."""
+        return False
 
     @abstractmethod
     def start(self, targets: list[str]) -> dict[str, Any]: ...

@@ -5,13 +5,16 @@ Each phase is an `invoke` when the nemesis decides and an `info` when the fault 
 effect (or has been taken out), so the history shows both moments:
 
     {"process": "nemesis", "type": "invoke", "f": "kill-holder", "value": {"phase": "start", ...}}
+
+This is the one writer of those values: each a core.history.NemesisEvent, which carries
+the kind's declared exposure category to the checker (which knows no kind by name), and
+which core.history.nemesis_event reads back for every consumer.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
-import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +24,7 @@ from typing import Any
 import msgspec
 
 from lockharness.core.errors import ClusterError
-from lockharness.core.history import INFO, INVOKE, NEMESIS, EventType
+from lockharness.core.history import INFO, INVOKE, NEMESIS, EventType, NemesisEvent
 from lockharness.faults.base import Fault, FaultContext
 from lockharness.faults.registry import KINDS
 from lockharness.faults.schedule import Occurrence, build_schedule
@@ -95,7 +98,10 @@ class Nemesis:
             except Exception:  # a fault must never take the run down with it
                 log.exception("nemesis action failed")
 
-    def _record(self, type_: EventType, name: str, value: dict[str, Any]) -> int:
+    def _record(self, type_: EventType, name: str, event: NemesisEvent, **more: Any) -> int:
+        """Write ``event`` with ``more`` among its details."""
+        details = {**event.details, **more}
+        value = msgspec.structs.replace(event, details=details).to_value()
         return self.rec.record(NEMESIS, type_, name, value=value)
 
     @property
@@ -113,28 +119,31 @@ class Nemesis:
         options = msgspec.to_builtins(fault.options, enc_hook=int)  # durations as int ns
         # The occurrence's number pairs its start with its stop; when it was due and how
         # long it was to last let a replay (harness.run.replay) inject it again as it ran.
-        base = {
-            "phase": "start",
-            "kind": spec.kind,
-            "targets": targets,
-            "options": options,
-            "occurrence": self._started,
-            "at_ns": occurrence.at_ns,
-            "duration_ns": occurrence.duration_ns,
-        }
+        base = NemesisEvent(
+            phase="start",
+            kind=spec.kind,
+            targets=tuple(targets),
+            occurrence=self._started,
+            exposure=fault.exposure,
+            details={
+                "options": options,
+                "at_ns": occurrence.at_ns,
+                "duration_ns": occurrence.duration_ns,
+            },
+        )
         if not targets:
-            self._record(INFO, spec.name, {**base, "skipped": "no target (no lease held now)"})
+            self._record(INFO, spec.name, base, skipped="no target (no lease held now)")
             return None
         decided = self._record(INVOKE, spec.name, base)
         try:
             details = fault.start(targets)
         except Exception as e:
             # Partly in effect, perhaps: it stays active so that stop() undoes what it can.
-            self._record(INFO, spec.name, {**base, "error": _error(e), "decided_at": decided})
+            self._record(INFO, spec.name, base, error=_error(e), decided_at=decided)
             log.exception("starting %s failed", spec.name)
             fault.targets = targets
         else:
-            done = self._record(INFO, spec.name, {**base, **details, "decided_at": decided})
+            done = self._record(INFO, spec.name, base, **details, decided_at=decided)
             log.info(
                 "%s on %s: in effect %.1f ms after the decision",
                 spec.name,
@@ -152,14 +161,20 @@ class Nemesis:
         if number not in self._active:
             return
         fault = self._active.pop(number)
-        base = {"phase": "stop", "kind": fault.kind, "targets": fault.targets, "occurrence": number}
+        base = NemesisEvent(
+            phase="stop",
+            kind=fault.spec.kind,
+            targets=tuple(fault.targets),
+            occurrence=number,
+            exposure=fault.exposure,
+        )
         decided = self._record(INVOKE, fault.spec.name, base)
         try:
             details = fault.stop()
         except Exception as e:
             details = {"error": _error(e)}
             log.exception("stopping %s failed", fault.spec.name)
-        done = self._record(INFO, fault.spec.name, {**base, **details})
+        done = self._record(INFO, fault.spec.name, base, **details)
         if done - decided > _LATE_STOP_NS:
             # The schedule runs on this one thread: every fault due meanwhile starts late.
             # Seen: Toxiproxy 2.12 takes 5 s per chunk a latency toxic still holds for a
@@ -184,45 +199,36 @@ class Nemesis:
         return self._heal()
 
     def _heal(self) -> list[str]:
-        """Belt and braces after the orderly stops: reset everything a fault can touch."""
-        cluster = self.ctx.cluster
-        self._record(INVOKE, "heal", {"phase": "heal"})
+        """Belt and braces after the orderly stops: every kind's heal (faults.base.Fault.heal,
+        once per hook however many kinds share it), then what no kind owns: the network
+        (proxies a partition or a down node disabled, toxics; after the kinds', so that a
+        killed node is back before its proxies accept), and the cluster's health."""
+        self._record(INVOKE, "heal", _HEAL)
         problems: list[str] = []
-
-        def resume_workers() -> None:
-            for worker in self.ctx.workers:
-                worker.signal_group(signal.SIGCONT)
-
-        def resume_nodes() -> None:
-            for node in cluster.nodes:
-                node.resume()
-
-        def restart_nodes() -> None:
-            for node in cluster.nodes:
-                if not node.running():
-                    node.restart()
-
-        def reset_client_clocks() -> None:
-            for control in self.ctx.client_clocks.values():
-                control.reset()
-
+        hooks: dict[object, list[str]] = {}  # a hook -> the kinds that declare it
+        for kind, cls in FAULTS.items():
+            hook = getattr(cls.heal, "__func__", cls.heal)
+            if hook is not _NOTHING_TO_HEAL:
+                hooks.setdefault(hook, []).append(kind)
         steps: list[tuple[str, Callable[[], object]]] = [
-            ("resume workers", resume_workers),
-            ("resume nodes", resume_nodes),
-            ("restart nodes", restart_nodes),  # before the reset: a dead node's proxies refuse
+            (", ".join(kinds), partial(FAULTS[kinds[0]].heal, self.ctx)) for kinds in hooks.values()
+        ]
+        steps += [
             ("reset toxiproxy", self._reset_network),
-            ("reset clocks", cluster.reset_clocks),
-            ("reset client clocks", reset_client_clocks),
-            ("check health", cluster.wait_healthy),
+            ("check health", self.ctx.cluster.wait_healthy),
         ]
         for what, step in steps:
             try:
                 step()
             except (ClusterError, OSError, RuntimeError, ValueError) as e:
                 problems.append(f"could not heal ({what}): {_error(e)}")
-        self._record(INFO, "heal", {"phase": "heal", "problems": problems})
+        self._record(INFO, "heal", _HEAL, problems=problems)
         return problems
 
     def _reset_network(self) -> None:
         self.ctx.cluster.toxiproxy.reset()
         self.ctx.cuts.forget()
+
+
+_HEAL = NemesisEvent(phase="heal")
+_NOTHING_TO_HEAL = getattr(Fault.heal, "__func__", Fault.heal)  # the base's: no step

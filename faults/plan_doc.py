@@ -4,7 +4,9 @@ with the rules that need the scenario's room, and written back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Union, cast, get_args, get_origin
 
 import msgspec
@@ -12,6 +14,7 @@ from msgspec import Meta
 
 from lockharness.core.typed_input import Invalid, convert, join, plain, show
 from lockharness.faults.base import Fault
+from lockharness.faults.plugin import FaultKindError, allowed, is_plugin_kind, load_kind, places
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import (
     NODE_TARGETS,
@@ -27,14 +30,15 @@ from lockharness.faults.spec import (
     TimelineEntry,
     WorkerTargets,
 )
+from lockharness.workloads.plugins import CLASS_PATH_PATTERN
 
 _S = 1_000_000_000
 # (?![\s\S]) ends the pattern where $ would let a final newline through (Python's re).
 FaultName = Annotated[
     str,
     Meta(
-        pattern=r"^[A-Za-z0-9._-]+(?![\s\S])",
-        extra={"allowed": "letters, digits, '.', '_' and '-'"},
+        pattern=r"^[A-Za-z0-9._:-]+(?![\s\S])",  # ':' as in a plug-in kind, its default
+        extra={"allowed": "letters, digits, '.', '_', ':' and '-'"},
     ),
 ]
 
@@ -51,12 +55,24 @@ class _FaultDoc(
     options: FaultOptions | None = None  # None: every option's default
 
 
-def _fault_doc(kind: str, cls: type[Fault]) -> type[_FaultDoc]:
-    """A kind's Struct, tagged by `kind`: its targets, its own Options, its aliases."""
+# A plug-in kind's `path`: where to look for its module first (relative to the scenario).
+PluginPath = Annotated[
+    str | tuple[str, ...] | None,
+    Meta(
+        description="a plug-in kind's: directories to look for its module in first",
+        extra={"allowed": "a directory or a list of directories (relative to the scenario's)"},
+    ),
+]
+
+
+def _fault_doc(kind: str, cls: type[Fault], plugin: bool = False) -> type[_FaultDoc]:
+    """A kind's Struct, tagged by `kind`: its targets, its own Options, its aliases (and a
+    plug-in's `path`)."""
     fields = [
         ("targets", WorkerTargets if cls.target_kind == "workers" else NodeTargets, "one"),
         ("options", cls.Options | None, None),
         *((alias, Length | None, None) for alias in cls.aliases),
+        *((("path", PluginPath, None),) if plugin else ()),
     ]
     # frozen and forbid_unknown_fields come with the base
     doc = msgspec.defstruct(
@@ -65,7 +81,39 @@ def _fault_doc(kind: str, cls: type[Fault]) -> type[_FaultDoc]:
     return cast("type[_FaultDoc]", doc)
 
 
-FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in KINDS.items()}
+FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in KINDS.items()}  # built-in kinds
+
+
+# A plug-in kind's entry as the scenario's JSON Schema shows it: its options are its own
+# kind's, which reading checks against the Struct built from its declaration.
+PluginFaultDoc = msgspec.defstruct(
+    "PluginFaultDoc",
+    [
+        (
+            "kind",
+            Annotated[
+                str,
+                Meta(pattern=CLASS_PATH_PATTERN, description="a plug-in fault class, module:Class"),
+            ],
+        ),
+        ("options", dict[str, Any] | None, None),
+        ("path", PluginPath, None),
+    ],
+    bases=(_FaultDoc,),
+    tag=False,
+    kw_only=True,
+)
+
+
+@functools.cache
+def _plugin_doc(kind: str, cls: type[Fault]) -> type[_FaultDoc]:
+    return _fault_doc(kind, cls, plugin=True)
+
+
+def _doc_type(kind: str) -> type[_FaultDoc]:
+    return FAULT_DOCS.get(kind) or _plugin_doc(kind, KINDS[kind])
+
+
 if TYPE_CHECKING:
     FaultDoc = _FaultDoc  # what every kind's Struct is
 else:
@@ -135,6 +183,66 @@ def prepared(data: dict[str, Any]) -> dict[str, Any]:
         names = [f.get("name", f.get("kind")) for f in faults or [] if isinstance(f, dict)]
         out["timeline"] = [_entry(f"timeline[{i}]", e, names) for i, e in enumerate(timeline)]
     return out
+
+
+# A plug-in kind's entry stands in the scenario's Struct as a fault of a built-in kind that
+# requires no options, so that msgspec's messages keep every other entry's index; it is
+# read with its own kind's Struct, and put back in its place before the plan is read.
+_STAND_IN = next(
+    kind
+    for kind, cls in KINDS.items()
+    if not any(f.required for f in msgspec.structs.fields(cls.Options))
+)
+
+
+def plugin_faults(
+    data: dict[str, Any], room: Room, base: Path | None
+) -> tuple[dict[str, Any], dict[int, _FaultDoc]]:
+    """``data`` (prepared) with each plug-in kind's entry stood in for, and those entries
+    read: their kind imported and checked (faults.plugin), their options read against its
+    Options. Invalid at faults[i].kind when the kind cannot be loaded."""
+    faults = data.get("faults")
+    if not isinstance(faults, list):
+        return data, {}
+    read: dict[int, _FaultDoc] = {}
+    for i, entry in enumerate(faults):
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        if isinstance(kind, str) and kind not in FAULT_DOCS and not is_plugin_kind(kind):
+            # msgspec's message would list only the built-in kinds
+            why = f"{show(kind)} is not one of the choices; allowed: {allowed()}"
+            raise Invalid(f"faults[{i}].kind", why)
+        if not is_plugin_kind(kind):
+            continue
+        assert isinstance(entry, dict) and isinstance(kind, str)
+        path = f"faults[{i}]"
+        dirs = _plugin_dirs(entry.get("path"), base, path)
+        try:
+            cls, found = load_kind(kind, dirs, places(base))
+        except FaultKindError as e:
+            raise Invalid(f"{path}.kind", str(e)) from None
+        # Its aliases are known only now (prepared() moved the built-ins').
+        doc = convert(_with_defaults(entry, path), _plugin_doc(kind, cls), path, room)
+        read[i] = msgspec.structs.replace(doc, path=found)
+    if not read:
+        return data, {}
+    stood_in = [{"kind": _STAND_IN} if i in read else f for i, f in enumerate(faults)]
+    return {**data, "faults": stood_in}, read
+
+
+def _plugin_dirs(value: object, base: Path | None, path: str) -> list[str]:
+    dirs = (value,) if isinstance(value, str) else value or ()
+    if not isinstance(dirs, list | tuple) or not all(isinstance(d, str) and d for d in dirs):
+        raise Invalid(
+            f"{path}.path",
+            f"{show(value)} is not a list of directories; allowed: a directory or a list "
+            "of directories (relative to the scenario's directory)",
+        )
+    return [str(((base or Path.cwd()) / d).resolve()) for d in dirs]
+
+
+def with_plugins(docs: Sequence[FaultDoc], read: dict[int, _FaultDoc]) -> list[FaultDoc]:
+    """The faults as written: each plug-in entry back in the place its stand-in held."""
+    return [cast("FaultDoc", read.get(i, doc)) for i, doc in enumerate(docs)]
 
 
 # ---- after: what depends on the room and on other faults --------------------------------
@@ -245,7 +353,8 @@ def plan_to_plain(plan: FaultPlan) -> dict[str, list[Any]]:
     """``faults`` and ``timeline`` as the YAML that reads back to ``plan``."""
     faults = []
     for f in plan.faults:
-        doc = plain(FAULT_DOCS[f.kind](**{k: v for k, v in vars(f).items() if k != "kind"}))
+        given = {k: v for k, v in vars(f).items() if k != "kind" and (k != "path" or v)}
+        doc = plain(_doc_type(f.kind)(**given))
         faults.append(
             {"kind": f.kind, **{k: v for k, v in doc.items() if k not in KINDS[f.kind].aliases}}
         )

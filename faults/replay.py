@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lockharness.core.history import INFO, INVOKE, NEMESIS, Event
+from lockharness.core.history import INFO, INVOKE, Event, NemesisEvent, nemesis_event
 from lockharness.faults.spec import FaultPlan, TimelineEntry
 
 
@@ -60,20 +60,19 @@ class Schedule:
     skipped: tuple[SkippedOccurrence, ...] = ()
 
 
-def _number(event: Event, value: dict[str, Any]) -> int:
-    number = value.get("occurrence")
-    if not isinstance(number, int) or isinstance(number, bool):
+def _number(event: Event, record: NemesisEvent) -> int:
+    if record.occurrence is None:
         raise ScheduleError(
-            f"nemesis event {event.index} ({event.f} {value.get('phase')}) has no occurrence "
+            f"nemesis event {event.index} ({event.f} {record.phase}) has no occurrence "
             "number: a history written before the nemesis numbered its occurrences"
         )
-    return number
+    return record.occurrence
 
 
-def _field(event: Event, value: dict[str, Any], key: str) -> Any:
-    if key not in value:
+def _field(event: Event, record: NemesisEvent, key: str) -> Any:
+    if key not in record.details:
         raise ScheduleError(f"nemesis event {event.index} ({event.f}) does not say its {key}")
-    return value[key]
+    return record.details[key]
 
 
 def read_schedule(events: Iterable[Event]) -> Schedule:
@@ -82,28 +81,32 @@ def read_schedule(events: Iterable[Event]) -> Schedule:
     ran: dict[int, RanOccurrence] = {}
     skipped: list[SkippedOccurrence] = []
     for event in events:
-        value = event.value or {}
-        phase = value.get("phase")
-        if event.process != NEMESIS or phase not in ("start", "stop"):
+        record = nemesis_event(event)
+        if record is None or record.phase == "heal":
             continue
-        number = _number(event, value)
+        number, phase, details = _number(event, record), record.phase, record.details
         if phase == "start" and event.type == INVOKE:
+            for key in ("kind", "targets"):
+                if key not in (event.value or {}):
+                    raise ScheduleError(
+                        f"nemesis event {event.index} ({event.f}) does not say its {key}"
+                    )
             ran[number] = RanOccurrence(
                 number=number,
                 fault=event.f,
-                kind=_field(event, value, "kind"),
-                targets=tuple(_field(event, value, "targets")),
-                due_ns=_field(event, value, "at_ns"),
+                kind=record.kind,
+                targets=record.targets,
+                due_ns=_field(event, record, "at_ns"),
                 decided_ns=event.time,
-                duration_ns=_field(event, value, "duration_ns"),
+                duration_ns=_field(event, record, "duration_ns"),
             )
-        elif phase == "start" and event.type == INFO and "skipped" in value:
-            due = _field(event, value, "at_ns")
+        elif phase == "start" and event.type == INFO and "skipped" in details:
+            due = _field(event, record, "at_ns")
             skipped.append(SkippedOccurrence(number, event.f, due, event.time))
         elif number not in ran:
             raise ScheduleError(f"nemesis event {event.index}: occurrence {number} never started")
         elif phase == "start" and event.type == INFO:
-            error = value.get("error")
+            error = details.get("error")
             ran[number] = dataclasses.replace(ran[number], in_effect_ns=event.time, error=error)
         elif phase == "stop" and event.type == INFO:
             ran[number] = dataclasses.replace(ran[number], stopped_ns=event.time)

@@ -1,7 +1,7 @@
 """What a scenario says about faults: the kinds, their targets and their schedules.
 
     faults:
-      - kind: kill              # one of faults.registry.FAULT_KINDS
+      - kind: kill              # a faults.registry kind, or a plug-in's module:Class
         name: kill-holder       # optional (default: the kind); the timeline refers to it
         targets: holders        # one | minority | majority | all | holders | holder | [n1, n3]
                                 # (client-pause, client-kill: one | all | holders | [w1, w2])
@@ -126,6 +126,8 @@ class FaultSpec:
     probability: float = 1.0
     # The kind's Options, defaults filled in (faults.registry.options_type(kind)).
     options: FaultOptions = field(default_factory=FaultOptions)
+    # A plug-in kind's: the directories its module was imported from (faults.plugin).
+    path: tuple[str, ...] = ()
 
 
 class TimelineEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -28,7 +28,7 @@ from lockharness.core.history import DIED, Event, HistoryError, read_history
 from lockharness.core.live import LiveHistory
 from lockharness.faults.base import FaultContext
 from lockharness.faults.deaths import WorkerDeaths
-from lockharness.faults.process import ClientKill
+from lockharness.faults.kinds.client_kill import ClientKill
 from lockharness.faults.spec import FaultSpec
 from lockharness.harness.run.progress import ProgressLine
 from lockharness.harness.run.runner import Watch, WorkerDied, _watch

@@ -21,8 +21,8 @@ from lockharness.cluster.ports import process_holds
 from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from lockharness.core.endpoints import Endpoint
 from lockharness.faults.base import Fault, FaultContext
-from lockharness.faults.network import Partition
-from lockharness.faults.process import Kill
+from lockharness.faults.kinds.kill import Kill
+from lockharness.faults.kinds.partition import Partition
 from lockharness.faults.registry import options_type
 from lockharness.faults.spec import FaultSpec
 

@@ -220,11 +220,11 @@ BAD_MODELS = {
     ),
     "unknown fault kind": (
         "description: d\nfaults: [{kind: explode}]\n",
-        ["faults[0].kind", "'explode' is not a fault kind", "allowed: kill, pause"],
+        ["faults[0].kind", "'explode' is not a fault kind", "allowed: client-clock, client-kill"],
     ),
     "promote": (
         "description: d\nfaults: [{kind: promote}]\n",
-        ["faults[0].kind", "'promote' needs a replicated cluster", "allowed: kill"],
+        ["faults[0].kind", "'promote' needs a replicated cluster", "allowed: client-clock"],
     ),
     "an option the kind does not have": (
         "description: d\nfaults: [{kind: pause, options: {power_loss: true}}]\n",

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 import yaml
 
-from lockharness.faults.clock_faults import ClockStrobeOptions
 from lockharness.faults.docs import fault_table
+from lockharness.faults.kinds.clock_strobe import ClockStrobeOptions
 from lockharness.faults.nemesis import FAULTS
 from lockharness.faults.plan_doc import FAULT_DOCS
 from lockharness.faults.registry import FAULT_KINDS, KINDS, style
@@ -105,7 +105,7 @@ def test_messages_give_the_line(tmp_path: Path) -> None:
 def test_an_unknown_kind_lists_the_kinds(tmp_path: Path) -> None:
     assert bad(tmp_path, GOOD + "faults:\n  - kind: explode\n") == (
         f"{tmp_path / 'x.yaml'}: faults[0].kind: 'explode' is not one of the choices; allowed: "
-        f"{', '.join(FAULT_KINDS)} (line 6)"
+        f"{', '.join(FAULT_KINDS)}, or a plug-in class as module:Class (docs/faults.md) (line 6)"
     )
     assert bad(tmp_path, GOOD + "faults:\n  - name: x\n") == (
         f"{tmp_path / 'x.yaml'}: faults[0].kind: missing; allowed: {', '.join(FAULT_KINDS)} "

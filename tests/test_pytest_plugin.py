@@ -498,7 +498,7 @@ def test_nemesis_faults_take_effect_and_are_taken_out(user_pytest: pytest.Pytest
     result.stdout.fnmatch_lines(
         [
             "*lockharness: nemesis.kill.targets: 'n9' is not a node name; allowed: one, *",
-            "*lockharness: nemesis: 'client-pause' is not a fault on nodes; allowed: kill, *",
+            "*lockharness: nemesis: 'client-pause' is not a fault on nodes; allowed: clock-bump, *",
             "*lockharness: nemesis.kill: targets 'holder-minority' follows the leases *",
         ]
     )

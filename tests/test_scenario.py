@@ -15,9 +15,13 @@ from lockharness.core.durations import (
     parse_signed_duration,
 )
 from lockharness.core.errors import EXIT_BAD_INPUT, BadInput
-from lockharness.faults.clock_faults import ClockBumpOptions, ClockRateOptions, ClockStrobeOptions
-from lockharness.faults.network import LatencyOptions, PartitionOptions, ToxicOptions
-from lockharness.faults.process import KillOptions
+from lockharness.faults.kinds.clock_bump import ClockBumpOptions
+from lockharness.faults.kinds.clock_rate import ClockRateOptions
+from lockharness.faults.kinds.clock_strobe import ClockStrobeOptions
+from lockharness.faults.kinds.kill import KillOptions
+from lockharness.faults.kinds.latency import LatencyOptions
+from lockharness.faults.kinds.partition import PartitionOptions
+from lockharness.faults.kinds.toxic import ToxicOptions
 from lockharness.faults.registry import FAULT_KINDS, KINDS
 from lockharness.faults.spec import (
     NODE_TARGETS,
@@ -744,8 +748,8 @@ KILL = "faults: [{kind: kill, name: k}]\n"
         # the list and its entries
         (F + "{kind: kill}\n", ["faults: a mapping is not a list", "a list of faults", "kind"]),
         (F + "[3]\n", ["faults[0]: 3 is not a mapping", "kind, name, targets, every"]),
-        (F + "[{name: x}]\n", ["faults[0].kind: missing", "kill, pause, client-pause"]),
-        (F + "[{kind: explode}]\n", ["faults[0].kind", "'explode'", "kill, pause, client-pause"]),
+        (F + "[{name: x}]\n", ["faults[0].kind: missing", "client-clock, client-kill"]),
+        (F + "[{kind: explode}]\n", ["faults[0].kind", "'explode'", "client-clock, client-kill"]),
         (
             F + "[{kind: kill, when: 3s}]\n",
             ["unknown key 'faults[0].when'", "kind, name, targets, every, duration, start_after"],
@@ -906,12 +910,12 @@ KILL = "faults: [{kind: kill, name: k}]\n"
         ("timeline: [3]\n", ["timeline[0]: 3 is not a timeline entry", "[at, fault, targets]"]),
         ("timeline: [[1s]]\n", ["timeline[0]: a 1-item list", "[at, fault]"]),
         ("timeline: [[1s, kill, [n1], 2s]]\n", ["timeline[0]: a 4-item list"]),
-        ("timeline: [{at: 1s}]\n", ["timeline[0].fault: missing", "a fault kind (kill, pause"]),
+        ("timeline: [{at: 1s}]\n", ["timeline[0].fault: missing", "a fault kind (client-clock"]),
         ("timeline: [{fault: kill}]\n", ["timeline[0].at: missing", "a duration"]),
         # A fault with no name or kind beside an entry with no fault: a message, not a crash.
         (F + "[{}]\ntimeline: [{at: 1s}]\n", ["timeline[0].fault: missing", "a fault kind"]),
         (F + "[{name: 5, kind: kill}]\ntimeline: [{at: 1s}]\n", ["timeline[0].fault: missing"]),
-        ("timeline: [[1s, nope]]\n", ["timeline[0].fault", "'nope'", "a fault kind (kill"]),
+        ("timeline: [[1s, nope]]\n", ["timeline[0].fault", "'nope'", "a fault kind (client-clock"]),
         (
             KILL + "timeline: [[1s, nope]]\n",
             ["timeline[0].fault", "the name of a fault (k) or a fault kind"],

@@ -44,6 +44,7 @@ PLUGIN_PATH_ENV = "LOCKHARNESS_PLUGIN_PATH"
 
 _NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _CLASS_PATH = re.compile(rf"({_NAME}):({_NAME})")
+CLASS_PATH_PATTERN = rf"^{_NAME}:{_NAME}$"  # the form, for a JSON Schema
 _EXPECTED_FORM = '"module:ClassName" (a dotted module name, a colon, a class), e.g. my_lock:MyLock'
 # name -> the arguments a call passes after self, for the signature check.
 _METHODS: dict[str, tuple[str, ...]] = {
@@ -123,17 +124,15 @@ def locate_plugin(
     return tuple(dict.fromkeys([*path, *inherited, *([found] if found else [])]))
 
 
-def load_plugin(
+def import_attribute(
     class_path: str,
     path: Sequence[str] = (),
     also: Sequence[tuple[str, str]] = (),
-) -> Plugin:
-    """Import and check the class ``class_path`` names; PluginError says what is wrong.
-
-    ``path``: directories (absolute) that always go ahead of sys.path for it. ``also``:
-    (directory, why) looked in after them, kept only if the module is found there;
-    ``why`` is for messages ("the scenario's directory").
-    """
+    what: str = "a lock-client class",
+) -> tuple[object, tuple[str, ...], str]:
+    """What ``class_path`` names, imported (PluginError says what is wrong; ``what`` it
+    should be, for the message); the directories it was imported from (as
+    ``Plugin.path``); and its name as a worker imports it ("module:Class")."""
     module_name, attr = _split(class_path)
     inherited = env_path()  # in a worker: the directories the runner handed on
     places = _places(path, inherited, also)
@@ -155,10 +154,24 @@ def load_plugin(
             raise _not_found(e.name, e.reason, places) from None
         except ImportFailed as e:
             raise PluginError(str(e)) from None
-    obj = _attribute(module, module_name, attr, class_path)
+    obj = _attribute(module, module_name, attr, what)
+    return obj, dirs, f"{module.__name__}:{attr}"
+
+
+def load_plugin(
+    class_path: str,
+    path: Sequence[str] = (),
+    also: Sequence[tuple[str, str]] = (),
+) -> Plugin:
+    """Import and check the class ``class_path`` names; PluginError says what is wrong.
+
+    ``path``: directories (absolute) that always go ahead of sys.path for it. ``also``:
+    (directory, why) looked in after them, kept only if the module is found there;
+    ``why`` is for messages ("the scenario's directory").
+    """
+    obj, dirs, factory_path = import_attribute(class_path, path, also)
     _check_class(obj, class_path)
     cls = cast(type, obj)  # _check_class refused anything but a class
-    factory_path = f"{module.__name__}:{attr}"  # the same name in a worker
     try:
         info = declared_info(cls, class_path, factory_path, class_path, f"plug-in {class_path}")
     except DeclarationError as e:
@@ -189,7 +202,7 @@ def _on_path(dirs: Sequence[str], *, keep: bool) -> Iterator[None]:
                 sys.path.remove(d)
 
 
-def _attribute(module: types.ModuleType, module_name: str, attr: str, class_path: str) -> object:
+def _attribute(module: types.ModuleType, module_name: str, attr: str, what: str) -> object:
     obj: object = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -202,7 +215,7 @@ def _attribute(module: types.ModuleType, module_name: str, attr: str, class_path
             there = f" (classes there: {', '.join(classes)})" if classes else ""
             raise PluginError(
                 f"module '{module_name}' ({origin}) has no attribute '{attr}'; expected: "
-                f"the name of a lock-client class defined there{there}"
+                f"the name of {what} defined there{there}"
             )
         obj = getattr(obj, part)
     return obj

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultSpec
 from lockharness.faults.targets import majority_size, minority_size
 from lockharness.harness.explore.bounds import Bound, as_duration
@@ -37,10 +38,10 @@ def _largest(words: tuple[str, ...], nodes: int, workers: int, target_kind: str)
 
 
 def _names_every_node(s: Scenario, fault: str) -> bool:
-    """A ring partition records every node as its target: it cuts each worker's links to
-    the nodes outside its own view, which no target word chooses."""
+    """A fault that records every node as its target whatever its targets say (a ring
+    partition), as its kind declares: no target word chose them."""
     spec = next(f for f in s.faults.faults if f.name == fault)
-    return spec.kind == "partition" and getattr(spec.options, "mode", None) == "ring"
+    return KINDS[spec.kind].names_every_node(spec.options)
 
 
 def _holds(bound: Bound, value: Any, field: msgspec.structs.FieldInfo, ttl: int) -> bool:

@@ -48,6 +48,7 @@ from lockharness.core.durations import format_signed_duration
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, Text, convert, json_schema
 from lockharness.core.yaml_read import input_document, line_of, read_input_file
+from lockharness.faults.plugin import FaultKindError, is_plugin_kind, load_kind, places
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import NODE_TARGETS, REPLICATED_TARGETS, WORKER_TARGETS, Room
 from lockharness.harness.explore.bounds import (
@@ -420,7 +421,7 @@ def _convert_options(kind: str, data: dict[str, Any]) -> Any:
 
 def _fault_choice(entry: FaultEntry, path: str) -> FaultChoice:
     kind = entry.kind
-    if kind not in DRAWN_KINDS:
+    if kind not in KINDS or KINDS[kind].replicated_only:  # a plug-in kind counts too
         kinds = ", ".join(DRAWN_KINDS)
         why = "is not a fault kind explore draws"
         if kind in KINDS:  # say why, or the user looks for a typo
@@ -464,8 +465,24 @@ def _restart_delay(delays: dict[str, Any], path: str) -> dict[str, End]:
     return {mode: convert(d, LeastDelay, f"{path}.{mode}").end for mode, d in delays.items()}
 
 
+def _load_plugin_kinds(faults: object, base: Path | None) -> None:
+    """Import and register the plug-in kinds the entries name (faults.plugin), looked for
+    beside the model's file: their declarations are what the entries are checked against."""
+    for i, entry in enumerate(faults if isinstance(faults, list) else []):
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        if isinstance(kind, str) and is_plugin_kind(kind):
+            try:
+                load_kind(kind, (), places(base))
+            except FaultKindError as e:
+                raise Invalid(f"faults[{i}].kind", str(e)) from None
+
+
 def read_model(data: Any, source: str, stem: str) -> FaultModel:
     """Invalid at the first broken rule."""
+    # Plug-in kinds (module:Class) are registered first: their entries are read against
+    # their own declarations.
+    faults = data.get("faults") if isinstance(data, dict) else None
+    _load_plugin_kinds(faults, Path(source).parent if Path(source).is_file() else None)
     doc: ModelFile = convert(data, ModelFile)
     name: str = doc.name if doc.name is not None else convert(stem, ModelName, "name")
     cluster, run, workload = doc.cluster, doc.run, doc.workload

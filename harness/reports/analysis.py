@@ -8,13 +8,13 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy
 from numpy.typing import NDArray
 
 from lockharness.checker import Overlap, Section, Witness
-from lockharness.core.history import INFO, INVOKE, NEMESIS, Event
+from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, NemesisEvent, nemesis_event
 
 MAX_OPS = 10_000  # about 1.5 MB of HTML: a browser lays it out in well under a second
 _MIN_WINDOW_OPS = 100  # however many violations share the budget, each gets some context
@@ -114,11 +114,6 @@ def client_ops(history: Iterable[Event]) -> list[Op]:
     return sorted(stream_ops(history), key=_op_order)
 
 
-def _targets(value: dict[str, Any]) -> tuple[str, ...]:
-    raw = value.get("targets") or ()
-    return tuple(str(t) for t in raw) if isinstance(raw, list | tuple) else (str(raw),)
-
-
 def fault_periods(history: Iterable[Event]) -> list[FaultPeriod]:
     """See ``periods_and_end``."""
     return periods_and_end(history)[0]
@@ -134,17 +129,16 @@ def periods_and_end(history: Iterable[Event]) -> tuple[list[FaultPeriod], int]:
     first in, first out. A skipped occurrence (no target) was never in effect, so it has no
     period.
     """
-    opened: dict[tuple[str, tuple[str, ...]] | int, list[Event]] = {}
+    opened: dict[tuple[str, tuple[str, ...]] | int, list[tuple[Event, NemesisEvent]]] = {}
     periods: list[FaultPeriod] = []
     heal_started: int | None = None
     last = 0  # the history's last time (it is in time order)
     for event in history:
         last = event.time
-        if event.process != NEMESIS:
+        record = nemesis_event(event)
+        if record is None:
             continue
-        value = event.value or {}
-        phase = value.get("phase")
-        if phase == "heal":
+        if record.phase == "heal":
             if event.type == INVOKE:
                 heal_started = event.time
             elif event.type == INFO:
@@ -153,34 +147,29 @@ def periods_and_end(history: Iterable[Event]) -> tuple[list[FaultPeriod], int]:
             continue
         if event.type != INFO:
             continue
-        pairing = _pairing(event.f, value)
-        if phase == "start" and "skipped" not in value:
-            opened.setdefault(pairing, []).append(event)
-        elif phase == "stop":
+        pairing = _pairing(event.f, record)
+        if record.phase == "start" and "skipped" not in record.details:
+            opened.setdefault(pairing, []).append((event, record))
+        elif record.phase == "stop":
             starts = opened.get(pairing)
             if starts:
-                periods.append(_period(starts.pop(0), event.time, True))
+                periods.append(_period(*starts.pop(0), event.time, True))
     for starts in opened.values():
-        periods += [_period(began, last, False) for began in starts]
+        periods += [_period(began, record, last, False) for began, record in starts]
     periods.sort(key=lambda p: (p.start, p.name))
     return periods, last
 
 
-def _occurrence(value: dict[str, Any]) -> int | None:
-    number = value.get("occurrence")
-    return number if type(number) is int else None
-
-
-def _pairing(name: str, value: dict[str, Any]) -> tuple[str, tuple[str, ...]] | int:
+def _pairing(name: str, record: NemesisEvent) -> tuple[str, tuple[str, ...]] | int:
     """What pairs a start with its stop: the occurrence's number, else name and targets."""
-    number = _occurrence(value)
-    return number if number is not None else (name, _targets(value))
+    number = record.occurrence
+    return number if number is not None else (name, record.targets)
 
 
-def _period(began: Event, end: int, ended: bool) -> FaultPeriod:
-    value = began.value or {}
-    kind = str(value.get("kind", began.f))
-    return FaultPeriod(began.f, kind, _targets(value), began.time, end, ended, _occurrence(value))
+def _period(began: Event, record: NemesisEvent, end: int, ended: bool) -> FaultPeriod:
+    return FaultPeriod(
+        began.f, record.kind, record.targets, began.time, end, ended, record.occurrence
+    )
 
 
 # ---- which parts of a long history to draw ----------------------------------------------

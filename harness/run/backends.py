@@ -15,6 +15,7 @@ from lockharness.cluster.base import Cluster
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
 from lockharness.core.errors import BadInput
+from lockharness.faults import registry
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.scenario.limits import BACKENDS
 
@@ -56,8 +57,9 @@ def images(spec: ClusterSpec | None) -> tuple[str | None, str | None]:
 
 def make_cluster(backend: str, scenario: Scenario, binaries: Binaries, run_dir: Path) -> Cluster:
     """The cluster for ``scenario`` on ``backend``, not started yet."""
-    kinds = {fault.kind for fault in scenario.faults.faults}
-    clock_shim = any(kind.startswith("clock-") for kind in kinds)
+    clock_shim = any(
+        registry.KINDS[fault.kind].needs_node_clocks for fault in scenario.faults.faults
+    )
     return build_cluster(
         backend, scenario.cluster, scenario.workload.workers, binaries, run_dir, clock_shim
     )

@@ -40,6 +40,7 @@ from lockharness.core.live import LiveHistory
 from lockharness.core.log_bound import LogCut
 from lockharness.core.run_dir import RunDir
 from lockharness.core.shards import merge_into
+from lockharness.faults import registry
 from lockharness.faults.base import FaultContext
 from lockharness.faults.deaths import Cause, WorkerDeaths
 from lockharness.faults.nemesis import Nemesis
@@ -264,7 +265,7 @@ def _client_clocks(
     scenario: Scenario, tasks: list[WorkerTask], run_dir: RunDir
 ) -> dict[int, ClockControl]:
     """A wall-clock control per worker, when a client-clock fault is planned."""
-    if not any(fault.kind == "client-clock" for fault in scenario.faults.faults):
+    if not any(registry.KINDS[fault.kind].needs_client_clocks for fault in scenario.faults.faults):
         return {}
     return {c.worker: ClockControl(run_dir.client_clock(c.worker)) for c in tasks}
 

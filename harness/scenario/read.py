@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from lockharness.core.typed_input import Invalid, convert, show
-from lockharness.faults.plan_doc import prepared, read_plan
+from lockharness.faults.plan_doc import plugin_faults, prepared, read_plan, with_plugins
 from lockharness.faults.spec import Room
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.expectation import (
@@ -109,9 +109,10 @@ def read_scenario(data: Any, stem: str, base: Path | None) -> Scenario:
     cluster: ClusterSpec = convert(data.get("cluster", {}), ClusterSpec, "cluster")
     workload: WorkloadSpec = convert(data.get("workload", {}), WorkloadSpec, "workload")
     room = Room(cluster.nodes, workload.workers, cluster.persistence, cluster.topology)
-    doc: ScenarioDoc = convert(prepared(data), ScenarioDoc, "", room)
+    data, plugged = plugin_faults(prepared(data), room, base)  # plug-in kinds: their own
+    doc: ScenarioDoc = convert(data, ScenarioDoc, "", room)
     client = read_client(doc.client, base)
-    faults = read_plan(doc.faults or [], doc.timeline or [], room)
+    faults = read_plan(with_plugins(doc.faults or [], plugged), doc.timeline or [], room)
     assert expect is not None  # ScenarioDoc requires it: convert refused a scenario without
     scenario = Scenario(
         name=doc.name or stem,

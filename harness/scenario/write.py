@@ -4,6 +4,7 @@ scenario file's JSON Schema, both from the Structs of model.py."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import yaml
@@ -11,7 +12,7 @@ import yaml
 from lockharness.core.durations import format_duration
 from lockharness.core.typed_input import json_schema as schema_of
 from lockharness.core.typed_input import plain
-from lockharness.faults.plan_doc import plan_to_plain
+from lockharness.faults.plan_doc import PluginFaultDoc, plan_to_plain
 from lockharness.harness.scenario.expectation import Expectation
 from lockharness.harness.scenario.model import Scenario, ScenarioDoc
 from lockharness.workloads.client_doc import client_schema_types, client_to_plain
@@ -65,6 +66,10 @@ def to_yaml(s: Scenario) -> str:
 
 def json_schema() -> str:
     """The scenario file's JSON Schema, draft-07 (what editors' YAML servers read)."""
-    # The clients' part: one form per built-in client, from its declaration.
-    clients = {"ClientDoc": client_schema_types()}
-    return schema_of(ScenarioDoc, "lockharness scenario", any_of=clients)
+    # The clients' part: one form per built-in client, from its declaration; a fault is
+    # one of the built-in kinds' forms or a plug-in's (its options are its own kind's).
+    parts = {"ClientDoc": client_schema_types(), "PluginFault": [PluginFaultDoc]}
+    schema = json.loads(schema_of(ScenarioDoc, "lockharness scenario", any_of=parts))
+    listed = schema["definitions"]["ScenarioDoc"]["properties"]["faults"]["anyOf"][0]
+    listed["items"]["anyOf"].append({"$ref": "#/definitions/PluginFault"})
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

@@ -1,20 +1,15 @@
-"""Process faults: kill/restart and pause/resume of nodes, and the client (GC) pause."""
+"""kill: SIGKILL nodes and restart them, optionally losing the AOF's last second."""
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, cast
 
 import redis
 from msgspec import Meta
 
-from lockharness.cluster.process import ManagedProcess
 from lockharness.core.connect import single_try_client
 from lockharness.faults.base import Fault, FaultContext
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
-from lockharness.faults.targets import pick_workers
 
 KEYS_SHOWN = 100  # of the keys a restarted node came back with, in its stop event
 VALUE_SHOWN = 200  # characters of each key's value there
@@ -61,6 +56,7 @@ class Kill(Fault):
         "every proxy to it is disabled, so connections to it are refused as a dead "
         "process's port refuses them"
     )
+    exposure = "kill-of-grant-node"
     colour, legend = "#7f7f7f", "node killed"
 
     def lasts_ns(self, duration_ns: int) -> int:
@@ -123,128 +119,13 @@ class Kill(Fault):
                 client.close()
         return found
 
+    @classmethod
+    def heal(cls, ctx: FaultContext) -> None:
+        # Before the final heal resets Toxiproxy: a dead node's proxies refuse until then.
+        for node in ctx.cluster.nodes:
+            if not node.running():
+                node.restart()
+
 
 def _text(raw: bytes | str) -> str:
     return raw if isinstance(raw, str) else str(raw, "utf-8", "replace")
-
-
-class Pause(Fault):
-    """SIGSTOP the target nodes: they hold connections open and answer nothing."""
-
-    kind = "pause"
-    summary = "SIGSTOP the nodes, SIGCONT after `duration`"
-    colour, legend = "#8e6bbf", "node paused"
-
-    def start(self, targets: list[str]) -> dict[str, Any]:
-        self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
-        for name in self.targets:
-            self.ctx.cluster.node(name).pause()
-        return {"paused": self.targets}
-
-    def stop(self) -> dict[str, Any]:
-        for name in self.targets:
-            self.ctx.cluster.node(name).resume()
-        return {"resumed": self.targets}
-
-
-class _WorkerFault(Fault):
-    """Targets worker processes (w1, w2, …) instead of nodes."""
-
-    target_kind = "workers"
-
-    def choose(self, targets: str | Sequence[str]) -> list[str]:
-        workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.ctx.live)
-        return [f"w{w}" for w in workers]
-
-    def _workers(self) -> list[tuple[int, ManagedProcess]]:
-        numbers = [int(name[1:]) for name in self.targets]
-        return [(n, self.ctx.workers[n - 1]) for n in numbers]
-
-
-class ClientPause(_WorkerFault):
-    """SIGSTOP a worker process: every client in it freezes mid-step, as in a GC pause,
-    and resumes believing whatever it believed, its lease included."""
-
-    kind = "client-pause"
-    summary = (
-        "SIGSTOP worker processes: every client in them freezes, as in a GC pause, and wakes "
-        "believing it still holds its lease. Targets: `one`, `all`, `holders`, `[w1, w2]`"
-    )
-    colour, legend = "#8e6bbf", "worker paused (GC)"
-
-    def _signal(self, signum: int) -> None:
-        for _, worker in self._workers():
-            worker.signal_group(signum)  # its client programs too (workloads.program)
-
-    def start(self, targets: list[str]) -> dict[str, Any]:
-        self.targets = targets
-        self._signal(signal.SIGSTOP)
-        details: dict[str, Any] = {"paused": targets}
-        processes = self.ctx.processes_of(n for n, _ in self._workers())
-        if processes is not None:  # whom it froze, so the checker can tell its effects apart
-            details["processes"] = processes
-        return details
-
-    def stop(self) -> dict[str, Any]:
-        self._signal(signal.SIGCONT)
-        return {"resumed": self.targets}
-
-
-class ClientKill(_WorkerFault):
-    """SIGKILL worker processes: their clients die mid-step, holding whatever they hold,
-    and nobody releases it. Not restarted: the run goes on without them."""
-
-    kind = "client-kill"
-    summary = (
-        "SIGKILL worker processes: their clients die holding what they hold; the run goes on "
-        "without them (an intended death, not an abort). The death is in the history "
-        "(`died`): a dead client leaves the resource, and its lock stays in Redis until its "
-        "TTL expires. Targets as `client-pause`"
-    )
-    legend = "worker killed"
-
-    def start(self, targets: list[str]) -> dict[str, Any]:
-        self.targets = targets
-        for number, worker in self._workers():
-            self.ctx.killed_workers.add(number)  # before the kill: the runner must not mourn
-            worker.kill()  # reaped when it returns: the death is recorded after it happened
-            self.ctx.deaths.died(number, worker.exit_code(), "client-kill")
-        details: dict[str, Any] = {"killed": targets}
-        processes = self.ctx.processes_of(n for n, _ in self._workers())
-        if processes is not None:
-            details["processes"] = processes
-        return details
-
-    def stop(self) -> dict[str, Any]:
-        return {}
-
-
-class CrashPoint(_WorkerFault):
-    """Arm the crash point of the target workers' clients (setnx-expire: between SETNX and
-    EXPIRE): the next client of the worker to get there kills its whole process. Stopping
-    it disarms workers that have not crashed yet."""
-
-    kind = "crash-point"
-    summary = (
-        "arm the target workers' crash point: the next of their clients to reach it "
-        "(setnx-expire: between SETNX and EXPIRE) kills its whole process there (exit 86). "
-        "Stopping it disarms"
-    )
-    legend = "crash point armed"
-
-    def _file(self, worker: int) -> Path:
-        if self.ctx.crash_point is None:
-            raise ValueError("this fault context has no crash-point files (no run directory)")
-        return self.ctx.crash_point(worker)
-
-    def start(self, targets: list[str]) -> dict[str, Any]:
-        self.targets = targets
-        for number, _ in self._workers():
-            self.ctx.killed_workers.add(number)  # its death, when it comes, is intended
-            self._file(number).touch()
-        return {"armed": targets}
-
-    def stop(self) -> dict[str, Any]:
-        for number, _ in self._workers():
-            self._file(number).unlink(missing_ok=True)
-        return {"disarmed": self.targets}

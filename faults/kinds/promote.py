@@ -1,4 +1,4 @@
-"""Replication faults (replicated topology): the nemesis as a failover script."""
+"""promote: a failover without Sentinel (replicated topology)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ class Promote(Fault):
     kind = "promote"
     Options = PromoteOptions
     replicated_only = True
+    # Its start records the failover (from, to); checker.failover reads it as one.
+    exposure = "failover-during-lease"
     summary = (
         "REPLICAOF NO ONE on a replica and point clients at it (the replicated topology): a "
         "failover without Sentinel; what had not replicated yet is gone"
