@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import FrameType
+from types import CodeType, FrameType
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -71,6 +71,15 @@ def _inside_exec_of_source(frame: FrameType | None) -> bool:
     return False
 
 
+def _inside(frame: FrameType | None, code: CodeType) -> bool:
+    """Whether ``frame`` or one of its callers runs ``code``."""
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _deliver_again(signum: int) -> None:
     """Send ``signum`` to the main thread again in a millisecond, from another thread.
 
@@ -97,6 +106,12 @@ def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
         return
     if _state.raised:
         _say(f"{name}: already stopping; teardown goes on")
+        return
+    if _inside(frame, _on_unraisable.__code__):
+        # Delivered again by _on_unraisable, it came before that hook returned (a loaded
+        # machine): raised there, Python would drop it once more ("Exception ignored in
+        # sys.unraisablehook"), and the run would go on.
+        _deliver_again(signum)
         return
     if _inside_exec_of_source(frame):
         # CPython (3.11 at least) marks the process to die by SIGINT at exit once a

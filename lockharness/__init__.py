@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # the same names as _WHERE, for type checkers and editors
 
     from lockharness.cluster.base import Cluster as Cluster
     from lockharness.core.endpoints import Endpoint as Endpoint
+    from lockharness.faults.base import Fault as Fault
+    from lockharness.faults.base import FaultContext as FaultContext
+    from lockharness.faults.spec import FaultOptions as FaultOptions
     from lockharness.harness.pytest_plugin import Explore as Explore
     from lockharness.harness.pytest_plugin import RunScenario as RunScenario
     from lockharness.harness.pytest_plugin.clusters import ClusterFactory as ClusterFactory
@@ -51,6 +54,10 @@ _WHERE: dict[str, str] = {
     "Timeout": "lockharness.workloads.client_info",
     "Endpoint": "lockharness.core.endpoints",
     "validity_deadline": "lockharness.workloads.validity",
+    # A fault-kind plug-in (docs/faults.md, "Adding a fault")
+    "Fault": "lockharness.faults.base",
+    "FaultContext": "lockharness.faults.base",
+    "FaultOptions": "lockharness.faults.spec",
     # The pytest plug-in's fixtures, for annotations (docs/pytest-plugin.md)
     "RunScenario": "lockharness.harness.pytest_plugin",
     "LockRun": "lockharness.harness.pytest_plugin.result",
@@ -69,6 +76,9 @@ __all__ = [
     "Endpoint",
     "Explore",
     "ExploreResult",
+    "Fault",
+    "FaultContext",
+    "FaultOptions",
     "Lease",
     "LockClient",
     "LockRun",

@@ -43,8 +43,7 @@ from typing import Annotated, Any
 import redis
 from msgspec import Meta
 
-from lockharness.faults.base import Fault, FaultContext
-from lockharness.faults.spec import FaultOptions
+from lockharness import Fault, FaultContext, FaultOptions
 
 HEALED = Path(__file__).with_name("healed")  # what the test looks for: the heal ran
 
@@ -248,7 +247,7 @@ def test_a_bad_declaration_is_refused_with_what_is_allowed(
     tmp_path: Path, case: str, restored: None
 ) -> None:
     body, message = BAD[case]
-    (tmp_path / "bad_faults.py").write_text("from lockharness.faults.base import Fault\n\n" + body)
+    (tmp_path / "bad_faults.py").write_text("from lockharness import Fault\n\n" + body)
     with pytest.raises(FaultKindError) as refused:
         load_kind("bad_faults:DebugSleep", [str(tmp_path)])
     assert message in str(refused.value)

@@ -213,6 +213,7 @@ def test_no_import_is_hidden_from_the_layer_test() -> None:
     loaders = {
         "lockharness/__init__.py",
         "workloads/registry.py",
+        "faults/registry.py",  # the built-in kinds' files, found in faults/kinds/
         "workloads/plugin_import.py",
         "workloads/adapters/common.py",
         "workloads/client_info.py",
