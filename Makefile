@@ -116,8 +116,15 @@ matrix-polyglot: setup
 # then the server tests; pytest's exit 5 (no test selected) fails the target, as any non-zero exit does.
 test: lint docs test-unit test-server
 
+# The tests run PYTEST_JOBS at a time (pytest-xdist; worksteal evens out the long ones at
+# the end). Each test holds its ports machine-wide (cluster/ports.py) and keeps its runs in
+# its own tmp_path, so tests side by side never see each other's servers, runs or stores.
+# `make test PYTEST_JOBS=1` runs them one after another.
+PYTEST_JOBS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_JOBS) --dist worksteal
+
 test-unit: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'unit and not slow'
+	$(PYTEST) -m 'unit and not slow'
 
 # The server tests include the Compose backend's: they need the engine and the images. Under
 # CI (CI=true) a missing engine fails the run; elsewhere those tests say why they skip.
@@ -127,10 +134,10 @@ compose-ready: python-env redis-server toxiproxy
 	  || echo "no Docker engine: the Compose backend's tests will be skipped"; fi
 
 test-server: setup compose-ready
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'server and not slow'
+	$(PYTEST) -m 'server and not slow'
 
 test-all: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m ''
+	$(PYTEST) -m ''
 
 # With an engine (compose-ready), the Compose backend is measured beside the local one.
 bench: setup compose-ready
