@@ -182,10 +182,27 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_list(commands)
+    _add_run(commands)
+    _add_check(commands)
+    _add_report(commands)
+    _add_suite(commands)
+    _add_explore(commands)
+    _add_merge(commands)
+    _add_gc(commands)
+    _add_schema(commands)
+    _add_images(commands)
+    _add_client_check(commands)
+    _add_cluster(commands)
+    return parser
 
+
+def _add_list(commands: argparse._SubParsersAction[_Parser]) -> None:
     listing = commands.add_parser("list", help="the built-in scenarios (or, --clients, clients)")
     listing.add_argument("--clients", action="store_true", help="list the lock clients instead")
 
+
+def _add_run(commands: argparse._SubParsersAction[_Parser]) -> None:
     run = commands.add_parser("run", help="run a scenario and check its history")
     run.add_argument("scenario", help="a built-in scenario name or a path to a YAML file")
     run.add_argument("--duration", type=_run_length, help="how long the workload runs, e.g. 10s")
@@ -197,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_flag(run)
     _binary_flags(run)
 
+
+def _add_check(commands: argparse._SubParsersAction[_Parser]) -> None:
     check = commands.add_parser("check", help="re-check a stored run directory or history file")
     check.add_argument("target", type=Path, help="a run directory (e.g. store/latest) or a .jsonl")
     check.add_argument(
@@ -205,11 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"default: the run's {RunDir.SCENARIO}, or valid",
     )
 
+
+def _add_report(commands: argparse._SubParsersAction[_Parser]) -> None:
     report = commands.add_parser(
         "report", help=f"redraw a stored run's {RunDir.TIMELINE} and graphs"
     )
     report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="e.g. store/latest")
 
+
+def _add_suite(commands: argparse._SubParsersAction[_Parser]) -> None:
     suite = commands.add_parser("suite", help="scenarios, clients and seeds in one go; JUnit, HTML")
     suite.add_argument(
         "targets",
@@ -244,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_flag(suite)
     _binary_flags(suite)
 
+
+def _add_explore(commands: argparse._SubParsersAction[_Parser]) -> None:
     explore = commands.add_parser(
         "explore", help="random fault mixes inside a fault model; a violation shrunk to a replay"
     )
@@ -299,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_flag(explore)
     _binary_flags(explore)
 
+
+def _add_merge(commands: argparse._SubParsersAction[_Parser]) -> None:
     merge = commands.add_parser(
         "merge",
         help="many machines' stores into one: runs, suite table, JUnit, HTML, store index",
@@ -321,21 +348,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--suite-id", type=_suite_id, metavar="ID", help="the suite to merge, if stores hold many"
     )
 
+
+def _add_gc(commands: argparse._SubParsersAction[_Parser]) -> None:
     collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
     collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
 
+
+def _add_schema(commands: argparse._SubParsersAction[_Parser]) -> None:
     schema = commands.add_parser(
         "schema", help="the scenario file's JSON Schema (draft-07), to stdout"
     )
     schema.add_argument("--model", action="store_true", help="the fault model file's instead")
 
+
+def _add_images(commands: argparse._SubParsersAction[_Parser]) -> None:
     images = commands.add_parser(
         "images", help="build the Compose backend's images from this machine's binaries"
     )
     images.add_argument("--force", action="store_true", help="rebuild even if up to date")
     _binary_flags(images)
 
+
+def _add_client_check(commands: argparse._SubParsersAction[_Parser]) -> None:
     client_check = commands.add_parser(
         "client-check",
         help="the conformance suite of a lock-client program: -- PROG ARGS",
@@ -346,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     client_check.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     _binary_flags(client_check)
 
+
+def _add_cluster(commands: argparse._SubParsersAction[_Parser]) -> None:
     cluster = commands.add_parser("cluster", help="a cluster to poke by hand")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
     up = cluster_commands.add_parser("up", help="start a cluster; Ctrl-C tears it down")
@@ -354,7 +391,6 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--store", type=Path, default=Path("store"), help="logs go to STORE/cluster/…")
     _backend_flag(up)
     _binary_flags(up)
-    return parser
 
 
 def _command_module(name: str) -> ModuleType:
