@@ -34,13 +34,18 @@ def built(client: str) -> None:
     pytest.skip(f"{client}: {problem}")
 
 
-def programs_running() -> list[str]:
-    """Command lines of reference-client programs still alive on this machine."""
+def programs_running(started_in: Path) -> list[str]:
+    """Command lines of reference-client programs still alive that a run in ``started_in``
+    started (their working directory is inside it): another test's, side by side under
+    pytest-xdist, is not this one's leftover."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(proc / "cwd"))
         except OSError:
+            continue
+        if not cwd.is_relative_to(started_in):
             continue
         text = " ".join(a.decode(errors="replace") for a in argv if a)
         if "clients/bin/" in text or "redisson.jar" in text or "node-redlock/client.js" in text:
@@ -66,7 +71,7 @@ def test_a_reference_client_is_valid_at_redlock_baseline(tmp_path: Path, client:
     assert code == 0, output
     assert results["verdict"] == "valid" and results["stats"]["cycles"] > 0
     assert results["client_restarts"] == 0  # no program exited, hung or misspoke
-    assert programs_running() == []
+    assert programs_running(tmp_path) == []
 
 
 # The JVM clients' restart claims run in `make test-all` (about a minute more), and so does
@@ -99,7 +104,7 @@ def test_a_reference_client_is_invalid_when_nodes_restart_empty(
     )
     assert code == 0, output
     assert results["verdict"] == "invalid"
-    assert programs_running() == []
+    assert programs_running(tmp_path) == []
 
 
 @pytest.mark.parametrize("client", sorted(_SLOW_STARTERS))
