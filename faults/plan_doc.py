@@ -305,7 +305,11 @@ def read_faults(docs: list[FaultDoc], room: Room) -> list[FaultSpec]:
 def read_fault(value: object, room: Room, path: str) -> FaultSpec:
     """One fault mapping, as an entry of a scenario's ``faults`` is read and checked, for a
     fault put in effect by hand (the pytest plug-in's nemesis); errors name ``path``."""
-    doc = convert(_with_defaults(value, path), FaultDoc, path, room)
+    kind = value.get("kind") if isinstance(value, dict) else None
+    # A plug-in kind (loaded by the caller) is read with its own Struct, as in a scenario.
+    plugin = isinstance(kind, str) and kind in KINDS and kind not in FAULT_DOCS
+    struct = _doc_type(kind) if plugin and isinstance(kind, str) else FaultDoc
+    doc = convert(_with_defaults(value, path), struct, path, room)
     try:
         return read_faults([doc], room)[0]
     except Invalid as e:

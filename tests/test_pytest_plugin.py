@@ -506,6 +506,63 @@ def test_nemesis_faults_take_effect_and_are_taken_out(user_pytest: pytest.Pytest
     assert_nothing_running(user_pytest.path, output_of(result))
 
 
+def test_the_nemesis_takes_a_plug_in_fault_kind(user_pytest: pytest.Pytester) -> None:
+    # A kind from the user's own file, by its module:Class path, as a scenario names it.
+    user_pytest.makepyfile(
+        paused_faults='''
+        from typing import Any
+
+        import redis
+
+        from lockharness import Fault, FaultContext
+
+
+        def _client(ctx: FaultContext, name: str) -> redis.Redis:
+            endpoint = ctx.cluster.node(name).endpoint
+            return redis.Redis(host=endpoint.host, port=endpoint.port, socket_timeout=5)
+
+
+        class WritesPaused(Fault):
+            """CLIENT PAUSE WRITE on the nodes: they answer reads, hold every write."""
+
+            exposure = "pause-of-grant-node"
+            summary = "CLIENT PAUSE WRITE on the nodes"
+            legend = "writes paused"
+
+            def start(self, targets: list[str]) -> dict[str, Any]:
+                self.targets = targets
+                for name in targets:
+                    _client(self.ctx, name).execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+                return {}
+
+            def stop(self) -> dict[str, Any]:
+                for name in self.targets:
+                    _client(self.ctx, name).execute_command("CLIENT", "UNPAUSE")
+                return {}
+        ''',
+        test_plugin_kind="""
+        import pytest
+        import redis
+
+        def test_by_hand(lock_cluster, nemesis):
+            endpoint = lock_cluster.node("n1").endpoint
+            n1 = redis.Redis(host=endpoint.host, port=endpoint.port, socket_timeout=0.3)
+            with nemesis.fault("paused_faults:WritesPaused", "n1") as paused:
+                assert paused == ["n1"] and n1.ping()
+                with pytest.raises(redis.TimeoutError):
+                    n1.set("k", "v")
+            assert redis.Redis(host=endpoint.host, port=endpoint.port).set("k", "v")
+
+        def test_a_missing_kind(nemesis):
+            nemesis.fault("paused_faults:NoSuchClass", "n1")
+        """,
+    )
+    result = inline(user_pytest)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*lockharness: nemesis: *NoSuchClass*"])
+    assert_nothing_running(user_pytest.path, output_of(result))
+
+
 # ---- the result -----------------------------------------------------------------------------
 
 

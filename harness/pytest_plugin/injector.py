@@ -24,6 +24,7 @@ from lockharness.core.live import HeldLease
 from lockharness.core.typed_input import Invalid
 from lockharness.faults.base import Fault, FaultContext
 from lockharness.faults.plan_doc import read_fault
+from lockharness.faults.plugin import FaultKindError, is_plugin_kind, load_kind
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import NODE_TARGETS, Room
 from lockharness.harness.pytest_plugin.clusters import ClusterFactory
@@ -107,10 +108,18 @@ class Nemesis:
 
     @bad_input_fails()
     def fault(self, kind: str, targets: Targets = "one", **options: Any) -> InEffect:
-        """Any node fault kind (faults/registry.py), ``options`` as its scenario options."""
-        if kind not in NODE_KINDS:
+        """Any node fault kind (faults/registry.py), or a plug-in kind (``"my_faults:DiskFull"``,
+        found on sys.path, or an entry point's name), ``options`` as its scenario options."""
+        if kind not in KINDS and is_plugin_kind(kind):
+            try:
+                load_kind(kind)
+            except FaultKindError as e:
+                raise BadInput(f"nemesis: {e}") from None
+        if kind not in KINDS or KINDS[kind].target_kind != "nodes":
+            allowed = ", ".join(NODE_KINDS)
             raise BadInput(
-                f"nemesis: {kind!r} is not a fault on nodes; allowed: {', '.join(NODE_KINDS)}"
+                f"nemesis: {kind!r} is not a fault on nodes; allowed: {allowed}, "
+                "or a plug-in kind on nodes (module:Class)"
             )
         if isinstance(targets, str) and targets in _LEASE_TARGETS:
             raise BadInput(
