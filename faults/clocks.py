@@ -34,6 +34,11 @@ class NodeClockFault(Fault):
         """The target nodes' clocks (set by start)."""
         return [self.ctx.cluster.clock(name) for name in self.targets]
 
+    def _bump(self, delta: int) -> None:
+        """Shift every target node's wall clock by ``delta`` ns."""
+        for clock in self._clocks():
+            clock.bump(delta)
+
     @classmethod
     def heal(cls, ctx: FaultContext) -> None:  # one hook for every clock kind
         ctx.cluster.reset_clocks()

@@ -24,11 +24,9 @@ class ClockBump(NodeClockFault):
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
-        for clock in self._clocks():
-            clock.bump(self.options.delta)
+        self._bump(self.options.delta)
         return {"delta_ns": int(self.options.delta)}
 
     def stop(self) -> dict[str, Any]:
-        for clock in self._clocks():
-            clock.bump(-self.options.delta)
+        self._bump(-self.options.delta)
         return {"delta_ns": -self.options.delta}

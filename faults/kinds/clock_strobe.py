@@ -31,10 +31,6 @@ class ClockStrobe(NodeClockFault):
         self._thread.start()
         return {"delta_ns": int(self.options.delta), "period_ns": int(self.options.period)}
 
-    def _bump(self, delta: int) -> None:
-        for clock in self._clocks():
-            clock.bump(delta)
-
     def _flip(self) -> None:
         delta, shifted, self.flips = self.options.delta, False, 0
         while True:
