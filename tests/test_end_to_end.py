@@ -87,9 +87,14 @@ def test_restart_without_persistence_breaks_a_single_instance_lock(tmp_path: Pat
 
 
 def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -> None:
-    code, results, run_dir, output = run(
-        tmp_path, "redlock-kill-minority", "--duration", "7s", "--seed", "3"
-    )
+    # The built-in claim with holds of 150-300 ms, so that each of a 7 s run's two kills
+    # finds a live lease (with its 5-50 ms holds, both kills can fall between leases on a
+    # loaded machine, and the run rightly says its exposure is too low to vouch).
+    scenario = yaml.safe_load((REPO / "harness/scenarios/redlock-kill-minority.yaml").read_text())
+    scenario["workload"].update(hold_min="150ms", hold_max="300ms")
+    path = tmp_path / "redlock-kill-minority.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    code, results, run_dir, output = run(tmp_path, str(path), "--duration", "7s", "--seed", "3")
     assert code == 0, output
     assert results["verdict"] == "valid"
     killed = [
@@ -98,7 +103,9 @@ def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -
         if e.f == "kill" and e.type == "info" and e.value["phase"] == "start"
     ]
     assert killed and all(len(nodes) == 2 for nodes in killed)  # a minority each time
-    assert results["stats"]["cycles"] > 20  # it kept working through the kills
+    assert (
+        results["stats"]["cycles"] > 10
+    )  # it kept working through the kills (about 29 of 150-300 ms)
 
 
 def test_a_crashed_setnx_del_holder_is_safe_but_stuck(tmp_path: Path) -> None:

@@ -202,7 +202,9 @@ def test_stopping_a_program_leaves_no_reader_thread_failing(
     with pytest.raises(ProgramError):
         hung.acquire("k", 1_000)
     exits = start(clean_cluster, started, "exit")
-    lease = exits.acquire("k", 1_000)
+    # A 60 s lease: the slow queue and the new program's start (slow on a loaded machine)
+    # must not let the key expire before the release this test checks.
+    lease = exits.acquire("k", 60_000)
     with pytest.raises(ProgramError):
         exits.acquire("k2", 1_000)
     assert lease is not None and exits.release(lease)
