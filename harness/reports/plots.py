@@ -37,8 +37,12 @@ _BUCKETS = 60  # about this many rate buckets over a run
 
 def _figure(rows: int = 1) -> tuple[Figure, list[Axes]]:
     height = 4.6 if rows == 1 else 6.4
-    fig = Figure(figsize=(_WIDTH_IN, height), dpi=_DPI, layout="constrained")
+    fig = Figure(figsize=(_WIDTH_IN, height), dpi=_DPI)
     FigureCanvasAgg(fig)
+    # Fixed margins, not a constrained layout: that measured every label and legend on each
+    # save, a third of a graph's cost, and a run draws two. The right margin holds the
+    # legends (placed outside the axes); fault names are short.
+    fig.subplots_adjust(left=0.07, right=0.79, top=1 - 0.42 / height, bottom=0.5 / height)
     axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0].tolist()
     for ax in axes:
         ax.grid(True, color="#e4e4e4", linewidth=0.8)
