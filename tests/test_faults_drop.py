@@ -59,12 +59,21 @@ def partition(drop_cluster: LocalCluster, tmp_path: Path) -> Iterator[Callable[.
         plan = FaultPlan((FaultSpec("partition", "cut", options=kind),))
         nemesis = Nemesis(plan, ctx, recorder, time.monotonic_ns, 1, 60 * S)
         made.append(nemesis)
-        assert nemesis.begin(Occurrence(0, 0, "cut", targets, 60 * S)) is not None
+        begin(nemesis, "cut", targets)
         return nemesis
 
     yield start
     for nemesis in made:
         assert nemesis.finish() == []
+
+
+def begin(nemesis: Nemesis, name: str, targets: tuple[str, ...]) -> int:
+    """Start an occurrence of ``name`` now; it must be in effect, not have failed."""
+    number = nemesis.begin(Occurrence(0, 0, name, targets, 60 * S))
+    assert number is not None
+    started = [e for e in events(nemesis) if e.type == "info" and e.value["phase"] == "start"]
+    assert "error" not in started[-1].value, started[-1].value
+    return number
 
 
 def through(cluster: LocalCluster, worker: int, node: str) -> redis.Redis:
@@ -173,11 +182,16 @@ def test_the_final_heal_ends_a_drop_still_in_effect(drop_cluster, partition):
 
 
 def test_overlapping_drops_each_remove_only_their_own(drop_cluster, partition):
-    first = partition(("n1",), drop="lost-reply")
-    second = partition(("n1",), drop="blackhole")
-    first.end(1)
+    nemesis = partition(("n1",), drop="lost-reply")
+    blackhole = options_type("partition")(drop="blackhole")
+    nemesis.specs["hole"] = FaultSpec("partition", "hole", options=blackhole)
+    second = begin(nemesis, "hole", ("n1",))
+    nemesis.end(1)
     assert times_out(through(drop_cluster, 1, "n1").ping) >= AT_LEAST_S  # still blackholed
-    second.end(1)
+    nemesis.end(second)
+    assert toxics(drop_cluster) == {}
+    stops = [e for e in events(nemesis) if e.type == "info" and e.value["phase"] == "stop"]
+    assert len(stops) == 2 and not any("error" in e.value for e in stops)
     assert through(drop_cluster, 1, "n1").ping()
 
 
