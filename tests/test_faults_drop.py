@@ -65,6 +65,9 @@ def partition(drop_cluster: LocalCluster, tmp_path: Path) -> Iterator[Callable[.
     yield start
     for nemesis in made:
         assert nemesis.finish() == []
+    if made:  # no start, stop or heal failed, seen or not
+        failed = [e.value for e in events(made[0]) if "error" in (e.value or {})]
+        assert failed == []
 
 
 def begin(nemesis: Nemesis, name: str, targets: tuple[str, ...]) -> int:
@@ -193,6 +196,32 @@ def test_overlapping_drops_each_remove_only_their_own(drop_cluster, partition):
     stops = [e for e in events(nemesis) if e.type == "info" and e.value["phase"] == "stop"]
     assert len(stops) == 2 and not any("error" in e.value for e in stops)
     assert through(drop_cluster, 1, "n1").ping()
+
+
+def test_a_drop_and_a_dead_node_on_one_link_each_end_only_their_own(drop_cluster, partition):
+    nemesis = partition(("n2",), drop="blackhole")
+    nemesis.specs["kill"] = FaultSpec("kill", "kill", options=options_type("kill")())
+    killed = begin(nemesis, "kill", ("n2",))
+    endpoint = drop_cluster.worker_endpoints(1)[1]
+    with pytest.raises(ConnectionRefusedError):  # down: refused, not silent
+        socket.create_connection((endpoint.host, endpoint.port), timeout=5).close()
+    nemesis.end(1)  # the drop ends while the node is down: its proxy stays disabled
+    assert toxics(drop_cluster) == {}
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((endpoint.host, endpoint.port), timeout=5).close()
+    nemesis.end(killed)
+    assert through(drop_cluster, 1, "n2").ping()
+    # The other way round: a drop that starts while the node is down is in effect when
+    # the node comes back.
+    killed = begin(nemesis, "kill", ("n2",))
+    nemesis.specs["deaf"] = FaultSpec(
+        "partition", "deaf", options=options_type("partition")(drop="lost-request")
+    )
+    deaf = begin(nemesis, "deaf", ("n2",))
+    nemesis.end(killed)
+    assert times_out(through(drop_cluster, 1, "n2").ping) >= AT_LEAST_S
+    nemesis.end(deaf)
+    assert through(drop_cluster, 1, "n2").ping()
 
 
 def events(nemesis: Nemesis) -> list:
