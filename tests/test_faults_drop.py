@@ -118,6 +118,12 @@ def test_a_blackhole_holds_a_request_until_the_clients_own_timeout(drop_cluster,
     assert times_out(lambda: held.incr("count")) >= AT_LEAST_S
     fresh = through(drop_cluster, 1, "n1")  # Toxiproxy accepts it; nothing comes back
     assert times_out(fresh.ping) >= AT_LEAST_S
+    endpoint = drop_cluster.worker_endpoints(1)[0]
+    with socket.create_connection((endpoint.host, endpoint.port), timeout=5) as raw:
+        raw.settimeout(TIMEOUT_S)  # connected: unlike a real partition's, the SYN is answered
+        raw.sendall(b"PING\r\n")
+        with pytest.raises(TimeoutError):
+            raw.recv(64)
     assert through(drop_cluster, 2, "n1").ping()  # w2 is not cut
     assert through(drop_cluster, 1, "n2").ping()  # nor is n2
     assert direct(drop_cluster, "n1").get("count") is None  # the request never arrived
