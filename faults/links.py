@@ -3,8 +3,9 @@ Toxiproxy, and what they record of whose links those are.
 
 Mechanisms, as Toxiproxy implements them:
 - partition: the proxy is *disabled*, which closes its listener and every open
-  connection through it, so clients see refused connections at once (a blackhole would
-  instead be a `timeout` toxic with timeout 0: data is held and the client times out);
+  connection through it, so clients see refused connections at once; or, with `drop`,
+  a `timeout` toxic with timeout 0 drops the data of one stream or both and the client
+  times out (faults.drops);
 - latency: a `latency` toxic (latency ± jitter, in ms) on the chosen stream(s);
 - toxic: any toxic by type, attributes, stream and toxicity.
 

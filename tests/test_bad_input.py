@@ -53,6 +53,21 @@ def test_unknown_client_in_yaml(tmp_path: Path) -> None:
     assert_rejected(tmp_path, "run", str(bad), mentions=["client.yaml", "redlokc", "redlock"])
 
 
+def test_a_partition_drop_it_does_not_know_lists_the_drops(tmp_path: Path) -> None:
+    bad = tmp_path / "drop.yaml"
+    bad.write_text(
+        "description: d\nexpect: valid\nduration: 1s\nclient: single\ncluster: {nodes: 1}\n"
+        "faults: [{kind: partition, targets: one, options: {drop: sideways}}]\n"
+    )
+    done = lockharness("run", str(bad), "--store", str(tmp_path / "store"), cwd=tmp_path)
+    assert done.returncode == 254, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())  # rich wraps long lines
+    for text in ["drop.yaml", "faults[0].options.drop", "'sideways'"]:
+        assert text in message, (text, message)
+    assert "allowed: close, blackhole, lost-reply, lost-request" in message
+    assert not (tmp_path / "store").exists()
+
+
 @pytest.mark.parametrize(
     ("flags", "mentions"),
     [

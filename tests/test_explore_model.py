@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
+from lockharness.faults.drops import DROPS
 from lockharness.faults.registry import KINDS
 from lockharness.harness.explore.bounds import RANGE_FORM, Bound, BoundError, read_bound
 from lockharness.harness.explore.model import (
@@ -197,6 +198,13 @@ def test_everything_has_every_kind_a_cluster_of_masters_supports_but_crash_point
     assert kinds >= drawable - {"crash-point"}
 
 
+@pytest.mark.parametrize("name", ["redlock", "single-instance", "everything"])
+def test_the_models_that_take_partitions_take_every_way_a_link_is_cut(name: str) -> None:
+    # A partition that drops packets (a request held, a reply lost) is still a partition.
+    (partition,) = [c for c in load_model(name).faults if c.kind == "partition"]
+    assert set(partition.options["drop"].choices) == set(DROPS)
+
+
 def test_list_models_lists_each_with_its_choices(tmp_path: Path) -> None:
     done = lockharness("explore", "--list-models", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -233,6 +241,10 @@ BAD_MODELS = {
     "an option value the kind refuses": (
         "description: d\nfaults: [{kind: latency, options: {stream: sideways}}]\n",
         ["faults[0].options.stream", "'sideways'", "allowed: downstream, upstream, both"],
+    ),
+    "a partition drop that is not one": (
+        "description: d\nfaults: [{kind: partition, options: {drop: [close, sometimes]}}]\n",
+        ["faults[0].options.drop", "'sometimes'", "allowed: close, blackhole, lost-reply"],
     ),
     "a missing required option": (
         "description: d\nfaults: [{kind: clock-bump}]\n",

@@ -1,4 +1,5 @@
-"""partition: cut links by disabling their Toxiproxy proxies."""
+"""partition: cut links through Toxiproxy, by disabling their proxies or by dropping their
+data (faults.drops)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated, Any, Literal, cast
 from msgspec import Meta
 
 from lockharness.faults.base import Fault
+from lockharness.faults.drops import DROP_HELP, Drop, drop_toxics
 from lockharness.faults.links import link_processes, worker_numbers
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room, WorkerList
 from lockharness.faults.targets import ring_views
@@ -28,6 +30,10 @@ class PartitionOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_f
         ),
     ] = "isolate"
     workers: Annotated[WorkerList, Meta(description="cut-worker: the workers cut off")] = "all"
+    # An option of partition's rather than kinds of their own: which links are cut (the
+    # modes, targets, workers) and how the checker counts it (holder-partitioned, by the
+    # links cut) are the same whether packets are refused or lost.
+    drop: Annotated[Drop, Meta(description=f"how the links are cut: {DROP_HELP}")] = "close"
 
 
 def _ring_needs_two_nodes(f: FaultSpec, room: Room) -> tuple[str, str] | None:
@@ -50,8 +56,9 @@ class Partition(Fault):
     Options = PartitionOptions
     rules = (_ring_needs_two_nodes, _shared_link_needs_replicas)
     summary = (
-        "through Toxiproxy, by *disabling* proxies (the listener and every open connection "
-        "close, so clients are refused at once)"
+        "through Toxiproxy: by default by *disabling* proxies (the listener and every open "
+        "connection close, so clients are refused at once); with `drop`, by dropping the "
+        "links' data in both directions or one, connections left open, so clients time out"
     )
     # Its start records the links cut and whose they are (``cut``, ``processes``); links
     # that are no worker's (shared-link) record no processes: then fault-during-lease.
@@ -88,9 +95,24 @@ class Partition(Fault):
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
         self.links = self._links(targets)
-        self.ctx.cuts.cut(self.links)
-        return {"mode": self.options.mode, "cut": self.links, **link_processes(self, self.links)}
+        drop = self.options.drop
+        # Named before they are added: a start that fails part-way is stopped all the same.
+        self.toxics = [] if drop == "close" else drop_toxics(self.links, self._name(), drop)
+        if self.toxics:
+            self.ctx.cluster.toxiproxy.add_toxics(self.toxics)
+        else:
+            self.ctx.cuts.cut(self.links)
+        # The same `cut` whatever the drop: the links a holder lost (checker.exposure).
+        cut = {"mode": self.options.mode, "drop": drop, "cut": self.links}
+        return {**cut, **link_processes(self, self.links)}
+
+    def _name(self) -> str:
+        return f"{self.spec.name}-{self.occurrence}"
 
     def stop(self) -> dict[str, Any]:
-        self.ctx.cuts.restore(self.links)
+        if self.toxics:
+            # Removing a drop's toxic closes the connections it held (faults.drops).
+            self.ctx.cluster.toxiproxy.remove_toxics([(t.proxy, t.name) for t in self.toxics])
+        else:
+            self.ctx.cuts.restore(self.links)
         return {"restored": self.links}

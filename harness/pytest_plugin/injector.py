@@ -150,8 +150,9 @@ class Nemesis:
         return self.fault("pause", targets)
 
     def partition(self, targets: Targets = "one", **options: Any) -> InEffect:
-        """Disable the proxies to the nodes (``mode``: isolate, cut-worker with
-        ``workers=["w1"]``, ring); enable them again at the end."""
+        """Cut the links to the nodes (``mode``: isolate, cut-worker with
+        ``workers=["w1"]``, ring): disable their proxies, or with ``drop`` (blackhole,
+        lost-reply, lost-request) drop their data; restore them at the end."""
         return self.fault("partition", targets, **options)
 
     def latency(self, targets: Targets = "all", **options: Any) -> InEffect:
