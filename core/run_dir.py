@@ -33,8 +33,8 @@ class RunDir:
     NEMESIS_SHARD: ClassVar[str] = "history.nemesis.jsonl"  # the nemesis's events
     RESULTS: ClassVar[str] = "results.json"  # the verdict and everything behind it
     TIMELINE: ClassVar[str] = "timeline.html"
-    LATENCY: ClassVar[str] = "latency.png"
-    RATE: ClassVar[str] = "rate.png"
+    LATENCY: ClassVar[str] = "latency.svg"
+    RATE: ClassVar[str] = "rate.svg"
     # Logs and the processes behind them.
     HARNESS_LOG: ClassVar[str] = "harness.log"  # the controller's own log
     LEDGER: ClassVar[str] = "cluster.json"  # every process the run started (gc reads it)

@@ -1,4 +1,4 @@
-"""Per-run reports, written into the run directory: timeline.html, latency.png, rate.png.
+"""Per-run reports, written into the run directory: timeline.html, latency.svg, rate.svg.
 
 results.json stays the machine-readable source of everything they show: the reports are
 drawn from the history and the check result only, so `lockharness report RUN_DIR` can
@@ -40,7 +40,7 @@ def write_reports(
     Each report is drawn even when another fails; then ReportError names the failures.
     """
     # Imported here, not at the top: every CLI command imports the runner, and
-    # `lockharness list` should not pay for loading matplotlib.
+    # `lockharness list` should not pay for loading the drawing code.
     from lockharness.harness.reports import plots
 
     title = f"{scenario.name} (seed {scenario.seed})"
