@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: generated docs setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-all bench bench-quick lint docs clean
+.PHONY: generated docs setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-fast test-all bench bench-quick lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
 setup: python-env redis-server toxiproxy chromium ssh-hosts clients
@@ -112,9 +112,11 @@ matrix-polyglot: setup
 	$(BIN)/python -m lockharness suite $(MATRIX_SCENARIOS) --clients $(JVM_CLIENTS) --threads 1 \
 	  --junit store/matrix-polyglot-jvm-junit.xml --html store/matrix-polyglot-jvm-index.html
 
-# Lint (ruff, ruff format, mypy), the docs' strict build, the fast unit tests (no server),
-# then the server tests; pytest's exit 5 (no test selected) fails the target, as any non-zero exit does.
-test: lint docs test-unit test-server
+# Lint (ruff, ruff format, mypy), the docs' strict build, then every test but the slow ones
+# in one pytest session: the unit tests (no server) fill the time the server tests spend
+# waiting on servers, containers and run durations. pytest's exit 5 (no test selected)
+# fails the target, as any non-zero exit does.
+test: lint docs test-fast
 
 # The tests run PYTEST_JOBS at a time (pytest-xdist; worksteal evens out the long ones at
 # the end). Each test holds its ports machine-wide (cluster/ports.py) and keeps its runs in
@@ -135,6 +137,9 @@ compose-ready: python-env redis-server toxiproxy
 
 test-server: setup compose-ready
 	$(PYTEST) -m 'server and not slow'
+
+test-fast: setup compose-ready
+	$(PYTEST) -m 'not slow'
 
 test-all: setup
 	$(PYTEST) -m ''
