@@ -15,7 +15,7 @@ from msgspec import Meta
 from lockharness.core.typed_input import Invalid, convert, join, plain, show
 from lockharness.faults.base import Fault
 from lockharness.faults.plugin import FaultKindError, allowed, is_plugin_kind, load_kind, places
-from lockharness.faults.registry import KINDS
+from lockharness.faults.registry import BUILT_IN_KINDS, KINDS
 from lockharness.faults.spec import (
     NODE_TARGETS,
     REPLICATED_TARGETS,
@@ -81,7 +81,7 @@ def _fault_doc(kind: str, cls: type[Fault], plugin: bool = False) -> type[_Fault
     return cast("type[_FaultDoc]", doc)
 
 
-FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in KINDS.items()}  # built-in kinds
+FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in BUILT_IN_KINDS.items()}
 
 
 # A plug-in kind's entry as the scenario's JSON Schema shows it: its options are its own
@@ -166,7 +166,7 @@ def _entry(path: str, value: object, names: list[Any]) -> object:
 
 
 def _ref(names: list[Any]) -> str:
-    kinds = f"a fault kind ({', '.join(KINDS)})"
+    kinds = f"a fault kind ({', '.join(BUILT_IN_KINDS)})"
     named = [name for name in names if isinstance(name, str)]  # the faults' own are checked apart
     return f"the name of a fault ({', '.join(named)}) or {kinds}" if named else kinds
 
