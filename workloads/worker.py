@@ -5,7 +5,7 @@
         enter     (the resource records who is inside; a fencing token is checked)
         hold      random in [hold_min, hold_max], ending by the lease's deadline if honoured;
                   with `extend`, the lease is extended when `extend_at` says (a third of
-                  its TTL after the grant or last renewal by default), for as long as the
+                  its TTL after the hold began or was last renewed by default), as long as the
                   hold lasts and the client agrees; with `hold_end: edge`, the hold then
                   goes on to a margin before the deadline in force
         exit      (the section's last write: a fencing token is checked again)
@@ -124,11 +124,13 @@ class ClientLoop:
             self.close()
 
     def pause(self) -> None:
-        """``between``: the wait after a section before the next acquire. Drawn only when
-        there is one, so that a scenario without it draws the same numbers as before."""
+        """``between``: the wait after a section before the next acquire, cut short by the
+        run's end or stop (nothing is left to acquire for). Drawn only when there is one,
+        so that a scenario without it draws the same numbers as before."""
         between = self.workload.between
-        if between.max_ns > 0:
-            self.stop.wait(self.rng.uniform(between.min_ns, between.max_ns) / 1e9)
+        if between.max_ns > 0 and self.running():
+            delay = self.rng.uniform(between.min_ns, between.max_ns)
+            self.stop.wait(min(delay, self.task.end_ns - self.clock()) / 1e9)
 
     def close(self) -> None:
         self.client.close()
