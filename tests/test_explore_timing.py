@@ -50,7 +50,7 @@ def test_a_model_allows_every_timing_unless_it_says_fewer() -> None:
     assert model_with(["margin", "between"]).timing == {"margin", "between"}
 
 
-@pytest.mark.parametrize("timing", [["cadance"], "1..2", [["edge"]], 3])
+@pytest.mark.parametrize("timing", [["cadance"], "1..2", [["edge"]], 3, ["edge", "edge"]])
 def test_a_bad_timing_in_a_model_names_the_key_and_the_words(timing: object) -> None:
     with pytest.raises(Invalid) as e:
         model_with(timing)

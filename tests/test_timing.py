@@ -3,8 +3,10 @@ refused, written back and handed to a worker (the runs: tests/test_timing_runs.p
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from lockharness.core.endpoints import Endpoint
@@ -12,7 +14,7 @@ from lockharness.core.errors import EXIT_BAD_INPUT, BadInput
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
 from lockharness.workloads.task import WorkerTask, decode_task, encode_task
 from lockharness.workloads.timing import Between, ExtendAt, HoldEnd
-from tests.conftest import lockharness
+from tests.conftest import REPO, lockharness
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -130,3 +132,30 @@ def test_timings_write_back_and_travel_to_a_worker(tmp_path: Path) -> None:
     again = decode_task(encode_task(task))
     assert again == task and again.workload.extend_at.fraction == 0.75
     assert again.workload.hold_end.edge == (5 * _MS, 50 * _MS)
+
+
+def test_the_shipped_schemas_take_the_timings_and_refuse_bad_ones() -> None:
+    scenario = json.loads((REPO / "harness" / "scenario.schema.json").read_text())
+    check = jsonschema.Draft7Validator(scenario)
+    base: dict[str, object] = {
+        "description": "d",
+        "expect": "valid",
+        "duration": "2s",
+        "client": "redlock-extend",
+    }
+    for good in [
+        {"extend": True, "extend_at": 0.8, "hold_end": "edge 5ms..50ms", "between": "5ms..200ms"},
+        {"extend": True, "extend_at": "500ms", "hold_end": "edge 20ms", "between": "100ms"},
+        {"extend_at": "cadence", "hold_end": "drawn", "between": "0s"},
+    ]:
+        assert check.is_valid({**base, "workload": good}), good
+    for bad in [{"extend_at": 1.5}, {"extend_at": "soon"}, {"hold_end": "late"}, {"between": 5}]:
+        assert not check.is_valid({**base, "workload": bad}), bad
+    model = json.loads((REPO / "harness" / "fault-model.schema.json").read_text())
+    check = jsonschema.Draft7Validator(model)
+    entry: dict[str, object] = {"description": "d", "faults": [{"kind": "pause"}]}
+    timings: list[object] = [[], "edge", ["fraction", "between"]]
+    for timing in timings:
+        assert check.is_valid({**entry, "workload": {"timing": timing}}), timing
+    for timing in [["cadance"], ["edge", "edge"], 3]:
+        assert not check.is_valid({**entry, "workload": {"timing": timing}}), timing

@@ -119,4 +119,4 @@ def test_the_default_rhythm_extends_a_third_of_the_ttl_after_the_hold_began(
     for events in by_process.values():
         for done, nxt in pairwise(events):
             if done.f == RELEASE and done.type != INVOKE and nxt.f == ACQUIRE:
-                assert nxt.time - done.time < 50 * _MS, (done, nxt)
+                assert nxt.time - done.time < LATE, (done, nxt)  # no wait but the CPU's

@@ -310,7 +310,11 @@ class WordSet(Words):
     @classmethod
     def decode(cls, value: object) -> Self:
         words = [value] if isinstance(value, str) else value
-        if not isinstance(words, list) or any(w not in cls.words for w in words):
+        if (
+            not isinstance(words, list)
+            or any(w not in cls.words for w in words)
+            or len(set(words)) < len(words)  # each once, as the schema says (uniqueItems)
+        ):
             raise ValueError(f"{value!r} is not a list of these words; allowed: {cls.allowed()}")
         return cls(Bound(choices=tuple(words)), value)
 
