@@ -49,12 +49,16 @@ class WorkerTask(msgspec.Struct, frozen=True, kw_only=True):
 def _enc_hook(value: object) -> object:
     if isinstance(value, Duration):
         return int(value)
+    if hasattr(value, "to_plain"):  # the workload's timing keys (workloads/timing.py)
+        return value.to_plain()
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
 def _dec_hook(tp: type, value: object) -> object:
     if isinstance(tp, type) and issubclass(tp, Duration) and isinstance(value, int):
         return tp(value)
+    if isinstance(tp, type) and hasattr(tp, "decode"):  # the workload's timing keys
+        return tp.decode(value)
     raise NotImplementedError(f"cannot decode {tp}")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from lockharness.core.typed_input import convert
 from lockharness.faults.spec import FaultPlan, FaultSpec
 from lockharness.harness.explore.bounds import as_duration
+from lockharness.harness.explore.client_timing import draw_client_timing
 from lockharness.harness.explore.model import FaultChoice, FaultModel
 from lockharness.harness.explore.options import draw_options
 from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
@@ -139,7 +140,10 @@ def _bare(
         seed=seed,
         cluster=cluster,
         client=as_read(client),
-        workload=_workload(model, client, rng, ttl),
+        # The client's timing from an rng of its own: the rest draws as it did before it.
+        workload=draw_client_timing(
+            model, _workload(model, client, rng, ttl), random.Random(f"{seed}:explore-timing")
+        ),
     )
 
 

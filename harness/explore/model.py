@@ -18,6 +18,7 @@ the run and workload shapes an exploration draws inside them (docs/explore.md).
       ttl: 200ms..2s
       hold: 0.02ttl..1.5ttl           # hold_min and hold_max are drawn inside it
       extend: true                    # sections may extend, where the client can
+      timing: [fraction, margin, edge, between]   # the client timings drawn (all: default)
     faults:
       - kind: kill                    # a kind of faults.registry
         targets: [one, minority, holder, holder-minority]
@@ -60,6 +61,7 @@ from lockharness.harness.explore.bounds import (
     Lengths,
     WholeNumbers,
     Words,
+    WordSet,
     Written,
 )
 from lockharness.harness.scenario.model import PERSISTENCE_MODES
@@ -95,6 +97,15 @@ class FaultCount(WholeNumbers):
 
 class PersistenceModes(Words):
     words = PERSISTENCE_MODES
+
+
+# The client's own timings a trial may draw beyond the defaults (cadence, drawn, 0s), which
+# are always allowed: workload extend_at (fraction, margin), hold_end (edge), between.
+TIMINGS = ("fraction", "margin", "edge", "between")
+
+
+class Timings(WordSet):
+    words = TIMINGS
 
 
 _T = TypeVar("_T", bound=Written)
@@ -155,6 +166,13 @@ class WorkloadBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     nesting: Annotated[
         Chances, _meaning("the chance a holder acquires again (a reentrant client)")
     ] = written(Chances, 0)
+    timing: Annotated[
+        Timings,
+        _meaning(
+            "the client's timings a trial may draw besides the defaults: extend_at a "
+            "fraction or a margin, hold_end edge, between a delay (docs/scenarios.md)"
+        ),
+    ] = written(Timings, list(TIMINGS))
 
 
 class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -272,6 +290,7 @@ class FaultModel:
     extend: bool
     nesting: Bound
     faults: tuple[FaultChoice, ...]
+    timing: frozenset[str] = frozenset(TIMINGS)  # of TIMINGS: what a trial may draw
 
     def least_restart_delay_ns(self, persistence: str, ttl_ns: int) -> int:
         end = self.restart_delay.get(persistence)
@@ -503,6 +522,7 @@ def read_model(data: Any, source: str, stem: str) -> FaultModel:
         extend=workload.extend,
         nesting=workload.nesting.bound,
         faults=tuple(_fault_choice(f, f"faults[{i}]") for i, f in enumerate(doc.faults)),
+        timing=frozenset(workload.timing.bound.choices),
     )
     _ranges_hold_at_every_ttl(model)
     return model
@@ -588,6 +608,7 @@ def model_lines(model: FaultModel) -> list[str]:
         f"  runs: {model.duration.shown()}, {model.fault_count.shown()} faults; workers "
         f"{model.workers.shown()} x threads {model.threads.shown()}, keys {model.keys.shown()}, "
         f"ttl {model.ttl.shown()}, hold {model.hold.shown()}"
-        + (", sections extend" if model.extend else ""),
+        + (", sections extend" if model.extend else "")
+        + f"; timing {', '.join(t for t in TIMINGS if t in model.timing) or 'the defaults'}",
         *(f"  - {choice.shown()}" for choice in model.faults),
     ]
