@@ -12,6 +12,7 @@ import yaml
 
 from lockharness.faults.docs import fault_table
 from lockharness.faults.kinds.clock_strobe import ClockStrobeOptions
+from lockharness.faults.kinds.pause import Pause
 from lockharness.faults.nemesis import FAULTS
 from lockharness.faults.plan_doc import FAULT_DOCS
 from lockharness.faults.registry import BUILT_IN_KINDS, FAULT_KINDS, KINDS, register, style
@@ -108,7 +109,7 @@ def test_a_loaded_plugin_kind_changes_no_docs_table_or_message(tmp_path: Path) -
     lists the built-ins alone: the docs table and the "allowed" lists are not global state."""
     table, said = fault_table(), bad(tmp_path, GOOD + "faults:\n  - kind: explode\n")
 
-    class Extra(KINDS["pause"]):  # type: ignore[misc,valid-type]
+    class Extra(Pause):
         kind = "test_fault_registry:Extra"
 
     register(Extra.kind, Extra)
