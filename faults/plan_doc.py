@@ -286,13 +286,13 @@ def fault_problems(f: FaultSpec, room: Room) -> Iterator[tuple[str, str]]:
             words = ", ".join(t for t in NODE_TARGETS if t not in REPLICATED_TARGETS)
             yield "targets", f"{f.targets} {why}; allowed here: {words}, or node names"
     if f.anchor is not None:
-        yield from _anchor_problems(f, cls)
+        yield from _anchor_problems(f, cls, room)
     for rule in cls.rules:
         if (broken := rule(f, room)) is not None:
             yield broken
 
 
-def _anchor_problems(f: FaultSpec, cls: type[Fault]) -> Iterator[tuple[str, str]]:
+def _anchor_problems(f: FaultSpec, cls: type[Fault], room: Room) -> Iterator[tuple[str, str]]:
     """An anchor names one moment; an acquire in flight has no lease yet, whose nodes a
     holder target could name."""
     assert f.anchor is not None
@@ -307,7 +307,12 @@ def _anchor_problems(f: FaultSpec, cls: type[Fault]) -> Iterator[tuple[str, str]
         and isinstance(f.targets, str)
         and f.targets.startswith("holder")
     ):
-        words = ", ".join(t for t in NODE_TARGETS if not t.startswith("holder"))
+        replicated = room.topology == "replicated"
+        words = ", ".join(
+            t
+            for t in NODE_TARGETS
+            if not t.startswith("holder") and (replicated or t not in REPLICATED_TARGETS)
+        )
         why = f"{f.targets} with anchor call acquire: no lease is held while it is in flight"
         yield "targets", f"{why}; allowed: {words}, node names, or another anchor"
 
