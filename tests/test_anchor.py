@@ -234,7 +234,9 @@ def _phase(e: Event) -> str:
     return record.phase if record else ""
 
 
-def call(name: str = "extend", process: int = 2, token: str = "t1", invoked: int = 0) -> dict:
+def call(
+    name: str = "extend", process: int = 2, token: str | None = "t1", invoked: int = 0
+) -> dict:
     return {
         "op": "call",
         "call": name,
@@ -417,3 +419,17 @@ def test_a_gate_that_does_not_answer_holds_a_call_up_at_most_a_second(
     finally:
         client.close()
         gate.close()
+
+
+def test_an_acquire_anchor_aims_at_the_acquiring_worker(build: Build, tmp_path: Path) -> None:
+    """An acquire in flight has no lease: a worker kind's holders is its worker; the
+    anchor records no grants to follow, and a node kind takes other targets (one)."""
+    workers = FaultSpec(WorkerMarker.kind, "w", targets="holders", anchor=Anchor(call="acquire"))
+    nodes = marker(targets="one", anchor=Anchor(call="acquire"))
+    nemesis, _ = build(workers, nodes)
+    message = call("acquire", process=1, token=None) | {"grants": []}
+    assert nemesis.at_call(message) == [1, 2]
+    first, second = starts(tmp_path)
+    assert first.value and first.value["targets"] == ["w2"]
+    assert first.value["anchor"]["call"] == "acquire" and first.value["anchor"]["token"] is None
+    assert second.value and len(second.value["targets"]) == 1

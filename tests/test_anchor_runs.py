@@ -184,11 +184,20 @@ def _call_window(events: list[Event], anchor: dict[str, Any], call: str) -> tupl
     return invoke, completion
 
 
+def _standing(events: list[Event], invoke: Event) -> Event:
+    """The lease's last ok (its acquire's, or an extend's) before ``invoke``."""
+    return [
+        e
+        for e in events
+        if e.process == invoke.process and e.token == invoke.token and e.type == "ok"
+        if e.f in ("acquire", "extend") and e.index < invoke.index
+    ][-1]
+
+
 def test_call_anchors_land_while_the_call_is_in_flight_and_replay_as_a_timed_run(
     tmp_path: Path,
 ) -> None:
     run_dir, events, output = _run(tmp_path, CALLS)
-    oks = _oks(events)
     for fault, call in (("at-extend", "extend"), ("at-release", "release")):
         starts = _nemesis(events, fault, INFO, "start")
         assert starts, (fault, output)
@@ -197,8 +206,8 @@ def test_call_anchors_land_while_the_call_is_in_flight_and_replay_as_a_timed_run
             assert anchor["call"] == call
             invoke, completion = _call_window(events, anchor, call)
             assert invoke.time < start.time < completion.time, (fault, start)
-            if fault == "at-extend":  # the anchoring lease's grants
-                grants = _value(oks[(anchor["process"], anchor["token"])])["grants"]
+            if fault == "at-extend":  # the anchoring lease's grants, as it stood then
+                grants = _value(_standing(events, invoke))["grants"]
                 assert _value(start)["targets"] == sorted(grants)
             else:  # the anchoring lease's holder's worker (one thread a worker)
                 assert _value(start)["targets"] == [f"w{anchor['process'] + 1}"]
