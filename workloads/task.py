@@ -15,6 +15,7 @@ import msgspec
 from lockharness.core.discovery import Discovery
 from lockharness.core.durations import Duration
 from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.anchor_gate import GateTask
 from lockharness.workloads.spec import WorkloadSpec
 
 
@@ -44,6 +45,8 @@ class WorkerTask(msgspec.Struct, frozen=True, kw_only=True):
     # file), and starts when the controller writes the run's t0 into the go file, so a
     # client that takes seconds to start (a JVM) costs the run none of its time.
     go_path: str | None = None
+    # A run with a fault anchored to a lease: how to reach the nemesis (workloads.anchor_gate).
+    anchor_gate: GateTask | None = None
 
 
 def _enc_hook(value: object) -> object:

@@ -40,6 +40,7 @@ import msgspec
 from lockharness.core.clock import ClockReader
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from lockharness.core.run_dir import RunDir
+from lockharness.workloads.anchor_gate import GateClient
 from lockharness.workloads.client_build import Builder, client_builder
 from lockharness.workloads.lease_rules import broken_rule
 from lockharness.workloads.program import ProgramClient, ProgramError
@@ -102,6 +103,9 @@ class ClientLoop:
         self.resource = Resource(task.resource)
         self.gives_deadlines: bool | None = None  # its leases' so far (lease_rules)
         self.granted_at = 0  # when the last acquire was granted (extend_at: a fraction)
+        # Only in a run with a fault anchored to a lease: the nemesis hears of its moments.
+        gate = task.anchor_gate
+        self.gate = None if gate is None else GateClient(gate, task.worker, process)
 
     def _crash_if_armed(self) -> None:
         """At the client's crash point: if the nemesis armed it, the whole process dies
@@ -135,6 +139,8 @@ class ClientLoop:
     def close(self) -> None:
         self.client.close()
         self.resource.close()
+        if self.gate is not None:
+            self.gate.close()
 
     def acquire(self, key: str) -> Lease | None:
         """Attempts until one succeeds, the acquire timeout passes or the run ends."""
@@ -142,6 +148,8 @@ class ClientLoop:
         give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
             invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
+            if self.gate is not None:
+                self.gate.ask(ACQUIRE, key, None, invoked, ())
             try:
                 lease = self.client.acquire(key, ttl_ms)
             except Refused as e:
@@ -166,6 +174,16 @@ class ClientLoop:
                     self.granted_at = self.rec.record(
                         self.process, OK, ACQUIRE, key, lease.token, value
                     )
+                    if self.gate is not None and lease.depth == 1:  # a lease, not a nesting
+                        self.gate.granted(
+                            key,
+                            lease.token,
+                            lease.grants,
+                            invoked,
+                            self.granted_at,
+                            lease.deadline,
+                            ttl_ms,
+                        )
                     return lease
                 else:
                     self.rec.record(self.process, FAIL, ACQUIRE, key)
@@ -273,6 +291,8 @@ class ClientLoop:
         invoked = self.rec.record(
             self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms}
         )
+        if self.gate is not None:
+            self.gate.ask(EXTEND, lease.key, lease.token, invoked, lease.grants)
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Refused as e:
@@ -329,7 +349,11 @@ class ClientLoop:
             value = {"depth": lease.depth}
         elif planned_end is not None:
             value = {"planned_end": planned_end}
-        self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
+        invoked = self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
+        if self.gate is not None:
+            if lease.depth == 1:
+                self.gate.released(lease.key, lease.token)
+            self.gate.ask(RELEASE, lease.key, lease.token, invoked, lease.grants)
         try:
             released = self.client.release(lease)
         except Refused as e:

@@ -211,6 +211,15 @@ class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             extra={"allowed": "a number above 0 and up to 1000"},
         ),
     ] = 1.0
+    anchored: Annotated[
+        float,
+        Meta(
+            ge=0,
+            le=1,
+            description="the share of its draws anchored to a lease instead of timed",
+            extra={"allowed": "a number from 0 to 1"},
+        ),
+    ] = 0.0
 
 
 ModelName = Annotated[
@@ -245,7 +254,8 @@ class ModelFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
             min_length=1,
             description="the faults the lock claims to tolerate, with their bounds",
             extra={
-                "allowed": "a list of fault entries (kind, targets, duration, options, weight)",
+                "allowed": "a list of fault entries (kind, targets, duration, options, weight, "
+                "anchored)",
                 "problem": "is not a list of one or more fault entries",
             },
         ),
@@ -261,6 +271,7 @@ class FaultChoice:
     duration: Bound
     options: dict[str, Bound]
     weight: float = 1.0
+    anchored: float = 0.0  # the share of its draws anchored to a lease (faults/anchor.py)
 
     @property
     def target_kind(self) -> str:
@@ -269,6 +280,8 @@ class FaultChoice:
     def shown(self) -> str:
         parts = [f"targets {', '.join(self.targets)}", f"for {self.duration.shown()}"]
         parts += [f"{name} {bound.shown()}" for name, bound in self.options.items()]
+        if self.anchored:
+            parts.append(f"anchored {self.anchored:g} of the time")
         return f"{self.kind}: " + "; ".join(parts)
 
 
@@ -470,7 +483,9 @@ def _fault_choice(entry: FaultEntry, path: str) -> FaultChoice:
         raise Invalid(
             f"{path}.options", f"{kind} needs {', '.join(missing)}; allowed: a bound for each"
         )
-    return FaultChoice(kind, tuple(targets), entry.duration.bound, options, entry.weight)
+    return FaultChoice(
+        kind, tuple(targets), entry.duration.bound, options, entry.weight, entry.anchored
+    )
 
 
 def _restart_delay(delays: dict[str, Any], path: str) -> dict[str, End]:
