@@ -83,7 +83,7 @@ KINDS: dict[str, type[Fault]] = _built_in()  # and the plug-ins, once a scenario
 # The built-ins alone: what the docs' table and the messages' "allowed" lists name, the same
 # whatever plug-in this process has loaded (a test session loads several).
 BUILT_IN_KINDS: Mapping[str, type[Fault]] = MappingProxyType(dict(KINDS))
-FAULT_KINDS: tuple[str, ...] = tuple(KINDS)  # the built-in kinds
+FAULT_KINDS: tuple[str, ...] = tuple(BUILT_IN_KINDS)
 
 
 def register(name: str, cls: type[Fault]) -> type[Fault]:
