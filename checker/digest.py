@@ -75,6 +75,10 @@ _Opened = tuple[Event, int | None, tuple[str, ...], int | None, int]
 _UNSET = object()  # no extension moved the deadline
 _TYPES = (INVOKE, OK, FAIL, INFO)
 _OPERATIONS = frozenset((ACQUIRE, RELEASE, EXTEND, ENTER, EXIT))  # a client's, in sequence
+_CALLS = frozenset((ACQUIRE, RELEASE, EXTEND))  # the lock's calls, whose moments count
+# A lock call (checker.moments): (f, type, process, key, token, invoked, answered); its
+# type is its answer's (ok, fail, info), or invoke with answered None when none came.
+Call = tuple[str, str, int | str, str | None, str | None, int, int | None]
 _time = attrgetter("time")
 _acquire_index = attrgetter("acquire_index")
 
@@ -95,6 +99,10 @@ class Digest:
     nemesis_events: int = 0
     # Each dead process's first ``died`` record (its moment of death: ``_deaths``).
     deaths: dict[int | str, int] = field(default_factory=dict)
+    # Every acquire, release and extend call, answered in the order of its answer, then
+    # those never answered: one small tuple per call, as many as the sections' and
+    # attempts' own (checker.moments reads when each was in flight).
+    calls: list[Call] = field(default_factory=list)
 
 
 def _batches(history: Iterable[Event]) -> Iterable[list[Event]]:
@@ -182,6 +190,8 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                 ):
                     refuse("completion", event, earlier)
                 previous[process] = event
+                if kind != INVOKE and f in _CALLS:
+                    d.calls.append((f, kind, process, event.key, event.token, earlier.time, t))  # type: ignore[union-attr]
             if f == ACQUIRE:
                 if kind == INVOKE:
                     n_invoke += 1
@@ -294,7 +304,7 @@ def _python_digest(history: Iterable[Event]) -> Digest:
     d.events, d.nemesis_events = events, nemesis
     if events:
         d.first_time, d.last_time = int(lo), int(hi)
-    _finish(d, pending, held, extended, last)
+    _finish(d, pending, held, extended, last, previous)
     _check_the_end(d, unmatched, last, history)
     return d
 
@@ -366,9 +376,13 @@ def _finish(
     held: dict[_Lease, _Opened],
     extended: dict[_Lease, int | None],
     last: dict[int | str, int],
+    previous: dict[int | str, Event],
 ) -> None:
     """What is left open at the history's end, or at the death of its process."""
     died = _deaths(d.deaths, last)
+    for process, event in previous.items():  # lock calls never answered
+        if event.type == INVOKE and event.f in _CALLS:
+            d.calls.append((event.f, INVOKE, process, event.key, event.token, event.time, None))
     for process, key_attempts in pending.items():
         key_attempts.dones.append(died.get(process, math.inf))
     for key_attempts in d.attempts.by_key.values():
@@ -411,6 +425,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     last: dict[int | str, int] = {}
     pending: dict[int | str, KeyAttempts] = {}
     unmatched: list[Event] = []
+    previous: dict[int | str, Event] = {}
 
     scanner = _scan.Scanner(
         ordered=isinstance(history, HistoryFile),
@@ -427,7 +442,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         nested_release=set(),
         sections=d.sections,
         resource_errors=view.errors,
-        previous={},
+        previous=previous,
         gives={},
         unmatched=unmatched,
         key_attempts=KeyAttempts,
@@ -439,6 +454,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         section=Section,
         unset=_UNSET,
         refuse=refuse,
+        calls=d.calls,
     )
     # A file's order is the C loop's to check (OutOfOrder); a list's is any.
     batches = history.batches(checked=False) if isinstance(history, HistoryFile) else [history]
@@ -452,7 +468,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     d.cycles, d.events, d.nemesis_events = totals["cycles"], totals["events"], totals["nemesis"]
     if d.events:
         d.first_time, d.last_time = totals["lo"], totals["hi"]
-    _finish(d, pending, held, extended, last)
+    _finish(d, pending, held, extended, last, previous)
     _check_the_end(d, unmatched, last, history)
     return d
 
