@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lockharness.checker import MOMENT_KINDS, Verdict
+from lockharness.checker import MOMENT_KINDS, CheckResult, Exposure, Verdict, check_history
+from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.scenario import load_scenario
 from lockharness.harness.scenario.expectation import EXPOSURE_NAMES, require_exposure
 from tests.test_exposure import MS, History, S, _processes
@@ -218,3 +219,26 @@ def test_a_scenario_may_require_a_moment(tmp_path: Path) -> None:
     assert [str(r) for r in expectation.unmet_exposure(unmet)] == ["during-extend >= 1"]
     assert require_exposure(met, expectation) is met
     assert require_exposure(unmet, expectation).verdict is Verdict.UNKNOWN
+
+
+def _trial(release_in_flight: bool) -> CheckResult:
+    # A pause of n1 while process 0 held (touching its lease), and, in one of them, up to
+    # just after its release was invoked.
+    h = History().lease(0, 1 * S, 2 * S, ttl=3 * S)
+    end = 2000 * MS + MS // 2 if release_in_flight else 1500 * MS
+    return check_history(h.fault("pause", 1200 * MS, end, ["n1"]).events())
+
+
+def test_coverage_gets_a_new_cell_from_a_trial_with_a_fault_during_a_release() -> None:
+    corpus = Corpus()
+    first = cells(_trial(release_in_flight=False).exposure)
+    assert corpus.add("trial-0001", first)
+    assert corpus.add("trial-0002", cells(_trial(release_in_flight=False).exposure)) == frozenset()
+    new = corpus.add("trial-0003", cells(_trial(release_in_flight=True).exposure))
+    assert new == {("count", "during-release", "1"), ("by", "pause", "during-release")}
+    assert corpus.entries == ["trial-0001", "trial-0003"]
+
+
+def test_coverage_reads_moments_apart_from_the_ways() -> None:
+    exposure = Exposure(faults=1, moments={"during-extend": 5})
+    assert cells(exposure) == {("count", "during-extend", "4-7")}
