@@ -18,8 +18,8 @@ RESOURCE_EXPECTATIONS: tuple[str, ...] = ("consistent", "inconsistent")
 TOKEN_EXPECTATIONS: tuple[str, ...] = ("ordered", "out-of-order")
 
 
-# What `expect: {exposure: {...}}` may count: each way a fault touches a live lease
-# (checker.exposure), and two totals.
+# What `expect: {exposure: {...}}` may count: each way a fault touches a live lease and
+# each moment (checker.exposure, checker.moments), and two totals.
 EXPOSURE_TOTALS: dict[str, str] = {
     "touched": "fault occurrences that touched a live lease, in any way",
     "leases-touched": "leases that some fault touched",
