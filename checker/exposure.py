@@ -433,15 +433,12 @@ def _moments(
 ) -> None:
     """Each occurrence's moments (checker.moments): the calls in flight and the lease
     edges it met."""
-    grants: dict[tuple[int | str, str | None, str | None], tuple[str, ...]] = {}
-    for lease in index.leases:
-        s = lease.section
-        known = grants.get((s.process, s.key, s.token), ())  # a token granted again: both
-        grants[(s.process, s.key, s.token)] = tuple(dict.fromkeys((*known, *s.grants)))
-    flights = in_flight(calls, grants, deaths, end)
+    # Each lease's grant nodes, by (process, key, token): a token granted twice, the last.
+    grants = {(s.process, s.key, s.token): s.grants for s in (x.section for x in index.leases)}
+    flights = in_flight(calls, deaths, end)
     for occurrence in occurrences:
         reach = _reach(occurrence)
-        occurrence.moments |= during(reach, flights)
+        occurrence.moments |= during(reach, flights, grants)
         held = [
             (lease.section, lease.held_end, _expiry(lease.section, ttl_ns))
             for lease in index.meeting(reach.start, reach.end, live=False)

@@ -38,6 +38,7 @@ totals, and whether a run is vacuous, are as they were): they say when, not whet
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,7 @@ MOMENT_KINDS: dict[str, str] = {
     "at-lease-edge": "a fault touching a held lease in the last tenth of its validity",
 }
 _DURING = {ACQUIRE: "during-acquire", EXTEND: "during-extend", RELEASE: "during-release"}
+_STILL = frozenset((INFO, INVOKE))  # a call answered info, or never: in flight after
 EDGE_FRACTION = 10  # a lease's edge: the last 1/EDGE_FRACTION of its validity
 
 
@@ -85,69 +87,101 @@ class Reach:
         return True
 
 
-# One process's calls in flight, in order and disjoint: invokes, untils (exclusive), and
-# each call's f and the nodes it used.
 @dataclass
-class _Flights:
+class Flights:
+    """Every lock call with when it was in flight, [invokes[i], untils[i]), in order of
+    ``untils``; those in flight far longer than the rest (an info's, one never answered, a
+    call that waited for a timeout) kept apart in ``long`` and always looked at, so that
+    one of them does not widen every search (as checker.exposure's lease index does)."""
+
+    calls: list[Call]
     invokes: list[int]
     untils: list[int]
-    calls: list[tuple[str, tuple[str, ...]]]
+    longest: int  # of the others
+    long: list[int]  # indexes, in order
+    apart: frozenset[int]  # the same
+
+    def meeting(self, start: int, end: int) -> Iterable[Call]:
+        """The calls in flight at some instant of [start, end)."""
+        invokes, untils, calls = self.invokes, self.untils, self.calls
+        lo = bisect.bisect_right(untils, start)
+        hi = bisect.bisect_left(untils, end + self.longest)  # later ones began after end
+        for i in range(lo, hi):
+            if invokes[i] < end and i not in self.apart:
+                yield calls[i]
+        for i in self.long:
+            if invokes[i] < end and untils[i] > start:
+                yield calls[i]
 
 
-def in_flight(
-    calls: Iterable[Call],
-    grants: Mapping[tuple[int | str, str | None, str | None], tuple[str, ...]],
+def in_flight(calls: Sequence[Call], deaths: Mapping[int | str, int], end: int) -> Flights:
+    """Each lock call with when it was in flight (the module's rules). A list comprehension
+    per field, not a loop per call: a long history has millions of calls, and only the few
+    answered info or never (whose end is their process's next call) are looked at one by
+    one."""
+    invokes = [c[5] for c in calls]
+    # At least an instant: an answer in the nanosecond of its invoke was in flight then.
+    untils = [c[6] if c[6] is not None and c[6] > c[5] else c[5] + 1 for c in calls]
+    still = [i for i, c in enumerate(calls) if c[1] in _STILL]
+    if still:
+        _until_called_again(calls, still, untils, deaths, end)
+    if any(a > b for a, b in itertools.pairwise(untils)):  # a list out of time order
+        order = sorted(range(len(calls)), key=untils.__getitem__)
+        place = {old: new for new, old in enumerate(order)}
+        calls = [calls[i] for i in order]
+        invokes = [invokes[i] for i in order]
+        untils = [untils[i] for i in order]
+        still = [place[i] for i in still]
+    lengths = [u - v for u, v in zip(untils, invokes, strict=True)]
+    ranked = sorted(lengths)
+    usual = 4 * ranked[len(ranked) * 99 // 100] if ranked else 0
+    apart = frozenset((*still, *(i for i, length in enumerate(lengths) if length > usual)))
+    if apart:
+        longest = max((n for i, n in enumerate(lengths) if i not in apart), default=0)
+    else:
+        longest = max(lengths, default=0)
+    return Flights(list(calls), invokes, untils, longest, sorted(apart), apart)
+
+
+def _until_called_again(
+    calls: Sequence[Call],
+    still: list[int],
+    untils: list[int],
     deaths: Mapping[int | str, int],
     end: int,
-) -> dict[int | str, _Flights]:
-    """Each process's lock calls with when each was in flight (the module's rules), and
-    the grant nodes of the lease an extend or release was for (``grants`` by (process, key,
-    token); empty when not known, and for an acquire)."""
-    found: dict[int | str, _Flights] = {}
-    waiting: dict[int | str, int] = {}  # a process's info call, in flight until its next
-    for f, kind, process, key, token, invoked, answered in calls:
-        flights = found.get(process)
-        if flights is None:
-            flights = found[process] = _Flights([], [], [])
-        index = waiting.pop(process, None)
-        if index is not None:  # the info call before this one: in flight up to its invoke
-            flights.untils[index] = max(invoked, flights.invokes[index] + 1)
-        if kind in (INFO, INVOKE) or answered is None:
-            until = deaths.get(process, end)
-            if kind == INFO:
-                waiting[process] = len(flights.invokes)
-        else:
-            until = answered
-        used = () if f == ACQUIRE else grants.get((process, key, token), ())
-        flights.invokes.append(invoked)
-        flights.untils.append(max(until, invoked + 1))
-        flights.calls.append((f, used))
-    return found
-
-
-def during(reach: Reach, flights: Mapping[int | str, _Flights]) -> set[str]:
-    """The during-* kinds of one occurrence: calls in flight at some instant of its reach,
-    by a process (and on nodes) it touched."""
-    found: set[str] = set()
-    if reach.processes is not None and reach.nodes is None:
-        processes: Iterable[int | str] = reach.processes  # only theirs can be touched
-    elif reach.workers is not None and reach.links is not None and reach.nodes is None:
-        processes = reach.workers
-    else:
-        processes = flights
-    for process in processes:
-        mine = flights.get(process)
-        if mine is None:
+) -> None:
+    """An info call is in flight until its process's next lock call is invoked (a process
+    calls one at a time: its calls come in its order), else its death or the history's
+    end; a call never answered, until its death or the history's end."""
+    waiting = {calls[i][2] for i in still}
+    following: dict[int | str, int] = {}  # each such process's next invoke, from the end
+    for i in range(len(calls) - 1, -1, -1):
+        process = calls[i][2]
+        if process not in waiting:
             continue
-        # Disjoint and in order: those ending after the start, invoked before the end.
-        lo = bisect.bisect_right(mine.untils, reach.start)
-        hi = bisect.bisect_left(mine.invokes, reach.end)
-        for f, used in mine.calls[lo:hi]:
-            how = _DURING[f]
-            if how not in found and reach.touches(process, used):
-                found.add(how)
-                if len(found) == len(_DURING):
-                    return found
+        if calls[i][1] in _STILL:
+            until = following.get(process, deaths.get(process, end))
+            untils[i] = max(until, calls[i][5] + 1)
+        following[process] = calls[i][5]
+
+
+def during(
+    reach: Reach,
+    flights: Flights,
+    grants: Mapping[tuple[int | str, str | None, str | None], tuple[str, ...]],
+) -> set[str]:
+    """The during-* kinds of one occurrence: calls in flight at some instant of its reach,
+    by a process (and on nodes: an extend's or release's lease's ``grants``) it touched."""
+    found: set[str] = set()
+    for f, _, process, key, token, _, _ in flights.meeting(reach.start, reach.end):
+        how = _DURING[f]
+        if how in found:
+            continue
+        used = () if f == ACQUIRE else grants.get((process, key, token), ())
+        if reach.touches(process, used):
+            found.add(how)
+            if len(found) == len(_DURING):
+                break
     return found
 
 

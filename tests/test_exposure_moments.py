@@ -161,6 +161,33 @@ def test_an_unanswered_call_is_in_flight_until_the_historys_end() -> None:
     assert _moments(before.fault("pause", 3100 * MS, 3200 * MS, ["n1"])) == {}
 
 
+def test_an_unanswered_call_of_a_dead_process_is_in_flight_until_its_death() -> None:
+    def died_at(death: int) -> dict[str, int]:
+        h = History().lease(0, 1 * S, 3 * S, ttl=2 * S)
+        h.add(3500 * MS, 2, "invoke", "acquire", "k0", None, {"ttl_ms": 1000})  # w2's
+        died = {"processes": _processes(2), "worker": "w2", "cause": "client-kill"}
+        h.add(death, "nemesis", "info", "died", value=died)
+        h.lease(0, 5 * S, 6 * S)
+        return _moments(h.fault("pause", 4 * S, 4100 * MS, ["n1"]))
+
+    assert died_at(3600 * MS) == {}
+    assert died_at(4050 * MS) == {"during-acquire": 1}
+
+
+def test_a_list_out_of_time_order_gives_the_same_moments() -> None:
+    # Each process's events in its order, but process 1's all before process 0's: the
+    # calls come out of time order, and are put in it.
+    h = _extending(answer=1510 * MS, kind="info").lease(1, 500 * MS, 600 * MS, key="k1")
+    h.lease(1, 2700 * MS, 2800 * MS, key="k1")
+    h.fault("pause", 2500 * MS, 2750 * MS, ["n2"])
+    ordered = h.events()
+    shuffled = sorted(ordered, key=lambda e: (e.process != 1, e.process == "nemesis"))
+    assert [e.time for e in shuffled] != sorted(e.time for e in shuffled)
+    expected = {"during-acquire": 1, "during-extend": 1}
+    assert check_history(ordered).exposure.moments == expected
+    assert check_history(shuffled).exposure.moments == expected
+
+
 def test_a_fault_in_a_leases_last_tenth_is_at_its_edge() -> None:
     # Granted at 1 s, deadline 1.999 s: its last tenth from 1.8991 s; held until 2.5 s.
     def edge(start: int, end: int, nodes: list[str]) -> dict[str, int]:
