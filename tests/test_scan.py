@@ -341,7 +341,7 @@ def test_one_grouping_serves_every_sweep_and_is_left_as_it_was(
 def test_both_loops_keep_each_lock_call_with_when_it_was_in_flight() -> None:
     """checker.moments reads them: answered (ok, fail, info) in the order of their answers,
     then those never answered; enter and exit are no lock calls."""
-    raw = [
+    raw: list[tuple[int, EventType, str, int, str, str | None, dict[str, Any] | None]] = [
         (0, "invoke", "acquire", 10, "k0", None, {"ttl_ms": 100}),
         (0, "ok", "acquire", 20, "k0", "t0", {"deadline": 110, "grants": ["n1"]}),
         (0, "invoke", "enter", 25, "k0", "t0", None),
