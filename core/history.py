@@ -451,7 +451,7 @@ _OLD_CATEGORIES: dict[str, ExposureCategory] = {
     "client-kill": "holder-killed",
     "promote": "failover-during-lease",
 }
-_TYPED = frozenset({"phase", "kind", "targets", "occurrence", "exposure"})
+_TYPED = frozenset({"phase", "kind", "targets", "occurrence", "exposure", "anchor"})
 
 
 class NemesisEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -464,6 +464,9 @@ class NemesisEvent(msgspec.Struct, frozen=True, kw_only=True):
     targets: tuple[str, ...] = ()
     occurrence: int | None = None  # pairs a start with its stop; None in older histories
     exposure: ExposureCategory | None = None  # the kind's declared category; None: heal
+    # What started an anchored occurrence (faults.anchor): the anchor, the lease's process,
+    # key and token, and its moment; None for one the clock started, and in older histories.
+    anchor: dict[str, Any] | None = None
     details: dict[str, Any] = {}
 
     def to_value(self) -> dict[str, Any]:
@@ -472,6 +475,8 @@ class NemesisEvent(msgspec.Struct, frozen=True, kw_only=True):
             return {"phase": "heal", **self.details}
         typed: dict[str, Any] = {"phase": self.phase, "kind": self.kind}
         typed |= {"targets": list(self.targets), "occurrence": self.occurrence}
+        if self.anchor is not None:  # written only when anchored: other values as before
+            typed["anchor"] = self.anchor
         return {**typed, "exposure": self.exposure, **self.details}
 
 
@@ -498,6 +503,9 @@ def nemesis_event(event: Event) -> NemesisEvent | None:
     occurrence = value.get("occurrence")
     if occurrence is not None and type(occurrence) is not int:
         raise BadValue(event, "occurrence", "an integer or null")
+    anchor = value.get("anchor")
+    if anchor is not None and type(anchor) is not dict:
+        raise BadValue(event, "anchor", "a JSON object (what anchored the occurrence) or null")
     exposure = value.get("exposure")
     if exposure is None:
         exposure = _OLD_CATEGORIES.get(kind, "fault-during-lease")
@@ -509,5 +517,6 @@ def nemesis_event(event: Event) -> NemesisEvent | None:
         targets=tuple(targets or ()),
         occurrence=occurrence,
         exposure=exposure,
+        anchor=anchor,
         details={k: v for k, v in value.items() if k not in _TYPED},
     )

@@ -266,6 +266,8 @@ def plain(value: Any, tp: Any = None) -> Any:
         return None
     if (duration := duration_in(tp)) is not None:
         return duration.encode(value)
+    if hasattr(value, "to_plain"):  # a value that writes itself (workloads/timing.py)
+        return value.to_plain()
     if isinstance(value, msgspec.Struct):
         fields = msgspec.structs.fields(value)
         return {f.encode_name: plain(getattr(value, f.name), f.type) for f in fields}

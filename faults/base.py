@@ -145,11 +145,20 @@ class Fault(ABC):
     colour: ClassVar[str] = "#666699"  # its band in the timeline
     legend: ClassVar[str]  # the band's legend
 
+    # An anchored occurrence's lease (faults.targets.AnchoringLease), which its holder
+    # targets follow; None: the live history's (ctx.live), as for a clock-timed one.
+    anchored: Holders | None = None
+
     def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
         self.spec = spec
         self.ctx = ctx
         self.occurrence = occurrence  # unique per run: names this occurrence's toxics
         self.targets: list[str] = []
+
+    @property
+    def holders(self) -> Holders:
+        """Whose leases the holder targets name: the anchoring lease's, or the live ones."""
+        return self.ctx.live if self.anchored is None else self.anchored
 
     @property
     def options(self) -> Any:  # the kind's Options (Any: each subclass knows its own)
@@ -161,7 +170,7 @@ class Fault(ABC):
         master = None
         if targets in ("master", "replica"):
             master = self.ctx.replicated(f"target {targets}").current_master()
-        return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.ctx.live, master)
+        return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.holders, master)
 
     def lasts_ns(self, duration_ns: int) -> int:
         return duration_ns

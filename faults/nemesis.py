@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,10 +26,12 @@ import msgspec
 
 from lockharness.core.errors import ClusterError
 from lockharness.core.history import INFO, INVOKE, NEMESIS, EventType, NemesisEvent
+from lockharness.core.live import HeldLease
 from lockharness.faults.base import Fault, FaultContext
 from lockharness.faults.registry import KINDS
 from lockharness.faults.schedule import Occurrence, build_schedule
 from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.faults.targets import AnchoringLease, Holders
 from lockharness.workloads.recorder import Recorder
 
 log = logging.getLogger("lockharness.nemesis")
@@ -48,6 +51,22 @@ class _Action:
     run: Callable[[], object]
 
 
+@dataclass
+class _Anchored:
+    """An anchored entry's state: when it last fired, and which occurrence that was."""
+
+    last_ns: int | None = None
+    number: int | None = None
+
+
+def _lease_of(message: dict[str, Any]) -> tuple[int, str | None]:
+    return int(message["process"]), message.get("token")
+
+
+def _grants(message: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(node) for node in message.get("grants") or ())
+
+
 class Nemesis:
     def __init__(
         self,
@@ -63,11 +82,20 @@ class Nemesis:
         self.clock = clock
         self.specs: dict[str, FaultSpec] = {spec.name: spec for spec in plan.faults}
         self.schedule = build_schedule(plan, seed, run_ns)
+        self.run_ns = run_ns
         self._actions: list[_Action] = []
         self._active: dict[int, Fault] = {}
         self._seq = 0
         self._started = 0
         self._done = threading.Event()
+        # Actions run on the nemesis thread, anchored starts on the gate's (faults.anchor):
+        # one at a time, under this lock; the thread waits on it for the next action due.
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._anchored = {spec.name: _Anchored() for spec in plan.faults if spec.anchor}
+        self._anchor_rng = random.Random(f"{seed}:nemesis-anchors")  # probability < 1 only
+        self._held: set[tuple[int, str | None]] = set()  # leases told granted, not released
+        self._anchors: dict[int, dict[str, Any]] = {}  # occurrence -> what anchored it
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
 
     def start(self) -> None:
@@ -84,19 +112,107 @@ class Nemesis:
         self._thread.start()
 
     def _push(self, at_ns: int, run: Callable[[], object]) -> None:
-        self._seq += 1
-        heapq.heappush(self._actions, _Action(at_ns, self._seq, run))
+        with self._wake:
+            self._seq += 1
+            heapq.heappush(self._actions, _Action(at_ns, self._seq, run))
+            self._wake.notify()  # perhaps due before what the thread waits for
 
     def _run(self) -> None:
-        while self._actions and not self._done.is_set():
-            wait_s = (self._actions[0].at_ns - self.clock()) / 1e9
-            if wait_s > 0 and self._done.wait(wait_s):
-                break
-            action = heapq.heappop(self._actions)
-            try:
-                action.run()
-            except Exception:  # a fault must never take the run down with it
-                log.exception("nemesis action failed")
+        with self._wake:
+            while not self._done.is_set():
+                if not self._actions:
+                    if not self._anchored:  # nothing more will come
+                        break
+                    self._wake.wait()  # until an anchored occurrence or a lease's moment
+                    continue
+                wait_s = (self._actions[0].at_ns - self.clock()) / 1e9
+                if wait_s > 0:
+                    self._wake.wait(wait_s)
+                    continue
+                action = heapq.heappop(self._actions)
+                try:
+                    action.run()
+                except Exception:  # a fault must never take the run down with it
+                    log.exception("nemesis action failed")
+
+    # ---- anchored entries (faults.anchor): the gate's threads call these ----------------
+
+    def _free(self, spec: FaultSpec, now: int) -> bool:
+        """Whether anchored ``spec`` may fire now (and its probability draws a hit)."""
+        state = self._anchored[spec.name]
+        if self._done.is_set() or now >= self.run_ns or now < spec.start_after_ns:
+            return False
+        if state.number is not None and state.number in self._active:
+            return False
+        every = spec.every_ns
+        if state.last_ns is not None and every is not None and now - state.last_ns < every:
+            return False
+        return spec.probability >= 1.0 or self._anchor_rng.random() < spec.probability
+
+    def _fire(self, spec: FaultSpec, at_ns: int, anchor: dict[str, Any], holders: Holders) -> int:
+        """Start one occurrence of anchored ``spec`` now; 0 when it found no target."""
+        state = self._anchored[spec.name]
+        state.last_ns = self.clock()
+        occurrence = Occurrence(at_ns, 0, spec.name, spec.targets, spec.duration_ns)
+        state.number = self.begin(occurrence, anchor=anchor, holders=holders)
+        return state.number or 0
+
+    def at_call(self, message: dict[str, Any]) -> list[int]:
+        """A client is about to make a call (its invoke recorded): start each entry anchored
+        on it that is free to, before answering. The occurrences started."""
+        call = message["call"]
+        process, token = _lease_of(message)
+        fired: list[int] = []
+        with self._wake:
+            for name in self._anchored:
+                spec = self.specs[name]
+                assert spec.anchor is not None
+                now = self.clock()
+                if spec.anchor.call != call or not self._free(spec, now):
+                    continue
+                lease = None
+                if call != "acquire":  # an acquire in flight has no lease yet
+                    key = message.get("key")
+                    lease = HeldLease(key, process, token, _grants(message), message["invoked"])
+                anchor = {"call": call, "process": process, "key": message.get("key")}
+                anchor |= {"token": token, "invoked": message["invoked"]}
+                holders = AnchoringLease(lease, int(message["worker"]))
+                fired.append(self._fire(spec, now, anchor, holders))
+        return [number for number in fired if number]
+
+    def granted(self, message: dict[str, Any]) -> None:
+        """A lease granted: each entry anchored on validity is due at its fraction."""
+        process, token = _lease_of(message)
+        since, deadline = int(message["since"]), message.get("deadline")
+        end = deadline if deadline is not None else message["invoked"] + message["ttl_ms"] * 10**6
+        lease = HeldLease(message.get("key"), process, token, _grants(message), since)
+        holders = AnchoringLease(lease, int(message["worker"]))
+        with self._wake:
+            self._held.add((process, token))
+            for name in self._anchored:
+                spec = self.specs[name]
+                fraction = spec.anchor.validity if spec.anchor else None
+                if fraction is None:
+                    continue
+                at = since + int(fraction * (end - since))
+                if at >= self.run_ns:
+                    continue
+                anchor = {"validity": fraction, "process": process, "key": lease.key}
+                anchor |= {"token": token, "since": since, "deadline": deadline, "at_ns": at}
+                self._push(at, partial(self._at_validity, spec, at, anchor, holders))
+
+    def released(self, message: dict[str, Any]) -> None:
+        """A release invoked: that lease's moments to come no longer fire."""
+        with self._wake:
+            self._held.discard(_lease_of(message))
+
+    def _at_validity(
+        self, spec: FaultSpec, at: int, anchor: dict[str, Any], holders: AnchoringLease
+    ) -> None:
+        lease = holders.lease
+        assert lease is not None
+        if (lease.process, lease.token) in self._held and self._free(spec, self.clock()):
+            self._fire(spec, at, anchor, holders)
 
     def _record(self, type_: EventType, name: str, event: NemesisEvent, **more: Any) -> int:
         """Write ``event`` with ``more`` among its details."""
@@ -109,12 +225,22 @@ class Nemesis:
         """Numbers of the occurrences in effect now."""
         return sorted(self._active)
 
-    def begin(self, occurrence: Occurrence) -> int | None:
+    def begin(
+        self,
+        occurrence: Occurrence,
+        anchor: dict[str, Any] | None = None,
+        holders: Holders | None = None,
+    ) -> int | None:
         """Put one occurrence in effect now and schedule its end; its number, or None if
-        it had no target. Runs on the nemesis thread (or before `start`, in tests)."""
+        it had no target. Runs on the nemesis thread (or before `start`, in tests), or for
+        an anchored one (``anchor``: what anchored it; ``holders``: the anchoring lease,
+        which its holder targets follow) on the gate's, under the nemesis's lock."""
         spec = self.specs[occurrence.fault]
         self._started += 1  # numbers this occurrence: its toxics, its entry in _active
         fault = FAULTS[spec.kind](spec, self.ctx, self._started)
+        fault.anchored = holders
+        if anchor is not None:
+            self._anchors[self._started] = anchor
         targets = fault.choose(occurrence.targets)
         options = msgspec.to_builtins(fault.options, enc_hook=int)  # durations as int ns
         # The occurrence's number pairs its start with its stop; when it was due and how
@@ -125,6 +251,7 @@ class Nemesis:
             targets=tuple(targets),
             occurrence=self._started,
             exposure=fault.exposure,
+            anchor=anchor,
             details={
                 "options": options,
                 "at_ns": occurrence.at_ns,
@@ -167,6 +294,7 @@ class Nemesis:
             targets=tuple(fault.targets),
             occurrence=number,
             exposure=fault.exposure,
+            anchor=self._anchors.get(number),
         )
         decided = self._record(INVOKE, fault.spec.name, base)
         try:
@@ -192,10 +320,13 @@ class Nemesis:
         Returns problems; empty means every node answers through every proxy again.
         """
         self._done.set()
+        with self._wake:
+            self._wake.notify()
         if self._thread.is_alive():
             self._thread.join()
-        for number in self.active:
-            self.end(number)
+        with self._lock:  # an anchored start under way on the gate's thread ends first
+            for number in self.active:
+                self.end(number)
         return self._heal()
 
     def _heal(self) -> list[str]:

@@ -15,10 +15,12 @@ from msgspec import Meta
 from lockharness.core.typed_input import Invalid, convert, join, plain, show
 from lockharness.faults.base import Fault
 from lockharness.faults.plugin import FaultKindError, allowed, is_plugin_kind, load_kind, places
-from lockharness.faults.registry import KINDS
+from lockharness.faults.registry import BUILT_IN_KINDS, KINDS
 from lockharness.faults.spec import (
+    ANCHOR_CALLS,
     NODE_TARGETS,
     REPLICATED_TARGETS,
+    Anchor,
     Delay,
     Every,
     FaultOptions,
@@ -43,6 +45,15 @@ FaultName = Annotated[
 ]
 
 
+_ANCHOR_META = Meta(
+    description="start at a moment of a live lease instead of a clock time",
+    extra={
+        "allowed": "a mapping with one key: validity (a fraction above 0, at most 1) or "
+        f"call ({', '.join(ANCHOR_CALLS)})"
+    },
+)
+
+
 class _FaultDoc(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind"
 ):
@@ -53,6 +64,8 @@ class _FaultDoc(
     start_after_ns: Delay = msgspec.field(name="start_after", default=0)
     probability: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
     options: FaultOptions | None = None  # None: every option's default
+    # None: the clock schedules it; else a moment of a live lease (faults/anchor.py)
+    anchor: Annotated[Anchor | None, _ANCHOR_META] = None
 
 
 # A plug-in kind's `path`: where to look for its module first (relative to the scenario).
@@ -81,7 +94,7 @@ def _fault_doc(kind: str, cls: type[Fault], plugin: bool = False) -> type[_Fault
     return cast("type[_FaultDoc]", doc)
 
 
-FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in KINDS.items()}  # built-in kinds
+FAULT_DOCS = {kind: _fault_doc(kind, cls) for kind, cls in BUILT_IN_KINDS.items()}
 
 
 # A plug-in kind's entry as the scenario's JSON Schema shows it: its options are its own
@@ -166,7 +179,7 @@ def _entry(path: str, value: object, names: list[Any]) -> object:
 
 
 def _ref(names: list[Any]) -> str:
-    kinds = f"a fault kind ({', '.join(KINDS)})"
+    kinds = f"a fault kind ({', '.join(BUILT_IN_KINDS)})"
     named = [name for name in names if isinstance(name, str)]  # the faults' own are checked apart
     return f"the name of a fault ({', '.join(named)}) or {kinds}" if named else kinds
 
@@ -272,9 +285,36 @@ def fault_problems(f: FaultSpec, room: Room) -> Iterator[tuple[str, str]]:
         if cls.target_kind == "nodes" and f.targets in REPLICATED_TARGETS:
             words = ", ".join(t for t in NODE_TARGETS if t not in REPLICATED_TARGETS)
             yield "targets", f"{f.targets} {why}; allowed here: {words}, or node names"
+    if f.anchor is not None:
+        yield from _anchor_problems(f, cls, room)
     for rule in cls.rules:
         if (broken := rule(f, room)) is not None:
             yield broken
+
+
+def _anchor_problems(f: FaultSpec, cls: type[Fault], room: Room) -> Iterator[tuple[str, str]]:
+    """An anchor names one moment; an acquire in flight has no lease yet, whose nodes a
+    holder target could name."""
+    assert f.anchor is not None
+    one = f"allowed: validity (a fraction above 0, at most 1) or call ({', '.join(ANCHOR_CALLS)})"
+    if f.anchor.validity is None and f.anchor.call is None:
+        yield "anchor", f"{{}} names no moment; {one}"
+    elif f.anchor.validity is not None and f.anchor.call is not None:
+        yield "anchor", f"validity and call both given; {one}, not both"
+    elif (
+        f.anchor.call == "acquire"
+        and cls.target_kind == "nodes"
+        and isinstance(f.targets, str)
+        and f.targets.startswith("holder")
+    ):
+        replicated = room.topology == "replicated"
+        words = ", ".join(
+            t
+            for t in NODE_TARGETS
+            if not t.startswith("holder") and (replicated or t not in REPLICATED_TARGETS)
+        )
+        why = f"{f.targets} with anchor call acquire: no lease is held while it is in flight"
+        yield "targets", f"{why}; allowed: {words}, node names, or another anchor"
 
 
 def _check(f: FaultSpec, room: Room, path: str) -> FaultSpec:
@@ -337,6 +377,13 @@ def read_plan(docs: list[FaultDoc], entries: list[TimelineEntry], room: Room) ->
         problem = room.names_problem(entry.targets, KINDS[kind].target_kind)
         if entry.targets is not None and problem is not None:
             raise Invalid(f"{path}.targets", problem)
+        anchored = next(
+            (i for i, f in enumerate(faults) if f.name == entry.fault and f.anchor), None
+        )
+        if anchored is not None:
+            why = f"{entry.fault} is anchored to a lease (faults[{anchored}].anchor)"
+            why += "; allowed: a fault without anchor (or drop the fault's anchor)"
+            raise Invalid(f"{path}.fault", why)
     return FaultPlan(tuple(faults), tuple(entries))
 
 
@@ -359,6 +406,8 @@ def plan_to_plain(plan: FaultPlan) -> dict[str, list[Any]]:
     for f in plan.faults:
         given = {k: v for k, v in vars(f).items() if k != "kind" and (k != "path" or v)}
         doc = plain(_doc_type(f.kind)(**given))
+        if doc.get("anchor") is None:  # written only when given: files as before it existed
+            doc.pop("anchor", None)
         faults.append(
             {"kind": f.kind, **{k: v for k, v in doc.items() if k not in KINDS[f.kind].aliases}}
         )

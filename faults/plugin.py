@@ -19,6 +19,7 @@ from typing import cast
 
 from lockharness.faults.base import Fault
 from lockharness.faults.registry import (
+    BUILT_IN_KINDS,
     FAULT_KINDS,
     KINDS,
     DeclarationError,
@@ -101,5 +102,5 @@ def _home(name: str) -> tuple[str, ...]:
 
 def allowed() -> str:
     """What a kind may be, for messages."""
-    kinds = [*KINDS, *installed()]
+    kinds = [*BUILT_IN_KINDS, *installed()]
     return f"{', '.join(kinds)}, or a plug-in class as module:Class (docs/faults.md)"

@@ -6,7 +6,7 @@ A plug-in kind comes from outside the package (faults/plugin.py): a scenario's
 ``kind: module:Class``, or an entry point of the ``lockharness.faults`` group; it is
 checked as a built-in is and added here when a scenario names it. Everything that lists
 kinds (the scenario schema, the nemesis, the docs table, the timeline's colours) reads
-``KINDS``, so none can drift from another.
+``KINDS`` (the docs and messages ``BUILT_IN_KINDS``), so none can drift from another.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from lockharness.core.declared import declared_in
 from lockharness.core.history import EXPOSURE_CATEGORIES
@@ -78,7 +80,10 @@ def _built_in() -> dict[str, type[Fault]]:
 
 
 KINDS: dict[str, type[Fault]] = _built_in()  # and the plug-ins, once a scenario names them
-FAULT_KINDS: tuple[str, ...] = tuple(KINDS)  # the built-in kinds
+# The built-ins alone: what the docs' table and the messages' "allowed" lists name, the same
+# whatever plug-in this process has loaded (a test session loads several).
+BUILT_IN_KINDS: Mapping[str, type[Fault]] = MappingProxyType(dict(KINDS))
+FAULT_KINDS: tuple[str, ...] = tuple(BUILT_IN_KINDS)
 
 
 def register(name: str, cls: type[Fault]) -> type[Fault]:

@@ -126,9 +126,10 @@ def replay_plan(plan: FaultPlan, ran: Sequence[RanOccurrence]) -> FaultPlan:
     concrete targets at ``replay_at``, lasting what it was planned to last.
 
     Every fault of ``plan`` that ran at least once is kept with its options, but with no
-    `every`, `start_after` 0 and probability 1: a fault the timeline names fires only
-    there. The faults that never ran are left out (one without `every` that no entry named
-    would fire once at its start_after). Skipped occurrences (no target then) injected
+    `every`, `start_after` 0, probability 1 and no `anchor`: a fault the timeline names
+    fires only there (an anchored occurrence is replayed at the time it was decided). The
+    faults that never ran are left out (one without `every` that no entry named would fire
+    once at its start_after). Skipped occurrences (no target then) injected
     nothing, so they are not replayed; an occurrence whose start failed is, since it may
     have been partly in effect.
     """
@@ -138,7 +139,7 @@ def replay_plan(plan: FaultPlan, ran: Sequence[RanOccurrence]) -> FaultPlan:
         raise ScheduleError(f"the events name faults the plan does not have: {', '.join(unknown)}")
     used = {o.fault for o in ran}
     faults = tuple(
-        dataclasses.replace(spec, every_ns=None, start_after_ns=0, probability=1.0)
+        dataclasses.replace(spec, every_ns=None, start_after_ns=0, probability=1.0, anchor=None)
         for spec in plan.faults
         if spec.name in used
     )

@@ -28,12 +28,16 @@ class Occurrence:
 
 def slot_count(spec: FaultSpec, run_ns: int, in_timeline: bool) -> int:
     """How many slots ``_times`` gives, without making them."""
+    if spec.anchor is not None:
+        return 0
     if spec.every_ns is None:
         return 0 if in_timeline or spec.start_after_ns >= run_ns else 1
     return len(range(spec.start_after_ns, run_ns, spec.every_ns))
 
 
 def _times(spec: FaultSpec, run_ns: int, in_timeline: bool) -> list[int]:
+    if spec.anchor is not None:  # no clock slots: a live lease's moments (faults.anchor)
+        return []
     if spec.every_ns is None:
         return [] if in_timeline or spec.start_after_ns >= run_ns else [spec.start_after_ns]
     return list(range(spec.start_after_ns, run_ns, spec.every_ns))

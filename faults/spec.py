@@ -10,9 +10,15 @@
         start_after: 2s         # first occurrence (default 0s)
         probability: 1.0        # each scheduled occurrence happens with this probability
         options: {power_loss: true}   # per kind: its Options (faults/registry.py lists them)
+        anchor: {validity: 0.9}   # instead of the clock: at a moment of a live lease (below)
     timeline:                   # explicit occurrences, besides or instead of `every`
       - {at: 3s, fault: kill-holder, targets: [n2], duration: 500ms}
       - [5s, pause, [n1]]       # short form: [at, fault, targets]
+
+An anchored fault starts at a moment of a live lease instead of a clock time: `anchor:
+{validity: 0.9}` at 0.9 of a lease's validity (from its acquire's ok to its deadline),
+`anchor: {call: extend}` while a holder's extend (acquire, release) is in flight
+(faults/anchor.py). It fires at most once per `every`, never while it is in effect.
 
 A seeded RNG drives every random choice (probability, one/minority/majority picks), so the
 same seed gives the same schedule.
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
@@ -115,6 +121,26 @@ class FaultOptions(DeclaredOptions, frozen=True, kw_only=True, forbid_unknown_fi
     """A fault kind's options: each kind declares a subclass (no options: this class)."""
 
 
+ANCHOR_CALLS = ("acquire", "extend", "release")
+AnchorCall = Literal["acquire", "extend", "release"]
+Fraction = Annotated[
+    float,
+    msgspec.Meta(gt=0.0, le=1.0, extra={"allowed": "a fraction above 0, at most 1"}),
+]
+
+
+class Anchor(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """When a fault starts, at a moment of a live lease instead of a clock time."""
+
+    validity: Fraction | None = None  # at acquire ok + this * (deadline - acquire ok)
+    call: AnchorCall | None = None  # while the holder's call is in flight
+
+    def to_plain(self) -> dict[str, object]:
+        """As written (core.typed_input.plain): the key given."""
+        given = (("validity", self.validity), ("call", self.call))
+        return {key: value for key, value in given if value is not None}
+
+
 @dataclass(frozen=True)
 class FaultSpec:
     kind: str
@@ -128,6 +154,7 @@ class FaultSpec:
     options: FaultOptions = field(default_factory=FaultOptions)
     # A plug-in kind's: the directories its module was imported from (faults.plugin).
     path: tuple[str, ...] = ()
+    anchor: Anchor | None = None  # None: the clock schedules it (faults.schedule)
 
 
 class TimelineEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

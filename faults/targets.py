@@ -16,6 +16,22 @@ class Holders(Protocol):
     def holder_workers(self) -> list[int]: ...
 
 
+class AnchoringLease:
+    """The one lease an anchored occurrence started at (faults.anchor), as its targets see
+    the live history: `holders` are its grants (nodes) or its holder's worker (workers),
+    not the newest lease's."""
+
+    def __init__(self, lease: HeldLease | None, worker: int) -> None:
+        self.lease = lease  # None: an acquire in flight, nothing granted yet
+        self.worker = worker
+
+    def newest_lease(self) -> HeldLease | None:
+        return self.lease
+
+    def holder_workers(self) -> list[int]:
+        return [self.worker]
+
+
 def minority_size(nodes: int) -> int:
     """How many nodes `minority` (and at most `holder-minority`) names: the most that stay
     fewer than half."""

@@ -15,7 +15,7 @@ class WorkerFault(Fault):
     target_kind = "workers"
 
     def choose(self, targets: str | Sequence[str]) -> list[str]:
-        workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.ctx.live)
+        workers = pick_workers(targets, self.ctx.worker_count, self.ctx.rng, self.holders)
         return [f"w{w}" for w in workers]
 
     def _workers(self) -> list[tuple[int, ManagedProcess]]:

@@ -12,9 +12,10 @@ import yaml
 
 from lockharness.faults.docs import fault_table
 from lockharness.faults.kinds.clock_strobe import ClockStrobeOptions
+from lockharness.faults.kinds.pause import Pause
 from lockharness.faults.nemesis import FAULTS
 from lockharness.faults.plan_doc import FAULT_DOCS
-from lockharness.faults.registry import FAULT_KINDS, KINDS, style
+from lockharness.faults.registry import BUILT_IN_KINDS, FAULT_KINDS, KINDS, register, style
 from lockharness.harness.reports.timeline import fault_colour
 from lockharness.harness.scenario import load_scenario, to_yaml
 from tests.conftest import lockharness
@@ -28,10 +29,11 @@ GOOD = "description: d\nexpect: valid\nduration: 5s\nclient: single\n"
 
 
 def test_every_list_of_kinds_is_the_registry() -> None:
-    assert tuple(FAULTS) == tuple(FAULT_DOCS) == FAULT_KINDS == tuple(KINDS)
+    assert tuple(FAULT_DOCS) == FAULT_KINDS == tuple(BUILT_IN_KINDS)
+    assert set(BUILT_IN_KINDS.items()) <= set(KINDS.items()) and FAULTS is KINDS
     rows = [line.split("`")[1] for line in fault_table().splitlines()[2:]]
     assert tuple(rows) == FAULT_KINDS
-    for kind, cls in KINDS.items():
+    for kind, cls in BUILT_IN_KINDS.items():  # a plug-in's is registered by its path
         assert cls.kind == kind and cls.summary and cls.legend
 
 
@@ -100,6 +102,23 @@ def test_messages_give_the_line(tmp_path: Path) -> None:
         f"{tmp_path / 'x.yaml'}: workload.workers: 0 is out of range; allowed: an integer from 1 "
         "to 64 (line 6)"
     )
+
+
+def test_a_loaded_plugin_kind_changes_no_docs_table_or_message(tmp_path: Path) -> None:
+    """A process that loaded a plug-in kind (a test session does) still documents and
+    lists the built-ins alone: the docs table and the "allowed" lists are not global state."""
+    table, said = fault_table(), bad(tmp_path, GOOD + "faults:\n  - kind: explode\n")
+
+    class Extra(Pause):
+        kind = "test_fault_registry:Extra"
+
+    register(Extra.kind, Extra)
+    try:
+        assert Extra.kind in KINDS and Extra.kind not in BUILT_IN_KINDS
+        assert fault_table() == table
+        assert bad(tmp_path, GOOD + "faults:\n  - kind: explode\n") == said
+    finally:
+        del KINDS[Extra.kind]
 
 
 def test_an_unknown_kind_lists_the_kinds(tmp_path: Path) -> None:

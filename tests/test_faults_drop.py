@@ -26,6 +26,7 @@ from lockharness.faults.schedule import Occurrence
 from lockharness.faults.spec import FaultPlan, FaultSpec
 from lockharness.workloads.recorder import Recorder
 from tests.conftest import run
+from tests.test_faults import wait_until
 
 S = 1_000_000_000
 TIMEOUT_S = 0.5
@@ -95,15 +96,6 @@ def times_out(call: Callable[[], object]) -> float:
     with pytest.raises(redis.exceptions.TimeoutError):
         call()
     return time.monotonic() - started
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 def toxics(cluster: LocalCluster) -> dict[str, list[str]]:

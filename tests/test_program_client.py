@@ -107,7 +107,7 @@ def test_a_program_that_exits_is_an_error_and_a_new_one_serves_the_next_request(
     clean_cluster: LocalCluster, started: list[ProgramClient]
 ) -> None:
     client = start(clean_cluster, started, "exit")
-    lease = client.acquire("k", 1_000)
+    lease = client.acquire("k", 60_000)  # outlives the new program's start on a loaded machine
     assert lease is not None
     with pytest.raises(ProgramError, match=r"exited \(exit code 3\) before replying"):
         client.acquire("other", 1_000)

@@ -12,6 +12,7 @@ from msgspec import Meta
 from lockharness.core.durations import duration_type
 from lockharness.workloads.client_info import Timeout
 from lockharness.workloads.limits import MAX_COUNT
+from lockharness.workloads.timing import Between, ExtendAt, HoldEnd
 
 _MS, _S = 1_000_000, 1_000_000_000
 
@@ -38,6 +39,11 @@ class WorkloadSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     # The chance that a section re-acquires its own lock (reentrant clients).
     nesting: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
     extend: bool = False  # sections extend their lease while the hold goes on
+    # The client's own timing (workloads/timing.py); the defaults are the rhythm above. A
+    # factory each: msgspec cannot write a value of these types into the JSON Schema.
+    extend_at: ExtendAt = msgspec.field(default_factory=ExtendAt)
+    hold_end: HoldEnd = msgspec.field(default_factory=HoldEnd)
+    between: Between = msgspec.field(default_factory=Between)
 
     @property
     def key_names(self) -> list[str]:

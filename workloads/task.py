@@ -15,6 +15,7 @@ import msgspec
 from lockharness.core.discovery import Discovery
 from lockharness.core.durations import Duration
 from lockharness.core.endpoints import Endpoint
+from lockharness.workloads.anchor_gate import GateTask
 from lockharness.workloads.spec import WorkloadSpec
 
 
@@ -44,17 +45,23 @@ class WorkerTask(msgspec.Struct, frozen=True, kw_only=True):
     # file), and starts when the controller writes the run's t0 into the go file, so a
     # client that takes seconds to start (a JVM) costs the run none of its time.
     go_path: str | None = None
+    # A run with a fault anchored to a lease: how to reach the nemesis (workloads.anchor_gate).
+    anchor_gate: GateTask | None = None
 
 
 def _enc_hook(value: object) -> object:
     if isinstance(value, Duration):
         return int(value)
+    if hasattr(value, "to_plain"):  # the workload's timing keys (workloads/timing.py)
+        return value.to_plain()
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
 def _dec_hook(tp: type, value: object) -> object:
     if isinstance(tp, type) and issubclass(tp, Duration) and isinstance(value, int):
         return tp(value)
+    if isinstance(tp, type) and hasattr(tp, "decode"):  # the workload's timing keys
+        return tp.decode(value)
     raise NotImplementedError(f"cannot decode {tp}")
 
 

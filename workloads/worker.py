@@ -4,10 +4,13 @@
         acquire   (attempts with a random retry delay, bounded by acquire_timeout)
         enter     (the resource records who is inside; a fencing token is checked)
         hold      random in [hold_min, hold_max], ending by the lease's deadline if honoured;
-                  with `extend`, the lease is extended each time a third of its TTL has
-                  passed, for as long as the hold lasts and the client agrees
+                  with `extend`, the lease is extended when `extend_at` says (a third of
+                  its TTL after the hold began or was last renewed by default), as long as the
+                  hold lasts and the client agrees; with `hold_end: edge`, the hold then
+                  goes on to a margin before the deadline in force
         exit      (the section's last write: a fencing token is checked again)
         release
+        between   a delay drawn in `between` (none by default) before the next acquire
 
 Run as `python -m lockharness.workloads.worker TASK.json` (workloads/task.py: one
 msgspec-encoded WorkerTask). A client exception becomes an
@@ -37,6 +40,7 @@ import msgspec
 from lockharness.core.clock import ClockReader
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from lockharness.core.run_dir import RunDir
+from lockharness.workloads.anchor_gate import GateClient
 from lockharness.workloads.client_build import Builder, client_builder
 from lockharness.workloads.lease_rules import broken_rule
 from lockharness.workloads.program import ProgramClient, ProgramError
@@ -98,6 +102,10 @@ class ClientLoop:
         self._armed = run_dir.crash_point(task.worker)  # there: the nemesis armed it
         self.resource = Resource(task.resource)
         self.gives_deadlines: bool | None = None  # its leases' so far (lease_rules)
+        self.granted_at = 0  # when the last acquire was granted (extend_at: a fraction)
+        # Only in a run with a fault anchored to a lease: the nemesis hears of its moments.
+        gate = task.anchor_gate
+        self.gate = None if gate is None else GateClient(gate, task.worker, process)
 
     def _crash_if_armed(self) -> None:
         """At the client's crash point: if the nemesis armed it, the whole process dies
@@ -115,12 +123,24 @@ class ClientLoop:
                 lease = self.acquire(key)
                 if lease is not None:
                     self.release(*self.critical_section(lease))
+                    self.pause()
         finally:
             self.close()
+
+    def pause(self) -> None:
+        """``between``: the wait after a section before the next acquire, cut short by the
+        run's end or stop (nothing is left to acquire for). Drawn only when there is one,
+        so that a scenario without it draws the same numbers as before."""
+        between = self.workload.between
+        if between.max_ns > 0 and self.running():
+            delay = self.rng.uniform(between.min_ns, between.max_ns)
+            self.stop.wait(min(delay, self.task.end_ns - self.clock()) / 1e9)
 
     def close(self) -> None:
         self.client.close()
         self.resource.close()
+        if self.gate is not None:
+            self.gate.close()
 
     def acquire(self, key: str) -> Lease | None:
         """Attempts until one succeeds, the acquire timeout passes or the run ends."""
@@ -128,6 +148,8 @@ class ClientLoop:
         give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
             invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
+            if self.gate is not None:
+                self.gate.ask(ACQUIRE, key, None, invoked, ())
             try:
                 lease = self.client.acquire(key, ttl_ms)
             except Refused as e:
@@ -149,7 +171,19 @@ class ClientLoop:
                     }
                     if lease.depth != 1:  # reentrant: nested by the same owner
                         value["depth"] = lease.depth
-                    self.rec.record(self.process, OK, ACQUIRE, key, lease.token, value)
+                    self.granted_at = self.rec.record(
+                        self.process, OK, ACQUIRE, key, lease.token, value
+                    )
+                    if self.gate is not None and lease.depth == 1:  # a lease, not a nesting
+                        self.gate.granted(
+                            key,
+                            lease.token,
+                            lease.grants,
+                            invoked,
+                            self.granted_at,
+                            lease.deadline,
+                            ttl_ms,
+                        )
                     return lease
                 else:
                     self.rec.record(self.process, FAIL, ACQUIRE, key)
@@ -172,10 +206,13 @@ class ClientLoop:
         when the worker means to invoke its release (``planned_end``): by then at the latest,
         if the harness is on time. Recorded with the release, it lets the checker tell a
         late harness (CPU starvation, a hung resource) from a lock that let two in."""
+        granted_at = self.granted_at
         hold_end = self.clock() + int(
             self.rng.uniform(self.workload.hold_min_ns, self.workload.hold_max_ns)
         )
-        if self.usable_until(lease, hold_end) <= self.clock():
+        edge = self.workload.hold_end.edge  # drawn only when set: the same draws as before
+        margin = None if edge is None else int(self.rng.uniform(*edge))
+        if self.stop_at(lease, hold_end, margin) <= self.clock():
             # The lease is too short to use safely: release it untouched, right away.
             return lease, self.clock() + EXIT_BUDGET_NS
         key, token = lease.key, lease.token
@@ -195,9 +232,9 @@ class ClientLoop:
                 }
             self.rec.record(self.process, OK, ENTER, key, token, value)
         if self.workload.nesting and self.rng.random() < self.workload.nesting:
-            self.nested(lease, self.usable_until(lease, hold_end))
-        lease = self.hold(lease, hold_end)
-        planned_end = self.usable_until(lease, hold_end) + EXIT_BUDGET_NS
+            self.nested(lease, self.stop_at(lease, hold_end, margin))
+        lease = self.hold(lease, hold_end, granted_at, margin)
+        planned_end = self.stop_at(lease, hold_end, margin) + EXIT_BUDGET_NS
         self.exit(lease)
         return lease, planned_end
 
@@ -207,28 +244,42 @@ class ClientLoop:
             return min(hold_end, lease.deadline - EXIT_BUDGET_NS)
         return hold_end
 
-    def hold(self, lease: Lease, hold_end: int) -> Lease:
+    def stop_at(self, lease: Lease, hold_end: int, margin: int | None) -> int:
+        """When the work stops: the drawn hold's end, or with ``hold_end: edge`` the
+        ``margin`` before the lease's deadline (the one in force, after any extends), so
+        that the release meets the key's expiry; either way, no later than usable_until."""
+        if margin is not None and lease.deadline is not None:
+            return self.usable_until(lease, lease.deadline - margin)
+        return self.usable_until(lease, hold_end)
+
+    def hold(self, lease: Lease, hold_end: int, granted_at: int, margin: int | None) -> Lease:
         """The work: sleep to the hold's end. Not cut short by stop: finish the cycle.
-        With ``extend``, renew the lease whenever a third of its TTL has passed since the
-        hold began or the last renewal (as Redisson's watchdog does) while the hold goes on
-        past the current validity; once the client refuses, hold what is left of it, and
-        once it says the refusal lost the lock (Refused.lost), stop at once."""
-        renew_every = self.workload.ttl_ms * 1_000_000 // 3
-        renewed_at = self.clock()
+        With ``extend``, renew the lease when ``extend_at`` says (by default whenever a
+        third of its TTL has passed since the hold began or the last renewal, as
+        Redisson's watchdog does) while the hold goes on past the current validity; once
+        the client refuses, hold what is left of it, and once it says the refusal lost the
+        lock (Refused.lost), stop at once. With an edge ``margin``, past the drawn hold the
+        lease is no longer extended, and the work goes on to the margin before its deadline."""
+        at = self.workload.extend_at
+        # Cadence counts from the hold's start, as before; a fraction from the grant, whose
+        # validity it divides.
+        renewed_at = self.clock() if at.kind == "cadence" else granted_at
         while self.workload.extend and lease.deadline is not None and hold_end > lease.deadline:
             now = self.clock()
             if now >= hold_end:
                 break
-            if renewed_at + renew_every > now:
-                time.sleep((min(renewed_at + renew_every, hold_end) - now) / 1e9)
+            due = at.next_extend(renewed_at, lease.deadline, self.workload.ttl_ns)
+            if due > now:
+                time.sleep((min(due, hold_end) - now) / 1e9)
                 continue
             extended = self.extend(lease)
             if extended is None:
                 break
-            lease, renewed_at = extended, self.clock()
-            if lease.deadline is not None and lease.deadline <= renewed_at:
+            lease, now = extended, self.clock()
+            if lease.deadline is not None and lease.deadline <= now:
                 break  # lost (a refused extend that ended the lease): nothing left to hold
-        remaining = self.usable_until(lease, hold_end) - self.clock()
+            renewed_at = now if at.kind == "cadence" else self.granted_at
+        remaining = self.stop_at(lease, hold_end, margin) - self.clock()
         if remaining > 0:
             time.sleep(remaining / 1e9)
         return lease
@@ -240,6 +291,8 @@ class ClientLoop:
         invoked = self.rec.record(
             self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms}
         )
+        if self.gate is not None:
+            self.gate.ask(EXTEND, lease.key, lease.token, invoked, lease.grants)
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Refused as e:
@@ -257,7 +310,7 @@ class ClientLoop:
             self.rec.record(self.process, INFO, EXTEND, lease.key, lease.token, broken)
             return None
         value = {"deadline": extended.deadline, "grants": list(extended.grants)}
-        self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)
+        self.granted_at = self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)
         return extended
 
     def exit(self, lease: Lease) -> None:
@@ -296,7 +349,11 @@ class ClientLoop:
             value = {"depth": lease.depth}
         elif planned_end is not None:
             value = {"planned_end": planned_end}
-        self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
+        invoked = self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
+        if self.gate is not None:
+            if lease.depth == 1:
+                self.gate.released(lease.key, lease.token)
+            self.gate.ask(RELEASE, lease.key, lease.token, invoked, lease.grants)
         try:
             released = self.client.release(lease)
         except Refused as e:

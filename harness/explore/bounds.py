@@ -299,6 +299,32 @@ class Words(Written):
         return {"anyOf": [word, choices], "description": f"allowed: {cls.allowed()}"}
 
 
+class WordSet(Words):
+    """Any of ``words``, as a list (or one): which of them are allowed. Unlike Words, the
+    empty list is one too (none of them), and nothing is drawn from it: it is a set."""
+
+    @classmethod
+    def allowed(cls) -> str:
+        return f"a list of any of {', '.join(cls.words)} (or [])"
+
+    @classmethod
+    def decode(cls, value: object) -> Self:
+        words = [value] if isinstance(value, str) else value
+        if (
+            not isinstance(words, list)
+            or any(w not in cls.words for w in words)
+            or len(set(words)) < len(words)  # each once, as the schema says (uniqueItems)
+        ):
+            raise ValueError(f"{value!r} is not a list of these words; allowed: {cls.allowed()}")
+        return cls(Bound(choices=tuple(words)), value)
+
+    @classmethod
+    def json_schema(cls) -> dict[str, object]:
+        word = {"enum": list(cls.words)}
+        choices = {"type": "array", "items": word, "uniqueItems": True}
+        return {"anyOf": [word, choices], "description": f"allowed: {cls.allowed()}"}
+
+
 class Chances(Written):
     """Chances from 0 to 1: one, choices, or a range."""
 

@@ -11,8 +11,9 @@ import random
 from dataclasses import dataclass
 
 from lockharness.core.typed_input import convert
-from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.faults.spec import Anchor, AnchorCall, FaultPlan, FaultSpec
 from lockharness.harness.explore.bounds import as_duration
+from lockharness.harness.explore.client_timing import draw_client_timing
 from lockharness.harness.explore.model import FaultChoice, FaultModel
 from lockharness.harness.explore.options import draw_options
 from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
@@ -27,6 +28,8 @@ _PERIODIC = 0.25  # the chance a fault entry repeats (`every`) rather than occur
 _EVERY_GAP_NS = 200 * MS  # a periodic fault's occurrences are this far apart, at least
 _AT_DEADLINE = 1 / 3  # the chance the longest holds are drawn at the TTL (see _holds)
 _EXTEND = 0.5  # the chance sections extend, where the model and the client allow it
+_VALIDITY = 0.5  # an anchored fault's chance of a validity anchor rather than a call
+_LEAST_FRACTION = 0.5  # a validity anchor's fraction is drawn from here to 1: the edge
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,25 @@ def draw_timing(
     return dataclasses.replace(spec, duration_ns=length, start_after_ns=start, every_ns=every)
 
 
+def draw_anchor(spec: FaultSpec, choice: FaultChoice, s: Scenario, number: int) -> FaultSpec:
+    """``spec`` anchored to a lease (docs/faults.md#anchored-to-a-lease) in the entry's
+    share of the draws (``anchored``), from an rng of its own, so that a model without it
+    draws as before: at a fraction of a lease's validity from 0.5 to 1, or while an extend
+    (where the sections extend) or a release is in flight. Its timing stays: `start_after`
+    delays the first, `every` spaces them."""
+    if not choice.anchored:
+        return spec
+    rng = random.Random(f"{s.seed}:explore-anchor:{s.name}:{number}")
+    if rng.random() >= choice.anchored:
+        return spec
+    if rng.random() < _VALIDITY:
+        anchor = Anchor(validity=round(rng.uniform(_LEAST_FRACTION, 1.0), 2))
+    else:
+        calls: tuple[AnchorCall, ...] = ("extend", "release")
+        anchor = Anchor(call=rng.choice(calls if s.workload.extend else calls[1:]))
+    return dataclasses.replace(spec, anchor=anchor)
+
+
 def draw_fault(
     model: FaultModel, rng: random.Random, s: Scenario, number: int
 ) -> tuple[FaultSpec, DrawnFault]:
@@ -110,7 +132,8 @@ def draw_fault(
     targets = rng.choice(choice.targets)
     options = draw_options(choice, rng, ttl, room)
     spec = FaultSpec(choice.kind, f"{choice.kind}-{number}", targets, options=options)
-    return draw_timing(spec, choice, rng, s.duration_ns, ttl), DrawnFault(number, choice)
+    timed = draw_timing(spec, choice, rng, s.duration_ns, ttl)
+    return draw_anchor(timed, choice, s, number), DrawnFault(number, choice)
 
 
 def as_read(client: ClientSpec) -> ClientSpec:
@@ -139,7 +162,10 @@ def _bare(
         seed=seed,
         cluster=cluster,
         client=as_read(client),
-        workload=_workload(model, client, rng, ttl),
+        # The client's timing from an rng of its own: the rest draws as it did before it.
+        workload=draw_client_timing(
+            model, _workload(model, client, rng, ttl), random.Random(f"{seed}:explore-timing")
+        ),
     )
 
 

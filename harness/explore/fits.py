@@ -3,7 +3,8 @@ mutation, replay and shrinking step before it runs one, so that nothing outside 
 the lock claims is ever injected (and what the property tests check over many seeds).
 
 Only what the lock claims to tolerate is checked: the cluster's persistence and restart
-delay, and every fault (kind, options, targets, durations). The run's length and the
+delay, every fault (kind, options, targets, durations), and the client's timings the
+model names (workload.timing; the defaults always fit). The run's length and the
 workload's numbers are the explorer's choice of where to look, and shrinking cuts them.
 """
 
@@ -17,6 +18,7 @@ from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultSpec
 from lockharness.faults.targets import majority_size, minority_size
 from lockharness.harness.explore.bounds import Bound, as_duration
+from lockharness.harness.explore.client_timing import non_default
 from lockharness.harness.explore.model import (
     SOME_WORKERS,
     FaultChoice,
@@ -107,6 +109,9 @@ def outside(model: FaultModel, s: Scenario) -> list[str]:
             f"cluster.restart_delay {c.restart_delay_ns} ns is below the model's {least} ns "
             f"for persistence {c.persistence}"
         )
+    for timing in [t for t in non_default(s.workload) if t not in model.timing]:
+        allowed = ", ".join(sorted(model.timing)) or "none"
+        problems.append(f"workload timing {timing} is not among the model's ({allowed})")
     fits_of: dict[str, FaultChoice] = {}
     for spec in s.faults.faults:
         if not model.choices_of(spec.kind):

@@ -18,6 +18,7 @@ the run and workload shapes an exploration draws inside them (docs/explore.md).
       ttl: 200ms..2s
       hold: 0.02ttl..1.5ttl           # hold_min and hold_max are drawn inside it
       extend: true                    # sections may extend, where the client can
+      timing: [fraction, margin, edge, between]   # the client timings drawn (all: default)
     faults:
       - kind: kill                    # a kind of faults.registry
         targets: [one, minority, holder, holder-minority]
@@ -60,6 +61,7 @@ from lockharness.harness.explore.bounds import (
     Lengths,
     WholeNumbers,
     Words,
+    WordSet,
     Written,
 )
 from lockharness.harness.scenario.model import PERSISTENCE_MODES
@@ -95,6 +97,15 @@ class FaultCount(WholeNumbers):
 
 class PersistenceModes(Words):
     words = PERSISTENCE_MODES
+
+
+# The client's own timings a trial may draw beyond the defaults (cadence, drawn, 0s), which
+# are always allowed: workload extend_at (fraction, margin), hold_end (edge), between.
+TIMINGS = ("fraction", "margin", "edge", "between")
+
+
+class Timings(WordSet):
+    words = TIMINGS
 
 
 _T = TypeVar("_T", bound=Written)
@@ -155,6 +166,13 @@ class WorkloadBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     nesting: Annotated[
         Chances, _meaning("the chance a holder acquires again (a reentrant client)")
     ] = written(Chances, 0)
+    timing: Annotated[
+        Timings,
+        _meaning(
+            "the client's timings a trial may draw besides the defaults: extend_at a "
+            "fraction or a margin, hold_end edge, between a delay (docs/scenarios.md)"
+        ),
+    ] = written(Timings, list(TIMINGS))
 
 
 class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -193,6 +211,15 @@ class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             extra={"allowed": "a number above 0 and up to 1000"},
         ),
     ] = 1.0
+    anchored: Annotated[
+        float,
+        Meta(
+            ge=0,
+            le=1,
+            description="the share of its draws anchored to a lease instead of timed",
+            extra={"allowed": "a number from 0 to 1"},
+        ),
+    ] = 0.0
 
 
 ModelName = Annotated[
@@ -227,7 +254,8 @@ class ModelFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
             min_length=1,
             description="the faults the lock claims to tolerate, with their bounds",
             extra={
-                "allowed": "a list of fault entries (kind, targets, duration, options, weight)",
+                "allowed": "a list of fault entries (kind, targets, duration, options, weight, "
+                "anchored)",
                 "problem": "is not a list of one or more fault entries",
             },
         ),
@@ -243,6 +271,7 @@ class FaultChoice:
     duration: Bound
     options: dict[str, Bound]
     weight: float = 1.0
+    anchored: float = 0.0  # the share of its draws anchored to a lease (faults/anchor.py)
 
     @property
     def target_kind(self) -> str:
@@ -251,6 +280,8 @@ class FaultChoice:
     def shown(self) -> str:
         parts = [f"targets {', '.join(self.targets)}", f"for {self.duration.shown()}"]
         parts += [f"{name} {bound.shown()}" for name, bound in self.options.items()]
+        if self.anchored:
+            parts.append(f"anchored {self.anchored:g} of the time")
         return f"{self.kind}: " + "; ".join(parts)
 
 
@@ -272,6 +303,7 @@ class FaultModel:
     extend: bool
     nesting: Bound
     faults: tuple[FaultChoice, ...]
+    timing: frozenset[str] = frozenset(TIMINGS)  # of TIMINGS: what a trial may draw
 
     def least_restart_delay_ns(self, persistence: str, ttl_ns: int) -> int:
         end = self.restart_delay.get(persistence)
@@ -451,7 +483,9 @@ def _fault_choice(entry: FaultEntry, path: str) -> FaultChoice:
         raise Invalid(
             f"{path}.options", f"{kind} needs {', '.join(missing)}; allowed: a bound for each"
         )
-    return FaultChoice(kind, tuple(targets), entry.duration.bound, options, entry.weight)
+    return FaultChoice(
+        kind, tuple(targets), entry.duration.bound, options, entry.weight, entry.anchored
+    )
 
 
 def _restart_delay(delays: dict[str, Any], path: str) -> dict[str, End]:
@@ -503,6 +537,7 @@ def read_model(data: Any, source: str, stem: str) -> FaultModel:
         extend=workload.extend,
         nesting=workload.nesting.bound,
         faults=tuple(_fault_choice(f, f"faults[{i}]") for i, f in enumerate(doc.faults)),
+        timing=frozenset(workload.timing.bound.choices),
     )
     _ranges_hold_at_every_ttl(model)
     return model
@@ -588,6 +623,7 @@ def model_lines(model: FaultModel) -> list[str]:
         f"  runs: {model.duration.shown()}, {model.fault_count.shown()} faults; workers "
         f"{model.workers.shown()} x threads {model.threads.shown()}, keys {model.keys.shown()}, "
         f"ttl {model.ttl.shown()}, hold {model.hold.shown()}"
-        + (", sections extend" if model.extend else ""),
+        + (", sections extend" if model.extend else "")
+        + f"; timing {', '.join(t for t in TIMINGS if t in model.timing) or 'the defaults'}",
         *(f"  - {choice.shown()}" for choice in model.faults),
     ]

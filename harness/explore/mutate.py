@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import msgspec
 
 from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.harness.explore.client_timing import redraw_one
 from lockharness.harness.explore.draw import draw_fault, draw_shape, draw_timing, least_threads
 from lockharness.harness.explore.model import FaultModel
 from lockharness.harness.explore.options import (
@@ -113,11 +114,16 @@ def _splice(m: Mutant, donor: Trial) -> str:
 
 
 def _reshape(m: Mutant) -> str:
-    """One of the clients' numbers or the holds redrawn, keeping the TTL the bounds follow;
-    fewer workers, and the faults' worker lists keep only those left."""
+    """One of the clients' numbers, the holds or (where the model draws any) one of the
+    client's timings redrawn, keeping the TTL the bounds follow; fewer workers, and the
+    faults' worker lists keep only those left."""
     w = m.scenario.workload
     fresh = draw_shape(m.model, m.rng, w.ttl_ns)
-    field = m.rng.choice(_SHAPE_FIELDS)
+    field = m.rng.choice(_SHAPE_FIELDS + ("timing",) * bool(m.model.timing))
+    if field == "timing":
+        w, key = redraw_one(m.model, w, m.rng)
+        m.scenario = dataclasses.replace(m.scenario, workload=w)
+        return f"workload {key} redrawn"
     if field == "hold":
         changes = {"hold_min_ns": fresh.hold_min_ns, "hold_max_ns": fresh.hold_max_ns}
     else:

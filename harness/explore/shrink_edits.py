@@ -53,7 +53,7 @@ def with_window(s: Scenario, i: int, new: int) -> Scenario:
     return with_timeline(s, (*s.faults.timeline[:i], shorter, *s.faults.timeline[i + 1 :]))
 
 
-def with_workload(s: Scenario, **changes: int) -> Scenario:
+def with_workload(s: Scenario, **changes: object) -> Scenario:
     return dataclasses.replace(s, workload=msgspec.structs.replace(s.workload, **changes))
 
 

@@ -11,7 +11,9 @@ repeats them, in this order, until a round accepts none:
    run shortly after the last one;
 4. fewer workers, threads and keys (halving toward the least the faults and mutual
    exclusion allow);
-5. remove the faults no timeline entry refers to.
+5. the client's timing back to the defaults, one key at a time (extend_at cadence,
+   hold_end drawn, between 0s): what the violation does not need of it goes;
+6. remove the faults no timeline entry refers to.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from lockharness.harness.explore.shrink_edits import (
     without_faults,
 )
 from lockharness.harness.scenario import Scenario
+from lockharness.workloads.timing import Between, ExtendAt, HoldEnd
 
 _MS, _S = 1_000_000, 1_000_000_000
 MARGIN_NS = 1 * _S  # a cut run goes on this long after the violation or the last fault
@@ -158,6 +161,21 @@ def fewer_clients(sh: Attempts) -> None:
     _fewest(sh, "keys", 1)
 
 
+def plain_timing(sh: Attempts) -> None:
+    """Each of the client's timing keys at its default, if the violation does without: a
+    minimal scenario keeps only the timing it needs (a release at the deadline's edge,
+    say), and says so by keeping only that key."""
+    for key, default in (
+        ("extend_at", ExtendAt()),
+        ("hold_end", HoldEnd()),
+        ("between", Between()),
+    ):
+        now = getattr(sh.best.workload, key)
+        if now != default:
+            what = f"{key} {now.to_plain()} -> {default.to_plain()}"
+            sh.attempt(with_workload(sh.best, **{key: default}), what)
+
+
 def drop_unused_faults(sh: Attempts) -> None:
     used = {e.fault for e in sh.best.faults.timeline}
     unused = [f.name for f in sh.best.faults.faults if f.name not in used]
@@ -177,5 +195,6 @@ PASSES: tuple[Pass, ...] = (
     drop_faults,
     shorten_windows,
     fewer_clients,
+    plain_timing,
     drop_unused_faults,
 )

@@ -41,6 +41,7 @@ from lockharness.core.log_bound import LogCut
 from lockharness.core.run_dir import RunDir
 from lockharness.core.shards import merge_into
 from lockharness.faults import registry
+from lockharness.faults.anchor import AnchorGate
 from lockharness.faults.base import FaultContext
 from lockharness.faults.deaths import Cause, WorkerDeaths
 from lockharness.faults.nemesis import Nemesis
@@ -55,6 +56,7 @@ from lockharness.harness.scenario import Scenario, resolve_scenario, to_yaml
 from lockharness.harness.scenario.expectation import require_exposure
 from lockharness.harness.scenario.floor import require_floor
 from lockharness.harness.store.layout import create_run_dir, update_latest
+from lockharness.workloads.anchor_gate import GateTask
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
 from lockharness.workloads.recorder import Recorder
 from lockharness.workloads.task import WorkerTask, encode_task
@@ -102,7 +104,11 @@ def resolve_seed(scenario: Scenario) -> Scenario:
 
 
 def _worker_tasks(
-    scenario: Scenario, cluster: Cluster, run_dir: RunDir, t0_ns: int
+    scenario: Scenario,
+    cluster: Cluster,
+    run_dir: RunDir,
+    t0_ns: int,
+    anchor_gate: GateTask | None = None,
 ) -> list[WorkerTask]:
     """Each worker's task: the scenario's typed workload and client, and its own part."""
     w, client = scenario.workload, scenario.client.task()
@@ -121,6 +127,7 @@ def _worker_tasks(
             end_ns=scenario.duration_ns,
             seed=scenario.seed,
             history_path=str(run_dir.shard(worker)),
+            anchor_gate=anchor_gate,
         )
         for worker in range(1, w.workers + 1)
     ]
@@ -292,9 +299,13 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
     stop_watching: Callable[[], None] = _nothing
     client_clocks: dict[int, ClockControl] = {}
     recorder: Recorder | None = None
+    gate: AnchorGate | None = None
     try:
         cluster.start()
-        tasks = _worker_tasks(scenario, cluster, run_dir, 0)  # t0: at the go, below
+        # A fault anchored to a lease: the workers reach the nemesis through this gate.
+        gate = AnchorGate.for_plan(scenario.faults)
+        gate_task = None if gate is None else gate.task
+        tasks = _worker_tasks(scenario, cluster, run_dir, 0, gate_task)  # t0: at the go, below
         client_clocks = _client_clocks(scenario, tasks, run_dir)  # before workers map them
         workers = _start_workers(tasks, run_dir, _worker_env(scenario), cluster.ledger)
         _await_ready(workers, run_dir, console)
@@ -319,6 +330,8 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
         )
         stop_watching = _watch_failovers(cluster, recorder, t0_ns)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
+        if gate is not None:
+            gate.serve(nemesis)
         nemesis.start()  # what is due at 0 s is in effect before any client acts
         _go(run_dir, t0_ns)
         with ProgressLine(console, scenario.name) as progress:
@@ -349,6 +362,8 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
                 execution.problems += nemesis.finish()
             stop_watching()
             execution.exits = _stop_workers(workers, grace_s)
+            if gate is not None:
+                gate.close()
             for control in client_clocks.values():
                 control.close()
             cluster.stop()

@@ -26,6 +26,7 @@ def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
         if lo > hi:
             why = f"{shown(lo)} is above {high} ({shown(hi)}); allowed: a duration up to {high}"
             yield f"workload.{low}", why
+    yield from _timing_problems(s)
     # A single-node client's `node` option must name a node the cluster has.
     node = _option(s, "node")
     if isinstance(node, int) and not 1 <= node <= nodes:
@@ -45,6 +46,23 @@ def scenario_problems(s: Scenario) -> Iterator[tuple[str, str]]:
             why += " occurrences in a run (a longer every, or a shorter duration)"
             yield f"faults[{i}].every", why
             return
+
+
+def _timing_problems(s: Scenario) -> Iterator[tuple[str, str]]:
+    """The client's timing keys (workloads/timing.py) against the TTL and ``extend``: a
+    margin at or past the TTL would extend (or end the hold) the moment the lease is
+    granted, over and over."""
+    w, ttl = s.workload, shown(s.workload.ttl_ns)
+    at = w.extend_at
+    if at.kind != "cadence" and not w.extend:
+        why = f"{at.to_plain()} needs workload.extend: true (without it, sections never extend)"
+        yield "workload.extend_at", f"{why}; allowed: cadence, or extend: true"
+    elif at.margin_ns is not None and at.margin_ns >= w.ttl_ns:
+        why = f"{shown(at.margin_ns)} is not below ttl ({ttl}); allowed: a duration below the TTL"
+        yield "workload.extend_at", f"{why}, a fraction or cadence"
+    if w.hold_end.edge is not None and w.hold_end.edge[1] >= w.ttl_ns:
+        why = f"{w.hold_end.to_plain()} reaches ttl ({ttl}); allowed: drawn, or edge margins"
+        yield "workload.hold_end", f"{why} below the TTL"
 
 
 def _client_problems(s: Scenario) -> Iterator[tuple[str, str]]:

@@ -174,7 +174,9 @@ class ScenarioDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     backend: Backend = DEFAULT_BACKEND  # local processes, or Docker Compose containers
     cluster: ClusterSpec = ClusterSpec()
     client: Annotated[str | ClientDoc, CLIENT_META]
-    workload: WorkloadSpec = WorkloadSpec()
+    # A factory: msgspec cannot write the timing keys' defaults (workloads/timing.py) into
+    # the JSON Schema as one mapping; each key has its own default there.
+    workload: WorkloadSpec = msgspec.field(default_factory=WorkloadSpec)
     faults: Annotated[list[FaultDoc] | None, FAULTS_META] = None
     timeline: Annotated[list[TimelineEntry] | None, TIMELINE_META] = None
     expect_clients: dict[ClientName, Expect] = {}
