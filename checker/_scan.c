@@ -48,8 +48,11 @@ typedef struct {
     /* callbacks and types */
     PyObject *key_attempts, *take_answer, *on_nemesis, *int_field, *names_field, *depth_of,
         *section, *unset, *refuse;
-    /* each lock call answered: (f, type, process, key, token, invoked, answered) */
+    /* each lock call answered that a fault may have met: (f, type, process, key, token,
+       invoked, answered); digest.py's FaultWindow, as the nemesis callback last said */
     PyObject *calls;
+    int fault_open;
+    long long fault_last;
     long long events, nemesis, counts[4], extends[4], cycles;
     long long lo, hi, last_time, last_index;
 } Scanner;
@@ -572,10 +575,16 @@ note_last(Scanner *self, PyObject **items, Py_ssize_t n)
 }
 
 /* A lock call answered (acquire, release, extend), as digest.py's loop keeps it:
-   checker.moments reads when each was in flight. */
+   checker.moments reads when each was in flight. In a file, only one a fault may have met
+   (FaultWindow.met), or answered info. */
 static int
-note_call(Scanner *self, PyObject *ev, PyObject *invoke, PyObject *t)
+note_call(Scanner *self, PyObject *ev, int type, PyObject *invoke, PyObject *t)
 {
+    if (self->ordered && type != T_INFO && !self->fault_open) {
+        long long invoked = PyLong_AsLongLong(FIELD(self, invoke, TIME));
+        if (invoked == -1 && PyErr_Occurred()) return -1;
+        if (self->fault_last < invoked) return 0;
+    }
     PyObject *call = PyTuple_Pack(
         7, FIELD(self, ev, F), FIELD(self, ev, TYPE), FIELD(self, ev, PROCESS),
         FIELD(self, ev, KEY), FIELD(self, ev, TOKEN), FIELD(self, invoke, TIME), t);
@@ -599,9 +608,13 @@ Scanner_feed(Scanner *self, PyObject *batch)
         int type = type_code(FIELD(self, ev, TYPE)), r = 0;
         if (!PyLong_CheckExact(process)) { /* the nemesis: few events, each kept */
             self->nemesis++;
-            PyObject *kept = PyObject_CallOneArg(self->on_nemesis, ev);
-            if (kept == NULL) return NULL;
-            Py_DECREF(kept);
+            PyObject *open = PyObject_CallOneArg(self->on_nemesis, ev);
+            if (open == NULL) return NULL;
+            self->fault_open = PyObject_IsTrue(open);
+            Py_DECREF(open);
+            if (self->fault_open < 0) return NULL;
+            self->fault_last = PyLong_AsLongLong(t);
+            if (self->fault_last == -1 && PyErr_Occurred()) return NULL;
             continue;
         }
         int f = f_code(FIELD(self, ev, F));
@@ -622,7 +635,7 @@ Scanner_feed(Scanner *self, PyObject *batch)
             default: r = answer(self, ev, type, F_EXIT); break;
             }
         }
-        if (r == 0 && type != T_INVOKE && f <= F_EXTEND) r = note_call(self, ev, earlier, t);
+        if (r == 0 && type != T_INVOKE && f <= F_EXTEND) r = note_call(self, ev, type, earlier, t);
         Py_XDECREF(earlier);
         if (r < 0) return NULL;
     }
@@ -725,6 +738,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
     members(self, slots);
     for (int i = 0; i < N_MEMBERS; i++) *slots[i] = Py_NewRef(got[i + 1]);
     self->last_time = LLONG_MIN, self->last_index = -1;
+    self->fault_open = 0, self->fault_last = LLONG_MIN;
     return 0;
 }
 

@@ -99,10 +99,45 @@ class Digest:
     nemesis_events: int = 0
     # Each dead process's first ``died`` record (its moment of death: ``_deaths``).
     deaths: dict[int | str, int] = field(default_factory=dict)
-    # Every acquire, release and extend call, answered in the order of its answer, then
-    # those never answered: one small tuple per call, as many as the sections' and
-    # attempts' own (checker.moments reads when each was in flight).
+    # The acquire, release and extend calls a fault may have met (checker.moments reads
+    # when each was in flight): answered, in the order of their answers, then those never
+    # answered. In a file (in time order) only those in flight while some occurrence was
+    # open, and all answered info or never (in flight until their process's next call):
+    # a long history's millions of calls far from any fault are not kept.
     calls: list[Call] = field(default_factory=list)
+    faults: FaultWindow = field(default_factory=lambda: FaultWindow(everything=True))
+
+
+@dataclass
+class FaultWindow:
+    """Which fault occurrences are open (started, not skipped, stopped nor healed) as a
+    history in time order is read, and when the last nemesis event came: a call answered now met one
+    only if one is open, or one started or stopped after its invoke. An occurrence without
+    a number cannot be paired with its stop: from then on, every call is kept."""
+
+    everything: bool = False  # keep every call (a list of events: any order)
+    open: set[int] = field(default_factory=set)
+    last: int | float = -math.inf
+
+    def note(self, event: Event) -> bool:
+        """Read a nemesis event; whether calls answered from now on must be kept."""
+        value = event.value or {}
+        phase, number = value.get("phase"), value.get("occurrence")
+        if phase == "heal":
+            self.open.clear()
+        elif phase in ("start", "stop") and "skipped" not in value:  # skipped: never began
+            if type(number) is not int:
+                self.everything = True
+            elif phase == "start":
+                self.open.add(number)
+            else:
+                self.open.discard(number)
+        self.last = event.time
+        return self.everything or bool(self.open)
+
+    def met(self, invoked: int) -> bool:
+        """Whether a call invoked at ``invoked`` and answered now may have met a fault."""
+        return self.everything or bool(self.open) or self.last >= invoked
 
 
 def _batches(history: Iterable[Event]) -> Iterable[list[Event]]:
@@ -161,6 +196,8 @@ def _python_digest(history: Iterable[Event]) -> Digest:
     events = nemesis = 0
     lo, hi = math.inf, -math.inf
     ordered = isinstance(history, HistoryFile)  # its reader refuses a file out of order
+    faults = d.faults
+    faults.everything = not ordered
     for batch in _batches(history):
         if not batch:
             continue
@@ -190,7 +227,7 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                 ):
                     refuse("completion", event, earlier)
                 previous[process] = event
-                if kind != INVOKE and f in _CALLS:
+                if kind != INVOKE and f in _CALLS and (kind == INFO or faults.met(earlier.time)):  # type: ignore[union-attr]
                     d.calls.append((f, kind, process, event.key, event.token, earlier.time, t))  # type: ignore[union-attr]
             if f == ACQUIRE:
                 if kind == INVOKE:
@@ -356,9 +393,10 @@ def _died_event(d: Digest, process: int | str, t: int) -> Event:
     )
 
 
-def _nemesis_event(d: Digest, event: Event) -> None:
+def _nemesis_event(d: Digest, event: Event) -> bool:
     """A nemesis event is kept (checker.exposure reads the faults from them), and a
-    failover it records is read (checker.failover)."""
+    failover it records is read (checker.failover). Whether calls answered from now on
+    are kept (``FaultWindow``)."""
     d.nemesis.append(event)
     if event.type == INFO and event.value and "to" in event.value:
         found = failover(event)
@@ -368,6 +406,7 @@ def _nemesis_event(d: Digest, event: Event) -> None:
         for process in _processes(event, event.value) or ():
             known = d.deaths.get(process)
             d.deaths[process] = event.time if known is None else min(known, event.time)
+    return d.faults.note(event)
 
 
 def _finish(
@@ -419,6 +458,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     C loop checks as it goes (OutOfOrder), or a list's events in any order."""
     assert _scan is not None
     d = Digest()
+    d.faults.everything = not isinstance(history, HistoryFile)
     attempts, view = d.attempts, d.resource
     held: dict[_Lease, _Opened] = {}
     extended: dict[_Lease, int | None] = {}
