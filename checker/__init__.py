@@ -26,6 +26,7 @@ from lockharness.checker.evidence import (
     ms_text,
 )
 from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
+from lockharness.checker.moments import MOMENT_KINDS
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
@@ -46,6 +47,7 @@ NATIVE_SCAN: bool = _scan is not None  # the one pass and the sweeps run in C (c
 
 __all__ = [
     "EXPOSURE_KINDS",
+    "MOMENT_KINDS",
     "NATIVE_SCAN",
     "BadValue",
     "CheckResult",

@@ -48,6 +48,11 @@ typedef struct {
     /* callbacks and types */
     PyObject *key_attempts, *take_answer, *on_nemesis, *int_field, *names_field, *depth_of,
         *section, *unset, *refuse;
+    /* each lock call answered that a fault may have met: (f, type, process, key, token,
+       invoked, answered); digest.py's FaultWindow, as the nemesis callback last said */
+    PyObject *calls;
+    int fault_open;
+    long long fault_last;
     long long events, nemesis, counts[4], extends[4], cycles;
     long long lo, hi, last_time, last_index;
 } Scanner;
@@ -569,6 +574,26 @@ note_last(Scanner *self, PyObject **items, Py_ssize_t n)
     return 0;
 }
 
+/* A lock call answered (acquire, release, extend), as digest.py's loop keeps it:
+   checker.moments reads when each was in flight. In a file, only one a fault may have met
+   (FaultWindow.met), or answered info. */
+static int
+note_call(Scanner *self, PyObject *ev, int type, PyObject *invoke, PyObject *t)
+{
+    if (self->ordered && type != T_INFO && !self->fault_open) {
+        long long invoked = PyLong_AsLongLong(FIELD(self, invoke, TIME));
+        if (invoked == -1 && PyErr_Occurred()) return -1;
+        if (self->fault_last < invoked) return 0;
+    }
+    PyObject *call = PyTuple_Pack(
+        7, FIELD(self, ev, F), FIELD(self, ev, TYPE), FIELD(self, ev, PROCESS),
+        FIELD(self, ev, KEY), FIELD(self, ev, TOKEN), FIELD(self, invoke, TIME), t);
+    if (call == NULL) return -1;
+    int r = PyList_Append(self->calls, call);
+    Py_DECREF(call);
+    return r;
+}
+
 static PyObject *
 Scanner_feed(Scanner *self, PyObject *batch)
 {
@@ -583,9 +608,13 @@ Scanner_feed(Scanner *self, PyObject *batch)
         int type = type_code(FIELD(self, ev, TYPE)), r = 0;
         if (!PyLong_CheckExact(process)) { /* the nemesis: few events, each kept */
             self->nemesis++;
-            PyObject *kept = PyObject_CallOneArg(self->on_nemesis, ev);
-            if (kept == NULL) return NULL;
-            Py_DECREF(kept);
+            PyObject *open = PyObject_CallOneArg(self->on_nemesis, ev);
+            if (open == NULL) return NULL;
+            self->fault_open = PyObject_IsTrue(open);
+            Py_DECREF(open);
+            if (self->fault_open < 0) return NULL;
+            self->fault_last = PyLong_AsLongLong(t);
+            if (self->fault_last == -1 && PyErr_Occurred()) return NULL;
             continue;
         }
         int f = f_code(FIELD(self, ev, F));
@@ -606,6 +635,7 @@ Scanner_feed(Scanner *self, PyObject *batch)
             default: r = answer(self, ev, type, F_EXIT); break;
             }
         }
+        if (r == 0 && type != T_INVOKE && f <= F_EXTEND) r = note_call(self, ev, type, earlier, t);
         Py_XDECREF(earlier);
         if (r < 0) return NULL;
     }
@@ -625,7 +655,7 @@ Scanner_totals(Scanner *self, PyObject *Py_UNUSED(ignored))
         self->hi);
 }
 
-enum { N_MEMBERS = 24 };
+enum { N_MEMBERS = 25 };
 
 /* The addresses of the Python objects a Scanner holds besides event_type, for traverse and
  * clear; the array's size makes the compiler refuse a list longer than N_MEMBERS. */
@@ -638,7 +668,7 @@ members(Scanner *self, PyObject **slots[N_MEMBERS])
         &self->nested_release, &self->sections, &self->resource_errors, &self->previous,
         &self->gives, &self->unmatched, &self->key_attempts, &self->take_answer,
         &self->on_nemesis, &self->int_field, &self->names_field, &self->depth_of,
-        &self->section, &self->unset, &self->refuse,
+        &self->section, &self->unset, &self->refuse, &self->calls,
     };
     memcpy(slots, all, sizeof all);
 }
@@ -679,17 +709,18 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
         "latencies", "ok_latencies", "holding", "nested_release", "sections",
         "resource_errors", "previous", "gives", "unmatched", "key_attempts", "take_answer",
         "on_nemesis", "int_field", "names_field", "depth_of", "section", "unset", "refuse",
-        NULL,
+        "calls", NULL,
     };
     PyObject *got[N_MEMBERS + 1]; /* event_type, then the members in their order */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOOO", names, &self->ordered,
+            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOOOO!", names, &self->ordered,
             &PyType_Type, &got[0], &PyDict_Type, &got[1], &PyDict_Type, &got[2], &PyDict_Type,
             &got[3], &PyDict_Type, &got[4], &PyDict_Type, &got[5], &PyDict_Type, &got[6],
             &PyList_Type, &got[7], &PyList_Type, &got[8], &PySet_Type, &got[9], &PySet_Type,
             &got[10], &PyList_Type, &got[11], &PyList_Type, &got[12], &PyDict_Type, &got[13],
             &PyDict_Type, &got[14], &PyList_Type, &got[15], &got[16], &got[17], &got[18],
-            &got[19], &got[20], &got[21], &got[22], &got[23], &got[24]))
+            &got[19], &got[20], &got[21], &got[22], &got[23], &got[24], &PyList_Type,
+            &got[25]))
         return -1;
     PyTypeObject *event_type = (PyTypeObject *)got[0];
     for (int k = 0; k < N_FIELDS; k++) {
@@ -707,6 +738,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
     members(self, slots);
     for (int i = 0; i < N_MEMBERS; i++) *slots[i] = Py_NewRef(got[i + 1]);
     self->last_time = LLONG_MIN, self->last_index = -1;
+    self->fault_open = 0, self->fault_last = LLONG_MIN;
     return 0;
 }
 

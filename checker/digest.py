@@ -75,6 +75,10 @@ _Opened = tuple[Event, int | None, tuple[str, ...], int | None, int]
 _UNSET = object()  # no extension moved the deadline
 _TYPES = (INVOKE, OK, FAIL, INFO)
 _OPERATIONS = frozenset((ACQUIRE, RELEASE, EXTEND, ENTER, EXIT))  # a client's, in sequence
+_CALLS = frozenset((ACQUIRE, RELEASE, EXTEND))  # the lock's calls, whose moments count
+# A lock call (checker.moments): (f, type, process, key, token, invoked, answered); its
+# type is its answer's (ok, fail, info), or invoke with answered None when none came.
+Call = tuple[str, str, int | str, str | None, str | None, int, int | None]
 _time = attrgetter("time")
 _acquire_index = attrgetter("acquire_index")
 
@@ -95,6 +99,45 @@ class Digest:
     nemesis_events: int = 0
     # Each dead process's first ``died`` record (its moment of death: ``_deaths``).
     deaths: dict[int | str, int] = field(default_factory=dict)
+    # The acquire, release and extend calls a fault may have met (checker.moments reads
+    # when each was in flight): answered, in the order of their answers, then those never
+    # answered. In a file (in time order) only those in flight while some occurrence was
+    # open, and all answered info or never (in flight until their process's next call):
+    # a long history's millions of calls far from any fault are not kept.
+    calls: list[Call] = field(default_factory=list)
+    faults: FaultWindow = field(default_factory=lambda: FaultWindow(everything=True))
+
+
+@dataclass
+class FaultWindow:
+    """Which fault occurrences are open (started, not skipped, stopped nor healed) as a
+    history in time order is read, and when the last nemesis event came: a call answered now met one
+    only if one is open, or one started or stopped after its invoke. An occurrence without
+    a number cannot be paired with its stop: from then on, every call is kept."""
+
+    everything: bool = False  # keep every call (a list of events: any order)
+    open: set[int] = field(default_factory=set)
+    last: int | float = -math.inf
+
+    def note(self, event: Event) -> bool:
+        """Read a nemesis event; whether calls answered from now on must be kept."""
+        value = event.value or {}
+        phase, number = value.get("phase"), value.get("occurrence")
+        if phase == "heal":
+            self.open.clear()
+        elif phase in ("start", "stop") and "skipped" not in value:  # skipped: never began
+            if type(number) is not int:
+                self.everything = True
+            elif phase == "start":
+                self.open.add(number)
+            else:
+                self.open.discard(number)
+        self.last = event.time
+        return self.everything or bool(self.open)
+
+    def met(self, invoked: int) -> bool:
+        """Whether a call invoked at ``invoked`` and answered now may have met a fault."""
+        return self.everything or bool(self.open) or self.last >= invoked
 
 
 def _batches(history: Iterable[Event]) -> Iterable[list[Event]]:
@@ -153,6 +196,8 @@ def _python_digest(history: Iterable[Event]) -> Digest:
     events = nemesis = 0
     lo, hi = math.inf, -math.inf
     ordered = isinstance(history, HistoryFile)  # its reader refuses a file out of order
+    faults = d.faults
+    faults.everything = not ordered
     for batch in _batches(history):
         if not batch:
             continue
@@ -182,6 +227,8 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                 ):
                     refuse("completion", event, earlier)
                 previous[process] = event
+                if kind != INVOKE and f in _CALLS and (kind == INFO or faults.met(earlier.time)):  # type: ignore[union-attr]
+                    d.calls.append((f, kind, process, event.key, event.token, earlier.time, t))  # type: ignore[union-attr]
             if f == ACQUIRE:
                 if kind == INVOKE:
                     n_invoke += 1
@@ -294,7 +341,7 @@ def _python_digest(history: Iterable[Event]) -> Digest:
     d.events, d.nemesis_events = events, nemesis
     if events:
         d.first_time, d.last_time = int(lo), int(hi)
-    _finish(d, pending, held, extended, last)
+    _finish(d, pending, held, extended, last, previous)
     _check_the_end(d, unmatched, last, history)
     return d
 
@@ -346,9 +393,10 @@ def _died_event(d: Digest, process: int | str, t: int) -> Event:
     )
 
 
-def _nemesis_event(d: Digest, event: Event) -> None:
+def _nemesis_event(d: Digest, event: Event) -> bool:
     """A nemesis event is kept (checker.exposure reads the faults from them), and a
-    failover it records is read (checker.failover)."""
+    failover it records is read (checker.failover). Whether calls answered from now on
+    are kept (``FaultWindow``)."""
     d.nemesis.append(event)
     if event.type == INFO and event.value and "to" in event.value:
         found = failover(event)
@@ -358,6 +406,7 @@ def _nemesis_event(d: Digest, event: Event) -> None:
         for process in _processes(event, event.value) or ():
             known = d.deaths.get(process)
             d.deaths[process] = event.time if known is None else min(known, event.time)
+    return d.faults.note(event)
 
 
 def _finish(
@@ -366,9 +415,13 @@ def _finish(
     held: dict[_Lease, _Opened],
     extended: dict[_Lease, int | None],
     last: dict[int | str, int],
+    previous: dict[int | str, Event],
 ) -> None:
     """What is left open at the history's end, or at the death of its process."""
     died = _deaths(d.deaths, last)
+    for process, event in previous.items():  # lock calls never answered
+        if event.type == INVOKE and event.f in _CALLS:
+            d.calls.append((event.f, INVOKE, process, event.key, event.token, event.time, None))
     for process, key_attempts in pending.items():
         key_attempts.dones.append(died.get(process, math.inf))
     for key_attempts in d.attempts.by_key.values():
@@ -405,12 +458,14 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     C loop checks as it goes (OutOfOrder), or a list's events in any order."""
     assert _scan is not None
     d = Digest()
+    d.faults.everything = not isinstance(history, HistoryFile)
     attempts, view = d.attempts, d.resource
     held: dict[_Lease, _Opened] = {}
     extended: dict[_Lease, int | None] = {}
     last: dict[int | str, int] = {}
     pending: dict[int | str, KeyAttempts] = {}
     unmatched: list[Event] = []
+    previous: dict[int | str, Event] = {}
 
     scanner = _scan.Scanner(
         ordered=isinstance(history, HistoryFile),
@@ -427,7 +482,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         nested_release=set(),
         sections=d.sections,
         resource_errors=view.errors,
-        previous={},
+        previous=previous,
         gives={},
         unmatched=unmatched,
         key_attempts=KeyAttempts,
@@ -439,6 +494,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         section=Section,
         unset=_UNSET,
         refuse=refuse,
+        calls=d.calls,
     )
     # A file's order is the C loop's to check (OutOfOrder); a list's is any.
     batches = history.batches(checked=False) if isinstance(history, HistoryFile) else [history]
@@ -452,7 +508,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
     d.cycles, d.events, d.nemesis_events = totals["cycles"], totals["events"], totals["nemesis"]
     if d.events:
         d.first_time, d.last_time = totals["lo"], totals["hi"]
-    _finish(d, pending, held, extended, last)
+    _finish(d, pending, held, extended, last, previous)
     _check_the_end(d, unmatched, last, history)
     return d
 

@@ -44,17 +44,25 @@ the history's end). Each way of touching, by the exposure category a fault kind 
 
 Counts are fault occurrences (one occurrence may count under several kinds). Defined on
 the history alone, so ``check`` of a stored run gives the figures ``run`` gave.
+
+Besides these (whether a fault touched a lease), the *moments* (checker.moments: when):
+during-acquire, during-extend, during-release (in effect while such a call by a process it
+touched was in flight) and at-lease-edge (touching a held lease in its last tenth of
+validity). They are counted apart (``Exposure.moments``, ``FaultExposure.moments``), and
+make no occurrence or lease ``touched``: they say when, not whether.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockharness.checker.digest import Call
 from lockharness.checker.evidence import Failover
+from lockharness.checker.moments import MOMENT_KINDS, Reach, at_edge, during, in_flight
 from lockharness.checker.sections import Section
 from lockharness.checker.values import names_field
 from lockharness.checker.values import processes_field as _processes
@@ -78,6 +86,7 @@ EXPOSURE_KINDS: dict[str, str] = {
     "holder-killed": "the holder's worker was killed while it held",
     "failover-during-lease": "a failover while a lease granted by the old master was live",
     "fault-during-lease": "another fault in effect while some lease was live",
+    **MOMENT_KINDS,
 }
 MAX_FAULTS_SHOWN = 1000  # occurrences and touched leases listed (all are counted)
 LEASES_PER_FAULT_SHOWN = 20  # of the leases one occurrence touched, listed with it
@@ -98,6 +107,7 @@ class _Occurrence:
     stopped: dict[str, Any] = field(default_factory=dict)
     touched: set[str] = field(default_factory=set)
     leases: set[int] = field(default_factory=set)  # acquire indexes
+    moments: set[str] = field(default_factory=set)  # checker.moments's kinds it reached
 
     def touch(self, how: str, lease: Section) -> None:
         self.touched.add(how)
@@ -379,6 +389,64 @@ def _failovers(failovers: Sequence[Failover], index: _Index) -> tuple[int, set[i
     return count, leases
 
 
+# Each category's reach for the moments (checker.moments): whom its occurrences touch.
+_NODE_CATEGORIES = ("kill-of-grant-node", "pause-of-grant-node", "clock-change-of-grant-node")
+_LINK_FIELDS = {"holder-partitioned": "cut", "holder-latency": "links"}
+_CLIENT_CATEGORIES = ("holder-paused", "holder-killed")
+
+
+def _reach(occurrence: _Occurrence) -> Reach:
+    """When an occurrence was in effect and whom it touched, as its category decides
+    for leases: a kill from its decision (``_down_from``) on the nodes it killed, a client
+    kill for an instant; what the record does not say, anyone."""
+    start, category = occurrence.start, occurrence.category
+    end = occurrence.end if occurrence.end is not None else start + 1
+    event, started = occurrence.event, occurrence.started
+    if category == "kill-of-grant-node":
+        start = _down_from(occurrence)
+        killed = names_field(event, started, "killed") if "killed" in started else None
+        nodes = frozenset(killed if killed is not None else occurrence.targets)
+        return Reach(start, max(end, start + 1), nodes=nodes)
+    if category in _NODE_CATEGORIES:
+        return Reach(start, max(end, start + 1), nodes=frozenset(occurrence.targets))
+    if category in _LINK_FIELDS:
+        workers = _processes(event, started)
+        links = frozenset(names_field(event, started, _LINK_FIELDS[category]))
+        if workers is not None and links:
+            return Reach(start, max(end, start + 1), links=links, workers=workers)
+    if category in _CLIENT_CATEGORIES:
+        processes = _processes(event, started)
+        if category == "holder-killed":
+            end = start + 1  # an instant: the kill
+        if processes is not None:
+            return Reach(start, max(end, start + 1), processes=frozenset(processes))
+    return Reach(start, max(end, start + 1))
+
+
+def _moments(
+    occurrences: list[_Occurrence],
+    index: _Index,
+    calls: Sequence[Call],
+    deaths: Mapping[int | str, int],
+    end: int,
+    ttl_ns: dict[str | None, int],
+) -> None:
+    """Each occurrence's moments (checker.moments): the calls in flight and the lease
+    edges it met."""
+    # Each lease's grant nodes, by (process, key, token): a token granted twice, the last.
+    grants = {(s.process, s.key, s.token): s.grants for s in (x.section for x in index.leases)}
+    flights = in_flight(calls, deaths, end)
+    for occurrence in occurrences:
+        reach = _reach(occurrence)
+        occurrence.moments |= during(reach, flights, grants)
+        held = [
+            (lease.section, lease.held_end, _expiry(lease.section, ttl_ns))
+            for lease in index.meeting(reach.start, reach.end, live=False)
+        ]
+        if at_edge(reach, held):
+            occurrence.moments.add("at-lease-edge")
+
+
 @dataclass
 class _Pairing:
     """What pairing an occurrence with leases reads, and what it gathers as it goes."""
@@ -425,10 +493,13 @@ def check_exposure(
     failovers: Sequence[Failover] = (),
     end: int = 0,
     ttl_ns: dict[str | None, int] | None = None,
+    calls: Sequence[Call] = (),
+    deaths: Mapping[int | str, int] | None = None,
 ) -> Exposure:
     """How the faults recorded in ``nemesis`` (the nemesis's events, in order) touched the
     ``sections`` live while they were in effect; ``end`` is the history's last time and
-    ``ttl_ns`` the TTL the acquires of each key asked for (for leases without a deadline)."""
+    ``ttl_ns`` the TTL the acquires of each key asked for (for leases without a deadline).
+    ``calls`` (checker.digest's) and ``deaths`` (each dead process's) give the moments."""
     end = max(end, max((s.end for s in sections), default=end))
     ttl_ns = ttl_ns or {}
     if not nemesis and not failovers:  # no faults: nothing to pair (and a long history's
@@ -442,6 +513,7 @@ def check_exposure(
     for occurrence in occurrences:
         _PAIR[occurrence.category](occurrence, pairing)
     _grants_majority(losses, index)
+    _moments(occurrences, index, calls, deaths or {}, end, ttl_ns)
     failed_over, failover_leases = _failovers(failovers, index)
     for occurrence in occurrences:  # a promote is a failover: touched when its failover was
         if occurrence.category == "failover-during-lease" and failed_over:
@@ -460,7 +532,10 @@ def _summary(
     failover_leases: set[int],
 ) -> Exposure:
     counts: dict[str, int] = {}
+    moments: dict[str, int] = {}
     for occurrence in occurrences:
+        for how in occurrence.moments:
+            moments[how] = moments.get(how, 0) + 1
         for how in occurrence.touched:
             if how != "failover-during-lease":
                 counts[how] = counts.get(how, 0) + 1
@@ -480,6 +555,7 @@ def _summary(
             touched=sorted(o.touched),
             leases=len(o.leases),
             touched_leases=sorted(o.leases)[:LEASES_PER_FAULT_SHOWN],
+            moments=[how for how in MOMENT_KINDS if how in o.moments],
         )
         for o in occurrences[:MAX_FAULTS_SHOWN]
     ]
@@ -493,4 +569,5 @@ def _summary(
         failovers_touching=failed_over,
         occurrences=shown,
         touched_leases=sorted(touched_leases)[:MAX_FAULTS_SHOWN],
+        moments={how: moments[how] for how in MOMENT_KINDS if how in moments},
     )

@@ -120,7 +120,9 @@ def _check(
     counts["resource_violations"] = len(resource)
     stats = Stats(**counts)
     ttl_ns = {k: a.ttl_ms * 1_000_000 for k, a in found.attempts.by_key.items() if a.ttl_ms}
-    exposure = check_exposure(sections, found.nemesis, found.failovers, end, ttl_ns)
+    exposure = check_exposure(
+        sections, found.nemesis, found.failovers, end, ttl_ns, found.calls, found.deaths
+    )
     if total:
         reasons = _violation_reasons(mutex, resource)
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.

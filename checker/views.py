@@ -123,13 +123,16 @@ class FaultExposure(msgspec.Struct, frozen=True):
     leases: int  # live leases it touched
     # Their acquire indexes (the first few: checker.exposure.LEASES_PER_FAULT_SHOWN).
     touched_leases: list[int] = msgspec.field(default_factory=list)
+    # When it met a lease's edge (checker.moments.MOMENT_KINDS): during-acquire...
+    moments: list[str] = msgspec.field(default_factory=list)
 
     def describe(self) -> str:
         span = f"{self.start / 1e9:.3f}s→{self.end / 1e9:.3f}s"
         what = f"{self.fault} ({self.kind}) on {','.join(self.targets) or '-'} {span}"
+        when = f"; {', '.join(self.moments)}" if self.moments else ""
         if not self.touched:
-            return f"{what}: touched no live lease"
-        return f"{what}: {', '.join(self.touched)} ({self.leases} lease(s))"
+            return f"{what}: touched no live lease{when}"
+        return f"{what}: {', '.join(self.touched)} ({self.leases} lease(s)){when}"
 
 
 class Exposure(msgspec.Struct, frozen=True):
@@ -146,6 +149,9 @@ class Exposure(msgspec.Struct, frozen=True):
     failovers_touching: int = 0
     occurrences: list[FaultExposure] = msgspec.field(default_factory=list)  # in run order
     touched_leases: list[int] = msgspec.field(default_factory=list)  # their acquire indexes
+    # Fault occurrences per moment (checker.moments.MOMENT_KINDS): apart from ``counts``,
+    # since they say when a fault met a lease's edge, not whether it touched one.
+    moments: dict[str, int] = msgspec.field(default_factory=dict)
 
     @property
     def had_faults(self) -> bool:
@@ -171,4 +177,11 @@ class Exposure(msgspec.Struct, frozen=True):
             text += f", {self.failovers_touching} failover(s) during a lease"
         if self.counts:
             text += ": " + ", ".join(f"{how} {n}" for how, n in self.counts.items())
+        if self.moments:
+            text += "; moments: " + ", ".join(f"{how} {n}" for how, n in self.moments.items())
         return text
+
+    def count(self, name: str) -> int:
+        """The count of an exposure kind (checker.exposure.EXPOSURE_KINDS), a moment's
+        among them."""
+        return self.counts.get(name, self.moments.get(name, 0))

@@ -336,3 +336,33 @@ def test_one_grouping_serves_every_sweep_and_is_left_as_it_was(
     assert sweeps() == alone
     assert without_c(sweeps) == alone
     assert grouped == kept  # the Python sweeps sort copies, not the caller's lists
+
+
+def test_both_loops_keep_each_lock_call_with_when_it_was_in_flight() -> None:
+    """checker.moments reads them: answered (ok, fail, info) in the order of their answers,
+    then those never answered; enter and exit are no lock calls."""
+    raw: list[tuple[int, EventType, str, int, str, str | None, dict[str, Any] | None]] = [
+        (0, "invoke", "acquire", 10, "k0", None, {"ttl_ms": 100}),
+        (0, "ok", "acquire", 20, "k0", "t0", {"deadline": 110, "grants": ["n1"]}),
+        (0, "invoke", "enter", 25, "k0", "t0", None),
+        (0, "ok", "enter", 26, "k0", "t0", None),
+        (0, "invoke", "extend", 30, "k0", "t0", None),
+        (1, "invoke", "acquire", 35, "k0", None, {"ttl_ms": 100}),
+        (0, "info", "extend", 40, "k0", "t0", None),
+        (1, "fail", "acquire", 45, "k0", None, None),
+        (0, "invoke", "release", 50, "k0", "t0", None),
+        (0, "ok", "release", 60, "k0", "t0", None),
+        (1, "invoke", "acquire", 70, "k0", None, {"ttl_ms": 100}),
+    ]
+    events = [
+        Event(i, p, t, f, time, time, k, tok, v) for i, (p, t, f, time, k, tok, v) in enumerate(raw)
+    ]
+    expected = [
+        ("acquire", "ok", 0, "k0", "t0", 10, 20),
+        ("extend", "info", 0, "k0", "t0", 30, 40),
+        ("acquire", "fail", 1, "k0", None, 35, 45),
+        ("release", "ok", 0, "k0", "t0", 50, 60),
+        ("acquire", "invoke", 1, "k0", None, 70, None),
+    ]
+    assert _python_digest(events).calls == expected
+    assert _c_digest(events).calls == expected

@@ -5,6 +5,9 @@ coverage-guided fuzzer keeps an input that reached a new branch).
 A cell is a way of touching (checker.exposure's kinds) by a fault kind ("kill x
 restart-before-expiry-without-key"), and each way's count in coarse buckets (AFL's hit
 counts: 1, 2, 3, 4-7, 8-15, 16+), so that "twice" is news after "once" but 9 after 8 is not.
+The moments (checker.moments: a fault during an acquire, an extend, a release, or at a
+lease's edge) are cells the same way, beside the ways: the ways saturate within minutes,
+the moments are what is left to reach. Bounded: (ways + moments) x (fault kinds + buckets).
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ def cells(exposure: Exposure) -> frozenset[Cell]:
     for how, count in exposure.counts.items():
         if count > 0 and how not in ("touched", "leases-touched"):
             reached.add(("count", how, _bucket(count)))
+    for how, count in exposure.moments.items():
+        if count > 0:
+            reached.add(("count", how, _bucket(count)))
     for occurrence in exposure.occurrences:
-        for how in occurrence.touched:
+        for how in (*occurrence.touched, *occurrence.moments):
             reached.add(("by", occurrence.kind, how))
     return frozenset(reached)
 

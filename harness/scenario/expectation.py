@@ -18,8 +18,8 @@ RESOURCE_EXPECTATIONS: tuple[str, ...] = ("consistent", "inconsistent")
 TOKEN_EXPECTATIONS: tuple[str, ...] = ("ordered", "out-of-order")
 
 
-# What `expect: {exposure: {...}}` may count: each way a fault touches a live lease
-# (checker.exposure), and two totals.
+# What `expect: {exposure: {...}}` may count: each way a fault touches a live lease and
+# each moment (checker.exposure, checker.moments), and two totals.
 EXPOSURE_TOTALS: dict[str, str] = {
     "touched": "fault occurrences that touched a live lease, in any way",
     "leases-touched": "leases that some fault touched",
@@ -55,7 +55,7 @@ class ExposureRequirement:
             return exposure.touched
         if self.name == "leases-touched":
             return exposure.leases_touched
-        return exposure.counts.get(self.name, 0)
+        return exposure.count(self.name)  # a moment's too
 
     def met_by(self, result: CheckResult) -> bool:
         return _COMPARISONS[self.op](self.measured(result), self.count)

@@ -97,7 +97,9 @@ def _exposure(result: CheckResult) -> dict[str, object]:
         "exposure.touched": exposure.touched,
         "exposure.vacuous": "true" if result.vacuous else "false",
     }
-    return values | {f"exposure.{kind}": n for kind, n in exposure.counts.items()}
+    return values | {
+        f"exposure.{kind}": n for kind, n in {**exposure.counts, **exposure.moments}.items()
+    }
 
 
 def _testcase(result: CaseResult) -> ET.Element:
