@@ -93,6 +93,22 @@ class History:
         return check_history(self.events())
 
 
+def many_calls() -> History:
+    """Twenty leases by two processes, 1 s apart, each extended once; two pauses of n2,
+    one while the 5th lease's extend is in flight, one across the 15th's release; a third
+    skipped."""
+    h = History()
+    for i in range(20):
+        start = (1 + i) * S
+        h.lease(i % 2, start, start + 600 * MS, ttl=S)
+        token = f"t{i % 2}-{start}"
+        h.add(start + 200 * MS, i % 2, "invoke", "extend", "k0", token)
+        h.add(start + 300 * MS, i % 2, "ok", "extend", "k0", token, {"deadline": start + 1300 * MS})
+    h.fault("pause", 5 * S + 250 * MS, 5 * S + 260 * MS, ["n2"])
+    h.fault("pause", 15 * S + 550 * MS, 15 * S + 650 * MS, ["n2"])
+    return h.skipped("pause", 10 * S)  # no target: never began, opens nothing
+
+
 def _processes(*workers: int) -> dict[str, list[int]]:
     return {f"w{w}": list(range((w - 1) * THREADS, w * THREADS)) for w in workers}
 

@@ -4,19 +4,16 @@ lease in its last tenth of validity; each counted and not counted."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lockharness.checker import MOMENT_KINDS, CheckResult, Exposure, Verdict, check_history
-from lockharness.checker.digest import Digest, _c_digest, _python_digest
 from lockharness.core.history import HistoryFile, write_history
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.scenario import load_scenario
 from lockharness.harness.scenario.expectation import EXPOSURE_NAMES, require_exposure
-from tests.test_exposure import MS, History, S, _processes
+from tests.test_exposure import MS, History, S, _processes, many_calls
 from tests.test_scenario import GOOD, write
 
 pytestmark = pytest.mark.unit
@@ -275,34 +272,11 @@ def test_coverage_reads_moments_apart_from_the_ways() -> None:
     assert cells(exposure) == {("count", "during-extend", "4-7")}
 
 
-def _many_calls() -> History:
-    """Twenty leases by two processes, 1 s apart, each extended once; two pauses of n2,
-    one while the 5th lease's extend is in flight, one across the 15th's release; a third
-    skipped."""
-    h = History()
-    for i in range(20):
-        start = (1 + i) * S
-        h.lease(i % 2, start, start + 600 * MS, ttl=S)
-        token = f"t{i % 2}-{start}"
-        h.add(start + 200 * MS, i % 2, "invoke", "extend", "k0", token)
-        h.add(start + 300 * MS, i % 2, "ok", "extend", "k0", token, {"deadline": start + 1300 * MS})
-    h.fault("pause", 5 * S + 250 * MS, 5 * S + 260 * MS, ["n2"])
-    h.fault("pause", 15 * S + 550 * MS, 15 * S + 650 * MS, ["n2"])
-    return h.skipped("pause", 10 * S)  # no target: never began, opens nothing
-
-
-@pytest.mark.parametrize("loop", [_c_digest, _python_digest], ids=["c", "python"])
-def test_a_file_keeps_only_the_calls_a_fault_may_have_met_and_counts_the_same(
-    tmp_path: Path, loop: Callable[[Any], Digest]
-) -> None:
-    events = _many_calls().events()
+def test_a_file_counts_the_moments_a_list_counts(tmp_path: Path) -> None:
+    # A file in time order keeps only the calls a fault may have met (tests/test_scan.py):
+    # the moments come out as from the list, which keeps every call.
+    events = many_calls().events()
     write_history(tmp_path / "history.jsonl", events)
-    in_file = HistoryFile(tmp_path / "history.jsonl")
-    kept, every = loop(in_file).calls, loop(events).calls
-    assert len(every) == 20 * 3  # a list: any order, so every call
-    # The file: the extend the first pause met, the release the second met; no other call
-    # was in flight while a pause was open, nor invoked before a later nemesis event.
-    met = {("extend", 5 * S + 200 * MS), ("release", 15 * S + 600 * MS)}
-    assert {(c[0], c[5]) for c in kept} == met
-    assert check_history(in_file).exposure == check_history(events).exposure
-    assert check_history(events).exposure.moments == {"during-extend": 1, "during-release": 1}
+    in_file = check_history(HistoryFile(tmp_path / "history.jsonl")).exposure
+    assert in_file == check_history(events).exposure
+    assert in_file.moments == {"during-extend": 1, "during-release": 1}

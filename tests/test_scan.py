@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from lockharness.checker.resource import ResourceView
 from lockharness.checker.sections import Section, by_key
 from lockharness.checker.stats import _latency_ms, percentile
 from lockharness.core.history import Event, EventType, HistoryError, HistoryFile, write_history
+from tests.test_exposure import MS, S, many_calls
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -366,3 +368,18 @@ def test_both_loops_keep_each_lock_call_with_when_it_was_in_flight() -> None:
     ]
     assert _python_digest(events).calls == expected
     assert _c_digest(events).calls == expected
+
+
+@pytest.mark.parametrize("loop", [_c_digest, _python_digest], ids=["c", "python"])
+def test_a_file_keeps_only_the_calls_a_fault_may_have_met_and_counts_the_same(
+    tmp_path: Path, loop: Callable[[Any], Digest]
+) -> None:
+    events = many_calls().events()
+    write_history(tmp_path / "history.jsonl", events)
+    in_file = HistoryFile(tmp_path / "history.jsonl")
+    kept, every = loop(in_file).calls, loop(events).calls
+    assert len(every) == 20 * 3  # a list: any order, so every call
+    # The file: the extend the first pause met, the release the second met; no other call
+    # was in flight while a pause was open, nor invoked before a later nemesis event.
+    met = {("extend", 5 * S + 200 * MS), ("release", 15 * S + 600 * MS)}
+    assert {(c[0], c[5]) for c in kept} == met
