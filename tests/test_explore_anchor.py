@@ -12,6 +12,7 @@ import pytest
 from lockharness.core.errors import BadInput
 from lockharness.faults.spec import FaultPlan
 from lockharness.harness.explore.draw import draw
+from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.model import load_model
 from lockharness.harness.explore.mutate import mutate
 from lockharness.harness.explore.trial import Trial
@@ -72,6 +73,21 @@ def test_an_entry_anchored_every_time_changes_only_the_anchor(tmp_path: Path) ->
         # The model without `anchored` draws the same trial, but for the anchors.
         assert _unanchored(trial) == _unanchored(draw(timed, spec, seed, 1))
     assert seen == {"validity", "extend", "release"}
+
+
+def test_an_anchored_fault_is_outside_an_entry_that_draws_none(tmp_path: Path) -> None:
+    anchored = load_model(str(_model(tmp_path, ", anchored: 1")))
+    timed = load_model(str(_model(tmp_path, "")))
+    spec = client("redlock-extend")
+    trial = next(
+        t
+        for t in (draw(anchored, spec, seed, 1) for seed in range(50))
+        if any(f.kind == "latency" for f in t.scenario.faults.faults)
+    )
+    assert outside(anchored, trial.scenario) == []
+    problems = outside(timed, trial.scenario)
+    assert problems and all("anchored to a lease" in p for p in problems), problems
+    assert outside(timed, _unanchored(trial)) == []
 
 
 def test_a_share_anchors_about_that_share(tmp_path: Path) -> None:

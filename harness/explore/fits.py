@@ -79,6 +79,8 @@ def _option_problem(choice: FaultChoice, spec: FaultSpec, ttl: int) -> str | Non
 
 
 def _fault_problem(choice: FaultChoice, spec: FaultSpec, ttl: int) -> str | None:
+    if spec.anchor is not None and not choice.anchored:
+        return "it is anchored to a lease, and the model's entry draws no anchored faults"
     if isinstance(spec.targets, str) and spec.targets not in choice.targets:
         return f"targets {spec.targets} is not among {', '.join(choice.targets)}"
     if not choice.duration.holds(spec.duration_ns, ttl):
