@@ -121,10 +121,10 @@ test: lint docs test-fast
 # The tests run PYTEST_JOBS at a time (pytest-xdist; worksteal evens out the long ones at
 # the end). Each test holds its ports machine-wide (cluster/ports.py) and keeps its runs in
 # its own tmp_path, so tests side by side never see each other's servers, runs or stores.
-# `make test PYTEST_JOBS=0` runs them one after another, in pytest's own process. Two on
-# a 2-core machine: three is faster, but starves the JVM clients' tests now and then
-# (docs/performance.md, "The test suite").
-PYTEST_JOBS ?= 2
+# `make test PYTEST_JOBS=0` runs them one after another, in pytest's own process. Three on
+# a 2-core machine: most tests wait on servers and run durations, and at two the suite used
+# 1.2 cores of 2 (docs/performance.md, "The test suite").
+PYTEST_JOBS ?= 3
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_JOBS) --dist worksteal
 
 test-unit: setup
