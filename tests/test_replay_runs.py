@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from rich.console import Console
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN
 from lockharness.core.history import INVOKE, NEMESIS, Event, stream_history
 from lockharness.core.run_dir import RunDir
+from lockharness.faults.spec import Anchor
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.runner import run_scenario
 from lockharness.harness.scenario import load_scenario, with_overrides
@@ -44,10 +46,16 @@ def shape(e: Event) -> tuple[str, str, list[str], int]:
 def test_a_replay_injects_the_same_faults_on_the_same_targets(
     tmp_path: Path, binaries: tuple[Path, Path], name: str
 ) -> None:
-    # client-gc-pause for 8 s: three slots (1, 4, 7 s). A pause of the holders finds none
-    # when it lands between two leases, which a loaded machine makes likelier.
+    # client-gc-pause for 8 s, its pauses anchored to a fifth of a lease's validity: a
+    # pause of the holders at a clock time finds none when it lands between two leases,
+    # which a loaded machine makes likelier. Anchored, each lands on a holder, and the
+    # replay names each at the time it was decided, as for a timed one.
     seconds = 8 if name == "client-gc-pause" else 6
     scenario = with_overrides(load_scenario(name), duration_ns=seconds * 10**9, seed=3)
+    if name == "client-gc-pause":
+        plan = scenario.faults
+        anchored = tuple(replace(f, anchor=Anchor(validity=0.2)) for f in plan.faults)
+        scenario = replace(scenario, faults=replace(plan, faults=anchored))
     store = tmp_path / "store"
     original = run_scenario(
         scenario, store=store, binaries=Binaries(*binaries), console=Console(file=io.StringIO())
