@@ -123,7 +123,9 @@ def test_every_client_kind_explores(tmp_path: Path) -> None:
 def test_explore_on_the_compose_backend(tmp_path: Path, docker_engine: None) -> None:
     """--backend compose: the trial runs in containers, and none is left after it."""
     store = tmp_path / "store"
-    flags = ["--model", "single-instance", "--trials", "1", "--seed", "5", "--store", str(store)]
+    # Seed 4 draws one fault. Seed 5 drew nine (repeating cuts, a kill, a pause), whose
+    # trial on containers, slower to come back, rightly said "too little tested".
+    flags = ["--model", "single-instance", "--trials", "1", "--seed", "4", "--store", str(store)]
     done = lockharness(
         "explore", "--client", "single", "--backend", "compose", *flags, cwd=tmp_path, timeout=300
     )
