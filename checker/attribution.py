@@ -12,7 +12,9 @@ meant to be or forced to be there:
 - A's worker did not mean to leave within the lease (no ``planned_end`` recorded, or one
   past the deadline: a workload that ignores validity, or an older history);
 - a call into the lock client (an extend, a nested acquire or release) was under way as
-  A's deadline passed: the client itself kept the worker from leaving.
+  A's deadline passed: the client itself kept the worker from leaving. A call an anchored
+  fault held begins when the fault let it go (its completion's ``called``): the wait
+  before was the harness's.
 
 Otherwise A's worker meant to invoke its release by its deadline and woke or returned too
 late: CPU starvation, or a hung call to the resource. That is the harness's fault, not the
@@ -39,6 +41,7 @@ from typing import Any
 
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.sections import Section
+from lockharness.checker.values import int_field
 from lockharness.core.history import (
     ACQUIRE,
     ENTER,
@@ -109,6 +112,11 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
                 open_calls[event.process] = event.time
             elif event.process in open_calls:
                 began = open_calls.pop(event.process)
+                # A call an anchored fault held (workloads.anchor_gate) began only when the
+                # gate let it: the wait before was the harness's, not the client's.
+                value = event.value if isinstance(event.value, dict) else {}
+                called = int_field(event, value, "called")
+                began = began if called is None else max(began, called)
                 facts.calls.setdefault(event.process, []).append((began, event.time))
     for worker, since in paused_since.items():  # never resumed within the history
         _add_pause(facts, froze.get(worker, [_EVERYONE]), since, end)

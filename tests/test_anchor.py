@@ -421,6 +421,24 @@ def test_a_gate_that_does_not_answer_holds_a_call_up_at_most_a_second(
         gate.close()
 
 
+def test_a_holder_waits_for_the_gate_no_later_than_it_must_leave(build: Build) -> None:
+    nemesis, _ = build(marker(anchor=Anchor(call="extend")))
+    gate = AnchorGate(FaultPlan(tuple(nemesis.specs.values())))
+    gate.serve(nemesis)
+    client = GateClient(gate.task, worker=1, process=0)
+    try:
+        assert client.ask("release", "k0", "t1", 5, ["n1"]) is False  # not anchored on
+        with nemesis._lock:  # the nemesis busy: it cannot answer
+            began = time.monotonic()
+            held = client.ask("extend", "k0", "t1", 5, ["n1"], wait_s=0.05)
+            waited = time.monotonic() - began
+        assert held is True  # asked and held: the worker records when its call began
+        assert 0.05 <= waited < 0.9, "held past the lease's leave-by, toward the gate's 1 s"
+    finally:
+        client.close()
+        gate.close()
+
+
 def test_an_acquire_anchor_aims_at_the_acquiring_worker(build: Build, tmp_path: Path) -> None:
     """An acquire in flight has no lease: a worker kind's holders is its worker; the
     anchor records no grants to follow, and a node kind takes other targets (one)."""

@@ -206,6 +206,10 @@ def test_call_anchors_land_while_the_call_is_in_flight_and_replay_as_a_timed_run
             assert anchor["call"] == call
             invoke, completion = _call_window(events, anchor, call)
             assert invoke.time < start.time < completion.time, (fault, start)
+            # The call went into the client once the fault had started: the completion
+            # says when, so the checker charges the wait to the harness, not the client.
+            called = _value(completion)["called"]
+            assert start.time <= called <= completion.time, (fault, start, completion)
             if fault == "at-extend":  # the anchoring lease's grants, as it stood then
                 grants = _value(_standing(events, invoke))["grants"]
                 assert _value(start)["targets"] == sorted(grants)

@@ -10,8 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lockharness.checker import Verdict, check_history
-from lockharness.core.history import Event
+from lockharness.core.history import Event, HistoryError
 from tests.conftest import REPO
 from tests.test_checker import History
 from tests.test_orphans import assert_nothing_left
@@ -120,6 +122,28 @@ def test_an_extend_in_flight_across_the_deadline_is_the_clients_doing() -> None:
     done.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
     done.add(0, "fail", "extend", 92 * MS, "a")
     assert check_history(_sorted(done)).verdict is Verdict.UNKNOWN
+
+
+def test_an_extend_an_anchored_fault_held_past_the_deadline_is_the_harness_doing() -> None:
+    # Invoked at 90 ms, the anchor gate held it until 101 ms (the nemesis starting the
+    # fault): the client's call began past the deadline, so the wait was the harness's.
+    held = _late_pair()
+    held.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
+    held.add(0, "fail", "extend", 130 * MS, "a", {"called": 101 * MS})
+    assert check_history(_sorted(held)).verdict is Verdict.UNKNOWN
+    # Let go at 95 ms, the client's own call then ran across the deadline: its doing.
+    let_go = _late_pair()
+    let_go.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
+    let_go.add(0, "fail", "extend", 130 * MS, "a", {"called": 95 * MS})
+    assert check_history(_sorted(let_go)).verdict is Verdict.INVALID
+
+
+def test_a_called_that_is_no_time_is_bad_input() -> None:
+    h = _late_pair()
+    h.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
+    h.add(0, "fail", "extend", 130 * MS, "a", {"called": "soon"})
+    with pytest.raises(HistoryError, match="called"):
+        check_history(_sorted(h))
 
 
 def _with_resource(h: History, planned_end: int | None) -> History:

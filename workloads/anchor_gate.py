@@ -6,7 +6,9 @@ Only a run with an anchored fault hands its workers a GateTask; without one noth
 runs. With a fault anchored on a call, a client thread, after recording that call's
 invoke and before making it, asks the nemesis and waits for its answer (at most
 GATE_WAIT_S, then it goes on and says so in its log): a fault the nemesis starts then is
-in effect while the call is in flight. With a fault anchored on a lease's validity, it
+in effect while the call is in flight. The call's completion then records ``called``, when
+the call into the client began: the wait is the harness's, and the checker does not count
+it as the client's (checker/attribution.py). With a fault anchored on a lease's validity, it
 tells the nemesis of each lease granted (the acquire's ok, as recorded) and of each release
 it invokes, and waits for nothing.
 
@@ -60,24 +62,33 @@ class GateClient:
         return call in self.task.calls and not self._broken
 
     def ask(
-        self, call: str, key: str | None, token: str | None, invoked: int, grants: Sequence[str]
-    ) -> None:
+        self,
+        call: str,
+        key: str | None,
+        token: str | None,
+        invoked: int,
+        grants: Sequence[str],
+        wait_s: float = GATE_WAIT_S,
+    ) -> bool:
         """Before ``call`` (its invoke recorded at ``invoked``): the nemesis may start a
-        fault now; wait for it to say so (at most GATE_WAIT_S)."""
+        fault now; wait for it to say so, at most ``wait_s`` (a holder's extend: no later
+        than it must leave). Whether the call was held."""
         if not self.asks(call):
-            return
+            return False
         self._asked += 1
         message = {"op": "call", "id": self._asked, "call": call, "invoked": invoked}
         if not self._send(message | self._lease(key, token, grants)):
-            return
+            return False
         started = time.monotonic()
-        if not self._await(self._asked, started + GATE_WAIT_S):
-            log.warning(
-                "process %d: no word from the nemesis on %s within %.1f s; the call goes on",
+        if not self._await(self._asked, started + min(wait_s, GATE_WAIT_S)):
+            log.log(
+                logging.WARNING if wait_s >= GATE_WAIT_S else logging.INFO,
+                "process %d: no word from the nemesis on %s within %.3f s; the call goes on",
                 self.process,
                 call,
-                GATE_WAIT_S,
+                min(wait_s, GATE_WAIT_S),
             )
+        return True
 
     def granted(
         self,

@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ import msgspec
 from lockharness.core.clock import ClockReader
 from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
 from lockharness.core.run_dir import RunDir
-from lockharness.workloads.anchor_gate import GateClient
+from lockharness.workloads.anchor_gate import GATE_WAIT_S, GateClient
 from lockharness.workloads.client_build import Builder, client_builder
 from lockharness.workloads.lease_rules import broken_rule
 from lockharness.workloads.program import ProgramClient, ProgramError
@@ -64,7 +65,7 @@ HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard;
 CLIENT_START_EXIT_CODE = 78  # EX_CONFIG: a client program would not start or refused init
 
 
-def _error(e: BaseException) -> dict[str, str]:
+def _error(e: BaseException) -> dict[str, Any]:
     return {"error": f"{type(e).__name__}: {e}"}
 
 
@@ -148,19 +149,18 @@ class ClientLoop:
         give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
             invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
-            if self.gate is not None:
-                self.gate.ask(ACQUIRE, key, None, invoked, ())
+            called = self._ask(ACQUIRE, key, None, invoked, ())
             try:
                 lease = self.client.acquire(key, ttl_ms)
             except Refused as e:
-                self.rec.record(self.process, FAIL, ACQUIRE, key, value=_refused(e))
+                self.rec.record(self.process, FAIL, ACQUIRE, key, value=_refused(e) | called)
                 lease = None
             except Exception as e:
-                self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e))
+                self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e) | called)
                 lease = None
             else:
                 if lease is not None and (broken := self._broken(lease, invoked)):
-                    self.rec.record(self.process, INFO, ACQUIRE, key, value=broken)
+                    self.rec.record(self.process, INFO, ACQUIRE, key, value=broken | called)
                     lease = None  # as an exception: held in Redis, maybe, until its TTL
                 elif lease is not None:
                     self.gives_deadlines = lease.deadline is not None
@@ -172,7 +172,7 @@ class ClientLoop:
                     if lease.depth != 1:  # reentrant: nested by the same owner
                         value["depth"] = lease.depth
                     self.granted_at = self.rec.record(
-                        self.process, OK, ACQUIRE, key, lease.token, value
+                        self.process, OK, ACQUIRE, key, lease.token, value | called
                     )
                     if self.gate is not None and lease.depth == 1:  # a lease, not a nesting
                         self.gate.granted(
@@ -186,7 +186,7 @@ class ClientLoop:
                         )
                     return lease
                 else:
-                    self.rec.record(self.process, FAIL, ACQUIRE, key)
+                    self.rec.record(self.process, FAIL, ACQUIRE, key, value=called or None)
             delay = self.rng.uniform(
                 self.workload.retry_delay_min_ns, self.workload.retry_delay_max_ns
             )
@@ -194,6 +194,26 @@ class ClientLoop:
                 return None
             self.stop.wait(delay / 1e9)
         return None
+
+    def _ask(
+        self,
+        call: str,
+        key: str,
+        token: str | None,
+        invoked: int,
+        grants: Sequence[str],
+        leave_by: int | None = None,
+    ) -> dict[str, int]:
+        """Let the anchor gate start a fault before ``call``, waiting no later than
+        ``leave_by`` (when a holder must leave); when it held the call, ``{"called": when
+        the call into the client began}`` for the completion's value: the wait is the
+        harness's, not the client's (checker.attribution)."""
+        if self.gate is None:
+            return {}
+        wait_s = GATE_WAIT_S if leave_by is None else max(0, leave_by - self.clock()) / 1e9
+        if not self.gate.ask(call, key, token, invoked, grants, wait_s):
+            return {}
+        return {"called": self.clock()}
 
     def _broken(self, lease: Lease, invoked: int) -> dict[str, str] | None:
         """A lease the client should not have handed back (workloads.lease_rules), as the
@@ -291,25 +311,28 @@ class ClientLoop:
         invoked = self.rec.record(
             self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms}
         )
-        if self.gate is not None:
-            self.gate.ask(EXTEND, lease.key, lease.token, invoked, lease.grants)
+        # A holder honouring validity waits for the fault no later than it must leave.
+        honoured = self.workload.honor_validity and lease.deadline is not None
+        leave_by = lease.deadline - EXIT_BUDGET_NS if honoured and lease.deadline else None
+        called = self._ask(EXTEND, lease.key, lease.token, invoked, lease.grants, leave_by)
+        key, token = lease.key, lease.token
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Refused as e:
-            self.rec.record(self.process, FAIL, EXTEND, lease.key, lease.token, _refused(e))
+            self.rec.record(self.process, FAIL, EXTEND, key, token, _refused(e) | called)
             if e.lost:  # the library says the lock is gone: the holder stops working now
                 return dataclasses.replace(lease, deadline=self.clock())
             return None
         except Exception as e:
-            self.rec.record(self.process, INFO, EXTEND, lease.key, lease.token, _error(e))
+            self.rec.record(self.process, INFO, EXTEND, key, token, _error(e) | called)
             return None
         if extended is None:
-            self.rec.record(self.process, FAIL, EXTEND, lease.key, lease.token)
+            self.rec.record(self.process, FAIL, EXTEND, key, token, called or None)
             return None
         if broken := self._broken(extended, invoked):
-            self.rec.record(self.process, INFO, EXTEND, lease.key, lease.token, broken)
+            self.rec.record(self.process, INFO, EXTEND, key, token, broken | called)
             return None
-        value = {"deadline": extended.deadline, "grants": list(extended.grants)}
+        value = {"deadline": extended.deadline, "grants": list(extended.grants)} | called
         self.granted_at = self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)
         return extended
 
@@ -350,18 +373,20 @@ class ClientLoop:
         elif planned_end is not None:
             value = {"planned_end": planned_end}
         invoked = self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
-        if self.gate is not None:
-            if lease.depth == 1:
-                self.gate.released(lease.key, lease.token)
-            self.gate.ask(RELEASE, lease.key, lease.token, invoked, lease.grants)
+        if self.gate is not None and lease.depth == 1:
+            self.gate.released(lease.key, lease.token)
+        called = self._ask(RELEASE, lease.key, lease.token, invoked, lease.grants)
+        key, token = lease.key, lease.token
         try:
             released = self.client.release(lease)
         except Refused as e:
-            self.rec.record(self.process, FAIL, RELEASE, lease.key, lease.token, _refused(e))
+            self.rec.record(self.process, FAIL, RELEASE, key, token, _refused(e) | called)
         except Exception as e:
-            self.rec.record(self.process, INFO, RELEASE, lease.key, lease.token, _error(e))
+            self.rec.record(self.process, INFO, RELEASE, key, token, _error(e) | called)
         else:
-            self.rec.record(self.process, OK if released else FAIL, RELEASE, lease.key, lease.token)
+            self.rec.record(
+                self.process, OK if released else FAIL, RELEASE, key, token, called or None
+            )
 
 
 def client_factory(task: WorkerTask) -> Builder:
