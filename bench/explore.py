@@ -11,8 +11,9 @@ trials may be unknown. Trials per minute are of trial time (replays and shrinkin
 Each exploration is the real CLI in its own process, into a store under a temporary
 directory (kept, and named on stderr); the figures are read from its report.json. Exit 0
 when every target is met:
-each unsafe client found and shrunk to at most 3 faults failing at least 3 of 5, each
-correct one with no violation.
+each unsafe client found and shrunk to at most 3 faults failing at least 3 of 5 (a broken
+client of bench/broken/: its minimal scenario valid 3 of 3 with the correct algorithm in
+its place), each correct one with no violation.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.broken import BROKEN
+import yaml
+
+from bench.broken import BROKEN, CORRECT_OF
 from lockharness.core.durations import format_duration, parse_duration
 
 # (client, model): not told which scenario breaks them. The broken clients of bench/broken/
@@ -50,6 +53,7 @@ CORRECT = (
     ("redisson-redlock", "redlock", 1),
 )
 MOST_FAULTS, LEAST_HITS = 3, 3  # the target: a minimal scenario of <= 3 faults failing >= 3 of 5
+CORRECT_RUNS = 3  # runs of a broken client's minimal scenario with its correct algorithm
 MOST_FIRST_S = 120  # the median time to an unsafe client's first violation, over its seeds
 MOST_UNKNOWN = 0.10  # of a correct client's trials: an unknown trial is search time lost
 
@@ -71,6 +75,23 @@ def explore(
     report: dict[str, Any] = json.loads(reports[-1].read_text())
     report["exit_code"] = done.returncode
     return report
+
+
+def correct_on(minimal: str, correct: str, store: Path) -> int:
+    """How many of CORRECT_RUNS runs of ``minimal`` (a broken client's minimal scenario)
+    come out invalid with the ``correct`` built-in client in its place."""
+    scenario = yaml.safe_load(Path(minimal).read_text())
+    scenario["client"] = {"name": correct, "options": scenario["client"].get("options", {})}
+    scenario["expect"] = "valid"
+    store.mkdir(parents=True, exist_ok=True)
+    path = store / "correct.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    invalid = 0
+    for _ in range(CORRECT_RUNS):
+        argv = [sys.executable, "-m", "lockharness", "run", str(path), "--store", str(store)]
+        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=sys.stderr, check=False)
+        invalid += done.returncode == 1  # run's exit 1: invalid (2: unknown, 0: valid)
+    return invalid
 
 
 def unsafe_row(client: str, model: str, report: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +142,11 @@ def measure(
         for seed in seeds if not only or client in only else ():
             store = Path(tmp) / f"unsafe-{i}-{seed}"
             report = explore(client, model, budget_ns, seed, store, jobs)
-            unsafe.append(unsafe_row(client, model, report) | {"seed": seed})
+            row = unsafe_row(client, model, report) | {"seed": seed}
+            if row["minimal"] and client in CORRECT_OF:  # the correct algorithm holds there
+                bad = correct_on(row["minimal"], CORRECT_OF[client], store / "correct")
+                row |= {"correct_invalid": bad, "met": row["met"] and bad == 0}
+            unsafe.append(row)
     for i, (client, model, budget) in enumerate(CORRECT):
         if not only or f"{client}@{model}" in only:
             ns = budget * budget_ns if correct_ns is None else correct_ns
@@ -154,6 +179,15 @@ def all_met(figures: dict[str, Any]) -> bool:
     return unsafe and all(r["met"] for r in figures["correct"])
 
 
+def _correct_note(runs: list[dict[str, Any]]) -> str:
+    """What the correct algorithm did on the minimal scenarios, if they were run."""
+    checked = [r for r in runs if "correct_invalid" in r]
+    if not checked:
+        return ""
+    bad = ", ".join(f"{r['correct_invalid']} of {CORRECT_RUNS}" for r in checked)
+    return f"the correct client on them invalid {bad}; "
+
+
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.0f} s" if values else "-"
 
@@ -174,7 +208,8 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"{', '.join(r['replay'] for r in runs)}; "
             f"shrink {_median([r['shrink_s'] for r in shrunk])}"
             f" to {', '.join(r['faults'] for r in runs)} faults, failing "
-            f"{', '.join(r['minimal_rate'] for r in runs)}; target "
+            f"{', '.join(r['minimal_rate'] for r in runs)}; "
+            f"{_correct_note(runs)}target "
             f"{'met' if client_met(runs) else 'NOT met'}"
         )
         out.append(
