@@ -312,8 +312,9 @@ class ClientLoop:
             self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms}
         )
         # A holder honouring validity waits for the fault no later than it must leave.
-        honoured = self.workload.honor_validity and lease.deadline is not None
-        leave_by = lease.deadline - EXIT_BUDGET_NS if honoured and lease.deadline else None
+        leave_by = None
+        if self.workload.honor_validity and lease.deadline is not None:
+            leave_by = lease.deadline - EXIT_BUDGET_NS
         called = self._ask(EXTEND, lease.key, lease.token, invoked, lease.grants, leave_by)
         key, token = lease.key, lease.token
         try:
