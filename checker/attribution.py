@@ -41,7 +41,7 @@ from typing import Any
 
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.sections import Section
-from lockharness.checker.values import int_field
+from lockharness.checker.values import BadValue, int_field
 from lockharness.core.history import (
     ACQUIRE,
     ENTER,
@@ -116,7 +116,9 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
                 # gate let it: the wait before was the harness's, not the client's.
                 value = event.value if isinstance(event.value, dict) else {}
                 called = int_field(event, value, "called")
-                began = began if called is None else max(began, called)
+                if called is not None and not began <= called <= event.time:
+                    raise BadValue(event, "called", "a time between the call's invoke and this")
+                began = began if called is None else called
                 facts.calls.setdefault(event.process, []).append((began, event.time))
     for worker, since in paused_since.items():  # never resumed within the history
         _add_pause(facts, froze.get(worker, [_EVERYONE]), since, end)

@@ -138,12 +138,18 @@ def test_an_extend_an_anchored_fault_held_past_the_deadline_is_the_harness_doing
     assert check_history(_sorted(let_go)).verdict is Verdict.INVALID
 
 
-def test_a_called_that_is_no_time_is_bad_input() -> None:
+def test_a_called_that_is_no_time_of_the_call_is_bad_input() -> None:
     h = _late_pair()
     h.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
     h.add(0, "fail", "extend", 130 * MS, "a", {"called": "soon"})
     with pytest.raises(HistoryError, match="called"):
         check_history(_sorted(h))
+    # A call cannot go into the client after it completed: that would excuse anything.
+    after = _late_pair()
+    after.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
+    after.add(0, "fail", "extend", 130 * MS, "a", {"called": 131 * MS})
+    with pytest.raises(HistoryError, match="called"):
+        check_history(_sorted(after))
 
 
 def _with_resource(h: History, planned_end: int | None) -> History:
