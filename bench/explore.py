@@ -29,13 +29,13 @@ from typing import Any
 
 import yaml
 
-from bench.broken import BROKEN, CORRECT_OF
+from bench.broken import BROKEN
 from lockharness.core.durations import format_duration, parse_duration
 
 # (client, model): not told which scenario breaks them. The broken clients of bench/broken/
 # under the model their correct algorithm claims; then the built-in unsafe ones.
 UNSAFE = (
-    *BROKEN,
+    *((client, model) for client, model, _ in BROKEN),
     ("unsafe-del", "single-instance"),
     ("redlock-naive", "redlock"),
     ("setnx-getset", "clock-skew"),
@@ -52,6 +52,7 @@ CORRECT = (
     ("redsync", "redlock", 1),
     ("redisson-redlock", "redlock", 1),
 )
+CORRECT_OF = {client: correct for client, _, correct in BROKEN}
 MOST_FAULTS, LEAST_HITS = 3, 3  # the target: a minimal scenario of <= 3 faults failing >= 3 of 5
 CORRECT_RUNS = 3  # runs of a broken client's minimal scenario with its correct algorithm
 MOST_FIRST_S = 120  # the median time to an unsafe client's first violation, over its seeds

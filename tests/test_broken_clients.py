@@ -81,16 +81,16 @@ def taker(clean_cluster: LocalCluster) -> Iterator[Callable[[str], threading.Eve
         thread.join()
 
 
-@pytest.mark.parametrize(("name", "model"), BROKEN)
+@pytest.mark.parametrize(("name", "model", "correct"), BROKEN)
 def test_each_broken_client_loads_as_a_plugin_of_its_correct_algorithms_kind(
-    name: str, model: str
+    name: str, model: str, correct: str
 ) -> None:
     # As `explore --client module:Class` loads it: declared like its correct algorithm.
     info = load_plugin(name).info
     assert info.unavailable is None
     assert info.needs_masters == (model == "redlock")
     assert info.summary.startswith("BROKEN on purpose")
-    assert info.extends == name.endswith("Extend")
+    assert info.extends == name.endswith("Extend") == correct.endswith("-extend")
 
 
 @pytest.mark.parametrize(("cls", "overwrites"), [(ExtendingRedlock, False), (LateExtend, True)])

@@ -14,27 +14,20 @@ takes that node and a majority with it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from functools import cached_property
 
-from lockharness.core.discovery import Discovery
-from lockharness.core.endpoints import Endpoint
-from lockharness.workloads.clients.redlock import Redlock, RedlockOptions
-from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.clients.redlock import Redlock
+from lockharness.workloads.protocol import Lease
 from lockharness.workloads.validity import validity_deadline
 
 
 class ReusedToken(Redlock):
     """BROKEN on purpose: one token per client; a key already holding it counts as a grant"""
 
-    def __init__(
-        self,
-        nodes: Sequence[Endpoint],
-        clock: Clock,
-        options: RedlockOptions,
-        discovery: Discovery | None = None,
-    ) -> None:
-        super().__init__(nodes, clock, options, discovery)
-        self.token = os.urandom(20).hex()
+    @cached_property
+    def token(self) -> str:
+        """This client's one token, drawn at its first acquire."""
+        return os.urandom(20).hex()
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         started = self.clock()
