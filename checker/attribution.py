@@ -12,9 +12,15 @@ meant to be or forced to be there:
 - A's worker did not mean to leave within the lease (no ``planned_end`` recorded, or one
   past the deadline: a workload that ignores validity, or an older history);
 - a call into the lock client (an extend, a nested acquire or release) was under way as
-  A's deadline passed: the client itself kept the worker from leaving. A call an anchored
-  fault held begins when the fault let it go (its completion's ``called``): the wait
-  before was the harness's.
+  A's deadline passed and did not refuse: the client itself kept the worker from leaving
+  (or never let it go). A call an anchored fault held begins when the fault let it go (its
+  completion's ``called``): the wait before was the harness's.
+
+A call under way as A's deadline passed that the client then refused (fail) or gave up on
+(info) kept A's worker waiting, not working: A's lease ended at its deadline, and the
+client said so, late. Its worker then means to leave on that answer (``planned_end`` past
+the answer's time): leaving by then, the overlap is nobody's fault and the run stays
+valid (counted in ``waited_overlaps``); leaving later, the harness was late.
 
 Otherwise A's worker meant to invoke its release by its deadline and woke or returned too
 late: CPU starvation, or a hung call to the resource. That is the harness's fault, not the
@@ -46,6 +52,7 @@ from lockharness.core.history import (
     ACQUIRE,
     ENTER,
     EXTEND,
+    FAIL,
     INFO,
     INVOKE,
     NEMESIS,
@@ -60,21 +67,32 @@ _CLIENT_CALLS = frozenset({ACQUIRE, EXTEND, RELEASE})
 _EVERYONE = "*"  # a pause that did not say whom it froze: assume everyone
 
 
+@dataclass(frozen=True)
+class _Call:
+    invoked: int
+    began: int  # when the client had it: invoked, or when the anchor gate let it go
+    done: float  # answered (inf: never)
+    refused: bool  # answered fail or info: the client did not hold the lease on past it
+
+
 @dataclass
 class _Facts:
     """What the history says about pauses and about calls in flight, for some processes."""
 
     pauses: dict[int | str, list[tuple[int, float]]] = field(default_factory=dict)
-    calls: dict[int | str, list[tuple[int, float]]] = field(default_factory=dict)
+    calls: dict[int | str, list[_Call]] = field(default_factory=dict)
     entered: set[str] = field(default_factory=set)  # tokens whose holder entered the resource
 
     def paused(self, process: int | str, start: int, end: int) -> bool:
         spans = self.pauses.get(process, []) + self.pauses.get(_EVERYONE, [])
         return any(begin < end and start < until for begin, until in spans)
 
-    def call_across(self, process: int | str, start: int, deadline: int) -> bool:
-        """A client call of ``process`` invoked in [start, deadline) and not done by then."""
-        return any(start <= begin < deadline < done for begin, done in self.calls.get(process, []))
+    def call_across(self, process: int | str, start: int, deadline: int) -> _Call | None:
+        """A client call of ``process`` invoked in [start, deadline) and not done by then:
+        one that did not refuse, if any (it weighs more), else a refused one."""
+        calls = self.calls.get(process, [])
+        across = [c for c in calls if start <= c.invoked < deadline < c.done]
+        return min(across, key=lambda c: c.refused, default=None)
 
 
 def _pause_processes(details: dict[str, Any], worker: str) -> list[int | str]:
@@ -118,12 +136,13 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
                 called = int_field(event, value, "called")
                 if called is not None and not began <= called <= event.time:
                     raise BadValue(event, "called", "a time between the call's invoke and this")
-                began = began if called is None else called
-                facts.calls.setdefault(event.process, []).append((began, event.time))
+                refused = event.type in (FAIL, INFO)
+                call = _Call(began, began if called is None else called, event.time, refused)
+                facts.calls.setdefault(event.process, []).append(call)
     for worker, since in paused_since.items():  # never resumed within the history
         _add_pause(facts, froze.get(worker, [_EVERYONE]), since, end)
     for process, began in open_calls.items():  # never completed
-        facts.calls.setdefault(process, []).append((began, end))
+        facts.calls.setdefault(process, []).append(_Call(began, began, end, refused=False))
     return facts
 
 
@@ -132,18 +151,31 @@ def _add_pause(facts: _Facts, processes: list[int | str], begin: int, until: flo
         facts.pauses.setdefault(process, []).append((begin, until))
 
 
+class _Waited(str):
+    """An excuse that is nobody's fault: the holder waited in a call that then refused."""
+
+
 def _excuse(first: Section, second: Section, facts: _Facts) -> str | None:
-    """Why the harness, not the lock, made ``first`` and ``second`` overlap; None when the
-    overlap is the lock's (or the workload's) doing."""
+    """Why the harness, not the lock, made ``first`` and ``second`` overlap (a ``_Waited``
+    when nobody did); None when the overlap is the lock's (or the workload's) doing."""
     deadline, planned = first.deadline, first.planned_end
     if deadline is None or second.start < deadline:
         return None  # B held while A's lease stood (or A had none): the lock let B in
-    if planned is None or planned > deadline:
-        return None  # A's worker never meant to leave within its lease
+    if planned is None:
+        return None  # A's worker never said when it meant to leave
     if facts.paused(first.process, first.start, first.end):
         return None  # a GC pause kept A inside: the hazard the lock cannot see
-    if facts.call_across(first.process, first.start, deadline):
+    call = facts.call_across(first.process, first.start, deadline)
+    clients = call is not None and call.began < deadline  # not held by the gate past it
+    if call is not None and clients and not call.refused:
         return None  # the lock client's own call kept A inside past its deadline
+    if planned > deadline and (call is None or not call.refused or planned < call.done):
+        return None  # A's worker never meant to leave within its lease, nor on its refusal
+    if call is not None and clients and call.refused and first.end <= planned:
+        return _Waited(
+            f"p{first.process} on {first.key} waited {(call.done - deadline) / 1e6:.1f} ms past "
+            f"its deadline for a call the client then refused, and left on its answer"
+        )
     return (
         f"p{first.process} on {first.key} ended {(first.end - deadline) / 1e6:.1f} ms past its "
         f"deadline, {(first.end - planned) / 1e6:.1f} ms after its worker meant to leave"
@@ -181,6 +213,7 @@ class Attribution:
     mutex: list[Overlap]  # the violations that stand
     resource: list[ResourceWitness]
     excused: list[str]  # one line per excused witness: the harness was late
+    waited: list[str] = field(default_factory=list)  # per witness nobody caused (see above)
 
 
 def attribute(
@@ -211,13 +244,16 @@ def attribute(
     kept_mutex: list[Overlap] = []
     kept_resource: list[ResourceWitness] = []
     excused: list[str] = []
+    waited: list[str] = []
     witnesses: list[Witness] = [*mutex, *resource]
     for witness, (firsts, second) in zip(witnesses, pairs, strict=True):
         reasons = [_excuse_pair(first, second, facts) for first in firsts] if second else [None]
-        if reasons and all(reason is not None for reason in reasons):
+        if reasons and all(isinstance(reason, _Waited) for reason in reasons):
+            waited.append("; ".join(r for r in reasons if r))
+        elif reasons and all(reason is not None for reason in reasons):
             excused.append("; ".join(r for r in reasons if r))
         elif isinstance(witness, Overlap):
             kept_mutex.append(witness)
         else:
             kept_resource.append(witness)
-    return Attribution(kept_mutex, kept_resource, excused)
+    return Attribution(kept_mutex, kept_resource, excused, waited)

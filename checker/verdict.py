@@ -112,6 +112,7 @@ def _check(
     liveness = check_liveness(sections=sections, attempts=found.attempts, end=end, grouped=grouped)
     counts.update(_evidence_counts(liveness, fencing))
     counts.update(_lateness_stats(sections, attribution.excused, view.errors))
+    counts["waited_overlaps"] = len(attribution.waited)
     liveness = msgspec.structs.replace(liveness, intervals=liveness.intervals[:cap])
     fencing = _capped(fencing, cap)
     total = len(mutex) + len(resource)

@@ -77,6 +77,8 @@ class Stats(msgspec.Struct, frozen=True):
     max_lateness_ns: int = 0
     late_sections: int = 0
     harness_late_overlaps: int = 0
+    # Overlaps only while a holder waited, past its deadline, in a call the client refused.
+    waited_overlaps: int = 0
     resource_errors: int = 0
     violations: int = 0
     mutex_violations: int = 0

@@ -245,3 +245,47 @@ def test_a_lease_released_before_its_moment_anchors_nothing(tmp_path: Path) -> N
     _, events, output = _run(tmp_path, SHORT_HOLDS)
     assert len(_oks(events)) >= 5, output  # leases there were, each released by 0.2 of its TTL
     assert [e for e in events if e.process == NEMESIS and e.f == "edge"] == []
+
+
+SLOWED_PAST_THE_EDGE = """\
+description: extends issued 15 ms before the deadline, slowed 35 ms on the way in
+expect: valid
+duration: 6s
+seed: 5
+cluster: {nodes: 5}
+client: redlock-extend
+workload: {workers: 3, threads: 2, keys: 1, ttl: 300ms, hold_min: 350ms, hold_max: 360ms,
+           extend: true, extend_at: 15ms, retry_delay_min: 1ms, retry_delay_max: 5ms}
+faults:
+  - {kind: latency, targets: all, anchor: {call: extend}, duration: 80ms,
+     options: {latency: 35ms, stream: upstream, workers: all}}
+"""
+
+
+def test_a_correct_extend_slowed_past_the_lease_end_is_refused_and_the_run_valid(
+    tmp_path: Path,
+) -> None:
+    # Each slowed extend reaches the nodes after the keys expired: another client may take
+    # them meanwhile, and the correct client refuses, past the deadline. Its holder waited
+    # on the client, not worked: no violation (checker.attribution), and it leaves on the
+    # answer (planned_end follows it).
+    run_dir, events, output = _run(tmp_path, SLOWED_PAST_THE_EDGE)
+    results = json.loads(RunDir(run_dir).results.read_text())
+    assert results["verdict"] == "valid", output
+    deadlines = {(e.process, e.token): _value(e)["deadline"] for e in events if _ok_grant(e)}
+    late = [
+        e
+        for e in events
+        if e.f == "extend" and e.type in ("fail", "info") and e.token is not None
+        if e.time >= deadlines.get((e.process, e.token), e.time + 1)
+    ]
+    assert late, "no extend was answered past its lease's deadline: the edge was not reached"
+    for refusal in late:
+        release = next(
+            e for e in events[refusal.index :] if e.process == refusal.process and e.f == "release"
+        )
+        assert _value(release)["planned_end"] >= refusal.time, (refusal, release)
+
+
+def _ok_grant(e: Event) -> bool:
+    return e.type == "ok" and e.f in ("acquire", "extend") and e.value is not None

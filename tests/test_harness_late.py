@@ -114,9 +114,10 @@ def test_a_pause_of_the_holder_is_a_violation_a_pause_elsewhere_is_not() -> None
 
 
 def test_an_extend_in_flight_across_the_deadline_is_the_clients_doing() -> None:
+    # Granted past the deadline while B held (a late extend that overwrote B's key).
     h = _late_pair()
     h.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
-    h.add(0, "fail", "extend", 130 * MS, "a")
+    h.add(0, "ok", "extend", 130 * MS, "a", {"deadline": 185 * MS, "grants": ["n1"]})
     assert check_history(_sorted(h)).verdict is Verdict.INVALID
     done = _late_pair()
     done.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
@@ -124,18 +125,59 @@ def test_an_extend_in_flight_across_the_deadline_is_the_clients_doing() -> None:
     assert check_history(_sorted(done)).verdict is Verdict.UNKNOWN
 
 
+def _refused_late(
+    planned_end: int | None,
+    release: int = 150 * MS,
+    answer: str = "fail",
+    called: int | None = None,
+) -> History:
+    """A's extend, invoked at 90 ms, is answered ``answer`` at 130 ms, past A's deadline
+    (100 ms), having gone into the client at ``called`` (the anchor gate let it go); B
+    was granted at 120 ms; A releases at ``release``."""
+    h = _late_pair(planned_end=planned_end)
+    h.events = [e for e in h.events if not (e.process == 0 and e.f == "release")]
+    h.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
+    h.add(0, answer, "extend", 130 * MS, "a", {"called": called} if called else None)
+    value = {"planned_end": planned_end} if planned_end is not None else None
+    h.add(0, "invoke", "release", release, "a", value)
+    h.add(0, "ok", "release", release + MS, "a")
+    return h
+
+
+@pytest.mark.parametrize("answer", ["fail", "info"])
+def test_an_extend_refused_past_the_deadline_kept_the_holder_waiting_not_working(
+    answer: str,
+) -> None:
+    # Left on the refusal: A's lease ended at its deadline, the client said so late.
+    result = check_history(_sorted(_refused_late(135 * MS, release=133 * MS, answer=answer)))
+    assert result.verdict is Verdict.VALID, result.reasons
+    assert result.stats.waited_overlaps == 1
+    assert result.stats.harness_late_overlaps == 0
+    # Left well after the answer it meant to leave on: the harness was late.
+    late = check_history(_sorted(_refused_late(135 * MS, release=150 * MS, answer=answer)))
+    assert late.verdict is Verdict.UNKNOWN
+    assert late.stats.harness_late_overlaps == 1
+    assert late.stats.waited_overlaps == 0
+    # Meant to leave past its deadline before the answer came: the workload's doing.
+    early = check_history(_sorted(_refused_late(120 * MS, release=131 * MS, answer=answer)))
+    assert early.verdict is Verdict.INVALID
+
+
+def test_a_plan_past_the_deadline_without_a_refused_call_is_a_violation() -> None:
+    h = _late_pair(planned_end=135 * MS, second_ok=120 * MS)
+    assert check_history(_sorted(h)).verdict is Verdict.INVALID
+
+
 def test_an_extend_an_anchored_fault_held_past_the_deadline_is_the_harness_doing() -> None:
     # Invoked at 90 ms, the anchor gate held it until 101 ms (the nemesis starting the
     # fault): the client's call began past the deadline, so the wait was the harness's.
-    held = _late_pair()
-    held.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
-    held.add(0, "fail", "extend", 130 * MS, "a", {"called": 101 * MS})
+    held = _refused_late(135 * MS, release=133 * MS, called=101 * MS)
     assert check_history(_sorted(held)).verdict is Verdict.UNKNOWN
-    # Let go at 95 ms, the client's own call then ran across the deadline: its doing.
-    let_go = _late_pair()
-    let_go.add(0, "invoke", "extend", 90 * MS, "a", {"ttl_ms": 100})
-    let_go.add(0, "fail", "extend", 130 * MS, "a", {"called": 95 * MS})
-    assert check_history(_sorted(let_go)).verdict is Verdict.INVALID
+    # Let go at 95 ms, the client's own call ran across the deadline and refused: the
+    # worker waited on the client, not on the harness, and left on its answer.
+    let_go = check_history(_sorted(_refused_late(135 * MS, release=133 * MS, called=95 * MS)))
+    assert let_go.verdict is Verdict.VALID
+    assert let_go.stats.waited_overlaps == 1
 
 
 def test_a_called_that_is_no_time_of_the_call_is_bad_input() -> None:

@@ -104,6 +104,9 @@ class ClientLoop:
         self.resource = Resource(task.resource)
         self.gives_deadlines: bool | None = None  # its leases' so far (lease_rules)
         self.granted_at = 0  # when the last acquire was granted (extend_at: a fraction)
+        # When the client refused (or gave up on) an extend past the lease's deadline: the
+        # holder waited for it, and leaves on it (checker.attribution).
+        self.refused_at = 0
         # Only in a run with a fault anchored to a lease: the nemesis hears of its moments.
         gate = task.anchor_gate
         self.gate = None if gate is None else GateClient(gate, task.worker, process)
@@ -226,7 +229,7 @@ class ClientLoop:
         when the worker means to invoke its release (``planned_end``): by then at the latest,
         if the harness is on time. Recorded with the release, it lets the checker tell a
         late harness (CPU starvation, a hung resource) from a lock that let two in."""
-        granted_at = self.granted_at
+        granted_at, self.refused_at = self.granted_at, 0
         hold_end = self.clock() + int(
             self.rng.uniform(self.workload.hold_min_ns, self.workload.hold_max_ns)
         )
@@ -254,7 +257,8 @@ class ClientLoop:
         if self.workload.nesting and self.rng.random() < self.workload.nesting:
             self.nested(lease, self.stop_at(lease, hold_end, margin))
         lease = self.hold(lease, hold_end, granted_at, margin)
-        planned_end = self.stop_at(lease, hold_end, margin) + EXIT_BUDGET_NS
+        # An extend refused past the deadline kept the worker waiting: it leaves on the answer.
+        planned_end = max(self.stop_at(lease, hold_end, margin), self.refused_at) + EXIT_BUDGET_NS
         self.exit(lease)
         return lease, planned_end
 
@@ -320,22 +324,34 @@ class ClientLoop:
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Refused as e:
-            self.rec.record(self.process, FAIL, EXTEND, key, token, _refused(e) | called)
+            self._answered_late(
+                self.rec.record(self.process, FAIL, EXTEND, key, token, _refused(e) | called), lease
+            )
             if e.lost:  # the library says the lock is gone: the holder stops working now
                 return dataclasses.replace(lease, deadline=self.clock())
             return None
         except Exception as e:
-            self.rec.record(self.process, INFO, EXTEND, key, token, _error(e) | called)
+            self._answered_late(
+                self.rec.record(self.process, INFO, EXTEND, key, token, _error(e) | called), lease
+            )
             return None
         if extended is None:
-            self.rec.record(self.process, FAIL, EXTEND, key, token, called or None)
+            self._answered_late(
+                self.rec.record(self.process, FAIL, EXTEND, key, token, called or None), lease
+            )
             return None
         if broken := self._broken(extended, invoked):
-            self.rec.record(self.process, INFO, EXTEND, key, token, broken | called)
+            self._answered_late(
+                self.rec.record(self.process, INFO, EXTEND, key, token, broken | called), lease
+            )
             return None
         value = {"deadline": extended.deadline, "grants": list(extended.grants)} | called
         self.granted_at = self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)
         return extended
+
+    def _answered_late(self, answered: int, lease: Lease) -> None:
+        if lease.deadline is not None and answered >= lease.deadline:
+            self.refused_at = answered
 
     def exit(self, lease: Lease) -> None:
         """Leave the resource. With a fencing token this is the section's last write,
