@@ -138,6 +138,9 @@ class Fault(ABC):
     # shim in every redis-server (node clocks), a clock control per worker (client clocks).
     needs_node_clocks: ClassVar[bool] = False
     needs_client_clocks: ClassVar[bool] = False
+    # The option that delays each request by its value (latency's `latency`): explore
+    # draws it just longer than what a lease has left (harness/explore/aim.py).
+    delays: ClassVar[str | None] = None
     # How the checker pairs its occurrences with live leases (docs/exposure.md); no
     # default: a kind that does not say is refused when it registers.
     exposure: ClassVar[ExposureCategory]

@@ -33,6 +33,7 @@ class Latency(ToxicFault):
     Options = LatencyOptions
     rules = (shared_needs_replicas,)
     summary = "a Toxiproxy `latency` toxic on the links from `workers` to the targets"
+    delays = "latency"
     colour, legend = "#2f9e94", "latency added"
 
     def _toxic(self) -> tuple[str, dict[str, Any], float]:

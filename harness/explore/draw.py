@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from lockharness.core.typed_input import convert
 from lockharness.faults.spec import Anchor, AnchorCall, FaultPlan, FaultSpec
+from lockharness.harness.explore.aim import aim
 from lockharness.harness.explore.bounds import as_duration
 from lockharness.harness.explore.client_timing import draw_client_timing
 from lockharness.harness.explore.model import FaultChoice, FaultModel
@@ -179,5 +180,8 @@ def draw(model: FaultModel, client: ClientSpec, seed: int, number: int) -> Trial
         spec, fault = draw_fault(model, rng, s, i + 1)
         faults.append(spec)
         drawn[spec.name] = fault
-    s = dataclasses.replace(s, faults=FaultPlan(tuple(faults)))
-    return Trial(number, seed, "fresh", finished(s, model, "fresh"), drawn)
+    s, faults, drawn, aimed = aim(model, s, faults, drawn, client.info().extends)
+    s = finished(dataclasses.replace(s, faults=FaultPlan(tuple(faults))), model, "fresh")
+    if aimed:
+        s = dataclasses.replace(s, description=f"{s.description} This trial is {aimed}.")
+    return Trial(number, seed, "fresh", s, drawn)

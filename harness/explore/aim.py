@@ -1,0 +1,183 @@
+"""Trials aimed at a lease's edge: the client's own step issued just before its lease runs
+out, and faults anchored to that step, so that it lands after the keys expired.
+
+A lock client is most exposed when one of its own steps is late: an extend issued a few
+ms before the deadline whose write reaches the nodes after the keys expired (and another
+client took them), a release that meets the key's expiry, an extend that reaches only a
+minority. Drawn at random, each needs several draws to agree (a small margin, a fault in
+effect as the call is in flight, a delay longer than what is left of the lease, on enough
+nodes); a share of the fresh trials makes them agree, from an rng of its own (the rest of
+a seed's trial is drawn as without it):
+
+- the call: an extend (where the sections extend; 2 in 3) or a release;
+- the client's timing that puts it at the edge: ``extend_at`` a margin, or ``hold_end``
+  an edge, of 1 ms..0.1 TTL drawn log-uniformly (small margins as often as large ones),
+  and holds long enough to reach it;
+- either one fault that delays requests (a kind that declares ``delays``: latency)
+  anchored to that call, its delay just longer than what the lease has left when the call
+  is made (the margin plus the drift the lease allows for, plus 1 ms..0.05 TTL), one way
+  in where the model allows, on the widest targets the model's entry names;
+- or two faults anchored to the same call, on the widest targets their entries name, so
+  that the call may reach fewer nodes than any one fault cuts.
+
+Aimed faults last a length drawn log-uniformly in their entry's bound (short ones, which
+cover the call and are over by the next, as often as long ones) and have no period: each
+fires at every such call while it is not in effect.
+
+Everything stays inside the model (harness/explore/fits.py checks each trial): only
+entries that draw anchored faults are used, values are clipped into their bounds, and the
+timing keys only where the model's ``workload.timing`` names them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import msgspec
+
+from lockharness.faults.registry import KINDS
+from lockharness.faults.spec import Anchor, AnchorCall, FaultSpec
+from lockharness.harness.explore.model import FaultChoice, FaultModel
+from lockharness.harness.explore.options import admitted, draw_options, option_values
+from lockharness.harness.explore.trial import DrawnFault, room_of
+from lockharness.harness.explore.whole_ms import MS, draw_ms
+from lockharness.harness.scenario.model import Scenario
+from lockharness.workloads.spec import WorkloadSpec
+from lockharness.workloads.timing import ExtendAt, HoldEnd
+from lockharness.workloads.validity import drift_ns
+
+AIMED = 0.5  # the share of fresh trials aimed, where the model and the client allow it
+_EXTEND = 2 / 3  # an aimed trial's chance of aiming at an extend rather than a release
+_DELAY = 0.5  # its chance of one delaying fault rather than two anchored to the call
+_WIDEST = ("all", "majority", "holders", "holder-minority", "minority", "holder", "one")
+
+
+def _log_ms(rng: random.Random, lo_ns: int, hi_ns: int) -> int:
+    """Whole ms in lo..hi, log-uniformly: 2 ms as likely as 200 ms."""
+    lo, hi = max(1, lo_ns // MS), max(1, hi_ns // MS)
+    return max(lo, min(hi, round(math.exp(rng.uniform(math.log(lo), math.log(hi + 1)))))) * MS
+
+
+def _calls(model: FaultModel, extends: bool) -> list[AnchorCall]:
+    calls: list[AnchorCall] = []
+    if model.extend and extends and "margin" in model.timing:
+        calls.append("extend")
+    if "edge" in model.timing:
+        calls.append("release")
+    return calls
+
+
+def _reaching_the_edge(model: FaultModel, w: WorkloadSpec) -> WorkloadSpec | None:
+    """``w`` with holds that run into the deadline, inside the model's bound; None if the
+    bound stops short of the TTL."""
+    if not model.hold.is_range:
+        return None
+    lo, hi = (int(end) for end in model.hold.span(w.ttl_ns))
+    if hi < w.ttl_ns:
+        return None
+    return msgspec.structs.replace(
+        w, hold_min_ns=max(lo, w.ttl_ns) // MS * MS, hold_max_ns=hi // MS * MS
+    )
+
+
+def _timing(call: AnchorCall, w: WorkloadSpec, rng: random.Random) -> tuple[WorkloadSpec, int]:
+    """``w`` with its step at the edge, and what the lease has left when it is made."""
+    margin = _log_ms(rng, MS, w.ttl_ns // 10)
+    if call == "extend":
+        return msgspec.structs.replace(w, extend=True, extend_at=ExtendAt(margin_ns=margin)), margin
+    low = _log_ms(rng, MS, margin)
+    return msgspec.structs.replace(w, hold_end=HoldEnd((low, margin))), margin
+
+
+def _short(choice: FaultChoice, rng: random.Random, ttl: int) -> int:
+    """A length inside the entry's bound, log-uniformly: short ones, which cover the call
+    and let the fault fire again at the next, as often as long ones."""
+    if not choice.duration.is_range:
+        return draw_ms(choice.duration, rng, ttl, least=MS)
+    lo, hi = (int(end) for end in choice.duration.span(ttl))
+    return _log_ms(rng, max(MS, -(-lo // MS) * MS), hi)
+
+
+def _widest(choice: FaultChoice) -> str:
+    return next((t for t in _WIDEST if t in choice.targets), choice.targets[0])
+
+
+def _anchored_fault(
+    choice: FaultChoice, number: int, call: AnchorCall, start: int, s: Scenario, rng: random.Random
+) -> FaultSpec:
+    """A fault of ``choice`` anchored to ``call``, on the widest targets it names."""
+    ttl = s.workload.ttl_ns
+    options = draw_options(choice, rng, ttl, room_of(s))
+    return FaultSpec(
+        choice.kind,
+        f"{choice.kind}-{number}",
+        _widest(choice),
+        options=options,
+        duration_ns=_short(choice, rng, ttl),
+        start_after_ns=start,
+        anchor=Anchor(call=call),
+    )
+
+
+def _delayed(
+    spec: FaultSpec, choice: FaultChoice, left: int, s: Scenario, rng: random.Random
+) -> FaultSpec:
+    """``spec`` delaying requests just longer than ``left`` (plus the drift), one way in."""
+    ttl = s.workload.ttl_ns
+    option = KINDS[spec.kind].delays
+    assert option is not None
+    values = option_values(spec)
+    bound = choice.options.get(option)
+    if bound is not None and bound.is_range:
+        lo, hi = (int(end) for end in bound.span(ttl))
+        want = left + drift_ns(ttl // MS) + _log_ms(rng, MS, max(MS, ttl // 20))
+        values[option] = max(math.ceil(lo / MS), min(hi // MS, want // MS)) * MS
+    stream = choice.options.get("stream")
+    if stream is not None and "upstream" in stream.choices:
+        values["stream"] = "upstream"
+    options = admitted(spec.kind, values, room_of(s))
+    return dataclasses.replace(spec, options=options)
+
+
+def aim(
+    model: FaultModel,
+    s: Scenario,
+    faults: list[FaultSpec],
+    drawn: dict[str, DrawnFault],
+    extends: bool,
+) -> tuple[Scenario, list[FaultSpec], dict[str, DrawnFault], str | None]:
+    """The fresh trial ``s`` (its faults not yet in it), aimed at an edge in the share
+    ``AIMED`` of seeds where the model allows it; and what it was aimed at (None: not)."""
+    rng = random.Random(f"{s.seed}:explore-aim:{s.name}")
+    anchored = [c for c in model.faults if c.anchored]
+    calls = _calls(model, extends)
+    if not anchored or not calls or rng.random() >= AIMED:
+        return s, faults, drawn, None
+    call = "extend" if "extend" in calls and rng.random() < _EXTEND else calls[-1]
+    w = _reaching_the_edge(model, s.workload)
+    if w is None:
+        return s, faults, drawn, None
+    w, left = _timing(call, w, rng)
+    s = dataclasses.replace(s, workload=w)
+    delaying = [c for c in anchored if KINDS[c.kind].delays]
+    start = min((f.start_after_ns for f in faults), default=300 * MS)
+    if delaying and rng.random() < _DELAY:
+        picks = [rng.choice(delaying)]
+    else:
+        picks = [rng.choice(anchored) for _ in range(2)]
+    faults, drawn = list(faults), dict(drawn)
+    for i, choice in enumerate(picks):
+        number = i + 1
+        spec = _anchored_fault(choice, number, call, start, s, rng)
+        if KINDS[spec.kind].delays and len(picks) == 1:
+            spec = _delayed(spec, choice, left, s, rng)
+        if i < len(faults):
+            del drawn[faults[i].name]
+            faults[i] = spec
+        else:
+            faults.append(spec)
+        drawn[spec.name] = DrawnFault(number, choice)
+    what = f"aimed at the {call}'s edge ({left // MS} ms left)"
+    return s, faults, drawn, what
