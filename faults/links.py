@@ -23,6 +23,7 @@ from msgspec import Meta
 from lockharness.cluster.toxiproxy import ToxicSpec
 from lockharness.faults.base import Fault
 from lockharness.faults.spec import FaultSpec, Room, WorkerList
+from lockharness.faults.targets import Holders
 
 Stream = Annotated[Literal["downstream", "upstream", "both"], Meta(description="which direction")]
 Links = Annotated[
@@ -31,7 +32,14 @@ Links = Annotated[
         description=("workers: clients' links; shared: the targets' replication and sentinel links")
     ),
 ]
-Workers = Annotated[WorkerList, Meta(description="whose links to the target nodes")]
+Workers = Annotated[
+    WorkerList,
+    Meta(
+        description=(
+            "whose links to the target nodes: all, holders (the lease holder's), or [w1, w2]"
+        )
+    ),
+]
 
 
 class _OnLinks(Protocol):
@@ -46,9 +54,13 @@ def shared_needs_replicas(f: FaultSpec, room: Room) -> tuple[str, str] | None:
     return "options.links", "shared needs cluster.topology: replicated; allowed here: workers"
 
 
-def worker_numbers(option: str | Sequence[str], count: int) -> list[int]:
+def worker_numbers(option: str | Sequence[str], count: int, holders: Holders) -> list[int]:
+    """The workers a worker-list option names: ``all``, ``holders`` (the workers holding
+    a lease now; an anchored occurrence's: its lease's holder), or names."""
     if option == "all":
         return list(range(1, count + 1))
+    if option == "holders":
+        return holders.holder_workers()
     return [int(name.removeprefix("w")) for name in option]
 
 
@@ -100,7 +112,7 @@ class ToxicFault(Fault):
         cluster = self.ctx.cluster
         if self.options.links == "shared":  # replication and sentinel links
             return [self.ctx.replicated("shared links").shared_proxy_name(n) for n in targets]
-        workers = worker_numbers(self.options.workers, self.ctx.worker_count)
+        workers = worker_numbers(self.options.workers, self.ctx.worker_count, self.holders)
         return [cluster.proxy_name(w, node) for w in workers for node in targets]
 
     def stop(self) -> dict[str, Any]:

@@ -61,7 +61,7 @@ WorkerList = Annotated[Names, msgspec.Meta(extra={"names": "worker-list"})]
 _NAMES = {  # words, name prefix, the key that counts them
     "nodes": (NODE_TARGETS, "n", "cluster.nodes"),
     "workers": (WORKER_TARGETS, "w", "workload.workers"),
-    "worker-list": (("all",), "w", "workload.workers"),
+    "worker-list": (("all", "holders"), "w", "workload.workers"),
 }
 
 if TYPE_CHECKING:

@@ -70,8 +70,10 @@ def test_an_entry_anchored_every_time_changes_only_the_anchor(tmp_path: Path) ->
             else:
                 assert f.anchor.call in (("extend", "release") if extend else ("release",))
                 seen.add(str(f.anchor.call))
-        # The model without `anchored` draws the same trial, but for the anchors.
-        assert _unanchored(trial) == _unanchored(draw(timed, spec, seed, 1))
+        # The model without `anchored` draws the same trial, but for the anchors (and for
+        # a trial aimed at a lease's edge, which only anchored entries make: test_explore_aim).
+        if "aimed at" not in trial.scenario.description:
+            assert _unanchored(trial) == _unanchored(draw(timed, spec, seed, 1))
     assert seen == {"validity", "extend", "release"}
 
 

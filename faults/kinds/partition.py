@@ -29,7 +29,14 @@ class PartitionOptions(FaultOptions, frozen=True, kw_only=True, forbid_unknown_f
             )
         ),
     ] = "isolate"
-    workers: Annotated[WorkerList, Meta(description="cut-worker: the workers cut off")] = "all"
+    workers: Annotated[
+        WorkerList,
+        Meta(
+            description=(
+                "cut-worker: the workers cut off (all, holders: the lease holder's, or [w1, w2])"
+            )
+        ),
+    ] = "all"
     # An option of partition's rather than kinds of their own: which links are cut (the
     # modes, targets, workers) and how the checker counts it (holder-partitioned, by the
     # links cut) are the same whether packets are refused or lost.
@@ -89,7 +96,10 @@ class Partition(Fault):
                 if node not in seen
             ]
         everyone = mode == "isolate"
-        workers = range(1, count + 1) if everyone else worker_numbers(self.options.workers, count)
+        if everyone:
+            workers: Sequence[int] = range(1, count + 1)
+        else:
+            workers = worker_numbers(self.options.workers, count, self.holders)
         return [cluster.proxy_name(w, node) for w in workers for node in targets]
 
     def start(self, targets: list[str]) -> dict[str, Any]:

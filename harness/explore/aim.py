@@ -1,28 +1,31 @@
-"""Trials aimed at a lease's edge: the client's own step issued just before its lease runs
-out, and faults anchored to that step, so that it lands after the keys expired.
+"""Trials aimed at a lease's edge: the client's own step made just before its lease runs
+out, and faults in effect as it is made, so that it lands after the keys expired.
 
-A lock client is most exposed when one of its own steps is late: an extend issued a few
-ms before the deadline whose write reaches the nodes after the keys expired (and another
+A lock client is most exposed when one of its own steps is late: an extend made a few ms
+before the deadline whose write reaches the nodes after the keys expired (and another
 client took them), a release that meets the key's expiry, an extend that reaches only a
 minority. Drawn at random, each needs several draws to agree (a small margin, a fault in
-effect as the call is in flight, a delay longer than what is left of the lease, on enough
+effect as the step is made, a delay longer than what is left of the lease, on enough
 nodes); a share of the fresh trials makes them agree, from an rng of its own (the rest of
 a seed's trial is drawn as without it):
 
-- the call: an extend (where the sections extend; 2 in 3) or a release;
+- the step: an extend (where the sections extend; 2 in 3) or a release (then the
+  sections do not extend: the release meets the deadline of the lease as granted);
 - the client's timing that puts it at the edge: ``extend_at`` a margin, or ``hold_end``
   an edge, of 1 ms..0.1 TTL drawn log-uniformly (small margins as often as large ones),
   and holds long enough to reach it;
-- either one fault that delays requests (a kind that declares ``delays``: latency)
-  anchored to that call, its delay just longer than what the lease has left when the call
-  is made (the margin plus the drift the lease allows for, plus 1 ms..0.05 TTL), one way
-  in where the model allows, on the widest targets the model's entry names;
-- or two faults anchored to the same call, on the widest targets their entries name, so
-  that the call may reach fewer nodes than any one fault cuts.
+- either one fault that delays requests (a kind that declares ``delays``: latency), its
+  delay just longer than what the lease has left when the step is made (the margin plus
+  the drift the lease allows for, plus 1 ms..0.05 TTL), one way in where the model
+  allows;
+- or two faults at once, so that the step may reach fewer nodes than either cuts alone.
 
-Aimed faults last a length drawn log-uniformly in their entry's bound (short ones, which
-cover the call and are over by the next, as often as long ones) and have no period: each
-fires at every such call while it is not in effect.
+Each is anchored to every lease's validity, ``LEAD_NS`` before the step (its fraction is
+1 - (margin + LEAD) / validity), rather than to the call: a call's anchor holds the call
+until the fault is in effect, and a holder that near its deadline cannot wait for a
+toxic to reach every link. Each lasts past the step's answer (a length drawn
+log-uniformly in its entry's bound, from that least), on the widest target word its entry
+names and the holder's links where it names ``holders``, without a period.
 
 Everything stays inside the model (harness/explore/fits.py checks each trial): only
 entries that draw anchored faults are used, values are clipped into their bounds, and the
@@ -50,7 +53,13 @@ from lockharness.workloads.validity import drift_ns
 
 AIMED = 0.5  # the share of fresh trials aimed, where the model and the client allow it
 _EXTEND = 2 / 3  # an aimed trial's chance of aiming at an extend rather than a release
-_DELAY = 0.5  # its chance of one delaying fault rather than two anchored to the call
+_DELAY = 0.5  # its chance of one delaying fault rather than two at once
+# Anchored at a lease's validity this long before the step, rather than to the call itself:
+# a call's anchor holds the call until the fault is in effect, and a holder near its
+# deadline cannot wait (a toxic on each of 15 links takes 30-60 ms on a loaded machine).
+LEAD_NS = 50 * MS
+_ANSWERED_NS = 60 * MS  # and in effect this long past the step: a client's timeout (50 ms)
+_EARLIEST, _LATEST = 0.05, 0.99  # the validity fractions an aimed anchor may take
 _WIDEST = ("all", "majority", "holders", "holder-minority", "minority", "holder", "one")
 
 
@@ -88,16 +97,19 @@ def _timing(call: AnchorCall, w: WorkloadSpec, rng: random.Random) -> tuple[Work
     if call == "extend":
         return msgspec.structs.replace(w, extend=True, extend_at=ExtendAt(margin_ns=margin)), margin
     low = _log_ms(rng, MS, margin)
-    return msgspec.structs.replace(w, hold_end=HoldEnd((low, margin))), margin
+    # Not extended: the release meets the deadline of the lease the fault is timed to.
+    edge = HoldEnd((low, margin))
+    return msgspec.structs.replace(w, extend=False, extend_at=ExtendAt(), hold_end=edge), margin
 
 
-def _short(choice: FaultChoice, rng: random.Random, ttl: int) -> int:
-    """A length inside the entry's bound, log-uniformly: short ones, which cover the call
-    and let the fault fire again at the next, as often as long ones."""
+def _covering(choice: FaultChoice, rng: random.Random, ttl: int, least: int) -> int:
+    """A length inside the entry's bound, at least ``least`` where the bound reaches it,
+    drawn log-uniformly: short ones (over by the next lease's edge) as often as long ones."""
     if not choice.duration.is_range:
         return draw_ms(choice.duration, rng, ttl, least=MS)
     lo, hi = (int(end) for end in choice.duration.span(ttl))
-    return _log_ms(rng, max(MS, -(-lo // MS) * MS), hi)
+    lo = max(MS, -(-lo // MS) * MS)
+    return _log_ms(rng, min(max(lo, least), hi), hi)
 
 
 def _widest(choice: FaultChoice) -> str:
@@ -105,19 +117,29 @@ def _widest(choice: FaultChoice) -> str:
 
 
 def _anchored_fault(
-    choice: FaultChoice, number: int, call: AnchorCall, start: int, s: Scenario, rng: random.Random
+    choice: FaultChoice, number: int, left: int, start: int, s: Scenario, rng: random.Random
 ) -> FaultSpec:
-    """A fault of ``choice`` anchored to ``call``, on the widest targets it names."""
-    ttl = s.workload.ttl_ns
-    options = draw_options(choice, rng, ttl, room_of(s))
+    """A fault of ``choice`` in effect from ``LEAD_NS`` before each lease's step that
+    leaves ``left`` of it, past the step's answer; on the widest targets the entry names,
+    and on the holder's links where it names ``holders``."""
+    w = s.workload
+    ttl = w.ttl_ns
+    values = option_values(
+        FaultSpec(choice.kind, choice.kind, options=draw_options(choice, rng, ttl, room_of(s)))
+    )
+    workers = choice.options.get("workers")
+    if workers is not None and "holders" in workers.choices:
+        values["workers"] = "holders"
+    validity = ttl - drift_ns(ttl // MS)
+    fraction = min(_LATEST, max(_EARLIEST, 1 - (left + LEAD_NS) / validity))
     return FaultSpec(
         choice.kind,
         f"{choice.kind}-{number}",
         _widest(choice),
-        options=options,
-        duration_ns=_short(choice, rng, ttl),
+        options=admitted(choice.kind, values, room_of(s)),
+        duration_ns=_covering(choice, rng, ttl, LEAD_NS + left + _ANSWERED_NS),
         start_after_ns=start,
-        anchor=Anchor(call=call),
+        anchor=Anchor(validity=round(fraction, 3)),
     )
 
 
@@ -167,11 +189,12 @@ def aim(
         picks = [rng.choice(delaying)]
     else:
         picks = [rng.choice(anchored) for _ in range(2)]
-    faults, drawn = list(faults), dict(drawn)
+    faults, drawn, delayed = list(faults), dict(drawn), False
     for i, choice in enumerate(picks):
         number = i + 1
-        spec = _anchored_fault(choice, number, call, start, s, rng)
-        if KINDS[spec.kind].delays and len(picks) == 1:
+        spec = _anchored_fault(choice, number, left, start, s, rng)
+        delayed = bool(KINDS[spec.kind].delays) and len(picks) == 1
+        if delayed:
             spec = _delayed(spec, choice, left, s, rng)
         if i < len(faults):
             del drawn[faults[i].name]
@@ -179,5 +202,11 @@ def aim(
         else:
             faults.append(spec)
         drawn[spec.name] = DrawnFault(number, choice)
-    what = f"aimed at the {call}'s edge ({left // MS} ms left)"
+    names = " and ".join(f.name for f in faults[: len(picks)])
+    what = (
+        f"aimed at the {call}'s edge ({left // MS} ms left): {names} from "
+        f"{(left + LEAD_NS) // MS} ms before each lease's deadline"
+    )
+    if delayed:
+        what += ", delaying it past the edge"
     return s, faults, drawn, what

@@ -1,0 +1,110 @@
+"""Explore's trials aimed at a lease's edge (harness/explore/aim.py): half the fresh trials,
+where the model allows, put the holder's extend or release just before its deadline and
+anchor faults to that call; every one stays inside the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lockharness.harness.explore.aim import LEAD_NS
+from lockharness.harness.explore.draw import draw
+from lockharness.harness.explore.model import load_model
+from lockharness.harness.explore.trial import Trial
+from lockharness.workloads.validity import drift_ns
+from tests.test_explore_trials import assert_good_trial, client
+
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
+MS = 1_000_000
+
+
+def _aimed(trial: Trial) -> str | None:
+    description = trial.scenario.description
+    if "aimed at the " not in description:
+        return None
+    return description.split("aimed at the ")[1].split("'")[0]
+
+
+@pytest.mark.parametrize("which", ["redlock-extend", "single"])
+def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
+    tmp_path: Path, which: str
+) -> None:
+    model = load_model("redlock" if which == "redlock-extend" else "single-instance")
+    spec = client(which)
+    seen: dict[str, int] = {}
+    for seed in range(160):
+        trial = draw(model, spec, seed, 1)
+        assert_good_trial(model, trial, tmp_path if seed % 40 == 0 else None)
+        call = _aimed(trial)
+        if call is None:
+            continue
+        seen[call] = seen.get(call, 0) + 1
+        w, faults = trial.scenario.workload, trial.scenario.faults.faults
+        assert w.hold_min_ns >= w.ttl_ns - MS  # every section reaches its edge
+        if call == "extend":
+            assert w.extend and w.extend_at.margin_ns is not None
+            left = w.extend_at.margin_ns
+        else:
+            assert w.hold_end.edge is not None and not w.extend
+            left = w.hold_end.edge[1]
+        assert MS <= left <= max(MS, w.ttl_ns // 10)
+        said = trial.scenario.description.split("edge (")[1]
+        names = said.split(": ")[1].split(" from ")[0].split(" and ")
+        aimed = [f for f in faults if f.name in names]
+        assert len(aimed) == len(names) in (1, 2), (said, faults)
+        validity = w.ttl_ns - drift_ns(w.ttl_ns // MS)
+        for f in aimed:  # in effect from LEAD_NS before the step, and past its answer
+            assert f.anchor is not None and f.anchor.validity is not None, f
+            before = (1 - f.anchor.validity) * validity
+            assert f.anchor.validity in (0.05, 0.99) or abs(before - left - LEAD_NS) < MS, f
+            top = model.choices_of(f.kind)[0].duration.span(w.ttl_ns)[1]
+            assert f.duration_ns >= min(top, LEAD_NS + left) - MS
+            assert f.every_ns is None
+            workers = model.choices_of(f.kind)[0].options.get("workers")
+            if workers is not None and "holders" in workers.choices:
+                assert f.options.workers == "holders"
+        if "delaying it past the edge" in said:
+            (latency,) = aimed
+            late = left + drift_ns(w.ttl_ns // MS)
+            top = model.choices_of("latency")[0].options["latency"].span(w.ttl_ns)[1]
+            assert latency.options.latency > late or latency.options.latency >= top - MS
+            assert latency.options.stream == "upstream"
+            seen["delayed"] = seen.get("delayed", 0) + 1
+    assert seen.get("delayed", 0) > 0 or not model.choices_of("latency"), seen
+    total = seen.get("extend", 0) + seen.get("release", 0)
+    assert 0.35 * 160 <= total <= 0.65 * 160, seen
+    if which == "redlock-extend":
+        assert seen.get("extend", 0) > seen.get("release", 0) > 0, seen
+    else:  # a client that cannot extend is aimed at its releases only
+        assert set(seen) <= {"release", "delayed"}, seen
+
+
+PLAIN = """\
+description: {what}
+cluster: {{nodes: 3, persistence: aof-always}}
+workload: {{extend: true{timing}}}
+faults:
+  - {{kind: latency, targets: [all], duration: 10ms..200ms{anchored}}}
+"""
+
+
+def test_a_model_without_anchored_entries_or_edge_timings_aims_nothing(tmp_path: Path) -> None:
+    for what, timing, anchored in (
+        ("timed faults only", "", ""),
+        ("no timing", ", timing: []", ", anchored: 0.5"),
+    ):
+        path = tmp_path / f"{len(timing)}.yaml"
+        path.write_text(PLAIN.format(what=what, timing=timing, anchored=anchored))
+        model = load_model(str(path))
+        for seed in range(60):
+            assert _aimed(draw(model, client("redlock-extend"), seed, 1)) is None
+
+
+def test_an_aimed_trial_is_drawn_again_from_its_seed() -> None:
+    model, spec = load_model("redlock"), client("redlock-extend")
+    aimed = [s for s in range(40) if _aimed(draw(model, spec, s, 1))]
+    assert aimed
+    for seed in aimed[:5]:
+        assert draw(model, spec, seed, 1) == draw(model, spec, seed, 1)
