@@ -75,6 +75,8 @@ def explore(
         return {"exit_code": done.returncode, "trials": [], "violations": [], "elapsed_s": 0}
     report: dict[str, Any] = json.loads(reports[-1].read_text())
     report["exit_code"] = done.returncode
+    if report.get("interrupted"):  # Ctrl-C (or a SIGINT to it alone): the bench stops too
+        raise KeyboardInterrupt
     return report
 
 

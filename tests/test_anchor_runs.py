@@ -289,3 +289,29 @@ def test_a_correct_extend_slowed_past_the_lease_end_is_refused_and_the_run_valid
 
 def _ok_grant(e: Event) -> bool:
     return e.type == "ok" and e.f in ("acquire", "extend") and e.value is not None
+
+
+ON_THE_HOLDERS_LINKS = """\
+description: latency on the anchoring lease's holder's links only
+expect: valid
+duration: 4s
+seed: 8
+min_cycles: 1
+cluster: {nodes: 3}
+client: redlock
+workload: {workers: 3, threads: 1, ttl: 400ms, hold_min: 300ms, hold_max: 350ms}
+faults:
+  - {kind: latency, name: slow, targets: all, anchor: {validity: 0.5}, duration: 60ms,
+     options: {latency: 5ms, workers: holders}}
+"""
+
+
+def test_a_link_fault_on_holders_slows_only_the_anchoring_holders_links(tmp_path: Path) -> None:
+    _, events, output = _run(tmp_path, ON_THE_HOLDERS_LINKS)
+    starts = _nemesis(events, "slow", INFO, "start")
+    assert starts, output
+    for start in starts:
+        holder = f"w{_value(start)['anchor']['process'] + 1}"  # one thread a worker
+        links = _value(start)["links"]
+        assert links == [f"{holder}-n{n}" for n in (1, 2, 3)], start
+    _healed(events)

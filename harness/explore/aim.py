@@ -59,6 +59,7 @@ _DELAY = 0.5  # its chance of one delaying fault rather than two at once
 # deadline cannot wait (a toxic on each of 15 links takes 30-60 ms on a loaded machine).
 LEAD_NS = 50 * MS
 _ANSWERED_NS = 60 * MS  # and in effect this long past the step: a client's timeout (50 ms)
+_FIRST_NS = 300 * MS  # from this far into the run: every lease after it is a shot
 _EARLIEST, _LATEST = 0.05, 0.99  # the validity fractions an aimed anchor may take
 _WIDEST = ("all", "majority", "holders", "holder-minority", "minority", "holder", "one")
 
@@ -184,7 +185,7 @@ def aim(
     w, left = _timing(call, w, rng)
     s = dataclasses.replace(s, workload=w)
     delaying = [c for c in anchored if KINDS[c.kind].delays]
-    start = min((f.start_after_ns for f in faults), default=300 * MS)
+    start = _FIRST_NS
     if delaying and rng.random() < _DELAY:
         picks = [rng.choice(delaying)]
     else:
