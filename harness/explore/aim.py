@@ -79,16 +79,19 @@ def _calls(model: FaultModel, extends: bool) -> list[AnchorCall]:
     return calls
 
 
-def _reaching_the_edge(model: FaultModel, w: WorkloadSpec) -> WorkloadSpec | None:
-    """``w`` with holds that run into the deadline, inside the model's bound; None if the
-    bound stops short of the TTL."""
+def _reaching_the_edge(model: FaultModel, w: WorkloadSpec, call: AnchorCall) -> WorkloadSpec | None:
+    """``w`` with holds that run into the deadline: from the TTL to the top of the model's
+    bound, or for an extend to twice the TTL (a holder that goes on past its extend, as
+    long as another lease's worth: the workload's numbers are the explorer's choice, not
+    the claim). None if the bound stops short of the TTL."""
     if not model.hold.is_range:
         return None
     lo, hi = (int(end) for end in model.hold.span(w.ttl_ns))
     if hi < w.ttl_ns:
         return None
+    top = max(hi, 2 * w.ttl_ns) if call == "extend" else hi
     return msgspec.structs.replace(
-        w, hold_min_ns=max(lo, w.ttl_ns) // MS * MS, hold_max_ns=hi // MS * MS
+        w, hold_min_ns=max(lo, w.ttl_ns) // MS * MS, hold_max_ns=top // MS * MS
     )
 
 
@@ -104,13 +107,14 @@ def _timing(call: AnchorCall, w: WorkloadSpec, rng: random.Random) -> tuple[Work
 
 
 def _covering(choice: FaultChoice, rng: random.Random, ttl: int, least: int) -> int:
-    """A length inside the entry's bound, at least ``least`` where the bound reaches it,
-    drawn log-uniformly: short ones (over by the next lease's edge) as often as long ones."""
+    """A length inside the entry's bound from ``least`` (where the bound reaches it) to
+    half a TTL more, log-uniformly: over while the holder still holds, so that another
+    client may take the keys the step missed."""
     if not choice.duration.is_range:
         return draw_ms(choice.duration, rng, ttl, least=MS)
     lo, hi = (int(end) for end in choice.duration.span(ttl))
-    lo = max(MS, -(-lo // MS) * MS)
-    return _log_ms(rng, min(max(lo, least), hi), hi)
+    lo = min(max(MS, -(-lo // MS) * MS, least), hi)
+    return _log_ms(rng, lo, max(lo, min(hi, least + ttl // 2)))
 
 
 def _widest(choice: FaultChoice) -> str:
@@ -179,7 +183,7 @@ def aim(
     if not anchored or not calls or rng.random() >= AIMED:
         return s, faults, drawn, None
     call = "extend" if "extend" in calls and rng.random() < _EXTEND else calls[-1]
-    w = _reaching_the_edge(model, s.workload)
+    w = _reaching_the_edge(model, s.workload, call)
     if w is None:
         return s, faults, drawn, None
     w, left = _timing(call, w, rng)
