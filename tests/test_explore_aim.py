@@ -1,6 +1,6 @@
-"""Explore's trials aimed at a lease's edge (harness/explore/aim.py): half the fresh trials,
+"""Explore's trials aimed at a lease's edge (harness/explore/aim.py): 3 in 4 fresh trials,
 where the model allows, put the holder's extend or release just before its deadline and
-anchor faults to that call; every one stays inside the model."""
+time faults to it; every one stays inside the model."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
             seen["delayed"] = seen.get("delayed", 0) + 1
     assert seen.get("delayed", 0) > 0 or not model.choices_of("latency"), seen
     total = seen.get("extend", 0) + seen.get("release", 0)
-    assert 0.35 * 160 <= total <= 0.65 * 160, seen
+    assert 0.6 * 160 <= total <= 0.9 * 160, seen
     if which == "redlock-extend":
         assert seen.get("extend", 0) > seen.get("release", 0) > 0, seen
     else:  # a client that cannot extend is aimed at its releases only

@@ -14,11 +14,11 @@ a seed's trial is drawn as without it):
 - the client's timing that puts it at the edge: ``extend_at`` a margin, or ``hold_end``
   an edge, of 1 ms..0.1 TTL drawn log-uniformly (small margins as often as large ones),
   and holds long enough to reach it;
-- either one fault that delays requests (a kind that declares ``delays``: latency), its
-  delay just longer than what the lease has left when the step is made (the margin plus
-  the drift the lease allows for, plus 1 ms..0.05 TTL), one way in where the model
-  allows;
-- or two faults at once, so that the step may reach fewer nodes than either cuts alone.
+- one fault that delays requests (a kind that declares ``delays``: latency), its delay
+  just longer than what the lease has left when the step is made (the margin plus the
+  drift the lease allows for, plus 1 ms..0.05 TTL), one way in where the model allows;
+  or one fault of any kind; or two at once, so that the step may reach fewer nodes than
+  either cuts alone (each way as likely).
 
 Each is anchored to every lease's validity, ``LEAD_NS`` before the step (its fraction is
 1 - (margin + LEAD) / validity), rather than to the call: a call's anchor holds the call
@@ -51,9 +51,11 @@ from lockharness.workloads.spec import WorkloadSpec
 from lockharness.workloads.timing import ExtendAt, HoldEnd
 from lockharness.workloads.validity import drift_ns
 
-AIMED = 0.5  # the share of fresh trials aimed, where the model and the client allow it
+AIMED = 0.75  # the share of fresh trials aimed, where the model and the client allow it
 _EXTEND = 2 / 3  # an aimed trial's chance of aiming at an extend rather than a release
-_DELAY = 0.5  # its chance of one delaying fault rather than two at once
+# One fault that delays the step past the edge, one fault of any kind, or two at once:
+# each as likely (the first only where the model has a kind that delays).
+_MODES = ("delay", "cut", "two")
 # Anchored at a lease's validity this long before the step, rather than to the call itself:
 # a call's anchor holds the call until the fault is in effect, and a holder near its
 # deadline cannot wait (a toxic on each of 15 links takes 30-60 ms on a loaded machine).
@@ -190,15 +192,16 @@ def aim(
     s = dataclasses.replace(s, workload=w)
     delaying = [c for c in anchored if KINDS[c.kind].delays]
     start = _FIRST_NS
-    if delaying and rng.random() < _DELAY:
+    mode = rng.choice(_MODES if delaying else _MODES[1:])
+    if mode == "delay":
         picks = [rng.choice(delaying)]
     else:
-        picks = [rng.choice(anchored) for _ in range(2)]
+        picks = [rng.choice(anchored) for _ in range(1 if mode == "cut" else 2)]
     faults, drawn, delayed = list(faults), dict(drawn), False
     for i, choice in enumerate(picks):
         number = i + 1
         spec = _anchored_fault(choice, number, left, start, s, rng)
-        delayed = bool(KINDS[spec.kind].delays) and len(picks) == 1
+        delayed = mode == "delay"
         if delayed:
             spec = _delayed(spec, choice, left, s, rng)
         if i < len(faults):
