@@ -12,8 +12,10 @@ a seed's trial is drawn as without it):
 - the step: an extend (where the sections extend; 2 in 3) or a release (then the
   sections do not extend: the release meets the deadline of the lease as granted);
 - the client's timing that puts it at the edge: ``extend_at`` a margin, or ``hold_end``
-  an edge, of 1 ms..0.1 TTL drawn log-uniformly (small margins as often as large ones),
-  and holds long enough to reach it;
+  an edge, drawn log-uniformly (small margins as often as large ones) in 1 ms..0.1 TTL
+  for a step that is delayed (its delay must stay short) and 1 ms..0.5 TTL for one that
+  is cut (a client must hear of the cut before its deadline for the cut to matter), and
+  holds long enough to reach it;
 - one fault that delays requests (a kind that declares ``delays``: latency), its delay
   just longer than what the lease has left when the step is made (the margin plus the
   drift the lease allows for, plus 1 ms..0.05 TTL), one way in where the model allows;
@@ -97,9 +99,12 @@ def _reaching_the_edge(model: FaultModel, w: WorkloadSpec, call: AnchorCall) -> 
     )
 
 
-def _timing(call: AnchorCall, w: WorkloadSpec, rng: random.Random) -> tuple[WorkloadSpec, int]:
-    """``w`` with its step at the edge, and what the lease has left when it is made."""
-    margin = _log_ms(rng, MS, w.ttl_ns // 10)
+def _timing(
+    call: AnchorCall, w: WorkloadSpec, rng: random.Random, most: int
+) -> tuple[WorkloadSpec, int]:
+    """``w`` with its step at the edge, at most ``most`` before the deadline, and what the
+    lease has left when it is made."""
+    margin = _log_ms(rng, MS, most)
     if call == "extend":
         return msgspec.structs.replace(w, extend=True, extend_at=ExtendAt(margin_ns=margin)), margin
     low = _log_ms(rng, MS, margin)
@@ -188,11 +193,11 @@ def aim(
     w = _reaching_the_edge(model, s.workload, call)
     if w is None:
         return s, faults, drawn, None
-    w, left = _timing(call, w, rng)
-    s = dataclasses.replace(s, workload=w)
     delaying = [c for c in anchored if KINDS[c.kind].delays]
     start = _FIRST_NS
     mode = rng.choice(_MODES if delaying else _MODES[1:])
+    w, left = _timing(call, w, rng, w.ttl_ns // (10 if mode == "delay" else 2))
+    s = dataclasses.replace(s, workload=w)
     if mode == "delay":
         picks = [rng.choice(delaying)]
     else:
