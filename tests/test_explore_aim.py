@@ -11,6 +11,7 @@ import pytest
 from lockharness.harness.explore.aim import LEAD_NS
 from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.model import load_model
+from lockharness.harness.explore.options import option_values
 from lockharness.harness.explore.trial import Trial
 from lockharness.workloads.validity import drift_ns
 from tests.test_explore_trials import assert_good_trial, client
@@ -59,18 +60,19 @@ def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
             assert f.anchor is not None and f.anchor.validity is not None, f
             before = (1 - f.anchor.validity) * validity
             assert f.anchor.validity in (0.05, 0.99) or abs(before - left - LEAD_NS) < MS, f
-            top = model.choices_of(f.kind)[0].duration.span(w.ttl_ns)[1]
-            assert f.duration_ns >= min(top, LEAD_NS + left) - MS
+            longest = int(model.choices_of(f.kind)[0].duration.span(w.ttl_ns)[1])
+            assert f.duration_ns >= min(longest, LEAD_NS + left) - MS
             assert f.every_ns is None
             workers = model.choices_of(f.kind)[0].options.get("workers")
             if workers is not None and "holders" in workers.choices:
-                assert f.options.workers == "holders"
+                assert option_values(f)["workers"] == "holders"
         if "delaying it past the edge" in said:
             (latency,) = aimed
             late = left + drift_ns(w.ttl_ns // MS)
-            top = model.choices_of("latency")[0].options["latency"].span(w.ttl_ns)[1]
-            assert latency.options.latency > late or latency.options.latency >= top - MS
-            assert latency.options.stream == "upstream"
+            top = int(model.choices_of("latency")[0].options["latency"].span(w.ttl_ns)[1])
+            options = option_values(latency)
+            assert options["latency"] > late or options["latency"] >= top - MS
+            assert options["stream"] == "upstream"
             assert left <= max(MS, w.ttl_ns // 10)  # a delay that stays short
             seen["delayed"] = seen.get("delayed", 0) + 1
     assert seen.get("delayed", 0) > 0 or not model.choices_of("latency"), seen

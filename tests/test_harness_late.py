@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -128,7 +129,7 @@ def test_an_extend_in_flight_across_the_deadline_is_the_clients_doing() -> None:
 def _refused_late(
     planned_end: int | None,
     release: int = 150 * MS,
-    answer: str = "fail",
+    answer: Literal["fail", "info"] = "fail",
     called: int | None = None,
 ) -> History:
     """A's extend, invoked at 90 ms, is answered ``answer`` at 130 ms, past A's deadline
@@ -146,7 +147,7 @@ def _refused_late(
 
 @pytest.mark.parametrize("answer", ["fail", "info"])
 def test_an_extend_refused_past_the_deadline_kept_the_holder_waiting_not_working(
-    answer: str,
+    answer: Literal["fail", "info"],
 ) -> None:
     # Left on the refusal: A's lease ended at its deadline, the client said so late.
     result = check_history(_sorted(_refused_late(135 * MS, release=133 * MS, answer=answer)))
