@@ -48,6 +48,7 @@ UNSAFE = (
 CORRECT = (
     ("redlock", "redlock", 2),
     ("single", "single-instance", 2),
+    ("redlock-extend", "redlock", 1),  # what LateExtend and MinorityExtend break
     ("node-redlock", "redlock", 1),
     ("redsync", "redlock", 1),
     ("redisson-redlock", "redlock", 1),
@@ -243,6 +244,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     only = {part for part in args.only.split(",") if part}
+    known = {client for client, _ in UNSAFE} | {f"{c}@{m}" for c, m, _ in CORRECT}
+    if unknown := sorted(only - known):
+        parser.exit(
+            254,
+            f"python -m bench.explore: --only {', '.join(unknown)}: no such client in the bench; "
+            f"allowed: {', '.join(sorted(known))}\n",
+        )
     figures = measure(
         parse_duration(args.budget),
         None if args.correct_budget is None else parse_duration(args.correct_budget),
