@@ -217,3 +217,14 @@ def test_a_release_whose_reply_was_lost_deletes_the_next_holders_lock(
         wait_until(lambda: direct(clean_cluster, "n1").get("k") is None, "the DEL deleted it")
     else:
         assert direct(clean_cluster, "n1").get("k") == OTHER
+
+
+def test_the_bench_refuses_a_client_it_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.explore import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--only", "redlock-extend@nope,unsafe-del"])
+    assert stopped.value.code == 254
+    said = capsys.readouterr().err
+    assert "--only redlock-extend@nope: no such client in the bench" in said
+    assert "redlock-extend@redlock" in said  # what is allowed
