@@ -114,14 +114,15 @@ def _timing(
 
 
 def _covering(choice: FaultChoice, rng: random.Random, ttl: int, least: int) -> int:
-    """A length inside the entry's bound from ``least`` (where the bound reaches it) to
-    half a TTL more, log-uniformly: over while the holder still holds, so that another
-    client may take the keys the step missed."""
+    """A length inside the entry's bound from ``least`` (where the bound reaches it) to a
+    tenth of a TTL more, log-uniformly: over while the holder still holds, so that another
+    client may take the keys the step missed, and short, so that the clients still reach
+    the nodes most of the time (a trial whose acquires mostly time out tests too little)."""
     if not choice.duration.is_range:
         return draw_ms(choice.duration, rng, ttl, least=MS)
     lo, hi = (int(end) for end in choice.duration.span(ttl))
     lo = min(max(MS, -(-lo // MS) * MS, least), hi)
-    return _log_ms(rng, lo, max(lo, min(hi, least + ttl // 2)))
+    return _log_ms(rng, lo, max(lo, min(hi, least + ttl // 10)))
 
 
 def _widest(choice: FaultChoice) -> str:
