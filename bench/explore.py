@@ -6,7 +6,8 @@ first violation, the replay's reproduction, how long shrinking took and the mini
 scenario's size and rate.
 Each correct client is explored under the model it claims (20 minutes each for redlock
 and single, 10 for redlock-extend and the reference clients in other languages): no
-violation may come out, and at most a tenth of the trials may be unknown. Trials per minute are of trial time (replays and shrinking left out).
+violation may come out, and at most a tenth of the trials may be unknown. Trials per
+minute are of trial time (replays and shrinking left out).
 
 Each exploration is the real CLI in its own process, into a store under a temporary
 directory (kept, and named on stderr); the figures are read from its report.json. Exit 0

@@ -837,7 +837,10 @@ KILL = "faults: [{kind: kill, name: k}]\n"
         ),
         (
             F + "[{kind: latency, options: {workers: some}}]\n",
-            ["faults[0].options.workers", "all, holders, or a non-empty list of worker names w1..w4"],
+            [
+                "faults[0].options.workers",
+                "all, holders, or a non-empty list of worker names w1..w4",
+            ],
         ),
         (
             F + "[{kind: partition, options: {mode: star}}]\n",
