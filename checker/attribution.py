@@ -166,12 +166,14 @@ def _excuse(first: Section, second: Section, facts: _Facts) -> str | None:
     if facts.paused(first.process, first.start, first.end):
         return None  # a GC pause kept A inside: the hazard the lock cannot see
     call = facts.call_across(first.process, first.start, deadline)
-    clients = call is not None and call.began < deadline  # not held by the gate past it
-    if call is not None and clients and not call.refused:
+    # The client had it as the deadline passed (no anchor gate held it past the deadline).
+    in_client = call is not None and call.began < deadline
+    if call is not None and in_client and not call.refused:
         return None  # the lock client's own call kept A inside past its deadline
-    if planned > deadline and (call is None or not call.refused or planned < call.done):
+    left_on_refusal = call is not None and call.refused and call.done <= planned
+    if planned > deadline and not left_on_refusal:
         return None  # A's worker never meant to leave within its lease, nor on its refusal
-    if call is not None and clients and call.refused and first.end <= planned:
+    if call is not None and in_client and first.end <= planned:  # refused: see above
         return _Waited(
             f"p{first.process} on {first.key} waited {(call.done - deadline) / 1e6:.1f} ms past "
             f"its deadline for a call the client then refused, and left on its answer"

@@ -39,7 +39,18 @@ from typing import Any
 import msgspec
 
 from lockharness.core.clock import ClockReader
-from lockharness.core.history import ACQUIRE, ENTER, EXIT, EXTEND, FAIL, INFO, INVOKE, OK, RELEASE
+from lockharness.core.history import (
+    ACQUIRE,
+    ENTER,
+    EXIT,
+    EXTEND,
+    FAIL,
+    INFO,
+    INVOKE,
+    OK,
+    RELEASE,
+    EventType,
+)
 from lockharness.core.run_dir import RunDir
 from lockharness.workloads.anchor_gate import GATE_WAIT_S, GateClient
 from lockharness.workloads.client_build import Builder, client_builder
@@ -320,36 +331,30 @@ class ClientLoop:
         if self.workload.honor_validity and lease.deadline is not None:
             leave_by = lease.deadline - EXIT_BUDGET_NS
         called = self._ask(EXTEND, lease.key, lease.token, invoked, lease.grants, leave_by)
-        key, token = lease.key, lease.token
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Refused as e:
-            self._answered_late(
-                self.rec.record(self.process, FAIL, EXTEND, key, token, _refused(e) | called), lease
-            )
+            self._not_extended(lease, FAIL, _refused(e) | called)
             if e.lost:  # the library says the lock is gone: the holder stops working now
                 return dataclasses.replace(lease, deadline=self.clock())
             return None
         except Exception as e:
-            self._answered_late(
-                self.rec.record(self.process, INFO, EXTEND, key, token, _error(e) | called), lease
-            )
+            self._not_extended(lease, INFO, _error(e) | called)
             return None
         if extended is None:
-            self._answered_late(
-                self.rec.record(self.process, FAIL, EXTEND, key, token, called or None), lease
-            )
+            self._not_extended(lease, FAIL, called or None)
             return None
         if broken := self._broken(extended, invoked):
-            self._answered_late(
-                self.rec.record(self.process, INFO, EXTEND, key, token, broken | called), lease
-            )
+            self._not_extended(lease, INFO, broken | called)
             return None
         value = {"deadline": extended.deadline, "grants": list(extended.grants)} | called
         self.granted_at = self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)
         return extended
 
-    def _answered_late(self, answered: int, lease: Lease) -> None:
+    def _not_extended(self, lease: Lease, type_: EventType, value: dict[str, Any] | None) -> None:
+        """Record an extend the client refused or gave up on; answered past the lease's
+        deadline, the holder waited for it and leaves on it."""
+        answered = self.rec.record(self.process, type_, EXTEND, lease.key, lease.token, value)
         if lease.deadline is not None and answered >= lease.deadline:
             self.refused_at = answered
 

@@ -39,13 +39,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from typing import Any
 
 import msgspec
 
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import Anchor, AnchorCall, FaultSpec
 from lockharness.harness.explore.model import FaultChoice, FaultModel
-from lockharness.harness.explore.options import admitted, draw_options, option_values
+from lockharness.harness.explore.options import admitted, draw_option
 from lockharness.harness.explore.trial import DrawnFault, room_of
 from lockharness.harness.explore.whole_ms import MS, draw_ms
 from lockharness.harness.scenario.model import Scenario
@@ -129,41 +130,12 @@ def _widest(choice: FaultChoice) -> str:
     return next((t for t in _WIDEST if t in choice.targets), choice.targets[0])
 
 
-def _anchored_fault(
-    choice: FaultChoice, number: int, left: int, start: int, s: Scenario, rng: random.Random
-) -> FaultSpec:
-    """A fault of ``choice`` in effect from ``LEAD_NS`` before each lease's step that
-    leaves ``left`` of it, past the step's answer; on the widest targets the entry names,
-    and on the holder's links where it names ``holders``."""
-    w = s.workload
-    ttl = w.ttl_ns
-    values = option_values(
-        FaultSpec(choice.kind, choice.kind, options=draw_options(choice, rng, ttl, room_of(s)))
-    )
-    workers = choice.options.get("workers")
-    if workers is not None and "holders" in workers.choices:
-        values["workers"] = "holders"
-    validity = ttl - drift_ns(ttl // MS)
-    fraction = min(_LATEST, max(_EARLIEST, 1 - (left + LEAD_NS) / validity))
-    return FaultSpec(
-        choice.kind,
-        f"{choice.kind}-{number}",
-        _widest(choice),
-        options=admitted(choice.kind, values, room_of(s)),
-        duration_ns=_covering(choice, rng, ttl, LEAD_NS + left + _ANSWERED_NS),
-        start_after_ns=start,
-        anchor=Anchor(validity=round(fraction, 3)),
-    )
-
-
-def _delayed(
-    spec: FaultSpec, choice: FaultChoice, left: int, s: Scenario, rng: random.Random
-) -> FaultSpec:
-    """``spec`` delaying requests just longer than ``left`` (plus the drift), one way in."""
-    ttl = s.workload.ttl_ns
-    option = KINDS[spec.kind].delays
+def _past_the_edge(choice: FaultChoice, left: int, ttl: int, rng: random.Random) -> dict[str, Any]:
+    """Options delaying each request just longer than ``left`` (plus the drift), one way
+    in: for a kind that declares ``delays``, inside the entry's bounds."""
+    option = KINDS[choice.kind].delays
     assert option is not None
-    values = option_values(spec)
+    values: dict[str, Any] = {}
     bound = choice.options.get(option)
     if bound is not None and bound.is_range:
         lo, hi = (int(end) for end in bound.span(ttl))
@@ -172,8 +144,41 @@ def _delayed(
     stream = choice.options.get("stream")
     if stream is not None and "upstream" in stream.choices:
         values["stream"] = "upstream"
-    options = admitted(spec.kind, values, room_of(s))
-    return dataclasses.replace(spec, options=options)
+    return values
+
+
+def _anchored_fault(
+    choice: FaultChoice,
+    number: int,
+    left: int,
+    s: Scenario,
+    rng: random.Random,
+    delayed: bool,
+) -> FaultSpec:
+    """A fault of ``choice`` in effect from ``LEAD_NS`` before each lease's step that
+    leaves ``left`` of it, past the step's answer; on the widest targets the entry names,
+    and on the holder's links where it names ``holders``; ``delayed``: delaying the step
+    past the edge."""
+    ttl = s.workload.ttl_ns
+    room = room_of(s)
+    values = {name: draw_option(choice, name, rng, ttl, room) for name in choice.options}
+    workers = choice.options.get("workers")
+    if workers is not None and "holders" in workers.choices:
+        values["workers"] = "holders"
+    duration = _covering(choice, rng, ttl, LEAD_NS + left + _ANSWERED_NS)
+    if delayed:
+        values |= _past_the_edge(choice, left, ttl, rng)
+    validity = ttl - drift_ns(ttl // MS)
+    fraction = min(_LATEST, max(_EARLIEST, 1 - (left + LEAD_NS) / validity))
+    return FaultSpec(
+        choice.kind,
+        f"{choice.kind}-{number}",
+        _widest(choice),
+        options=admitted(choice.kind, values, room),
+        duration_ns=duration,
+        start_after_ns=_FIRST_NS,
+        anchor=Anchor(validity=round(fraction, 3)),
+    )
 
 
 def aim(
@@ -195,7 +200,6 @@ def aim(
     if w is None:
         return s, faults, drawn, None
     delaying = [c for c in anchored if KINDS[c.kind].delays]
-    start = _FIRST_NS
     mode = rng.choice(_MODES if delaying else _MODES[1:])
     w, left = _timing(call, w, rng, w.ttl_ns // (10 if mode == "delay" else 2))
     s = dataclasses.replace(s, workload=w)
@@ -203,13 +207,10 @@ def aim(
         picks = [rng.choice(delaying)]
     else:
         picks = [rng.choice(anchored) for _ in range(1 if mode == "cut" else 2)]
-    faults, drawn, delayed = list(faults), dict(drawn), False
+    faults, drawn, delayed = list(faults), dict(drawn), mode == "delay"
     for i, choice in enumerate(picks):
         number = i + 1
-        spec = _anchored_fault(choice, number, left, start, s, rng)
-        delayed = mode == "delay"
-        if delayed:
-            spec = _delayed(spec, choice, left, s, rng)
+        spec = _anchored_fault(choice, number, left, s, rng, delayed)
         if i < len(faults):
             del drawn[faults[i].name]
             faults[i] = spec
