@@ -22,7 +22,9 @@ the history's end). Each way of touching, by the exposure category a fault kind 
   without either, never), split into restart-with-key and
   restart-without-key by the keys the node held when it came back (the stop's ``keys``:
   with, when it held the lease's key with its token; without, when the key was gone or
-  held another lease's token; neither when it did not say); or restart-after-expiry, at
+  held another lease's token; neither when it did not say, nor when the key was gone and
+  the holder had invoked its release before the kill was in effect: that release may have
+  deleted it, its reply lost to the kill); or restart-after-expiry, at
   or after that expiry (the delayed-restart policy at work). A node still down at the
   history's end adds none.
 - grants-majority-lost (kill): with this kill, more than half of a live lease's grant
@@ -275,6 +277,8 @@ def _kill(
                 if expiry is None or came_back < expiry:
                     occurrence.touch("restart-before-expiry", s)
                     held = _key_held(s, keys.get(node), tokens)
+                    if held is False and s.closed and s.end < occurrence.start:
+                        held = None  # its release may have deleted it, the reply lost
                     if held is not None:
                         occurrence.touch("restart-with-key" if held else "restart-without-key", s)
                     if held:

@@ -186,6 +186,22 @@ def test_a_key_that_holds_another_leases_token_is_not_the_grant() -> None:
     assert _back_with({"n2": {}})["restart-without-key"] == 1
 
 
+def test_a_key_gone_after_a_release_invoked_before_the_kill_counts_neither_way() -> None:
+    """A release invoked as the kill began may have deleted the key, its reply lost to the
+    kill: the node coming back without it says nothing of the restart. Invoked once the
+    kill was in effect, it was refused (the node down, its proxies refusing)."""
+
+    def back_empty(released_at: int) -> dict[str, int]:
+        h = History().lease(0, 1 * S, released_at, grants=("n1", "n2", "n3"), ttl=2 * S)
+        started = {"decided_at": 1200 * MS}
+        stopped = {"restarted": ["n2"], "keys": {"n2": {}}}
+        h.fault("kill", 1230 * MS, 1500 * MS, ["n2"], started=started, stopped=stopped)
+        return h.check().exposure.counts
+
+    assert back_empty(1210 * MS) == {"kill-of-grant-node": 1, "restart-before-expiry": 1}
+    assert back_empty(1300 * MS)["restart-without-key"] == 1
+
+
 def test_a_key_that_holds_no_leases_token_counts_neither_way() -> None:
     # A lock that stores something other than its token (a timestamp): it cannot tell.
     counts = _back_with({"n2": {"k0": "1795575111936"}})

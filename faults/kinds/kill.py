@@ -93,15 +93,18 @@ class Kill(Fault):
             node = cluster.node(name)
             if not node.running():  # it is, if the start failed before killing it
                 node.restart()
+        # Read before the proxies let clients back in: the keys are what the node came
+        # back with, not what a client wrote (or released) since.
+        keys = self._keys()
+        for name in self.targets:
             self.ctx.cuts.restore(self.refusing.pop(name, []))  # a partition's cuts stay
-        return {"restarted": self.targets, "keys": self._keys()}
+        return {"restarted": self.targets, "keys": keys}
 
     def _keys(self) -> dict[str, dict[str, str | None] | None]:
         """The keys each restarted node came back with and their values (the first few;
         a value None: not a string; the node None: it did not say), so that the history
         shows whether a grant survived: its key, holding its token (checker.exposure).
-        Clients may write the node as soon as it is back, so a key can hold a newer
-        lease's token by now: the values tell that apart."""
+        Read through the node's own port, while its proxies still refuse clients."""
         found: dict[str, dict[str, str | None] | None] = {}
         for name in self.targets:
             client = single_try_client(self.ctx.cluster.node(name).endpoint, 1.0)
