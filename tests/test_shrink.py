@@ -14,7 +14,7 @@ from lockharness.harness.explore import shrink as shrink_module
 from lockharness.harness.explore.confirm import confirm
 from lockharness.harness.explore.ddmin import ddmin
 from lockharness.harness.explore.shrink import Reproduction, reproduce, shrink
-from lockharness.harness.explore.shrink_edits import with_timeline, with_workload
+from lockharness.harness.explore.shrink_edits import fault_entries, with_timeline, with_workload
 from lockharness.harness.explore.shrink_passes import FLOOR_NS, MARGIN_NS
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
 
@@ -436,7 +436,7 @@ def test_a_window_the_violation_needs_is_halved_not_cut(scenario: Scenario) -> N
 
 
 UNNAMED = """\
-description: a fault that fires by its own schedule besides the timeline
+description: faults that fire by their own schedule besides the timeline
 expect: valid
 duration: 10s
 client: redlock
@@ -444,6 +444,7 @@ workload: {workers: 2, threads: 1}
 faults:
   - {kind: pause, name: once, start_after: 4s}
   - {kind: pause, name: repeated, every: 3s}
+  - {kind: latency, name: anchored, anchor: {validity: 0.9}, duration: 100ms}
   - {kind: kill, name: named}
 timeline:
   - {at: 1s, fault: named, targets: [n1]}
@@ -451,31 +452,33 @@ timeline:
 """
 
 
-def test_faults_no_entry_names_go_last_and_only_if_it_reproduces(tmp_path: Path) -> None:
-    """`once` (fired at 4s) and `repeated` (every 3s) are faults the timeline does not
-    name: dropping entries never takes them out; pass 5 does, when it still reproduces."""
+def test_faults_that_fire_without_an_entry_are_dropped_as_entries_are(tmp_path: Path) -> None:
+    """`once` (at 4s), `repeated` (every 3s) and `anchored` (on every lease) fire though no
+    entry names them: ddmin drops each as one fault, as it drops an entry, and an anchored
+    fault the violation needs stays anchored (a minimal scenario of one fault entry)."""
     path = tmp_path / "unnamed.yaml"
     path.write_text(UNNAMED, encoding="utf-8")
     scenario = load_scenario(path)
+    assert fault_entries(scenario) == 5
 
-    def needs_repeated(s: Scenario) -> Outcome:
+    def needs_anchored_and_a_kill_of_n2(s: Scenario) -> Outcome:
+        anchored = any(f.name == "anchored" and f.anchor is not None for f in s.faults.faults)
+        return Outcome(anchored and any(e.targets == ("n2",) for e in s.faults.timeline))
+
+    runs = Runs(needs_anchored_and_a_kill_of_n2)
+    result = shrink(scenario, runs)
+    assert [f.name for f in result.scenario.faults.faults] == ["anchored", "named"]
+    assert [e.targets for e in result.scenario.faults.timeline] == [("n2",)]
+    assert result.size == 2 and result.steps[-1].size == 2
+    drops = [step.what for step in result.steps if step.what.startswith("dropped ")]
+    assert drops[0] == "dropped all 5 faults (a violation without faults)"
+    assert all(what.endswith(" of 5 faults") for what in drops[1:3])
+
+    def needs_nothing_but_repeated(s: Scenario) -> Outcome:
         return Outcome(any(f.name == "repeated" for f in s.faults.faults))
 
-    runs = Runs(needs_repeated)
-    result = shrink(scenario, runs)
-    assert result.scenario.faults.timeline == ()
-    assert [f.name for f in result.scenario.faults.faults] == ["repeated"]
-    # `named` left with its entries; `once` stayed through ddmin, and went in pass 5.
-    after_ddmin = next(s for s in runs.seen if not s.faults.timeline)
-    assert [f.name for f in after_ddmin.faults.faults] == ["once", "repeated"]
-    assert [(step.what, step.accepted) for step in result.steps[-2:]] == [
-        ("removed the faults no entry names: once, repeated", False),
-        ("removed fault once, which no entry names", True),
-    ]
-    # Removing `repeated` then is the scenario without faults refused just before: not run
-    # again (nor in the second round, which accepts nothing).
-    assert all("removed fault repeated" not in step.what for step in result.steps)
-    assert result.rounds == 2
+    only = shrink(scenario, Runs(needs_nothing_but_repeated)).scenario
+    assert only.faults.timeline == () and [f.name for f in only.faults.faults] == ["repeated"]
 
 
 def test_a_pass_that_progresses_only_after_a_later_one_is_applied(scenario: Scenario) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from lockharness.harness.explore.record import StepRecord
 from lockharness.harness.explore.reproduce import Reproduction, RunOnce, reproduce
 from lockharness.harness.explore.shrink import ShrinkResult
+from lockharness.harness.explore.shrink_edits import fault_entries
 from lockharness.harness.scenario import Scenario
 
 
@@ -54,7 +55,7 @@ def confirm(
         if final.reproduced or final.stopped is not None or spent() is not None:
             return Confirmed(chosen, final, shrinking, tuple(back))
         what = f"checked as written: failed {final.hits} of {final.runs}; back one step"
-        back.append(StepRecord(what, False, final.hits, final.runs, len(chosen.faults.timeline)))
+        back.append(StepRecord(what, False, final.hits, final.runs, fault_entries(chosen)))
         if i == len(candidates) - 1:  # none failed m of k: the oldest is what is written
             return Confirmed(chosen, final, shrinking, tuple(back))
     raise AssertionError("no candidate: the shrink's result is one")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.confirm import Confirmed
-from lockharness.harness.explore.record import MINIMAL, ExploreRecord, ViolationRecord
+from lockharness.harness.explore.record import MINIMAL, ORIGINAL, ExploreRecord, ViolationRecord
 from lockharness.harness.explore.reproduce import Reproduction
+from lockharness.harness.explore.shrink_edits import fault_entries
 from lockharness.harness.scenario import Scenario, to_yaml
 
 
@@ -23,11 +24,18 @@ def _invalid(run_dir: Path) -> bool:
 
 
 def _description(v: ViolationRecord, reproduction: Reproduction, record: ExploreRecord) -> str:
+    source = (
+        f"{v.trial} as drawn (its faults anchored to each lease; it failed {v.anchored_hit} of "
+        f"{v.anchored_run} times, its replay of {v.original_faults} fault occurrence(s) "
+        f"{v.replays_hit} of {v.replays_run})"
+        if v.shrunk_from == ORIGINAL
+        else f"{v.trial} ({v.original_faults} fault occurrence(s); its replay failed "
+        f"{v.replays_hit} of {v.replays_run} times)"
+    )
     return (
         f"A minimal reproducer found by lockharness explore: client {record.client} under the "
-        f"fault model {record.model} (exploration seed {record.seed}). Shrunk from {v.trial} "
-        f"({v.original_faults} fault occurrence(s); its replay failed {v.replays_hit} of "
-        f"{v.replays_run} times) to these faults, which failed {reproduction.hits} of "
+        f"fault model {record.model} (exploration seed {record.seed}). Shrunk from {source} "
+        f"to these faults, which failed {reproduction.hits} of "
         f"{reproduction.runs} runs. Expect valid: the model is what the lock claims to tolerate, "
         f"so an invalid verdict here is the lock's bug."
     )
@@ -46,7 +54,7 @@ def write_minimal(
     )
     (folder / MINIMAL).write_text(to_yaml(minimal))
     violation.minimal = str(folder / MINIMAL)
-    violation.minimal_faults = len(minimal.faults.timeline)
+    violation.minimal_faults = fault_entries(minimal)
     violation.minimal_hit, violation.minimal_run = final.hits, final.runs
     runs = [*final.run_dirs, *confirmed.shrinking.run_dirs]  # as written, then early-stopped
     violation.minimal_witness = next((str(d) for d in runs if _invalid(d)), None)

@@ -54,11 +54,15 @@ class ViolationRecord:
     trial: str  # the trial that found it
     directory: str  # violation-N/: original.yaml, replay.yaml, minimal.yaml
     first_violation_s: float | None
-    original_faults: int  # occurrences in the replay
+    original_faults: int  # fault entries in the replay: its occurrences
     found_after_s: float = 0.0  # since the exploration began, when the trial that found it ended
     replays_hit: int = 0  # of the trial's replay, run k times
     replays_run: int = 0
     replay_runs: list[str] = field(default_factory=list)
+    # The trial as drawn (original.yaml), run when it has anchored faults (0 of 0: not run).
+    anchored_hit: int = 0
+    anchored_run: int = 0
+    shrunk_from: str = REPLAY  # the scenario shrinking began from: replay.yaml or original.yaml
     minimal: str | None = None  # minimal.yaml, once shrunk
     minimal_faults: int | None = None
     minimal_hit: int = 0  # the minimal scenario's reproduction (early-stopped: m of up to k)

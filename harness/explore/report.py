@@ -64,6 +64,16 @@ def _file(path: str | None) -> str:
         return f"(unreadable: {e})"
 
 
+def _anchored(v: ViolationRecord) -> str:
+    if not v.anchored_run:
+        return ""
+    shrunk = ", so shrinking began from it" if v.shrunk_from == ORIGINAL else ""
+    return (
+        f"; the trial as drawn, its faults anchored to each lease, failed "
+        f"<b>{v.anchored_hit} of {v.anchored_run}</b>{shrunk}"
+    )
+
+
 def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> str:
     folder = Path(v.directory)
     replay_rate = f"{v.replays_hit} of {v.replays_run}" if v.replays_run else "not replayed"
@@ -99,9 +109,9 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
     return (
         f'<h2 id="violation-{v.number}">Violation {v.number}: found by {_e(v.trial)} '
         f"(first overlap at {first})</h2>"
-        f"<p>The trial's replay failed <b>{replay_rate}</b> times; the minimal scenario, "
-        f"with <b>{size}</b> fault(s) (from {v.original_faults}), failed <b>{minimal_rate}</b> "
-        f"runs. Shrinking took {took}{stopped}. Run it again: "
+        f"<p>The trial's replay failed <b>{replay_rate}</b> times{_anchored(v)}; the minimal "
+        f"scenario, with <b>{size}</b> fault(s) (from {v.original_faults}), failed "
+        f"<b>{minimal_rate}</b> runs. Shrinking took {took}{stopped}. Run it again: "
         f"<code>lockharness run {_e(again)}</code></p>"
         f'<div class="side"><div>{original}</div><div>{minimal}</div></div>'
         f"<details><summary>Shrinking steps ({len(v.steps)})</summary>{steps}</details>"

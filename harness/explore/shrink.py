@@ -29,6 +29,7 @@ from lockharness.harness.explore.reproduce import (
     reproduce,
     stop_reason,
 )
+from lockharness.harness.explore.shrink_edits import fault_entries
 from lockharness.harness.explore.shrink_passes import PASSES, focus
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.scenario.checks import scenario_problems
@@ -48,7 +49,7 @@ class ShrinkStep:
     what: str  # "dropped 4 of 7 faults", "run 12s -> 6.2s", "workers 4 -> 2", ...
     accepted: bool
     reproduction: Reproduction
-    size: int  # timeline entries of the best scenario after the step
+    size: int  # fault entries of the best scenario after the step (shrink_edits.fault_entries)
     scenario: Scenario | None = None  # the candidate, kept for an accepted step
 
 
@@ -63,7 +64,7 @@ class ShrinkResult:
 
     @property
     def size(self) -> int:
-        return len(self.scenario.faults.timeline)
+        return fault_entries(self.scenario)
 
 
 class _Stopped(Exception):
@@ -123,9 +124,7 @@ class _Shrinker:
         if got.reproduced:
             self.best, self.reproduction = candidate, got
         kept = candidate if got.reproduced else None
-        self.steps.append(
-            ShrinkStep(what, got.reproduced, got, len(self.best.faults.timeline), kept)
-        )
+        self.steps.append(ShrinkStep(what, got.reproduced, got, fault_entries(self.best), kept))
         if not got.reproduced and got.stopped is not None:
             raise _Stopped(got.stopped)
         return got.reproduced

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from lockharness.faults.spec import FaultPlan, TimelineEntry
+from lockharness.faults.spec import FaultPlan, FaultSpec, TimelineEntry
 from lockharness.harness.scenario import Scenario
 
 _MS, _S = 1_000_000, 1_000_000_000
@@ -24,6 +24,31 @@ def ceil_div(a: int, b: int) -> int:
 
 def ceil_ms(ns: int) -> int:
     return ceil_div(ns, _MS) * _MS
+
+
+def firing_alone(s: Scenario) -> tuple[FaultSpec, ...]:
+    """The faults that fire without a timeline entry (none names them): anchored ones, on
+    every lease; with `every`, periodically; else once, at their start_after."""
+    named = {e.fault for e in s.faults.timeline}
+    return tuple(f for f in s.faults.faults if f.name not in named)
+
+
+def fault_entries(s: Scenario) -> int:
+    """A scenario's size as shrinking counts it: its timeline entries and the faults that
+    fire without one (an anchored fault is one entry, however many leases it meets)."""
+    return len(s.faults.timeline) + len(firing_alone(s))
+
+
+Unit = TimelineEntry | str  # what dropping faults drops: an entry, or a fault firing alone
+
+
+def with_units(s: Scenario, units: Sequence[Unit]) -> Scenario:
+    """``s`` with only ``units``: the timeline entries kept, and of the faults that fire
+    alone, those named."""
+    alone = {f.name for f in firing_alone(s)}
+    dropped = alone - {u for u in units if isinstance(u, str)}
+    entries = [u for u in units if isinstance(u, TimelineEntry)]
+    return with_timeline(without_faults(s, sorted(dropped)), entries)
 
 
 def window(s: Scenario, e: TimelineEntry) -> int:

@@ -6,14 +6,14 @@ repeats them, in this order, until a round accepts none:
    its own, when the original reproduces too rarely to shrink: it may then be what makes
    it shrinkable);
 1. cut the run shortly after the first violation (dropping the faults that start later);
-2. drop faults: ddmin over the timeline entries, the empty schedule first;
+2. drop faults: ddmin over the timeline entries and the faults that fire without one
+   (anchored, periodic or once: one each), the empty schedule first;
 3. shorten each fault's window: to a floor (50 ms) at once, else by halving; then end the
    run shortly after the last one;
 4. fewer workers, threads and keys (halving toward the least the faults and mutual
    exclusion allow);
 5. the client's timing back to the defaults, one key at a time (extend_at cadence,
-   hold_end drawn, between 0s): what the violation does not need of it goes;
-6. remove the faults no timeline entry refers to.
+   hold_end drawn, between 0s): what the violation does not need of it goes.
 """
 
 from __future__ import annotations
@@ -23,17 +23,19 @@ from collections.abc import Callable
 from typing import Protocol
 
 from lockharness.faults.plan_doc import workers_named
-from lockharness.faults.spec import TimelineEntry
 from lockharness.harness.explore.ddmin import ddmin
 from lockharness.harness.explore.shrink_edits import (
+    Unit,
     ceil_div,
     ceil_ms,
+    fault_entries,
+    firing_alone,
     secs,
     window,
     with_timeline,
+    with_units,
     with_window,
     with_workload,
-    without_faults,
 )
 from lockharness.harness.scenario import Scenario
 from lockharness.workloads.timing import Between, ExtendAt, HoldEnd
@@ -92,17 +94,21 @@ def cut_after_violation(sh: Attempts) -> None:
 
 
 def drop_faults(sh: Attempts) -> None:
+    """ddmin over the timeline's entries and the faults that fire alone (anchored ones
+    stay anchored: a replay's fixed times meet the leases' edges by chance, an anchor on
+    every lease)."""
     s = sh.best
+    units: tuple[Unit, ...] = (*s.faults.timeline, *(f.name for f in firing_alone(s)))
 
-    def fails(entries: tuple[TimelineEntry, ...]) -> bool:
-        now = len(sh.best.faults.timeline)
-        what = f"dropped {now - len(entries)} of {now} faults"
-        if not entries:
+    def fails(kept: tuple[Unit, ...]) -> bool:
+        now = fault_entries(sh.best)
+        what = f"dropped {now - len(kept)} of {now} faults"
+        if not kept:
             what = f"dropped all {now} faults (a violation without faults)"
-        return sh.attempt(with_timeline(s, entries), what)
+        return sh.attempt(with_units(s, kept), what)
 
-    if s.faults.timeline:
-        ddmin(s.faults.timeline, fails)
+    if units:
+        ddmin(units, fails)
 
 
 def _set_window(sh: Attempts, i: int, new: int) -> bool:
@@ -176,18 +182,6 @@ def plain_timing(sh: Attempts) -> None:
             sh.attempt(with_workload(sh.best, **{key: default}), what)
 
 
-def drop_unused_faults(sh: Attempts) -> None:
-    used = {e.fault for e in sh.best.faults.timeline}
-    unused = [f.name for f in sh.best.faults.faults if f.name not in used]
-    if not unused:
-        return
-    what = f"removed the faults no entry names: {', '.join(unused)}"
-    if sh.attempt(without_faults(sh.best, unused), what) or len(unused) == 1:
-        return
-    for name in unused:
-        sh.attempt(without_faults(sh.best, [name]), f"removed fault {name}, which no entry names")
-
-
 Pass = Callable[[Attempts], None]
 PASSES: tuple[Pass, ...] = (
     focus,
@@ -196,5 +190,4 @@ PASSES: tuple[Pass, ...] = (
     shorten_windows,
     fewer_clients,
     plain_timing,
-    drop_unused_faults,
 )

@@ -20,6 +20,7 @@ from lockharness.harness.explore.reproduce import Reproduction, reproduce
 from lockharness.harness.explore.reproduce import RunOutcome as RunResult
 from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.explore.shrink import ShrinkResult, shrink
+from lockharness.harness.explore.shrink_edits import fault_entries
 from lockharness.harness.explore.trial import Trial
 from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import Scenario, load_scenario
@@ -53,7 +54,7 @@ class Violations:
             return
         shutil.copyfile(replay_file, violation.replay)
         replay = load_scenario(violation.replay)
-        violation.original_faults = len(replay.faults.timeline)
+        violation.original_faults = fault_entries(replay)
         replays = self._replay(violation, replay)
         rare = (
             f"its replay failed {replays.hits} of {replays.runs} runs, and a shrinking step "
@@ -63,10 +64,14 @@ class Violations:
             if not replays.reproduced:
                 violation.shrink_stopped = f"not shrunk: {rare}"
             return
-        if not replays.reproduced:
+        start, starts = replay, replays
+        anchored = self._anchored(violation)
+        if anchored is not None and anchored[1].reproduced:
+            start, starts = anchored
+        elif not replays.reproduced:
             # The shrinker's first pass (focus) may make it reproducible: try that first.
             self._note(violation, f"{rare}; trying it focused")
-        self._shrink(violation, replay, replays, outcome.result.first_violation_ns)
+        self._shrink(violation, start, starts, outcome.result.first_violation_ns)
         if violation.minimal is None:
             violation.shrink_stopped = f"not shrunk: {rare}; {violation.shrink_stopped}"
             self._note(violation, f"{violation.shrink_stopped}; exploring on")
@@ -104,10 +109,36 @@ class Violations:
         self._note(violation, f"replay reproduced {replays.hits} of {replays.runs}")
         return replays
 
+    def _anchored(self, violation: ViolationRecord) -> tuple[Scenario, Reproduction] | None:
+        """The trial as drawn, when it has anchored faults, and its rate: shrunk from, if it
+        reproduces. Its anchors meet every lease's edge, run after run; the replay's fixed
+        times meet them by chance, so that a minimal replay keeps many occurrences for one
+        of them to land there."""
+        original = load_scenario(Path(violation.directory) / ORIGINAL)
+        if not any(f.anchor is not None for f in original.faults.faults):
+            return None
+        k, m = self.request.k, self.request.m
+        self.progress.note(
+            f"violation {violation.number}: running its trial as drawn, with its anchored "
+            f"faults, up to {k} times"
+        )
+        run_once = self._counted(Path(violation.directory) / "anchored", violation, "anchored")
+        got = reproduce(original, run_once, k, m, should_stop=self.stopping)
+        violation.anchored_hit, violation.anchored_run = got.hits, got.runs
+        shrunk_from = "shrinking it" if got.reproduced else "shrinking the replay"
+        self._note(
+            violation,
+            f"its trial as drawn (anchored) failed {got.hits} of {got.runs}: {shrunk_from}",
+        )
+        if got.reproduced:
+            violation.shrunk_from = ORIGINAL
+        return original, got
+
     def _shrink(
         self, violation: ViolationRecord, replay: Scenario, replays: Reproduction, first: int | None
     ) -> None:
-        """Shrunk within the shrink budget, then confirmed as written and written."""
+        """``replay`` (or the trial as drawn, anchored) shrunk within the shrink budget, then
+        confirmed as written and written."""
         t0 = time.monotonic()
         spent = self._spent(t0)
         result = shrink(
