@@ -193,6 +193,14 @@ class Fault(ABC):
         targets say (a ring partition): the explorer then does not count its targets."""
         return False
 
+    @classmethod
+    def cuts_off_clients(cls, options: Any) -> bool:
+        """Whether an occurrence with these options takes its target nodes away from every
+        client (a kill, a pause, an isolating partition): while it lasts on the nodes a lease
+        needs, nobody locks, and explore keeps a trial's share of that within a budget
+        (harness/explore/outage.py)."""
+        return False
+
     @abstractmethod
     def start(self, targets: list[str]) -> dict[str, Any]: ...
 

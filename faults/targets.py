@@ -43,6 +43,17 @@ def majority_size(nodes: int) -> int:
     return nodes // 2 + 1
 
 
+def most_nodes(targets: str | Sequence[str], nodes: int) -> int:
+    """The most nodes an occurrence with these targets may hit, of ``nodes``."""
+    if not isinstance(targets, str):
+        return len(targets)
+    if targets in ("minority", "holder-minority"):
+        return minority_size(nodes)
+    if targets == "majority":
+        return majority_size(nodes)
+    return nodes if targets in ("all", "holders") else 1
+
+
 def pick_nodes(
     targets: str | Sequence[str],
     nodes: Sequence[str],

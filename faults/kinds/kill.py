@@ -59,6 +59,10 @@ class Kill(Fault):
     exposure = "kill-of-grant-node"
     colour, legend = "#7f7f7f", "node killed"
 
+    @classmethod
+    def cuts_off_clients(cls, options: Any) -> bool:
+        return True
+
     def lasts_ns(self, duration_ns: int) -> int:
         return max(duration_ns, self.ctx.restart_delay_ns)
 

@@ -77,6 +77,14 @@ class Partition(Fault):
         # A ring cuts each worker's links to the nodes outside its own view: every node.
         return getattr(options, "mode", None) == "ring"
 
+    @classmethod
+    def cuts_off_clients(cls, options: Any) -> bool:
+        # Isolated, or cut from every worker; a ring leaves each worker a majority.
+        mode = getattr(options, "mode", "isolate")
+        return mode == "isolate" or (
+            mode == "cut-worker" and getattr(options, "workers", None) == "all"
+        )
+
     def choose(self, targets: str | Sequence[str]) -> list[str]:
         if self.options.mode == "ring":
             return list(self.ctx.node_names)  # every node: each worker keeps its own majority

@@ -15,6 +15,10 @@ class Pause(Fault):
     summary = "SIGSTOP the nodes, SIGCONT after `duration`"
     colour, legend = "#8e6bbf", "node paused"
 
+    @classmethod
+    def cuts_off_clients(cls, options: Any) -> bool:
+        return True
+
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = [n for n in targets if self.ctx.cluster.node(n).running()]
         for name in self.targets:

@@ -17,6 +17,7 @@ from lockharness.harness.explore.bounds import as_duration
 from lockharness.harness.explore.client_timing import draw_client_timing
 from lockharness.harness.explore.model import FaultChoice, FaultModel
 from lockharness.harness.explore.options import draw_options
+from lockharness.harness.explore.outage import leave_room
 from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
 from lockharness.harness.explore.whole_ms import MS, draw_ms, whole_ms
 from lockharness.harness.scenario.expectation import Expectation
@@ -180,7 +181,10 @@ def draw(model: FaultModel, client: ClientSpec, seed: int, number: int) -> Trial
         spec, fault = draw_fault(model, rng, s, i + 1)
         faults.append(spec)
         drawn[spec.name] = fault
+    before = list(faults)
     s, faults, drawn, aimed = aim(model, s, faults, drawn, client.info().extends)
+    placed = {f.name for f in faults if f not in before}  # an aim's: their length is aimed
+    faults = leave_room(s, faults, drawn, kept=placed)
     s = finished(dataclasses.replace(s, faults=FaultPlan(tuple(faults))), model, "fresh")
     if aimed:
         s = dataclasses.replace(s, description=f"{s.description} This trial is {aimed}.")

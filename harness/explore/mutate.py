@@ -23,6 +23,7 @@ from lockharness.harness.explore.options import (
     readmitted,
     with_workers,
 )
+from lockharness.harness.explore.outage import leave_room
 from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
 from lockharness.harness.scenario.model import Scenario
 from lockharness.workloads.client_doc import ClientSpec
@@ -172,4 +173,5 @@ def mutate(
     m = Mutant(named, dict(parent.drawn), model, rng)
     applied = [apply_mutation(m, rng.choice(MUTATIONS), donor) for _ in range(rng.randint(1, 3))]
     origin = f"mutated from {parent.name}: {', '.join(applied)}"
+    m.set_faults(leave_room(m.scenario, m.faults, m.drawn))
     return Trial(number, seed, origin, finished(m.scenario, model, origin), m.drawn)
