@@ -56,19 +56,19 @@ class Violations:
         replay = load_scenario(violation.replay)
         violation.original_faults = fault_entries(replay)
         replays = self._replay(violation, replay)
-        rare = (
-            f"its replay failed {replays.hits} of {replays.runs} runs, and a shrinking step "
-            f"needs {self.request.m}"
-        )
         if not self.request.shrink or self.stopping() is not None:
             if not replays.reproduced:
-                violation.shrink_stopped = f"not shrunk: {rare}"
+                violation.shrink_stopped = f"not shrunk: {self._rare('its replay', replays)}"
             return
-        start, starts = replay, replays
+        start, starts, rare = replay, replays, self._rare("its replay", replays)
         anchored = self._anchored(violation)
-        if anchored is not None and anchored[1].reproduced:
+        # The trial as drawn, when it fails more often than the replay (m of k, or a rarer
+        # violation whose focused form may be what reproduces).
+        if anchored is not None and anchored[1].hits > min(replays.hits, self.request.m - 1):
             start, starts = anchored
-        elif not replays.reproduced:
+            rare = self._rare("its trial as drawn", starts)
+            violation.shrunk_from = ORIGINAL
+        if not starts.reproduced:
             # The shrinker's first pass (focus) may make it reproducible: try that first.
             self._note(violation, f"{rare}; trying it focused")
         self._shrink(violation, start, starts, outcome.result.first_violation_ns)
@@ -125,13 +125,7 @@ class Violations:
         run_once = self._counted(Path(violation.directory) / "anchored", violation, "anchored")
         got = reproduce(original, run_once, k, m, should_stop=self.stopping)
         violation.anchored_hit, violation.anchored_run = got.hits, got.runs
-        shrunk_from = "shrinking it" if got.reproduced else "shrinking the replay"
-        self._note(
-            violation,
-            f"its trial as drawn (anchored) failed {got.hits} of {got.runs}: {shrunk_from}",
-        )
-        if got.reproduced:
-            violation.shrunk_from = ORIGINAL
+        self._note(violation, f"its trial as drawn (anchored) failed {got.hits} of {got.runs}")
         return original, got
 
     def _shrink(
@@ -204,6 +198,10 @@ class Violations:
             return run_once(s)
 
         return counted
+
+    def _rare(self, what: str, got: Reproduction) -> str:
+        m = self.request.m
+        return f"{what} failed {got.hits} of {got.runs} runs, and a shrinking step needs {m}"
 
     def _note(self, violation: ViolationRecord, line: str) -> None:
         self.progress.note(f"violation {violation.number}: {line}")
