@@ -110,10 +110,10 @@ class Violations:
         return replays
 
     def _anchored(self, violation: ViolationRecord) -> tuple[Scenario, Reproduction] | None:
-        """The trial as drawn, when it has anchored faults, and its rate: shrunk from, if it
-        reproduces. Its anchors meet every lease's edge, run after run; the replay's fixed
-        times meet them by chance, so that a minimal replay keeps many occurrences for one
-        of them to land there."""
+        """The trial as drawn, when it has anchored faults, and its rate (``found`` shrinks
+        it when it fails more often than the replay). Its anchors meet every lease's edge,
+        run after run; the replay's fixed times meet them by chance, so that a minimal
+        replay keeps many occurrences for one of them to land there."""
         original = load_scenario(Path(violation.directory) / ORIGINAL)
         if not any(f.anchor is not None for f in original.faults.faults):
             return None
