@@ -122,7 +122,9 @@ class Violations:
             f"violation {violation.number}: running its trial as drawn, with its anchored "
             f"faults, up to {k} times"
         )
-        run_once = self._counted(Path(violation.directory) / "anchored", violation, "anchored")
+        run_once = self._counted(
+            Path(violation.directory) / "anchored", violation, "its trial as drawn"
+        )
         got = reproduce(original, run_once, k, m, should_stop=self.stopping)
         violation.anchored_hit, violation.anchored_run = got.hits, got.runs
         self._note(violation, f"its trial as drawn (anchored) failed {got.hits} of {got.runs}")
