@@ -93,11 +93,12 @@ def leave_room(
             out[i] = dataclasses.replace(faults[i], duration_ns=length)
         return out
 
+    def within(factor: float) -> bool:
+        out = scaled(factor)
+        return planned_share(s, [out[i] for i in cutting]) <= BUDGET
+
     low, high = 0.0, 1.0  # the largest factor within the budget, to 1 in 2**30
     for _ in range(_STEPS):
         middle = (low + high) / 2
-        if planned_share(s, [scaled(middle)[i] for i in cutting]) <= BUDGET:
-            low = middle
-        else:
-            high = middle
+        low, high = (middle, high) if within(middle) else (low, middle)
     return scaled(low)
