@@ -23,6 +23,8 @@ MS = 1_000_000
 
 def _aimed(trial: Trial) -> str | None:
     description = trial.scenario.description
+    if "aimed at a hand-over" in description:
+        return "hand-over"
     if "aimed at the " not in description:
         return None
     return description.split("aimed at the ")[1].split("'")[0]
@@ -43,6 +45,8 @@ def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
             continue
         seen[call] = seen.get(call, 0) + 1
         w, faults = trial.scenario.workload, trial.scenario.faults.faults
+        if call == "hand-over":  # test_a_hand_over_misses_nodes_on_a_release_then_an_acquire
+            continue
         assert w.hold_min_ns >= w.ttl_ns - MS  # every section reaches its edge
         if call == "extend":
             assert w.extend and w.extend_at.margin_ns is not None
@@ -76,12 +80,49 @@ def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
             assert left <= max(MS, w.ttl_ns // 10)  # a delay that stays short
             seen["delayed"] = seen.get("delayed", 0) + 1
     assert seen.get("delayed", 0) > 0 or not model.choices_of("latency"), seen
-    total = seen.get("extend", 0) + seen.get("release", 0)
+    total = seen.get("extend", 0) + seen.get("release", 0) + seen.get("hand-over", 0)
     assert 0.6 * 160 <= total <= 0.9 * 160, seen
+    assert 0.1 * 160 <= seen.get("hand-over", 0) <= 0.4 * 160, seen
     if which == "redlock-extend":
         assert seen.get("extend", 0) > seen.get("release", 0) > 0, seen
     else:  # a client that cannot extend is aimed at its releases only
-        assert set(seen) <= {"release", "delayed"}, seen
+        assert set(seen) <= {"release", "delayed", "hand-over"}, seen
+
+
+@pytest.mark.parametrize("which", ["redlock", "single"])
+def test_a_hand_over_misses_nodes_on_a_release_then_an_acquire(tmp_path: Path, which: str) -> None:
+    """A release that misses some of its nodes, the same client's next acquire once that
+    fault is over (and, on more than one node, missing a minority elsewhere): each inside
+    the model, on the calling client's links, refused or lost, never a lost reply."""
+    model = load_model("redlock" if which == "redlock" else "single-instance")
+    handovers = 0
+    for seed in range(160):
+        trial = draw(model, client(which), seed, 1)
+        if _aimed(trial) != "hand-over":
+            continue
+        handovers += 1
+        assert_good_trial(model, trial, tmp_path if handovers == 1 else None)
+        w, faults = trial.scenario.workload, trial.scenario.faults.faults
+        nodes = trial.scenario.cluster.nodes
+        placed = faults[: 2 if nodes > 1 else 1]
+        calls = [f.anchor.call if f.anchor else None for f in placed]
+        assert calls == ["release", "acquire"][: len(placed)], faults
+        release = faults[0]
+        assert release.targets in (("holder-minority",) if nodes > 1 else ("one",)), release
+        if nodes > 1:
+            assert faults[1].targets == "minority", faults[1]
+        for f in placed:
+            options = option_values(f)
+            assert f.kind != "latency" and f.every_ns is None
+            assert options.get("workers", "holders") == "holders", f
+            assert options.get("mode", "cut-worker") == "cut-worker", f
+            assert options.get("drop", "close") in ("close", "blackhole", "lost-request"), f
+        # the next acquire comes after the release's fault is over, the holds vary
+        assert w.between.min_ns >= release.duration_ns + 30 * MS
+        assert w.between.max_ns >= w.between.min_ns
+        assert w.hold_min_ns < w.ttl_ns // 10 and w.ttl_ns // 2 <= w.hold_max_ns < w.ttl_ns
+        assert w.extend_at.kind == "cadence" and w.hold_end.edge is None
+    assert handovers >= 0.1 * 160
 
 
 PLAIN = """\

@@ -29,6 +29,14 @@ toxic to reach every link. Each lasts past the step's answer (a length drawn
 log-uniformly in its entry's bound, from that least), on the widest target word its entry
 names and the holder's links where it names ``holders``, without a period.
 
+A share of the aimed trials aims instead at a lease's hand-over (``REACQUIRE``): a release
+that misses some of the nodes (a fault anchored to the release call, on the holder's
+nodes), then the same client's next acquire once that fault is over (``between`` just
+longer than it) while the keys the release left are still there, itself missing other
+nodes (a fault anchored to the acquire call, on a minority): a client that counts what an
+earlier lease left behind holds a lease that outlives those keys. Holds are drawn from the
+model's least to most of a TTL, so that one lease may end early and the next run long.
+
 Everything stays inside the model (harness/explore/fits.py checks each trial): only
 entries that draw anchored faults are used, values are clipped into their bounds, and the
 timing keys only where the model's ``workload.timing`` names them.
@@ -45,13 +53,14 @@ import msgspec
 
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import Anchor, AnchorCall, FaultSpec
+from lockharness.faults.targets import majority_size, most_nodes
 from lockharness.harness.explore.model import FaultChoice, FaultModel
 from lockharness.harness.explore.options import admitted, draw_option
 from lockharness.harness.explore.trial import DrawnFault, room_of
 from lockharness.harness.explore.whole_ms import MS, draw_ms
 from lockharness.harness.scenario.model import Scenario
 from lockharness.workloads.spec import WorkloadSpec
-from lockharness.workloads.timing import ExtendAt, HoldEnd
+from lockharness.workloads.timing import Between, ExtendAt, HoldEnd
 from lockharness.workloads.validity import drift_ns
 
 AIMED = 0.75  # the share of fresh trials aimed, where the model and the client allow it
@@ -67,6 +76,14 @@ _ANSWERED_NS = 60 * MS  # and in effect this long past the step: a client's time
 _FIRST_NS = 300 * MS  # from this far into the run: every lease after it is a shot
 _EARLIEST, _LATEST = 0.05, 0.99  # the validity fractions an aimed anchor may take
 _WIDEST = ("all", "majority", "holders", "holder-minority", "minority", "holder", "one")
+REACQUIRE = 1 / 3  # the share of aimed trials aimed at a hand-over (their own rng)
+_OVER_NS = 30 * MS  # a fault's stop takes this long to be in effect, on a loaded machine
+_MISSED = ("holder-minority", "minority", "holder", "one")  # what the release misses
+_ELSEWHERE = ("minority", "one")  # what the next acquire misses: anywhere, not a majority
+# Option values under which a call misses the nodes, where the model's entry allows them:
+# the calling client cut off (not every client), its request lost or refused (a lost reply
+# would let the release's DEL or the acquire's SET run on the node after all).
+_MISSING = {"mode": ("cut-worker",), "drop": ("close", "blackhole", "lost-request")}
 
 
 def _log_ms(rng: random.Random, lo_ns: int, hi_ns: int) -> int:
@@ -181,6 +198,82 @@ def _anchored_fault(
     )
 
 
+def _scoped(choices: list[FaultChoice]) -> list[FaultChoice]:
+    """The entries that can cut only the calling client's links, where there are any: a
+    fault at every release or acquire of every client leaves the others alone."""
+    links = [c for c in choices if "holders" in getattr(c.options.get("workers"), "choices", ())]
+    return links or choices
+
+
+def _handover_fault(
+    choice: FaultChoice, name: str, call: AnchorCall, targets: str, s: Scenario, rng: random.Random
+) -> FaultSpec:
+    """A fault of ``choice`` anchored to each ``call``, as short as its entry allows past a
+    call's answer, on the calling client's links where the entry names ``holders``."""
+    ttl, room = s.workload.ttl_ns, room_of(s)
+    values = {option: draw_option(choice, option, rng, ttl, room) for option in choice.options}
+    for option, missing in _MISSING.items():
+        allowed = [v for v in missing if v in getattr(choice.options.get(option), "choices", ())]
+        if allowed:
+            values[option] = rng.choice(allowed)
+    workers = choice.options.get("workers")
+    if workers is not None and "holders" in workers.choices:
+        values["workers"] = "holders"
+    return FaultSpec(
+        choice.kind,
+        name,
+        targets,
+        options=admitted(choice.kind, values, room),
+        duration_ns=_covering(choice, rng, ttl, _ANSWERED_NS),
+        start_after_ns=_FIRST_NS,
+        anchor=Anchor(call=call),
+    )
+
+
+def _handover(
+    model: FaultModel, s: Scenario, rng: random.Random
+) -> tuple[Scenario, list[tuple[FaultSpec, FaultChoice]], str] | None:
+    """``s`` aimed at a release that misses nodes and the same client's next acquire (see
+    the module's docstring): its workload and its faults (on one node, the release's
+    alone: an acquire that misses it fails); None where the model has no ``between``, no
+    entry to cut the release, or holds that stay short."""
+    w, ttl, n = s.workload, s.workload.ttl_ns, s.cluster.nodes
+    cutting = [c for c in model.faults if c.anchored and not KINDS[c.kind].delays]
+    missed = [t for t in _MISSED if most_nodes(t, n) > 0]
+    elsewhere = [t for t in _ELSEWHERE if 0 < most_nodes(t, n) < majority_size(n)]
+    releases = [c for c in cutting if set(c.targets) & set(missed)]
+    acquires = [c for c in cutting if set(c.targets) & set(elsewhere)]
+    if "between" not in model.timing or not releases or not model.hold.is_range:
+        return None
+    lo, hi = (int(end) for end in model.hold.span(ttl))
+    if hi < ttl // 2:
+        return None
+    choice = rng.choice(_scoped(releases))
+    targets = next(t for t in missed if t in choice.targets)
+    faults = [(_handover_fault(choice, f"{choice.kind}-1", "release", targets, s, rng), choice)]
+    if acquires:
+        choice = rng.choice(_scoped(acquires))
+        targets = next(t for t in elsewhere if t in choice.targets)
+        spec = _handover_fault(choice, f"{choice.kind}-2", "acquire", targets, s, rng)
+        faults.append((spec, choice))
+    wait = faults[0][0].duration_ns + _OVER_NS
+    w = msgspec.structs.replace(
+        w,
+        hold_min_ns=-(-lo // MS) * MS,
+        hold_max_ns=max(lo, min(hi, ttl * 9 // 10)) // MS * MS,
+        extend_at=ExtendAt(),  # an extend would renew what the release missed
+        hold_end=HoldEnd(),
+        between=Between(wait, wait + _log_ms(rng, MS, max(MS, ttl // 20))),
+    )
+    names = " and ".join(
+        f"{spec.name} as each {spec.anchor.call} is made" for spec, _ in faults if spec.anchor
+    )
+    what = (
+        f"aimed at a hand-over: {names}, the next acquire {wait // MS} ms or more after a release"
+    )
+    return dataclasses.replace(s, workload=w), faults, what
+
+
 def aim(
     model: FaultModel,
     s: Scenario,
@@ -195,6 +288,16 @@ def aim(
     calls = _calls(model, extends)
     if not anchored or not calls or rng.random() >= AIMED:
         return s, faults, drawn, None
+    handover_rng = random.Random(f"{s.seed}:explore-aim-handover:{s.name}")
+    if handover_rng.random() < REACQUIRE:  # an rng of its own: other trials draw as before
+        handover = _handover(model, s, handover_rng)
+        if handover is not None:
+            s, placed, what = handover
+            kept = faults[len(placed) :]
+            drawn = {f.name: drawn[f.name] for f in kept}
+            for number, (spec, choice) in enumerate(placed, 1):
+                drawn[spec.name] = DrawnFault(number, choice)
+            return s, [spec for spec, _ in placed] + kept, drawn, what
     call = "extend" if "extend" in calls and rng.random() < _EXTEND else calls[-1]
     w = _reaching_the_edge(model, s.workload, call)
     if w is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultPlan, FaultSpec
 from lockharness.harness.explore.client_timing import redraw_one
 from lockharness.harness.explore.draw import draw_fault, draw_shape, draw_timing, least_threads
@@ -89,9 +90,21 @@ def _redraw_option(m: Mutant, i: int) -> str:
     return f"{spec.name} {name} redrawn"
 
 
+def _before_a_lease(spec: FaultSpec) -> bool:
+    anchor = spec.anchor
+    return (
+        anchor is not None and anchor.call == "acquire" and KINDS[spec.kind].target_kind == "nodes"
+    )
+
+
 def _redraw_targets(m: Mutant, i: int) -> str:
     spec = m.faults[i]
-    targets = m.rng.choice(m.drawn[spec.name].choice.targets)
+    choices = m.drawn[spec.name].choice.targets
+    if _before_a_lease(spec):  # a node kind's holder targets name no node yet
+        choices = tuple(t for t in choices if not t.startswith("holder"))
+        if not choices:
+            return f"{spec.name} targets kept (anchored to an acquire)"
+    targets = m.rng.choice(choices)
     m.replace_fault(i, dataclasses.replace(spec, targets=targets))
     return f"{spec.name} targets redrawn"
 
