@@ -29,7 +29,7 @@ toxic to reach every link. Each lasts past the step's answer (a length drawn
 log-uniformly in its entry's bound, from that least), on the widest target word its entry
 names and the holder's links where it names ``holders``, without a period.
 
-A share of the aimed trials aims instead at a lease's hand-over (``REACQUIRE``): a release
+A share of the aimed trials aims instead at a lease's hand-over (``HANDOVER``): a release
 that misses some of the nodes (a fault anchored to the release call, on the holder's
 nodes), then the same client's next acquire once that fault is over (``between`` just
 longer than it) while the keys the release left are still there, itself missing other
@@ -76,7 +76,7 @@ _ANSWERED_NS = 60 * MS  # and in effect this long past the step: a client's time
 _FIRST_NS = 300 * MS  # from this far into the run: every lease after it is a shot
 _EARLIEST, _LATEST = 0.05, 0.99  # the validity fractions an aimed anchor may take
 _WIDEST = ("all", "majority", "holders", "holder-minority", "minority", "holder", "one")
-REACQUIRE = 1 / 3  # the share of aimed trials aimed at a hand-over (their own rng)
+HANDOVER = 1 / 3  # the share of aimed trials aimed at a hand-over (their own rng)
 _OVER_NS = 30 * MS  # a fault's stop takes this long to be in effect, on a loaded machine
 _MISSED = ("holder-minority", "minority", "holder", "one")  # what the release misses
 _ELSEWHERE = ("minority", "one")  # what the next acquire misses: anywhere, not a majority
@@ -289,7 +289,7 @@ def aim(
     if not anchored or not calls or rng.random() >= AIMED:
         return s, faults, drawn, None
     handover_rng = random.Random(f"{s.seed}:explore-aim-handover:{s.name}")
-    if handover_rng.random() < REACQUIRE:  # an rng of its own: other trials draw as before
+    if handover_rng.random() < HANDOVER:  # an rng of its own: other trials draw as before
         handover = _handover(model, s, handover_rng)
         if handover is not None:
             s, placed, what = handover
