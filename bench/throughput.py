@@ -57,9 +57,12 @@ _TIMEOUTS_S = {"single": SINGLE_TIMEOUT_NS / 1e9, "redlock": REDLOCK_TIMEOUT_NS 
 # ---- harness side -------------------------------------------------------------------------
 
 
-def bench_scenario(client: str, seconds: float) -> Scenario:
+def bench_scenario(client: str, seconds: float, node_record: bool = True) -> Scenario:
     """The built-in baseline with no contention, no holds, 1 ms retries, fixed seed."""
     base = load_scenario(f"{client}-baseline")
+    base = dataclasses.replace(
+        base, cluster=msgspec.structs.replace(base.cluster, node_record=node_record)
+    )
     workload = msgspec.structs.replace(
         base.workload,
         keys=WORKERS * THREADS,
@@ -78,12 +81,13 @@ def bench_scenario(client: str, seconds: float) -> Scenario:
     )
 
 
-def harness_round(client: str, seconds: float, store: Path) -> dict[str, Any]:
+def harness_round(
+    client: str, seconds: float, store: Path, node_record: bool = True
+) -> dict[str, Any]:
     binaries = Binaries(find_binary(REDIS_SERVER), find_binary(TOXIPROXY_SERVER))
     quiet = Console(file=io.StringIO())  # the run's banner and progress line are noise here
-    outcome = run_scenario(
-        bench_scenario(client, seconds), store=store, binaries=binaries, console=quiet
-    )
+    scenario = bench_scenario(client, seconds, node_record)
+    outcome = run_scenario(scenario, store=store, binaries=binaries, console=quiet)
     stats = outcome.result.stats
     if not outcome.as_expected or stats.cycles_per_s is None:
         raise RuntimeError(f"harness {client} run not as expected: {outcome.result.reasons}")
@@ -237,22 +241,29 @@ def _log(message: str) -> None:
 
 def bench_client(client: str, seconds: float, rounds: int, tmp: Path) -> dict[str, Any]:
     harness: list[dict[str, Any]] = []
+    unrecorded: list[dict[str, Any]] = []  # the harness without the node record
     bare: list[dict[str, Any]] = []
-    for r in range(1, rounds + 1):  # interleaved: h, b, h, b, ...
+    for r in range(1, rounds + 1):  # interleaved: h, u, b, h, u, b, ...
         harness.append(harness_round(client, seconds, tmp / "store"))
+        unrecorded.append(harness_round(client, seconds, tmp / "store", node_record=False))
         bare.append(bare_round(client, seconds, tmp / f"bare-{client}-{r}"))
-        h, b = harness[-1], bare[-1]
+        h, u, b = harness[-1], unrecorded[-1], bare[-1]
         _log(
             f"  throughput {client} round {r}/{rounds}: harness {h['cycles_per_s']:.0f}/s "
-            f"({h['fail']}/{h['attempts']} acquires failed), bare {b['cycles_per_s']:.0f}/s"
+            f"({h['fail']}/{h['attempts']} acquires failed), without the node record "
+            f"{u['cycles_per_s']:.0f}/s, bare {b['cycles_per_s']:.0f}/s"
         )
     h_median = statistics.median(x["cycles_per_s"] for x in harness)
+    u_median = statistics.median(x["cycles_per_s"] for x in unrecorded)
     b_median = statistics.median(x["cycles_per_s"] for x in bare)
     attempts = sum(x["attempts"] for x in harness)
     return {
         "harness_cycles_per_s": h_median,
         "bare_cycles_per_s": b_median,
         "ratio": h_median / b_median,
+        "unrecorded_cycles_per_s": u_median,
+        # what the node record costs: the harness with it over the harness without it
+        "node_record_ratio": h_median / u_median,
         "harness_failed_acquires": sum(x["fail"] for x in harness) / attempts if attempts else 0,
         "bare_errors": sum(x["errors"] for x in bare),
         "harness_rounds": harness,
@@ -283,6 +294,7 @@ def print_report(report: dict[str, Any]) -> None:
         print(
             f"  {client:8} harness {r['harness_cycles_per_s']:7.0f}/s  "
             f"bare {r['bare_cycles_per_s']:7.0f}/s  ratio {r['ratio']:.2f}  "
+            f"node record {r['node_record_ratio']:.2f} of {r['unrecorded_cycles_per_s']:.0f}/s  "
             f"(harness failed acquires {r['harness_failed_acquires']:.1%})"
         )
     verdict = "met" if report["single_meets_target"] else "NOT met"

@@ -31,6 +31,8 @@ class RunDir:
     HISTORY: ClassVar[str] = "history.jsonl"  # the shards merged, with global indexes
     SHARD: ClassVar[str] = "history.w{}.jsonl"  # worker N's own history
     NEMESIS_SHARD: ClassVar[str] = "history.nemesis.jsonl"  # the nemesis's events
+    NODE_COPY: ClassVar[str] = "node-copy.{}.raw"  # a node's MONITOR stream while the run goes
+    NODE_RECORD: ClassVar[str] = "node-record.jsonl"  # what each node held, derived from them
     RESULTS: ClassVar[str] = "results.json"  # the verdict and everything behind it
     TIMELINE: ClassVar[str] = "timeline.html"
     LATENCY: ClassVar[str] = "latency.svg"
@@ -82,6 +84,13 @@ class RunDir:
     @property
     def nemesis_shard(self) -> Path:
         return self.path / self.NEMESIS_SHARD
+
+    def node_copy(self, node: str) -> Path:
+        return self.path / self.NODE_COPY.format(node)
+
+    @property
+    def node_record(self) -> Path:
+        return self.path / self.NODE_RECORD
 
     def shards(self) -> list[Path]:
         """The shards this directory holds: the workers' in worker order, the nemesis's

@@ -48,6 +48,7 @@ from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.reports import write_reports
 from lockharness.harness.run.backends import make_cluster
 from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.node_record import NodeRecord
 from lockharness.harness.run.progress import ProgressLine
 from lockharness.harness.run.recheck import apply_run_problems, program_restarts
 from lockharness.harness.run.replay import write_replay
@@ -255,8 +256,11 @@ def _nothing() -> None:
     pass
 
 
-def _watch_failovers(cluster: Cluster, recorder: Recorder, t0_ns: int) -> Callable[[], None]:
-    """Record every failover Sentinel announces, so witnesses can name it."""
+def _watch_failovers(
+    cluster: Cluster, recorder: Recorder, t0_ns: int, node_record: NodeRecord | None
+) -> Callable[[], None]:
+    """Record every failover Sentinel announces, so witnesses can name it; and what the
+    promoted replica held then."""
     if not isinstance(cluster, Replicated):
         return _nothing
 
@@ -264,6 +268,8 @@ def _watch_failovers(cluster: Cluster, recorder: Recorder, t0_ns: int) -> Callab
         began = began_ns - t0_ns if began_ns is not None else None
         value = {"from": old, "to": new, "by": "sentinel", "began": began}
         recorder.record(NEMESIS, INFO, "failover", value=value)
+        if node_record is not None:
+            node_record.snapshot(new)
 
     return cluster.watch_failovers(switched)
 
@@ -299,6 +305,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
     stop_watching: Callable[[], None] = _nothing
     client_clocks: dict[int, ClockControl] = {}
     recorder: Recorder | None = None
+    node_record: NodeRecord | None = None
     gate: AnchorGate | None = None
     try:
         cluster.start()
@@ -316,6 +323,8 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
             return time.monotonic_ns() - t0_ns
 
         recorder = Recorder(run_dir.nemesis_shard, clock)
+        if scenario.cluster.node_record:  # before the go: it begins before any client acts
+            node_record = NodeRecord.start(cluster, w.key_names, run_dir, clock)
         deaths = WorkerDeaths(recorder, w.threads)
         ctx = FaultContext(
             cluster,
@@ -328,7 +337,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
             threads_per_worker=w.threads,
             deaths=deaths,
         )
-        stop_watching = _watch_failovers(cluster, recorder, t0_ns)
+        stop_watching = _watch_failovers(cluster, recorder, t0_ns, node_record)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
         if gate is not None:
             gate.serve(nemesis)
@@ -366,6 +375,10 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
                 gate.close()
             for control in client_clocks.values():
                 control.close()
+            if node_record is not None:  # after the last worker: the record ends complete
+                node_record.stop(run_dir, clock())
+                for problem in node_record.problems:
+                    log.warning("node record: %s", problem)
             cluster.stop()
         if recorder is not None and recorder.failed is not None:
             execution.problems.append(

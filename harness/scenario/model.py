@@ -94,6 +94,9 @@ class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     # LOCKHARNESS_REDIS_IMAGE / LOCKHARNESS_TOXIPROXY_IMAGE environment's).
     redis_image: Image | None = None
     toxiproxy_image: Image | None = None
+    # Each node's own record of the lock keys (MONITOR, outside the fault domain):
+    # node-record.jsonl, what each node held from when to when (docs/node-record.md).
+    node_record: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

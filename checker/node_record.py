@@ -1,0 +1,376 @@
+"""What each node held: a lock key's values from when to when, and why each began and
+ended, derived from the node's own record (cluster.key_monitor's lines: the commands it
+ran on the lock keys, in its order, each stamped with its arrival in the history's time
+base and with the node's clock; where it went down; the keys it came back with).
+
+A pure function of those lines. It replays them with Redis's rules for the commands lock
+clients use on their keys (strings: SET with NX/XX/EX/PX/EXAT/PXAT/KEEPTTL/GET, SETNX,
+SETEX, PSETEX, GETSET, GETDEL, GETEX; DEL, UNLINK, the EXPIRE family with NX/XX/GT/LT,
+PERSIST; hashes, as Redisson's lock is: HSET, HSETNX, HINCRBY, HDEL; FLUSHALL, FLUSHDB),
+a conditional command taking effect only where its condition held at its place in the
+node's order. A key expires by the node's clock (``ts``), placed on the history's through
+the pair of clocks the line before it carries. Any other command that writes a key
+(RENAME, RESTORE, ...) makes its value unknown until the node's next snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+# Why a held value began and ended (docs/node-record.md).
+SET, FOUND, UNKNOWN = "set", "found", "unknown"
+DELETED, EXPIRED, OVERWRITTEN = "deleted", "expired", "overwritten"
+LOST, AT_THE_END = "lost in a restart", "held at the end"
+
+Value = str | tuple[str, ...] | None  # a string's value, a hash's fields; None: unknown
+
+
+@dataclass(frozen=True)
+class NodeHold:
+    """One value a node's key held without a break."""
+
+    node: str
+    key: str
+    value: Value
+    since_ns: int  # the history's time base
+    until_ns: int | None  # None: still held when the record ends
+    began: str  # set, found (there when the node was read: first, back, promoted), unknown
+    ended: str  # deleted, expired, overwritten, lost in a restart, held at the end, unknown
+    set_by: str  # the client as the node names it (a script's calls: its caller's)
+    ended_by: str | None = None  # the client that deleted or overwrote it
+
+    def to_plain(self) -> dict[str, Any]:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return {
+            "node": self.node,
+            "key": self.key,
+            "value": value,
+            "since": self.since_ns,
+            "until": self.until_ns,
+            "began": self.began,
+            "ended": self.ended,
+            "set_by": self.set_by,
+            "ended_by": self.ended_by,
+        }
+
+
+@dataclass
+class _Held:
+    value: Value
+    since_ns: int
+    began: str
+    set_by: str
+    expire_us: int | None  # by the node's clock
+
+
+_READS = frozenset(
+    """get mget getrange strlen exists type ttl pttl expiretime pexpiretime hget hmget
+    hgetall hkeys hvals hlen hexists hstrlen object dump touch watch unwatch multi exec
+    discard eval evalsha eval_ro evalsha_ro fcall fcall_ro echo scan keys randomkey""".split()  # noqa: SIM905
+)
+_HASH_SETS = frozenset({"hset", "hmset", "hsetnx", "hincrby", "hincrbyfloat"})
+
+
+class _Node:
+    """The replay of one node's lines."""
+
+    def __init__(self, node: str, keys: Iterable[str] | None) -> None:
+        self.node = node
+        self.keys = None if keys is None else frozenset(keys)
+        self.held: dict[str, _Held] = {}
+        self.out: list[NodeHold] = []
+        self.clock: tuple[int, int] | None = None  # (at ns, node ts µs) of the latest line
+        self.caller = "?"  # a script's caller: the client of the latest EVAL
+        self.down_at: int | None = None
+
+    # -- placing the node's clock on the history's
+    def _at(self, ts_us: int, latest: int) -> int:
+        if self.clock is None:
+            return latest
+        at, ts = self.clock
+        return max(at, min(latest, at + (ts_us - ts) * 1000))
+
+    def _ts_at(self, at_ns: int) -> int | None:
+        if self.clock is None:
+            return None
+        at, ts = self.clock
+        return ts + (at_ns - at) // 1000
+
+    def _end(self, key: str, at: int, why: str, by: str | None = None) -> None:
+        held = self.held.pop(key)
+        self.out.append(
+            NodeHold(
+                self.node, key, held.value, held.since_ns, at, held.began, why, held.set_by, by
+            )
+        )
+
+    def _begin(
+        self, key: str, value: Value, at: int, why: str, by: str, expire: int | None
+    ) -> None:
+        self.held[key] = _Held(value, at, why, by, expire)
+
+    def _expire_due(self, ts_us: int, at: int) -> None:
+        for key in [k for k, h in self.held.items() if h.expire_us is not None]:
+            expire = self.held[key].expire_us
+            if expire is not None and expire <= ts_us:
+                self._end(key, self._at(expire, at), EXPIRED)
+
+    # -- the lines
+    def line(self, record: Mapping[str, Any]) -> None:
+        at = int(record["at"])
+        ts = record.get("ts")
+        if "down" in record:
+            node_ts = self._ts_at(at)
+            if node_ts is not None:
+                self._expire_due(node_ts, at)
+            self.down_at = at if self.down_at is None else self.down_at
+            return
+        assert isinstance(ts, int)
+        self._expire_due(ts, at)
+        if "snapshot" in record:
+            self._snapshot(record["snapshot"], at, ts)
+        elif "args" in record:
+            self._command(list(record["args"]), str(record.get("client", "?")), at, ts)
+        self.clock = (at, ts)
+
+    def _snapshot(self, values: Mapping[str, Any], at: int, ts: int) -> None:
+        down, self.down_at = self.down_at, None
+        for key in sorted(set(self.held) | set(values)):
+            now = values.get(key)
+            value = None if now is None else _value(now.get("value"))
+            pttl = None if now is None else now.get("pttl")
+            expire = ts + pttl * 1000 if isinstance(pttl, int) and pttl >= 0 else None
+            held = self.held.get(key)
+            if held is not None and now is not None and held.value == value:
+                held.expire_us = expire  # came back as it was (the node's data kept it)
+                continue
+            if held is not None:
+                self._end(key, down if down is not None else at, LOST if now is None else UNKNOWN)
+            if now is not None:
+                self._begin(key, value, at, FOUND, "?", expire)
+
+    def _ours(self, key: str) -> bool:
+        return self.keys is None or key in self.keys
+
+    def _command(self, args: list[str], client: str, at: int, ts: int) -> None:
+        name = args[0].lower() if args else ""
+        if name in ("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"):
+            self.caller = client
+        by = self.caller if client == "lua" else client
+        if name in _READS:
+            return
+        if name in ("flushall", "flushdb"):
+            for key in list(self.held):
+                self._end(key, at, DELETED, by)
+            return
+        if name in ("del", "unlink"):
+            for key in args[1:]:
+                if key in self.held:
+                    self._end(key, at, DELETED, by)
+            return
+        if len(args) < 2 or not self._ours(args[1]):
+            return
+        key = args[1]
+        handler = _HANDLERS.get(name)
+        if handler is None:  # a write we do not replay: unknown until the next snapshot
+            if key in self.held:
+                self._end(key, at, UNKNOWN, by)
+            self._begin(key, None, at, UNKNOWN, by, None)
+            return
+        handler(self, key, args[2:], by, at, ts)
+
+    # -- strings
+    def _store(
+        self, key: str, value: Value, expire: int | None, by: str, at: int, keep_ttl: bool = False
+    ) -> None:
+        held = self.held.get(key)
+        if held is not None and held.value == value:  # the same value again: a refresh
+            held.expire_us = held.expire_us if keep_ttl else expire
+            return
+        if held is not None:
+            expire = held.expire_us if keep_ttl else expire
+            self._end(key, at, OVERWRITTEN, by)
+        self._begin(key, value, at, SET, by, expire)
+
+    def _set(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
+        if not rest:
+            return
+        value, options = rest[0], [o.upper() for o in rest[1:]]
+        present = key in self.held
+        if ("NX" in options and present) or ("XX" in options and not present):
+            return
+        expire = _expiry(options, ts)
+        self._store(key, value, expire, by, at, keep_ttl="KEEPTTL" in options)
+
+    def _setnx(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
+        if rest and key not in self.held:
+            self._store(key, rest[0], None, by, at)
+
+    def _setex(self, key: str, rest: list[str], by: str, at: int, ts: int, unit: int) -> None:
+        if len(rest) >= 2 and _int(rest[0]) is not None:
+            self._store(key, rest[1], ts + int(rest[0]) * unit, by, at)
+
+    def _getset(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
+        if rest:
+            self._store(key, rest[0], None, by, at)
+
+    def _getdel(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
+        if key in self.held:
+            self._end(key, at, DELETED, by)
+
+    def _getex(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
+        held = self.held.get(key)
+        options = [o.upper() for o in rest]
+        if held is None or not options:
+            return
+        held.expire_us = None if "PERSIST" in options else _expiry(options, ts)
+        self._expire_due(ts, at)
+
+    def _expire(
+        self, key: str, rest: list[str], by: str, at: int, ts: int, unit: int, absolute: bool
+    ) -> None:
+        held, when = self.held.get(key), _int(rest[0]) if rest else None
+        if held is None or when is None:
+            return
+        new = when * unit if absolute else ts + when * unit
+        options = {o.upper() for o in rest[1:]}
+        current = held.expire_us
+        if ("NX" in options and current is not None) or ("XX" in options and current is None):
+            return
+        if "GT" in options and (current is None or new <= current):
+            return
+        if "LT" in options and current is not None and new >= current:
+            return
+        if new <= ts:  # a time already past deletes the key
+            self._end(key, at, DELETED, by)
+            return
+        held.expire_us = new
+
+    def _persist(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
+        if key in self.held:
+            self.held[key].expire_us = None
+
+    # -- hashes: the value is the set of fields
+    def _hash_set(self, key: str, rest: list[str], by: str, at: int, ts: int, name: str) -> None:
+        held = self.held.get(key)
+        fields = set(held.value) if held is not None and isinstance(held.value, tuple) else set()
+        step = 1 if name in ("hsetnx", "hincrby", "hincrbyfloat") else 2
+        new = rest[:1] if step == 1 else rest[0::2]
+        if name == "hsetnx" and new and new[0] in fields:
+            return
+        value = tuple(sorted(fields | set(new)))
+        if held is None:
+            self._begin(key, value, at, SET, by, None)
+        elif value != held.value:
+            expire = held.expire_us
+            self._end(key, at, OVERWRITTEN, by)
+            self._begin(key, value, at, SET, by, expire)
+
+    def _hdel(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
+        held = self.held.get(key)
+        if held is None or not isinstance(held.value, tuple):
+            return
+        value = tuple(f for f in held.value if f not in rest)
+        if not value:
+            self._end(key, at, DELETED, by)
+        elif value != held.value:
+            expire = held.expire_us
+            self._end(key, at, OVERWRITTEN, by)
+            self._begin(key, value, at, SET, by, expire)
+
+    def finish(self, at_end: int | None) -> list[NodeHold]:
+        last = self.clock[0] if self.clock else 0
+        end = max(last, at_end) if at_end is not None else last
+        node_ts = self._ts_at(end)
+        if node_ts is not None:
+            self._expire_due(node_ts, end)
+        for key in sorted(self.held):
+            held = self.held.pop(key)
+            self.out.append(
+                NodeHold(
+                    self.node,
+                    key,
+                    held.value,
+                    held.since_ns,
+                    None,
+                    held.began,
+                    AT_THE_END,
+                    held.set_by,
+                )
+            )
+        return sorted(self.out, key=lambda h: (h.key, h.since_ns))
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _expiry(options: list[str], ts: int) -> int | None:
+    """The node-clock µs a SET's or GETEX's options expire the key at (None: never)."""
+    units = {"EX": (1_000_000, False), "PX": (1000, False), "EXAT": (1_000_000, True)}
+    units["PXAT"] = (1000, True)
+    for i, option in enumerate(options[:-1]):
+        if option in units:
+            amount = _int(options[i + 1])
+            if amount is None:
+                return None
+            unit, absolute = units[option]
+            return amount * unit if absolute else ts + amount * unit
+    return None
+
+
+def _value(raw: object) -> Value:
+    if isinstance(raw, list):
+        return tuple(sorted(str(f) for f in raw))
+    return None if raw is None else str(raw)
+
+
+_HANDLERS: dict[str, Callable[..., None]] = {
+    "set": _Node._set,
+    "setnx": _Node._setnx,
+    "setex": partial(_Node._setex, unit=1_000_000),
+    "psetex": partial(_Node._setex, unit=1000),
+    "getset": _Node._getset,
+    "getdel": _Node._getdel,
+    "getex": _Node._getex,
+    "expire": partial(_Node._expire, unit=1_000_000, absolute=False),
+    "pexpire": partial(_Node._expire, unit=1000, absolute=False),
+    "expireat": partial(_Node._expire, unit=1_000_000, absolute=True),
+    "pexpireat": partial(_Node._expire, unit=1000, absolute=True),
+    "persist": _Node._persist,
+    "hdel": _Node._hdel,
+    **{name: partial(_Node._hash_set, name=name) for name in _HASH_SETS},
+}
+
+
+def node_holds(
+    node: str,
+    lines: Iterable[Mapping[str, Any]],
+    keys: Iterable[str] | None = None,
+    end_ns: int | None = None,
+) -> list[NodeHold]:
+    """Every value ``node`` held on the lock ``keys`` (None: every key its lines name),
+    from its record's ``lines`` in their order; ``end_ns``: when the record ends (the run's
+    end), for the keys still held then and those that expired before it."""
+    replay = _Node(node, keys)
+    for record in lines:
+        replay.line(record)
+    return replay.finish(end_ns)
+
+
+def held_at(holds: Iterable[NodeHold], key: str, at_ns: int) -> NodeHold | None:
+    """The value ``key`` held at ``at_ns`` among one node's ``holds`` (None: none)."""
+    for hold in holds:
+        if (
+            hold.key == key
+            and hold.since_ns <= at_ns
+            and (hold.until_ns is None or at_ns < hold.until_ns)
+        ):
+            return hold
+    return None

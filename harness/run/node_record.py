@@ -1,0 +1,72 @@
+"""A run's node record (docs/node-record.md): a KeyMonitor on each node from before the go
+to after the last worker stopped, then what each node held, derived from their lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lockharness.checker.node_record import NodeHold, node_holds
+from lockharness.cluster.base import Cluster
+from lockharness.cluster.key_monitor import KeyMonitor, record_lines
+from lockharness.core.run_dir import RunDir
+
+log = logging.getLogger("lockharness.run")
+
+_READY_S = 3.0  # for each node's first snapshot: the record begins before any client acts
+
+
+class NodeRecord:
+    """The monitors of one run: started, stopped, and their lines turned into holds."""
+
+    def __init__(self, monitors: dict[str, KeyMonitor], keys: Sequence[str]) -> None:
+        self.monitors, self.keys = monitors, keys
+        self.problems: list[str] = []
+
+    @classmethod
+    def start(
+        cls, cluster: Cluster, keys: Sequence[str], run_dir: RunDir, clock: Callable[[], int]
+    ) -> NodeRecord:
+        monitors = {
+            node.name: KeyMonitor(node.endpoint, keys, run_dir.node_copy(node.name), clock)
+            for node in cluster.nodes
+        }
+        record = cls(monitors, keys)
+        for monitor in monitors.values():
+            monitor.start()
+        for name, monitor in monitors.items():
+            if not monitor.wait_ready(_READY_S):
+                record.problems.append(f"{name}'s record began late: no snapshot in {_READY_S}s")
+        return record
+
+    def snapshot(self, node: str) -> None:
+        """Read ``node``'s keys again now (a promoted replica: what it held)."""
+        monitor = self.monitors.get(node)
+        if monitor is not None:
+            monitor.snapshot_now()
+
+    def stop(self, run_dir: RunDir, end_ns: int) -> None:
+        """Stop every monitor and write what each node held (node-record.jsonl), derived
+        from its copy of the stream (which then goes: MONITOR's thousands of lines a
+        second are what the record is made from, not what it keeps)."""
+        holds: list[NodeHold] = []
+        for name, monitor in self.monitors.items():
+            monitor.stop()
+            if monitor.failed is not None:
+                self.problems.append(f"{name}'s record: {monitor.failed}")
+            copy = run_dir.node_copy(name)
+            try:
+                holds += node_holds(name, record_lines(copy, self.keys), self.keys, end_ns)
+                copy.unlink()
+            except (OSError, ValueError) as e:  # never in the way of the run's teardown
+                self.problems.append(f"{name}'s record could not be read: {e}")
+        write_holds(run_dir.node_record, holds)
+
+
+def write_holds(path: Path, holds: Sequence[NodeHold]) -> None:
+    ordered = sorted(holds, key=lambda h: (h.since_ns, h.node, h.key))
+    with path.open("w", encoding="utf-8") as f:
+        for hold in ordered:
+            f.write(json.dumps(hold.to_plain(), separators=(",", ":")) + "\n")

@@ -1,0 +1,137 @@
+"""Each node's own record of the lock keys (node-record.jsonl), on real servers: every grant
+a correct client claims is there with its token, inside its acquire; a release deletes
+it; a key expires its TTL after it was set; a node killed without its data loses the key
+its holder still counts, one that keeps its data (appendfsync always) comes back with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lockharness.checker.node_record import DELETED, EXPIRED, LOST, NodeHold, held_at
+from lockharness.core.history import INFO, NEMESIS, OK, Event, read_history
+from tests.conftest import run
+
+pytestmark = pytest.mark.server
+
+MS = 1_000_000
+SLACK_NS = 15 * MS  # MONITOR's lines reach the harness late on a loaded machine, never early
+
+GRANTS = """\
+description: no faults, three nodes
+expect: valid
+duration: 3s
+seed: 5
+cluster: {nodes: 3}
+client: redlock
+workload: {workers: 2, threads: 2, keys: 2, ttl: 1s, hold_min: 5ms, hold_max: 30ms}
+"""
+EXPIRY = """\
+description: a holder that outlives its TTL (it ignores its validity)
+expect: invalid
+duration: 3s
+seed: 5
+min_cycles: 1
+cluster: {nodes: 1}
+client: single
+workload:
+  {workers: 2, threads: 1, ttl: 200ms, hold_min: 300ms, hold_max: 300ms, honor_validity: false}
+"""
+KILLED = """\
+description: the holder's node killed in the middle of its lease
+expect: {persistence_expect}
+duration: 4s
+seed: 5
+min_cycles: 1
+cluster: {{nodes: 1, persistence: {persistence}}}
+client: single
+workload: {{workers: 2, threads: 1, ttl: 1s, hold_min: 700ms, hold_max: 700ms}}
+faults:
+  - {{kind: kill, targets: holders, anchor: {{validity: 0.3}}, duration: 100ms, every: 1500ms}}
+"""
+
+
+def _holds(run_dir: Path) -> list[NodeHold]:
+    out = []
+    for line in (run_dir / "node-record.jsonl").read_text().splitlines():
+        raw: dict[str, Any] = json.loads(line)
+        value = tuple(raw["value"]) if isinstance(raw["value"], list) else raw["value"]
+        out.append(
+            NodeHold(
+                raw["node"],
+                raw["key"],
+                value,
+                raw["since"],
+                raw["until"],
+                raw["began"],
+                raw["ended"],
+                raw["set_by"],
+                raw["ended_by"],
+            )
+        )
+    return out
+
+
+def _oks(run_dir: Path) -> list[Event]:
+    history = read_history(run_dir / "history.jsonl")
+    return [e for e in history if e.type == OK and e.f == "acquire" and e.token]
+
+
+def test_every_grant_is_on_its_node_with_its_token_and_its_release_deletes_it(
+    tmp_path: Path,
+) -> None:
+    code, _, run_dir, output = run(tmp_path, _scenario(tmp_path, GRANTS))
+    assert code == 0, output
+    holds = _holds(run_dir)
+    by_node = {n: [h for h in holds if h.node == n] for n in ("n1", "n2", "n3")}
+    oks = _oks(run_dir)
+    assert len(oks) >= 20, output
+    for ok in oks:
+        assert ok.value is not None
+        for node in ok.value["grants"]:
+            hold = held_at(by_node[node], ok.key or "", ok.time)
+            assert hold is not None and hold.value == ok.token, (node, ok, hold)
+            assert hold.since_ns <= ok.time  # set before the client heard so
+    for hold in holds:  # released (or unlocked after a grant short of a majority)
+        assert hold.ended in (DELETED, "held at the end"), hold  # never expired, lost
+        assert isinstance(hold.value, str) and len(hold.value) == 40, hold  # a client's token
+
+
+def test_a_key_expires_its_ttl_after_it_was_set(tmp_path: Path) -> None:
+    _, _, run_dir, output = run(tmp_path, _scenario(tmp_path, EXPIRY))
+    expired = [h for h in _holds(run_dir) if h.ended == EXPIRED]
+    assert expired, output
+    for hold in expired:
+        assert hold.until_ns is not None
+        assert 200 * MS - SLACK_NS <= hold.until_ns - hold.since_ns <= 200 * MS + SLACK_NS, hold
+
+
+@pytest.mark.parametrize(("persistence", "kept"), [("none", False), ("aof-always", True)])
+def test_a_node_killed_without_its_data_loses_the_key_one_with_it_keeps_it(
+    tmp_path: Path, persistence: str, kept: bool
+) -> None:
+    expect = "valid" if kept else "invalid"
+    text = KILLED.format(persistence=persistence, persistence_expect=expect)
+    _, _, run_dir, output = run(tmp_path, _scenario(tmp_path, text))
+    history = read_history(run_dir / "history.jsonl")
+    kills = [e for e in history if e.process == NEMESIS and e.type == INFO and e.f == "kill"]
+    starts = [e.time for e in kills if e.value and e.value.get("phase") == "start"]
+    assert starts, output
+    holds = _holds(run_dir)
+    lost = [h for h in holds if h.ended == LOST]
+    if kept:
+        assert not lost, lost
+        return
+    assert lost, output
+    for hold in lost:  # lost as the node died: at one of the kills
+        assert hold.until_ns is not None
+        assert any(abs(hold.until_ns - start) <= 50 * MS for start in starts), (hold, starts)
+
+
+def _scenario(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(f"name: node-record\n{text}")
+    return str(path)

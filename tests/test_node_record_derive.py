@@ -1,0 +1,173 @@
+"""checker.node_record: what a node held, derived from its record's lines, on constructed
+lines (the MONITOR side is tests/test_node_record.py, on real servers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lockharness.checker.node_record import (
+    AT_THE_END,
+    DELETED,
+    EXPIRED,
+    FOUND,
+    LOST,
+    OVERWRITTEN,
+    SET,
+    UNKNOWN,
+    NodeHold,
+    held_at,
+    node_holds,
+)
+from lockharness.cluster.key_monitor import parse_monitor_line
+
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
+MS = 1_000_000
+TS0 = 1_795_000_000_000_000  # the node's clock at the history's 0, in µs
+
+
+def cmd(at_ms: float, *args: str, client: str = "c1", skew_ms: float = 0) -> dict[str, Any]:
+    """A command line at ``at_ms`` on the history's clock (the node's clock ``skew_ms`` ahead)."""
+    ts = TS0 + int((at_ms + skew_ms) * 1000)
+    return {"at": int(at_ms * MS), "ts": ts, "client": client, "args": list(args)}
+
+
+def clock(at_ms: float, skew_ms: float = 0) -> dict[str, Any]:
+    return {"at": int(at_ms * MS), "ts": TS0 + int((at_ms + skew_ms) * 1000), "clock": True}
+
+
+def snapshot(at_ms: float, keys: dict[str, Any]) -> dict[str, Any]:
+    return {"at": int(at_ms * MS), "ts": TS0 + int(at_ms * 1000), "snapshot": keys}
+
+
+def holds(*lines: dict[str, Any], end_ms: float = 600) -> list[NodeHold]:
+    return node_holds("n1", lines, ["k0"], end_ns=int(end_ms * MS))
+
+
+def test_a_refused_set_nx_changes_nothing_and_a_script_deletes_for_its_caller() -> None:
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "1000"),
+        cmd(20, "set", "k0", "b", "NX", "PX", "1000", client="c2"),  # refused: a holds it
+        cmd(30, "eval", "sha1:x", "1", "k0", "a", client="c1"),
+        cmd(30.1, "get", "k0", client="lua"),
+        cmd(30.2, "del", "k0", client="lua"),
+        cmd(40, "set", "k0", "b", "NX", "PX", "1000", client="c2"),
+    )
+    assert [(h.value, h.began, h.ended, h.set_by, h.ended_by) for h in out] == [
+        ("a", SET, DELETED, "c1", "c1"),
+        ("b", SET, AT_THE_END, "c2", None),
+    ]
+    assert out[0].since_ns == 10 * MS and out[0].until_ns == int(30.2 * MS)
+    assert out[1].until_ns is None
+
+
+def test_a_key_expires_by_the_nodes_clock_placed_on_the_historys() -> None:
+    # The node's clock runs 500 ms ahead of the history's: the key set at 10 ms with PX 300
+    # expires at its 310 ms, which is the history's 310 ms too (the offset cancels).
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "300", skew_ms=500),
+        clock(200, skew_ms=500),
+        cmd(400, "set", "k0", "b", "NX", "PX", "300", skew_ms=500),
+    )
+    assert [(h.value, h.ended) for h in out] == [("a", EXPIRED), ("b", AT_THE_END)]
+    assert out[0].until_ns == 310 * MS
+    assert out[1].since_ns == 400 * MS
+    # A clock that jumped 200 ms forward at 100 ms: the key expires 200 ms early.
+    jumped = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "300"),
+        clock(100, skew_ms=200),
+        cmd(150, "get", "k0", skew_ms=200),
+    )
+    assert jumped[0].ended == EXPIRED and jumped[0].until_ns == 110 * MS
+
+
+def test_overwrites_extends_and_expire_options() -> None:
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "PX", "100"),
+        cmd(50, "pexpire", "k0", "1000", "GT"),  # later: taken
+        cmd(60, "pexpire", "k0", "10", "GT"),  # earlier: refused
+        cmd(70, "set", "k0", "a", "XX", "KEEPTTL"),  # the same value: a refresh, not a change
+        cmd(900, "get", "k0"),  # 10 + 100 would have expired it; the extend holds it to 1050
+        cmd(1000, "set", "k0", "b", client="c2"),  # a plain SET overwrites
+        cmd(1100, "pexpire", "k0", "-1"),  # a time already past deletes
+    )
+    assert [(h.value, h.ended, h.ended_by) for h in out] == [
+        ("a", OVERWRITTEN, "c2"),
+        ("b", DELETED, "c1"),
+    ]
+    assert out[0].until_ns == 1000 * MS
+
+
+def test_a_restart_without_data_loses_the_key_and_one_with_it_keeps_it() -> None:
+    lost = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "5000"),
+        {"at": 100 * MS, "down": "connection closed"},
+        snapshot(400, {}),
+    )
+    assert [(h.value, h.ended, h.until_ns) for h in lost] == [("a", LOST, 100 * MS)]
+    kept = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "5000"),
+        {"at": 100 * MS, "down": "connection closed"},
+        snapshot(400, {"k0": {"type": "string", "value": "a", "pttl": 4610}}),
+        cmd(6000, "get", "k0"),
+    )
+    assert [(h.value, h.ended) for h in kept] == [("a", EXPIRED)]
+    assert kept[0].until_ns is not None and abs(kept[0].until_ns - 5010 * MS) <= MS
+    # A key that expired while the node was down expired; it was not lost.
+    expired = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "50"),
+        {"at": 30 * MS, "down": "connection closed"},
+        snapshot(400, {}),
+    )
+    assert [(h.ended, h.until_ns) for h in expired] == [(EXPIRED, 60 * MS)]
+
+
+def test_what_a_node_came_back_with_or_was_first_read_with_is_found_there() -> None:
+    out = holds(snapshot(0, {"k0": {"type": "string", "value": "z", "pttl": -1}}))
+    assert [(h.value, h.began, h.ended) for h in out] == [("z", FOUND, AT_THE_END)]
+
+
+def test_a_hash_lock_is_its_fields_and_an_unknown_write_is_unknown() -> None:
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "hincrby", "k0", "uuid:1", "1"),
+        cmd(11, "pexpire", "k0", "30000"),
+        cmd(20, "hincrby", "k0", "uuid:1", "1"),  # re-entered: the same owner
+        cmd(30, "hdel", "k0", "uuid:1"),
+        cmd(40, "rename", "k0", "k9"),  # not replayed
+    )
+    assert [(h.value, h.ended) for h in out] == [
+        (("uuid:1",), DELETED),
+        (None, AT_THE_END),
+    ]
+    assert out[1].began == UNKNOWN
+
+
+def test_held_at_finds_the_value_at_a_moment() -> None:
+    out = holds(snapshot(0, {}), cmd(10, "set", "k0", "a", "PX", "100"))
+    assert held_at(out, "k0", 50 * MS) == out[0]
+    assert held_at(out, "k0", 5 * MS) is None and held_at(out, "k0", 200 * MS) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "parsed"),
+    [
+        ('1795889434.346621 [0 127.0.0.1:36572] "set" "k" "v"', ["set", "k", "v"]),
+        ('1795889434.000001 [0 lua] "del" "k"', ["del", "k"]),
+        ('1.5 [0 unix:/x] "echo" "a\\"b\\\\c\\n"', ["echo", 'a"b\\c\n']),
+        ('1.5 [0 1.2.3.4:5] "set" "k" "\\xc3\\xa9\\x01"', ["set", "k", "é\x01"]),
+    ],
+)
+def test_monitor_lines_are_read_as_redis_escaped_them(line: str, parsed: list[str]) -> None:
+    result = parse_monitor_line(line)
+    assert result is not None and result[2] == parsed
+    assert parse_monitor_line("OK") is None
