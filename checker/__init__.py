@@ -4,13 +4,16 @@ The front door, as Porcupine's: ``check_history(events)`` or ``check_file(path)`
 a ``CheckResult``: the safety ``verdict`` (a ``Verdict``), its ``witnesses`` (``Overlap``
 or ``ResourceWitness``), the ``reasons``, and beside safety ``liveness``, ``fencing``,
 ``stats`` and ``exposure`` (did the faults touch a live lease: an ``Exposure``;
-``result.vacuous`` when a valid run's faults touched none). ``CheckResult.to_dict`` is
-results.json's shape and ``from_dict`` reads it back. A history that cannot be checked
-raises a ``HistoryError``: at one event, an ``EventError``: ``BadValue`` (a value of the
-wrong type) or ``Impossible`` (a history no run can write: checker.rules). Everything
-outside the checker imports from here, never from its modules.
+``result.vacuous`` when a valid run's faults touched none), and given the node record
+(``truth``: a ``NodeTruth``) the leases' ``claims`` it contradicts (``FalseClaim``).
+``CheckResult.to_dict`` is results.json's shape and ``from_dict`` reads it back. A
+history that cannot be checked raises a ``HistoryError``: at one event, an
+``EventError``: ``BadValue`` (a value of the wrong type) or ``Impossible`` (a history no
+run can write: checker.rules). Everything outside the checker imports from here, never
+from its modules.
 """
 
+from lockharness.checker.claims import FalseClaim, NodeFate, NodeTruth, check_claims
 from lockharness.checker.digest import critical_sections
 from lockharness.checker.evidence import (
     Failover,
@@ -28,6 +31,7 @@ from lockharness.checker.evidence import (
 from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
 from lockharness.checker.moments import MOMENT_KINDS
 from lockharness.checker.native import scan as _scan
+from lockharness.checker.node_record import NodeHold, held_at, node_holds, read_node_record
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section
@@ -54,12 +58,16 @@ __all__ = [
     "EventError",
     "Exposure",
     "Failover",
+    "FalseClaim",
     "FaultExposure",
     "Fencing",
     "Grant",
     "Impossible",
     "Liveness",
     "LivenessVerdict",
+    "NodeFate",
+    "NodeHold",
+    "NodeTruth",
     "OutOfOrder",
     "Overlap",
     "ResourceWitness",
@@ -70,11 +78,15 @@ __all__ = [
     "StuckInterval",
     "Verdict",
     "Witness",
+    "check_claims",
     "check_exposure",
     "check_file",
     "check_history",
     "critical_sections",
     "describe_fencing",
     "first_violation_ns",
+    "held_at",
     "ms_text",
+    "node_holds",
+    "read_node_record",
 ]

@@ -15,10 +15,14 @@ the pair of clocks the line before it carries. Any other command that writes a k
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
+
+from lockharness.core.history import HistoryError
 
 # Why a held value began and ended (docs/node-record.md).
 SET, FOUND, UNKNOWN = "set", "found", "unknown"
@@ -362,6 +366,45 @@ def node_holds(
     for record in lines:
         replay.line(record)
     return replay.finish(end_ns)
+
+
+_HOLD_FIELDS = ("node", "key", "value", "since", "until", "began", "ended", "set_by", "ended_by")
+
+
+def read_node_record(path: Path) -> list[NodeHold]:
+    """node-record.jsonl as ``NodeHold``s; a line that is not one is a ``HistoryError``
+    naming the file, the line and what a line must be."""
+    holds: list[NodeHold] = []
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                if not isinstance(raw, dict) or set(raw) != set(_HOLD_FIELDS):
+                    raise ValueError(f"not an object of exactly {', '.join(_HOLD_FIELDS)}")
+                value = raw["value"]
+                held: Value = tuple(map(str, value)) if isinstance(value, list) else value
+                if held is not None and not isinstance(held, str | tuple):
+                    raise ValueError("value must be a string, a list of strings or null")
+                since, until = raw["since"], raw["until"]
+                if not isinstance(since, int) or not (until is None or isinstance(until, int)):
+                    raise ValueError("since must be an integer, until an integer or null")
+                hold = NodeHold(
+                    str(raw["node"]),
+                    str(raw["key"]),
+                    held,
+                    since,
+                    until,
+                    str(raw["began"]),
+                    str(raw["ended"]),
+                    str(raw["set_by"]),
+                    None if raw["ended_by"] is None else str(raw["ended_by"]),
+                )
+            except ValueError as e:  # json's JSONDecodeError is one
+                raise HistoryError(f"{path}:{number}: {e}") from None
+            holds.append(hold)
+    return holds
 
 
 def held_at(holds: Iterable[NodeHold], key: str, at_ns: int) -> NodeHold | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from lockharness.checker.claims import FalseClaim
 from lockharness.checker.evidence import Witness, first_violation_ns
 from lockharness.checker.views import Exposure, Fencing, Liveness, Stats
 
@@ -40,6 +41,10 @@ class CheckResult:
     liveness: Liveness = field(default_factory=Liveness)  # not safety
     fencing: Fencing = field(default_factory=Fencing)  # not safety
     exposure: Exposure = field(default_factory=Exposure)  # did the faults touch a lease?
+    # Leases' claims the nodes' own record contradicts (checker.claims): evidence, not the
+    # verdict; and the nodes not judged (their values never held a token of the history).
+    claims: list[FalseClaim] = field(default_factory=list)  # capped
+    claims_unjudged: list[str] = field(default_factory=list)
 
     @property
     def vacuous(self) -> bool:

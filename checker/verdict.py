@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 
 from lockharness.checker.attribution import attribute
+from lockharness.checker.claims import Claims, NodeTruth, check_claims
 from lockharness.checker.digest import Digest, digest
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.exposure import check_exposure
@@ -61,6 +62,7 @@ def check_history(
     history: Iterable[Event],
     expected_processes: Collection[int] | None = None,
     max_witnesses: int = 50,
+    truth: NodeTruth | None = None,
 ) -> CheckResult:
     """Run every checker over ``history`` and combine them into one verdict.
 
@@ -70,7 +72,8 @@ def check_history(
     many of each list in ``fencing`` and of the liveness intervals (all are counted in
     stats). A violation makes the run invalid whatever else is wrong with it; otherwise a
     history without any successful acquire, or missing a worker's events, proves nothing:
-    unknown. Liveness and fencing never change the verdict.
+    unknown. Liveness and fencing never change the verdict; nor do the leases' false
+    claims, checked against ``truth`` (the node record) when it is given.
     """
     # The checkers build a few hundred thousand long-lived objects per million events
     # (sections, tuples, lists) and no reference cycles, so the cyclic GC would only rescan
@@ -78,7 +81,7 @@ def check_history(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(history, expected_processes, max(max_witnesses, 0))
+        return _check(history, expected_processes, max(max_witnesses, 0), truth)
     finally:
         if was_enabled:
             gc.enable()
@@ -89,14 +92,18 @@ def check_file(
     expected_processes: Collection[int] | None = None,
     max_witnesses: int = 50,
     notes: list[str] | None = None,
+    truth: NodeTruth | None = None,
 ) -> CheckResult:
     """``check_history`` of a history file, streamed (``notes``: what reading it noticed,
     such as a torn last line). A bad line raises ``HistoryError``, a bad value ``BadValue``."""
-    return check_history(HistoryFile(path, notes), expected_processes, max_witnesses)
+    return check_history(HistoryFile(path, notes), expected_processes, max_witnesses, truth)
 
 
 def _check(
-    history: Iterable[Event], expected_processes: Collection[int] | None, cap: int
+    history: Iterable[Event],
+    expected_processes: Collection[int] | None,
+    cap: int,
+    truth: NodeTruth | None,
 ) -> CheckResult:
     found = digest(history)  # the one pass; the rest works on what it kept
     sections, view = found.sections, found.resource
@@ -119,23 +126,50 @@ def _check(
     counts["violations"] = total
     counts["mutex_violations"] = len(mutex)
     counts["resource_violations"] = len(resource)
-    stats = Stats(**counts)
     ttl_ns = {k: a.ttl_ms * 1_000_000 for k, a in found.attempts.by_key.items() if a.ttl_ms}
     exposure = check_exposure(
         sections, found.nemesis, found.failovers, end, ttl_ns, found.calls, found.deaths
     )
+    claims = Claims([], [])
+    if truth is not None:
+        claims = check_claims(sections, truth.holds, truth.nodes, truth.quorum)
+    counts["false_claims"] = len(claims.found)
+    stats = Stats(**counts)
+    capped = claims.found[:cap]
     if total:
         reasons = _violation_reasons(mutex, resource)
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
         witnesses: list[Witness] = [*mutex[:cap], *resource[:cap]]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
-        return CheckResult(Verdict.INVALID, witnesses, reasons, stats, liveness, fencing, exposure)
+        return CheckResult(
+            Verdict.INVALID,
+            witnesses,
+            reasons,
+            stats,
+            liveness,
+            fencing,
+            exposure,
+            capped,
+            claims.unjudged,
+        )
     reasons = _unknown_reasons(found, expected_processes)
     reasons += _harness_reasons(attribution.excused, view.errors)
     if reasons:
-        return CheckResult(Verdict.UNKNOWN, [], reasons, stats, liveness, fencing, exposure)
-    return CheckResult(Verdict.VALID, [], [], stats, liveness, fencing, exposure)
+        return CheckResult(
+            Verdict.UNKNOWN,
+            [],
+            reasons,
+            stats,
+            liveness,
+            fencing,
+            exposure,
+            capped,
+            claims.unjudged,
+        )
+    return CheckResult(
+        Verdict.VALID, [], [], stats, liveness, fencing, exposure, capped, claims.unjudged
+    )
 
 
 _LATE_NS = 1_000_000  # a section that ends later than this after its planned end is late

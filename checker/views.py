@@ -83,6 +83,7 @@ class Stats(msgspec.Struct, frozen=True):
     violations: int = 0
     mutex_violations: int = 0
     resource_violations: int = 0
+    false_claims: int = 0  # leases' claims the node record contradicts (checker.claims)
 
     def describe(self) -> str:
         p50, p99 = self.acquire_p50_ms, self.acquire_p99_ms

@@ -12,12 +12,12 @@ stream exactly among the clients' commands.
 After the run, ``record_lines`` turns that copy into JSON lines: every command that
 names a lock key, in the order the node ran them (a node runs one command at a time and
 MONITOR feeds them in that order; a Lua script's own calls come as lines of client
-``lua``), with ``at`` (the node's clock placed on the history's by the read that came
-soonest after its line, among the last 64) and ``ts`` (the node's clock, µs); each
-snapshot where it stood; each ``down``; and ``clock`` lines at most every 20 ms, so that
-a key's expiry, due by the node's clock, can be placed on the history's. What the lines
-mean (which value a key held from when to when, and why it changed) is derived from them
-by checker.node_record.
+``lua``), with ``at`` (the node's clock placed on the history's by the TIME reading,
+taken every 50 ms, with the shortest round trip within a second of it) and ``ts`` (the
+node's clock, µs); each snapshot where it stood; each ``down``; and ``clock`` lines at
+most every 20 ms, so that a key's expiry, due by the node's clock, can be placed on the
+history's. What the lines mean (which value a key held from when to when, and why it
+changed) is derived from them by checker.node_record.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import socket
 import threading
 import time
 import uuid
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
@@ -49,8 +50,11 @@ _OFFSET_WINDOW = 64  # reads: the least delay among them places the node's clock
 _CLOCK_EVERY_NS = 20_000_000  # a clock line at most this often
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", '"': '"', "\\": "\\"}
 # The raw copy: blocks of b"<tag> <at> <length>\n" and that many bytes; tags: d (data
-# from the MONITOR stream), s (a snapshot: its nonce and the keys as JSON), x (down).
-_DATA, _SNAPSHOT, _DOWN = b"d", b"s", b"x"
+# from the MONITOR stream), s (a snapshot: its nonce and the keys as JSON), x (down), t
+# (the node's clock read by TIME: its µs, and the history's ns before and after).
+_DATA, _SNAPSHOT, _DOWN, _TIME = b"d", b"s", b"x", b"t"
+_PROBE_EVERY_NS, _PROBE_S = 50_000_000, 0.05  # how often the node's clock is read; its wait
+_NEAR_NS = 1_000_000_000  # a line is placed by the tightest reading this close to it
 _LINE = re.compile(r"(\d+)\.(\d+) \[\d+ (?:\S+ )?([^\]]*)\] (.*)", re.DOTALL)
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
@@ -146,6 +150,8 @@ class KeyMonitor:
         self._thread: threading.Thread | None = None
         self._out: IO[bytes] | None = None
         self._ready = threading.Event()  # the first snapshot is read
+        self._timer: socket.socket | None = None  # where the node's clock is read
+        self._probed = 0
         self._copied = 0
         self._lock = threading.Lock()  # the copy is written from two threads
         self.failed: str | None = None  # why the record is not whole (a write that failed)
@@ -177,6 +183,8 @@ class KeyMonitor:
                 sock.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        if self._timer is not None:
+            self._timer.close()
         if self._out is not None:
             self._out.close()
 
@@ -211,8 +219,11 @@ class KeyMonitor:
         sock.sendall(_command("MONITOR"))
         sock.settimeout(None)  # a paused node says nothing for as long as it is paused
         self._snapshot()
+        self._probe()
         self._ready.set()
         while not self._stopping.is_set():
+            if self.clock() - self._probed >= _PROBE_EVERY_NS:
+                self._probe()
             data = sock.recv(_CHUNK)
             if not data:
                 raise ConnectionError("connection closed")
@@ -225,6 +236,27 @@ class KeyMonitor:
             self._block(_DATA, data)
             if len(data) < _CHUNK:  # let a few ms of lines gather: a block each, not a line
                 time.sleep(_GATHER_S)
+
+    def _probe(self) -> None:
+        """One reading of the node's clock (TIME) between two of the history's: the pair
+        that places the node's lines on the history's clock, within half its round trip."""
+        self._probed = self.clock()
+        try:
+            if self._timer is None:
+                address = (self.endpoint.host, self.endpoint.port)
+                self._timer = socket.create_connection(address, timeout=_PROBE_S)
+            reply = _Reply(self._timer)
+            before = self.clock()
+            self._timer.sendall(_command("TIME"))
+            seconds, micros = reply.value()
+            after = self.clock()
+        except (OSError, ConnectionError, ValueError, TypeError):  # paused, down: next time
+            if self._timer is not None:
+                self._timer.close()
+            self._timer = None
+            return
+        ts = int(seconds) * 1_000_000 + int(micros)
+        self._block(_TIME, b"%d %d %d" % (ts, before, after))
 
     def _snapshot(self) -> None:
         """The lock keys as the node holds them now, read in one MULTI whose first command,
@@ -273,15 +305,24 @@ def record_lines(path: Path, keys: Collection[str]) -> Iterator[dict[str, Any]]:
     """A raw copy's JSON lines (see the module's docstring), in the node's order."""
     wanted = frozenset(keys)
     snapshots: dict[str, Any] = {}
+    readings: list[tuple[int, int, int]] = []  # (the history's ns, its offset, round trip)
     for tag, _, data in _blocks(path):
         if tag == _SNAPSHOT:
             read = json.loads(data)
             snapshots[read["nonce"]] = read["keys"]
+        elif tag == _TIME:
+            ts, before, after = map(int, data.split())
+            readings.append(
+                ((before + after) // 2, (before + after) // 2 - ts * 1000, after - before)
+            )
+    readings.sort()
+    moments = [r[0] for r in readings]
     pending = b""
     last_at, last_clock = 0, -_CLOCK_EVERY_NS
-    # Each read came at least its delay after its last line ran: the node's clock is
-    # placed on the history's by the least (at - ts) of recent reads, as NTP takes the
-    # fastest exchange; a line never later than its read.
+    # The node's clock is placed on the history's by the TIME reading with the shortest
+    # round trip within a second (as NTP trusts its fastest exchange); without one, by the
+    # least (at - ts) of recent reads (each came at least its delay after its last line).
+    # A line is never placed later than the read that brought it.
     offsets: deque[int] = deque(maxlen=_OFFSET_WINDOW)
     for tag, at, data in _blocks(path):
         if tag == _DOWN:
@@ -297,7 +338,8 @@ def record_lines(path: Path, keys: Collection[str]) -> Iterator[dict[str, Any]]:
         if not lines:
             continue
         offsets.append(at - lines[-1][0] * 1000)
-        offset = min(offsets)
+        near = readings[bisect_left(moments, at - _NEAR_NS) : bisect_right(moments, at + _NEAR_NS)]
+        offset = min(near, key=lambda r: r[2])[1] if near else min(offsets)
         for ts, client, args in lines:
             line_at = max(last_at, min(at, ts * 1000 + offset))
             last_at = line_at

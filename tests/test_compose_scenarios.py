@@ -48,6 +48,14 @@ def test_a_claim_holds_on_containers(
     assert results["verdict"] == verdict, output
     assert code == 0, output
     assert labelled(run_dir) == []  # compose down -v: nothing of the run is left
+    # Each container's own record, read past the proxies: a correct lock's leases hold
+    # nothing the nodes deny; a restart without data leaves a lease without its keys.
+    assert (run_dir / "node-record.jsonl").stat().st_size > 0
+    assert results["claims_unjudged"] == [], output
+    if verdict == "valid":
+        assert results["claims"] == [], output
+    if scenario == "redlock-restart-no-persistence":
+        assert any(c["kind"] == "outlived-its-keys" for c in results["claims"]), output
 
 
 def test_images_named_by_flag_are_the_ones_the_nodes_run(

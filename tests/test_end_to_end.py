@@ -21,6 +21,7 @@ def test_baseline_is_valid(tmp_path: Path, scenario: str) -> None:
     assert code == 0, output
     assert results["verdict"] == "valid" and results["as_expected"] is True
     assert results["witnesses"] == []
+    assert results["claims"] == [] and results["claims_unjudged"] == []  # the nodes agree
     assert results["stats"]["cycles"] > 20  # the clients really took turns
     assert results["stats"]["fail"] > 0  # and really contended for the one key
     history = read_history(run_dir / "history.jsonl")
@@ -97,6 +98,7 @@ def test_redlock_survives_killing_a_minority_with_fsync_always(tmp_path: Path) -
     code, results, run_dir, output = run(tmp_path, str(path), "--duration", "7s", "--seed", "3")
     assert code == 0, output
     assert results["verdict"] == "valid"
+    assert results["claims"] == [], output  # the kills took no grant a lease still needed
     killed = [
         e.value["killed"]
         for e in nemesis_events(run_dir)

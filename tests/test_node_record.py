@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lockharness.checker.node_record import DELETED, EXPIRED, LOST, NodeHold, held_at
+from lockharness.checker import NodeHold, held_at
 from lockharness.core.history import INFO, NEMESIS, OK, Event, read_history
 from tests.conftest import run
 
@@ -83,8 +83,9 @@ def _oks(run_dir: Path) -> list[Event]:
 def test_every_grant_is_on_its_node_with_its_token_and_its_release_deletes_it(
     tmp_path: Path,
 ) -> None:
-    code, _, run_dir, output = run(tmp_path, _scenario(tmp_path, GRANTS))
+    code, results, run_dir, output = run(tmp_path, _scenario(tmp_path, GRANTS))
     assert code == 0, output
+    assert results["claims"] == [] and results["claims_unjudged"] == [], output
     holds = _holds(run_dir)
     by_node = {n: [h for h in holds if h.node == n] for n in ("n1", "n2", "n3")}
     oks = _oks(run_dir)
@@ -96,13 +97,13 @@ def test_every_grant_is_on_its_node_with_its_token_and_its_release_deletes_it(
             assert hold is not None and hold.value == ok.token, (node, ok, hold)
             assert hold.since_ns <= ok.time  # set before the client heard so
     for hold in holds:  # released (or unlocked after a grant short of a majority)
-        assert hold.ended in (DELETED, "held at the end"), hold  # never expired, lost
+        assert hold.ended in ("deleted", "held at the end"), hold  # never expired, lost
         assert isinstance(hold.value, str) and len(hold.value) == 40, hold  # a client's token
 
 
 def test_a_key_expires_its_ttl_after_it_was_set(tmp_path: Path) -> None:
     _, _, run_dir, output = run(tmp_path, _scenario(tmp_path, EXPIRY))
-    expired = [h for h in _holds(run_dir) if h.ended == EXPIRED]
+    expired = [h for h in _holds(run_dir) if h.ended == "expired"]
     assert expired, output
     for hold in expired:
         assert hold.until_ns is not None
@@ -115,20 +116,25 @@ def test_a_node_killed_without_its_data_loses_the_key_one_with_it_keeps_it(
 ) -> None:
     expect = "valid" if kept else "invalid"
     text = KILLED.format(persistence=persistence, persistence_expect=expect)
-    _, _, run_dir, output = run(tmp_path, _scenario(tmp_path, text))
+    _, results, run_dir, output = run(tmp_path, _scenario(tmp_path, text))
     history = read_history(run_dir / "history.jsonl")
     kills = [e for e in history if e.process == NEMESIS and e.type == INFO and e.f == "kill"]
     starts = [e.time for e in kills if e.value and e.value.get("phase") == "start"]
     assert starts, output
     holds = _holds(run_dir)
-    lost = [h for h in holds if h.ended == LOST]
+    lost = [h for h in holds if h.ended == "lost in a restart"]
+    outlived = [c for c in results["claims"] if c["kind"] == "outlived-its-keys"]
     if kept:
-        assert not lost, lost
+        assert not lost and not outlived, (lost, outlived)
         return
     assert lost, output
     for hold in lost:  # lost as the node died: at one of the kills
         assert hold.until_ns is not None
         assert any(abs(hold.until_ns - start) <= 50 * MS for start in starts), (hold, starts)
+    # The holder went on with its lease after its only key was lost: the false claim, why.
+    assert outlived, output
+    assert {f["ended"] for c in outlived for f in c["fates"]} == {"lost in a restart"}, outlived
+    assert "false claim:" in output and "lost in a restart" in output
 
 
 def _scenario(tmp_path: Path, text: str) -> str:

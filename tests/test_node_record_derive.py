@@ -7,19 +7,7 @@ from typing import Any
 
 import pytest
 
-from lockharness.checker.node_record import (
-    AT_THE_END,
-    DELETED,
-    EXPIRED,
-    FOUND,
-    LOST,
-    OVERWRITTEN,
-    SET,
-    UNKNOWN,
-    NodeHold,
-    held_at,
-    node_holds,
-)
+from lockharness.checker import NodeHold, held_at, node_holds
 from lockharness.cluster.key_monitor import parse_monitor_line
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -57,8 +45,8 @@ def test_a_refused_set_nx_changes_nothing_and_a_script_deletes_for_its_caller() 
         cmd(40, "set", "k0", "b", "NX", "PX", "1000", client="c2"),
     )
     assert [(h.value, h.began, h.ended, h.set_by, h.ended_by) for h in out] == [
-        ("a", SET, DELETED, "c1", "c1"),
-        ("b", SET, AT_THE_END, "c2", None),
+        ("a", "set", "deleted", "c1", "c1"),
+        ("b", "set", "held at the end", "c2", None),
     ]
     assert out[0].since_ns == 10 * MS and out[0].until_ns == int(30.2 * MS)
     assert out[1].until_ns is None
@@ -73,7 +61,7 @@ def test_a_key_expires_by_the_nodes_clock_placed_on_the_historys() -> None:
         clock(200, skew_ms=500),
         cmd(400, "set", "k0", "b", "NX", "PX", "300", skew_ms=500),
     )
-    assert [(h.value, h.ended) for h in out] == [("a", EXPIRED), ("b", AT_THE_END)]
+    assert [(h.value, h.ended) for h in out] == [("a", "expired"), ("b", "held at the end")]
     assert out[0].until_ns == 310 * MS
     assert out[1].since_ns == 400 * MS
     # A clock that jumped 200 ms forward at 100 ms: the key expires 200 ms early.
@@ -83,7 +71,7 @@ def test_a_key_expires_by_the_nodes_clock_placed_on_the_historys() -> None:
         clock(100, skew_ms=200),
         cmd(150, "get", "k0", skew_ms=200),
     )
-    assert jumped[0].ended == EXPIRED and jumped[0].until_ns == 110 * MS
+    assert jumped[0].ended == "expired" and jumped[0].until_ns == 110 * MS
 
 
 def test_overwrites_extends_and_expire_options() -> None:
@@ -94,12 +82,12 @@ def test_overwrites_extends_and_expire_options() -> None:
         cmd(60, "pexpire", "k0", "10", "GT"),  # earlier: refused
         cmd(70, "set", "k0", "a", "XX", "KEEPTTL"),  # the same value: a refresh, not a change
         cmd(900, "get", "k0"),  # 10 + 100 would have expired it; the extend holds it to 1050
-        cmd(1000, "set", "k0", "b", client="c2"),  # a plain SET overwrites
+        cmd(1000, "set", "k0", "b", client="c2"),  # a plain "set" overwrites
         cmd(1100, "pexpire", "k0", "-1"),  # a time already past deletes
     )
     assert [(h.value, h.ended, h.ended_by) for h in out] == [
-        ("a", OVERWRITTEN, "c2"),
-        ("b", DELETED, "c1"),
+        ("a", "overwritten", "c2"),
+        ("b", "deleted", "c1"),
     ]
     assert out[0].until_ns == 1000 * MS
 
@@ -111,7 +99,7 @@ def test_a_restart_without_data_loses_the_key_and_one_with_it_keeps_it() -> None
         {"at": 100 * MS, "down": "connection closed"},
         snapshot(400, {}),
     )
-    assert [(h.value, h.ended, h.until_ns) for h in lost] == [("a", LOST, 100 * MS)]
+    assert [(h.value, h.ended, h.until_ns) for h in lost] == [("a", "lost in a restart", 100 * MS)]
     kept = holds(
         snapshot(0, {}),
         cmd(10, "set", "k0", "a", "NX", "PX", "5000"),
@@ -119,7 +107,7 @@ def test_a_restart_without_data_loses_the_key_and_one_with_it_keeps_it() -> None
         snapshot(400, {"k0": {"type": "string", "value": "a", "pttl": 4610}}),
         cmd(6000, "get", "k0"),
     )
-    assert [(h.value, h.ended) for h in kept] == [("a", EXPIRED)]
+    assert [(h.value, h.ended) for h in kept] == [("a", "expired")]
     assert kept[0].until_ns is not None and abs(kept[0].until_ns - 5010 * MS) <= MS
     # A key that expired while the node was down expired; it was not lost.
     expired = holds(
@@ -128,12 +116,12 @@ def test_a_restart_without_data_loses_the_key_and_one_with_it_keeps_it() -> None
         {"at": 30 * MS, "down": "connection closed"},
         snapshot(400, {}),
     )
-    assert [(h.ended, h.until_ns) for h in expired] == [(EXPIRED, 60 * MS)]
+    assert [(h.ended, h.until_ns) for h in expired] == [("expired", 60 * MS)]
 
 
 def test_what_a_node_came_back_with_or_was_first_read_with_is_found_there() -> None:
     out = holds(snapshot(0, {"k0": {"type": "string", "value": "z", "pttl": -1}}))
-    assert [(h.value, h.began, h.ended) for h in out] == [("z", FOUND, AT_THE_END)]
+    assert [(h.value, h.began, h.ended) for h in out] == [("z", "found", "held at the end")]
 
 
 def test_a_hash_lock_is_its_fields_and_an_unknown_write_is_unknown() -> None:
@@ -146,10 +134,10 @@ def test_a_hash_lock_is_its_fields_and_an_unknown_write_is_unknown() -> None:
         cmd(40, "rename", "k0", "k9"),  # not replayed
     )
     assert [(h.value, h.ended) for h in out] == [
-        (("uuid:1",), DELETED),
-        (None, AT_THE_END),
+        (("uuid:1",), "deleted"),
+        (None, "held at the end"),
     ]
-    assert out[1].began == UNKNOWN
+    assert out[1].began == "unknown"
 
 
 def test_held_at_finds_the_value_at_a_moment() -> None:

@@ -53,6 +53,11 @@ def print_summary(
     if len(result.witnesses) > 3:
         more = len(result.witnesses) - 3
         console.print(f"  … {more} more witnesses in {RunDir.RESULTS}")
+    for claim in result.claims[:3]:  # what the nodes' own record contradicts
+        console.print(f"  false claim: {claim.describe()}", highlight=False)
+    if result.stats.false_claims > 3:
+        more = result.stats.false_claims - 3
+        console.print(f"  … {more} more false claims in {RunDir.RESULTS}")
     console.print(f"  {result.stats.describe()}", highlight=False)
     if run_dir is not None:
         console.print(f"  run directory: {run_dir}", highlight=False)

@@ -48,7 +48,7 @@ from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.reports import write_reports
 from lockharness.harness.run.backends import make_cluster
 from lockharness.harness.run.binaries import Binaries
-from lockharness.harness.run.node_record import NodeRecord
+from lockharness.harness.run.node_record import NodeRecord, node_truth
 from lockharness.harness.run.progress import ProgressLine
 from lockharness.harness.run.recheck import apply_run_problems, program_restarts
 from lockharness.harness.run.replay import write_replay
@@ -459,7 +459,8 @@ def conclude(
         notes.append(
             f"{RunDir.HISTORY} not written ({error.strerror or error}); `check` merges the shards"
         )
-    result = check_history(history, expected_processes=range(w.workers * w.threads))
+    truth = node_truth(scenario, files)
+    result = check_history(history, expected_processes=range(w.workers * w.threads), truth=truth)
     result = apply_run_problems(result, problems)
     result = require_exposure(result, scenario.expectation)
     notes += [cut.describe() for cut in execution.logs_cut]  # said, never the verdict

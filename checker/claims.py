@@ -1,0 +1,255 @@
+"""Each lease's claimed grants checked against what each node held (checker.node_record):
+a pure function of the critical sections and the node record.
+
+For a section (key K, token T, acquire invoked at I, granted at S, counted until E: its
+release's invoke or its deadline, whichever is sooner) and each node N its client says
+granted it:
+
+- ``never-given``: N never held T on K around the grant (another value or nothing);
+- ``given-to-another``: at S, N held another value (another client's token) on K;
+- ``gone-before-counted``: N held T, but it was gone (expired, deleted, overwritten, lost)
+  before S;
+- ``left-from-earlier``: N held T from before I: a key an earlier acquire of the same
+  token left behind (a release that missed it), on that earlier acquire's TTL;
+
+and for the lease as a whole:
+
+- ``outlived-its-keys``: before E, fewer of its nodes still held T than its quorum (a
+  majority of all nodes for a client that spreads one lock over independent masters, else
+  one): the lease went on after its keys were gone (why, per node);
+- ``not-a-majority``: a client that spreads one lock over independent masters counted a
+  lease granted by fewer than a majority of all the nodes.
+
+Times on the two sides come from different clocks' readings of one machine's clock (the
+node's MONITOR lines placed on the history's), so each comparison allows ``SLACK_NS``. A
+record none of whose values is a token of the history (a client whose token is not what
+its keys hold) judges nothing: ``check_claims`` names the nodes not judged instead.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from lockharness.checker.evidence import ms_text
+from lockharness.checker.node_record import NodeHold
+from lockharness.checker.sections import Section
+
+SLACK_NS = 2_000_000
+ClaimKind = Literal[
+    "never-given",
+    "given-to-another",
+    "gone-before-counted",
+    "left-from-earlier",
+    "outlived-its-keys",
+    "not-a-majority",
+]
+# The witness kinds about one claimed grant; the rest are about a lease as a whole.
+GRANT_KINDS = ("never-given", "given-to-another", "gone-before-counted", "left-from-earlier")
+
+
+class NodeFate(msgspec.Struct, frozen=True):
+    """What became of a lease's key on one node."""
+
+    node: str
+    ended: str  # checker.node_record's words: expired, deleted, overwritten, lost in a restart
+    at: int | None  # when (ns), None: never held
+    by: str | None = None  # the client that deleted or overwrote it
+
+    def describe(self) -> str:
+        when = "" if self.at is None else f" at {self.at / 1e9:.3f}s"
+        by = f" by {self.by}" if self.by else ""
+        return f"{self.node}: {self.ended}{when}{by}"
+
+
+class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
+    """A lease's claim the nodes' own record contradicts."""
+
+    kind: ClaimKind
+    key: str | None
+    process: int | str
+    token: str | None
+    acquire_index: int
+    at: int  # the grant (acquire ok), or when the lease fell below its quorum
+    counted_until: int  # when the holder stopped counting the lease (release or deadline)
+    grants: list[str]  # the nodes its client said granted it
+    node: str | None = None  # the grant judged (grant kinds)
+    other: str | None = None  # the value the node held instead (given-to-another)
+    since: int | None = None  # when the node set what it held (left-from-earlier, other)
+    fates: list[NodeFate] = msgspec.field(default_factory=list)  # outlived: the keys gone
+
+    words: ClassVar[dict[str, str]] = {
+        "never-given": "never held its token",
+        "given-to-another": "held another value",
+        "gone-before-counted": "had let its key go before the grant was counted",
+        "left-from-earlier": "held its token from before the acquire (left by an earlier one)",
+        "outlived-its-keys": "outlived its keys",
+        "not-a-majority": "was granted by fewer than a majority of the nodes",
+    }
+
+    def describe(self) -> str:
+        who = f"process {self.process}'s lease (token {str(self.token)[:8]}…) on {self.key}"
+        if self.kind in GRANT_KINDS:
+            text = f"{who}: {self.node}, which it counted, {self.words[self.kind]}"
+            if self.other is not None:
+                text += f" ({str(self.other)[:8]}…)"
+            if self.since is not None:
+                text += f" since {self.since / 1e9:.3f}s"
+            return text + f" at the grant, {self.at / 1e9:.3f}s"
+        if self.kind == "outlived-its-keys":
+            gone = "; ".join(fate.describe() for fate in self.fates)
+            held = ms_text(self.counted_until - self.at)
+            return (
+                f"{who} {self.words[self.kind]}: from {self.at / 1e9:.3f}s, {held} before "
+                f"its holder let it go, too few of its nodes held its token ({gone})"
+            )
+        return f"{who} {self.words[self.kind]}: {', '.join(self.grants)}"
+
+
+@dataclass(frozen=True)
+class NodeTruth:
+    """What the claims are checked against: the node record, the nodes it covers, and how
+    many of them a lease needs (``quorum``)."""
+
+    holds: Sequence[NodeHold]
+    nodes: tuple[str, ...]
+    quorum: int
+
+
+@dataclass(frozen=True)
+class Claims:
+    found: list[FalseClaim]
+    unjudged: list[str]  # nodes (or reasons) not judged
+
+
+def _matches(value: object, token: str) -> bool:
+    if isinstance(value, tuple):  # a hash lock: its fields name the owner
+        return any(field == token or field.startswith(f"{token}:") for field in value)
+    return value == token
+
+
+def check_claims(
+    sections: Sequence[Section], holds: Iterable[NodeHold], nodes: Sequence[str], quorum: int
+) -> Claims:
+    """Every false claim of ``sections`` against ``holds``, the record of ``nodes``; a
+    lease needs ``quorum`` of them (a majority of ``nodes`` for a client that spreads one
+    lock over independent masters, 1 otherwise)."""
+    by_place: dict[tuple[str, str], list[NodeHold]] = defaultdict(list)
+    for hold in holds:
+        by_place[(hold.node, hold.key)].append(hold)
+    for place in by_place.values():
+        place.sort(key=lambda h: h.since_ns)
+    tokens = {s.token for s in sections if s.token is not None}
+    # The clients' tokens are what their keys hold if any node ever held one: else (a
+    # client whose token is not its keys' value) nothing can be judged.
+    readable = any(
+        h.value is not None and any(_matches(h.value, t) for t in tokens)
+        for place in by_place.values()
+        for h in place
+    )
+    judged = set(nodes) if readable else set()
+    unjudged = [] if readable or not tokens else sorted(nodes)
+    found: list[FalseClaim] = []
+    for section in sections:
+        if section.token is None or section.key is None or not section.grants:
+            continue
+        found += _check_section(section, by_place, judged, len(nodes), quorum)
+    return Claims(found, unjudged)
+
+
+def _counted_until(section: Section) -> int:
+    return section.end if section.deadline is None else min(section.end, section.deadline)
+
+
+def _check_section(
+    s: Section,
+    by_place: dict[tuple[str, str], list[NodeHold]],
+    judged: set[str],
+    n_nodes: int,
+    quorum: int,
+) -> list[FalseClaim]:
+    assert s.token is not None and s.key is not None
+    until = _counted_until(s)
+
+    def claim(kind: ClaimKind, at: int, **more: Any) -> FalseClaim:
+        return FalseClaim(
+            kind=kind,
+            key=s.key,
+            process=s.process,
+            token=s.token,
+            acquire_index=s.acquire_index,
+            at=at,
+            counted_until=until,
+            grants=list(s.grants),
+            **more,
+        )
+
+    found: list[FalseClaim] = []
+    if quorum > 1 and len(set(s.grants)) < n_nodes // 2 + 1:
+        found.append(claim("not-a-majority", s.start))
+    kept: list[tuple[str, NodeHold]] = []  # grants the node really held at S: their holds
+    for node in dict.fromkeys(s.grants):
+        if node not in judged:
+            continue
+        place = by_place.get((node, s.key), [])
+        ours = [h for h in place if _matches(h.value, s.token)]
+        covering = [
+            h
+            for h in ours
+            if h.since_ns <= s.start + SLACK_NS
+            and (h.until_ns is None or h.until_ns >= s.start - SLACK_NS)
+        ]
+        if covering:
+            hold = covering[-1]
+            if hold.since_ns < s.invoked - SLACK_NS:
+                found.append(claim("left-from-earlier", s.start, node=node, since=hold.since_ns))
+            kept.append((node, hold))
+            continue
+        earlier = [h for h in ours if h.since_ns >= s.invoked - SLACK_NS and h.since_ns <= s.start]
+        if earlier:
+            found.append(claim("gone-before-counted", s.start, node=node))
+            continue
+        other = next(
+            (h for h in place if h.since_ns <= s.start and (h.until_ns or s.start + 1) > s.start),
+            None,
+        )
+        if other is not None:
+            value = other.value if isinstance(other.value, str) else str(other.value)
+            found.append(
+                claim("given-to-another", s.start, node=node, other=value, since=other.since_ns)
+            )
+        else:
+            found.append(claim("never-given", s.start, node=node))
+    outlived = _outlived(kept, quorum, until)
+    if outlived is not None:
+        at, fates = outlived
+        found.append(claim("outlived-its-keys", at, fates=fates))
+    return found
+
+
+def _outlived(
+    kept: list[tuple[str, NodeHold]], quorum: int, until: int
+) -> tuple[int, list[NodeFate]] | None:
+    """When the grants still held fell below ``quorum`` before ``until`` (with what had
+    become of the keys gone by then), or None. A grant not held at the grant counts as
+    gone from the start (it is its own witness)."""
+    ends = sorted((h.until_ns, node, h) for node, h in kept if h.until_ns is not None)
+    lasting = len(kept)
+    if lasting < quorum:  # it never had its quorum: said by the grants' own witnesses
+        return None
+    for end, _, _ in ends:
+        lasting -= 1
+        if lasting < quorum:
+            if end < until - SLACK_NS:
+                gone = [
+                    NodeFate(node, h.ended, h.until_ns, h.ended_by)
+                    for e, node, h in ends
+                    if e <= end
+                ]
+                return end, gone
+            return None
+    return None

@@ -1,0 +1,142 @@
+"""checker.claims: each lease's claimed grants against what the nodes held, on constructed
+sections and node records, each witness kind both ways (present when the record
+contradicts the claim, absent when it bears it out)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockharness.checker import FalseClaim, NodeHold, Section, check_claims
+
+pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
+
+MS = 1_000_000
+NODES = ("n1", "n2", "n3", "n4", "n5")
+
+
+def section(
+    grants: tuple[str, ...],
+    token: str = "T",
+    invoked: int = 100,
+    start: int = 110,
+    end: int = 600,
+    deadline: int | None = 900,
+    process: int = 0,
+) -> Section:
+    return Section(
+        key="k0",
+        process=process,
+        token=token,
+        start=start * MS,
+        end=end * MS,
+        deadline=None if deadline is None else deadline * MS,
+        grants=grants,
+        fencing=None,
+        acquire_index=1,
+        release_index=2,
+        closed=True,
+        invoked=invoked * MS,
+    )
+
+
+def hold(
+    node: str,
+    value: str | tuple[str, ...] | None = "T",
+    since: int = 105,
+    until: int | None = 650,
+    ended: str = "deleted",
+) -> NodeHold:
+    return NodeHold(
+        node, "k0", value, since * MS, None if until is None else until * MS, "set", ended, "c"
+    )
+
+
+def kinds(
+    s: Section, holds: list[NodeHold], quorum: int = 3, nodes: tuple[str, ...] = NODES
+) -> list[tuple[str, str | None]]:
+    # "Z" is another client's token seen somewhere, so that every node is judged.
+    seen = [hold(n, "Z", since=0, until=1) for n in nodes]
+    found = check_claims([s], [*seen, *holds], nodes, quorum).found
+    return [(c.kind, c.node) for c in found]
+
+
+def _describe_all(found: list[FalseClaim]) -> None:
+    for claim in found:
+        assert claim.describe()  # every kind says itself in words
+
+
+def test_grants_the_nodes_held_for_the_lease_are_no_false_claim() -> None:
+    s = section(("n1", "n2", "n3"))
+    assert kinds(s, [hold("n1"), hold("n2"), hold("n3")]) == []
+    # Within the slack: the node's line placed a ms after the client heard the grant.
+    assert kinds(s, [hold("n1", since=111), hold("n2"), hold("n3")]) == []
+
+
+def test_a_grant_the_node_never_gave_or_gave_another() -> None:
+    s = section(("n1", "n2", "n3"))
+    found = kinds(s, [hold("n1"), hold("n2"), hold("n3", "OTHER", since=50, until=400)])
+    assert found == [("given-to-another", "n3")]
+    assert kinds(s, [hold("n1"), hold("n2")]) == [("never-given", "n3")]
+
+
+def test_a_grant_gone_before_it_was_counted() -> None:
+    s = section(("n1", "n2", "n3"))
+    found = kinds(s, [hold("n1"), hold("n2"), hold("n3", since=102, until=104)])
+    assert found == [("gone-before-counted", "n3")]
+
+
+def test_a_grant_left_from_an_earlier_acquire_and_the_lease_that_outlives_it() -> None:
+    # n4 and n5 hold the token from an earlier lease (set at 20 ms, expiring at 320 ms);
+    # the new lease counts them with n3 and holds to 600 ms: from 320 ms only n3 has it.
+    s = section(("n3", "n4", "n5"))
+    holds = [
+        hold("n3"),
+        hold("n4", since=20, until=320, ended="expired"),
+        hold("n5", since=20, until=321, ended="expired"),
+    ]
+    found = check_claims([s], [*holds, hold("n1", "Z", 0, 1)], NODES, 3).found
+    _describe_all(found)
+    assert [(c.kind, c.node) for c in found] == [
+        ("left-from-earlier", "n4"),
+        ("left-from-earlier", "n5"),
+        ("outlived-its-keys", None),
+    ]
+    outlived = found[-1]
+    assert outlived.at == 320 * MS and outlived.counted_until == 600 * MS
+    assert [(f.node, f.ended) for f in outlived.fates] == [("n4", "expired")]
+
+
+def test_a_lease_outlives_its_keys_only_when_fewer_than_its_quorum_remain_before_its_end() -> None:
+    s = section(("n1", "n2", "n3", "n4"))
+    # One of four gone early leaves three: still a majority of five.
+    assert kinds(s, [hold("n1", until=200), hold("n2"), hold("n3"), hold("n4")]) == []
+    # Two gone early leave two.
+    found = kinds(s, [hold("n1", until=200), hold("n2", until=300), hold("n3"), hold("n4")])
+    assert found == [("outlived-its-keys", None)]
+    # Gone only after the lease was let go (released at 600 ms): nothing outlived.
+    late = [hold("n1", until=601), hold("n2", until=601), hold("n3"), hold("n4")]
+    assert kinds(s, late) == []
+    # A lease counted until its deadline, not past it: a deadline of 250 ms, keys gone at 300.
+    early = section(("n1", "n2", "n3"), deadline=250, end=600)
+    assert kinds(early, [hold("n1", until=300), hold("n2", until=300), hold("n3")]) == []
+    # One node, quorum one: its key lost in a restart while the holder still held.
+    single = section(("n1",))
+    lost = [hold("n1", until=300, ended="lost in a restart")]
+    assert kinds(single, lost, quorum=1, nodes=("n1",)) == [("outlived-its-keys", None)]
+
+
+def test_a_lease_of_fewer_than_a_majority_is_a_false_claim_for_a_quorum_client_only() -> None:
+    s = section(("n1", "n2"))
+    assert ("not-a-majority", None) in kinds(s, [hold("n1"), hold("n2")], quorum=3)
+    single = section(("n1",))
+    assert kinds(single, [hold("n1")], quorum=1) == []
+
+
+def test_a_node_whose_values_are_never_a_token_is_not_judged() -> None:
+    # A client whose token is not what its keys hold (a hash's fields, another format):
+    # no witness, and the nodes are named as not judged.
+    s = section(("n1",), token="T")
+    claims = check_claims([s], [hold("n1", "something-else")], ("n1",), 1)
+    assert claims.found == [] and claims.unjudged == ["n1"]
+    # A hash lock's field names its owner: "T:thread-1" is the token's.
+    assert kinds(section(("n1",)), [hold("n1", ("T:1",))], quorum=1, nodes=("n1",)) == []
