@@ -35,6 +35,7 @@ from lockharness.checker.node_record import NodeHold, held_at, node_holds, read_
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section
+from lockharness.checker.stories import explain
 from lockharness.checker.values import BadValue, EventError
 from lockharness.checker.verdict import check_file, check_history
 from lockharness.checker.views import (
@@ -84,6 +85,7 @@ __all__ = [
     "check_history",
     "critical_sections",
     "describe_fencing",
+    "explain",
     "first_violation_ns",
     "held_at",
     "ms_text",

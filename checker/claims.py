@@ -234,9 +234,10 @@ def _check_section(
 def _outlived(
     kept: list[tuple[str, NodeHold]], quorum: int, until: int
 ) -> tuple[int, list[NodeFate]] | None:
-    """When the grants still held fell below ``quorum`` before ``until`` (with what had
-    become of the keys gone by then), or None. A grant not held at the grant counts as
-    gone from the start (it is its own witness)."""
+    """When the grants still held fell below ``quorum`` before ``until``, with what had
+    become of every key gone before ``until`` (those after the fall too: what let the
+    next client in), or None. A grant not held at the grant counts as gone from the start
+    (it is its own witness)."""
     ends = sorted((h.until_ns, node, h) for node, h in kept if h.until_ns is not None)
     lasting = len(kept)
     if lasting < quorum:  # it never had its quorum: said by the grants' own witnesses
@@ -244,12 +245,12 @@ def _outlived(
     for end, _, _ in ends:
         lasting -= 1
         if lasting < quorum:
-            if end < until - SLACK_NS:
-                gone = [
-                    NodeFate(node, h.ended, h.until_ns, h.ended_by)
-                    for e, node, h in ends
-                    if e <= end
-                ]
-                return end, gone
-            return None
+            if end >= until - SLACK_NS:
+                return None
+            gone = [
+                NodeFate(node, h.ended, h.until_ns, h.ended_by)
+                for e, node, h in ends
+                if e < until - SLACK_NS
+            ]
+            return end, gone
     return None

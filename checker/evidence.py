@@ -69,6 +69,10 @@ class Overlap(msgspec.Struct, frozen=True, tag_field="kind", tag="overlap"):
     second: Side
     # Present only when the history had failovers: those between the two starts.
     failovers: list[Failover] | msgspec.UnsetType = msgspec.UNSET
+    # Present only when the run had a node record (checker.stories): why, in words, and
+    # the short name of what made it possible.
+    story: str | msgspec.UnsetType = msgspec.UNSET
+    signature: str | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def begins(self) -> int:

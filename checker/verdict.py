@@ -27,6 +27,7 @@ from lockharness.checker.mutex import check_mutual_exclusion
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.sections import Section, by_key
 from lockharness.checker.stats import digest_stats, section_stats
+from lockharness.checker.stories import explained
 from lockharness.checker.views import Fencing, Liveness, Stats
 from lockharness.core.history import OK, Event, HistoryFile
 
@@ -133,6 +134,7 @@ def _check(
     claims = Claims([], [])
     if truth is not None:
         claims = check_claims(sections, truth.holds, truth.nodes, truth.quorum)
+        mutex = [explained(overlap, claims.found) for overlap in mutex]
     counts["false_claims"] = len(claims.found)
     stats = Stats(**counts)
     capped = claims.found[:cap]

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from lockharness.checker import FalseClaim, NodeHold, Section, check_claims
+from lockharness.checker import (
+    FalseClaim,
+    NodeFate,
+    NodeHold,
+    Overlap,
+    Section,
+    Side,
+    check_claims,
+    explain,
+)
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -103,7 +112,7 @@ def test_a_grant_left_from_an_earlier_acquire_and_the_lease_that_outlives_it() -
     ]
     outlived = found[-1]
     assert outlived.at == 320 * MS and outlived.counted_until == 600 * MS
-    assert [(f.node, f.ended) for f in outlived.fates] == [("n4", "expired")]
+    assert [(f.node, f.ended) for f in outlived.fates] == [("n4", "expired"), ("n5", "expired")]
 
 
 def test_a_lease_outlives_its_keys_only_when_fewer_than_its_quorum_remain_before_its_end() -> None:
@@ -140,3 +149,81 @@ def test_a_node_whose_values_are_never_a_token_is_not_judged() -> None:
     assert claims.found == [] and claims.unjudged == ["n1"]
     # A hash lock's field names its owner: "T:thread-1" is the token's.
     assert kinds(section(("n1",)), [hold("n1", ("T:1",))], quorum=1, nodes=("n1",)) == []
+
+
+# ---- stories and signatures: why an overlap happened, from the claims of its leases ----
+
+
+def side(
+    process: int, grants: list[str], start: int, index: int, overran: int | None = None
+) -> Side:
+
+    return Side(
+        process=process,
+        token=f"token-{process}",
+        start=start * MS,
+        end=(start + 500) * MS,
+        deadline=(start + 400) * MS,
+        overran_deadline_ns=overran,
+        planned_end=None,
+        grants=grants,
+        fencing=None,
+        acquire_index=index,
+        release_index=None,
+        closed=True,
+    )
+
+
+def overlap(first_overran: int | None = None) -> Overlap:
+
+    first = side(0, ["n1", "n2", "n3"], 100, 1, first_overran)
+    second = side(1, ["n3", "n4", "n5"], 300, 2)
+    return Overlap(key="k0", overlap_ns=200 * MS, first=first, second=second)
+
+
+def test_an_overlap_is_explained_by_its_leases_claims_and_named_by_its_cause() -> None:
+
+    o = overlap()
+    left = [
+        FalseClaim(
+            kind="left-from-earlier",
+            key="k0",
+            process=1,
+            token="token-1",
+            acquire_index=2,
+            at=300 * MS,
+            counted_until=700 * MS,
+            grants=["n3", "n4", "n5"],
+            node="n4",
+            since=50 * MS,
+        )
+    ]
+    story, name = explain(o, left)
+    assert name == "grant left from an earlier acquire"
+    assert "n4 held its token since 0.050s, left by an earlier acquire" in story
+    lost = [
+        FalseClaim(
+            kind="outlived-its-keys",
+            key="k0",
+            process=0,
+            token="token-0",
+            acquire_index=1,
+            at=250 * MS,
+            counted_until=500 * MS,
+            grants=["n1", "n2", "n3"],
+            fates=[
+                NodeFate("n2", "lost in a restart", 240 * MS),
+                NodeFate("n3", "lost in a restart", 250 * MS),
+            ],
+        )
+    ]
+    story, name = explain(o, lost)
+    assert name == "lease outlived its keys: lost in a restart"
+    assert "The second got n3: the first's keys there were gone (n3: lost in a restart" in story
+    # A grant claim outranks an outlived lease; the earlier lease's outranks the later's.
+    assert explain(o, [*lost, *left])[1] == "grant left from an earlier acquire"
+    # No claim: a holder past its deadline, or nothing the record explains.
+    assert explain(overlap(first_overran=30 * MS), [])[1] == "holder went on past its validity"
+    story, name = explain(o, [])
+    assert name == "not explained by the node record"
+    assert "contradicts neither lease's grants" in story

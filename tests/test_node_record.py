@@ -135,6 +135,13 @@ def test_a_node_killed_without_its_data_loses_the_key_one_with_it_keeps_it(
     assert outlived, output
     assert {f["ended"] for c in outlived for f in c["fates"]} == {"lost in a restart"}, outlived
     assert "false claim:" in output and "lost in a restart" in output
+    # Each overlap says why, from the nodes' side, and names its cause.
+    overlaps = [w for w in results["witnesses"] if w["kind"] == "overlap"]
+    assert overlaps, output
+    for witness in overlaps:
+        assert witness["signature"] == "lease outlived its keys: lost in a restart", witness
+        assert "lost in a restart" in witness["story"], witness
+    assert "why (lease outlived its keys: lost in a restart)" in output
 
 
 def _scenario(tmp_path: Path, text: str) -> str:

@@ -1,0 +1,146 @@
+"""Why two leases overlapped, from the nodes' side: a short story in plain words and a
+stable signature, for an overlap witness and the false claims (checker.claims) of its two
+leases. Pure: the overlap and the claims in, words out.
+
+The signature names what made the overlap possible, the same words for the same cause
+whatever the run, seed or client, so that violations group by it:
+
+    grant left from an earlier acquire       (left-from-earlier)
+    grant the node never gave                (never-given, given-to-another)
+    grant counted after the node let it go   (gone-before-counted)
+    lease counted on fewer than a majority   (not-a-majority)
+    lease outlived its keys: <why>           (outlived-its-keys, by the commonest fate:
+                                              lost in a restart, expired, deleted,
+                                              overwritten)
+    holder went on past its validity         (no false claim; the earlier lease ran past
+                                              its deadline: a pause, a slow client)
+    not explained by the node record         (no false claim, no overrun: a failover's
+                                              promoted replica, a record not judged)
+
+The earlier lease's claims come first: the later one got in because of what became of
+the earlier one's keys (or because it counted a grant of its own that was not there).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import msgspec
+
+from lockharness.checker.claims import SLACK_NS, FalseClaim
+from lockharness.checker.evidence import Overlap, Side, ms_text
+
+_GRANT_SIGNATURES = {
+    "left-from-earlier": "grant left from an earlier acquire",
+    "never-given": "grant the node never gave",
+    "given-to-another": "grant the node never gave",
+    "gone-before-counted": "grant counted after the node let it go",
+    "not-a-majority": "lease counted on fewer than a majority",
+}
+_ORDER = (
+    "left-from-earlier",
+    "not-a-majority",
+    "never-given",
+    "given-to-another",
+    "gone-before-counted",
+)
+OVERRAN = "holder went on past its validity"
+UNEXPLAINED = "not explained by the node record"
+
+
+def _of(side: Side, claims: Sequence[FalseClaim]) -> list[FalseClaim]:
+    return [c for c in claims if c.acquire_index == side.acquire_index]
+
+
+def _who(side: Side) -> str:
+    return f"process {side.process} (token {str(side.token)[:8]}…)"
+
+
+def _claim_words(claim: FalseClaim) -> str:
+    if claim.kind == "left-from-earlier":
+        since = "" if claim.since is None else f" since {claim.since / 1e9:.3f}s"
+        return f"{claim.node} held its token{since}, left by an earlier acquire, not this one"
+    if claim.kind == "given-to-another":
+        return f"{claim.node} held another client's token ({str(claim.other)[:8]}…), not its"
+    if claim.kind == "never-given":
+        return f"{claim.node} never held its token"
+    if claim.kind == "gone-before-counted":
+        return f"{claim.node} had let its key go before the grant was counted"
+    if claim.kind == "not-a-majority":
+        return f"its grants ({', '.join(claim.grants)}) are fewer than a majority of the nodes"
+    gone = "; ".join(fate.describe() for fate in claim.fates)
+    return (
+        f"it outlived its keys: from {claim.at / 1e9:.3f}s fewer of its nodes held its "
+        f"token than it needs ({gone})"
+    )
+
+
+def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
+    """What made ``overlap`` possible, in the words of the module's docstring."""
+    for side in (overlap.first, overlap.second):
+        kinds = {c.kind for c in _of(side, claims)}
+        for kind in _ORDER:
+            if kind in kinds:
+                return _GRANT_SIGNATURES[kind]
+    for side in (overlap.first, overlap.second):
+        for claim in _of(side, claims):
+            if claim.kind == "outlived-its-keys" and claim.fates:
+                fates = Counter(fate.ended for fate in claim.fates)
+                commonest = sorted(fates.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+                return f"lease outlived its keys: {commonest}"
+    if overlap.first.overran_deadline_ns:
+        return OVERRAN
+    return UNEXPLAINED
+
+
+def story(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
+    """``overlap`` in a short paragraph: which two leases, which of their claimed grants
+    were false or gone and why, and what let the second client in."""
+    first, second = overlap.first, overlap.second
+    text = (
+        f"{_who(first)} held {overlap.key} from {first.start / 1e9:.3f}s, granted by "
+        f"{', '.join(first.grants) or '?'}; {_who(second)} acquired it at "
+        f"{second.start / 1e9:.3f}s from {', '.join(second.grants) or '?'}, and both held "
+        f"it for {ms_text(overlap.overlap_ns)}."
+    )
+    for side, name in ((first, "The first lease"), (second, "The second lease")):
+        said = [_claim_words(c) for c in _of(side, claims)]
+        if said:
+            text += f" {name}: " + "; ".join(said) + "."
+    shared = [n for n in second.grants if n in first.grants]
+    if shared:
+        fates = {
+            fate.node: fate
+            for c in _of(first, claims)
+            if c.kind == "outlived-its-keys"
+            for fate in c.fates
+        }
+        why = [
+            fates[n].describe()
+            for n in shared
+            if n in fates and (fates[n].at or 0) <= second.start + SLACK_NS
+        ]
+        if why:
+            got = ", ".join(shared)
+            text += f" The second got {got}: the first's keys there were gone ({'; '.join(why)})."
+    if not claims and first.overran_deadline_ns:
+        text += (
+            f" The node record bears out every grant: the first holder went on "
+            f"{ms_text(first.overran_deadline_ns)} past its validity deadline."
+        )
+    elif not _of(first, claims) and not _of(second, claims):
+        text += " The node record contradicts neither lease's grants."
+    return text
+
+
+def explained(overlap: Overlap, claims: Sequence[FalseClaim]) -> Overlap:
+    """``overlap`` with its story and signature."""
+    return msgspec.structs.replace(
+        overlap, story=story(overlap, claims), signature=signature(overlap, claims)
+    )
+
+
+def explain(overlap: Overlap, claims: Sequence[FalseClaim]) -> tuple[str, str]:
+    """``overlap``'s story and signature."""
+    return story(overlap, claims), signature(overlap, claims)
