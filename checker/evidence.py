@@ -95,6 +95,8 @@ class Overlap(msgspec.Struct, frozen=True, tag_field="kind", tag="overlap"):
         )
         for failover in self.failovers or ():
             text += f"; between the two, {failover.describe()}"
+        if isinstance(self.story, str):  # with a node record: why, from the nodes' side
+            text += f"\n    why ({self.signature}): {self.story}"
         return text
 
 

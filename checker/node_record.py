@@ -130,10 +130,12 @@ class _Node:
             node_ts = self._ts_at(at)
             if node_ts is not None:
                 self._expire_due(node_ts, at)
-            self.down_at = at if self.down_at is None else self.down_at
+            self.down_at = at if self.down_at is None else self.down_at  # the first since up
             return
         assert isinstance(ts, int)
         self._expire_due(ts, at)
+        if "snapshot" not in record:  # it runs commands: up (a reading it came back with lost)
+            self.down_at = None
         if "snapshot" in record:
             self._snapshot(record["snapshot"], at, ts)
         elif "args" in record:

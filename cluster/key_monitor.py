@@ -53,6 +53,7 @@ _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", '"': '"', "\\
 # from the MONITOR stream), s (a snapshot: its nonce and the keys as JSON), x (down), t
 # (the node's clock read by TIME: its µs, and the history's ns before and after).
 _DATA, _SNAPSHOT, _DOWN, _TIME = b"d", b"s", b"x", b"t"
+_MONITORING = b"+OK\r\n"  # MONITOR's answer, before any line
 _PROBE_EVERY_NS, _PROBE_S = 50_000_000, 0.05  # how often the node's clock is read; its wait
 _NEAR_NS = 1_000_000_000  # a line is placed by the tightest reading this close to it
 _LINE = re.compile(r"(\d+)\.(\d+) \[\d+ (?:\S+ )?([^\]]*)\] (.*)", re.DOTALL)
@@ -186,7 +187,10 @@ class KeyMonitor:
         if self._timer is not None:
             self._timer.close()
         if self._out is not None:
-            self._out.close()
+            try:
+                self._out.close()
+            except OSError as e:  # a full disk: the record is cut short, the run goes on
+                self.failed = self.failed or str(e)
 
     def _block(self, tag: bytes, data: bytes) -> None:
         assert self._out is not None
@@ -217,10 +221,21 @@ class KeyMonitor:
         sock = socket.create_connection(address, timeout=_CONNECT_S)
         self._socket = sock
         sock.sendall(_command("MONITOR"))
+        # Its +OK first: only then is MONITOR on, and a snapshot sure to be in the stream.
+        received = b""
+        while len(received) < len(_MONITORING):
+            more = sock.recv(_CHUNK)
+            if not more:
+                raise ConnectionError("connection closed")
+            received += more
+        if not received.startswith(_MONITORING):
+            raise ConnectionError(f"MONITOR answered {received[:40]!r}")
         sock.settimeout(None)  # a paused node says nothing for as long as it is paused
         self._snapshot()
         self._probe()
         self._ready.set()
+        if received[len(_MONITORING) :]:
+            self._block(_DATA, received[len(_MONITORING) :])
         while not self._stopping.is_set():
             if self.clock() - self._probed >= _PROBE_EVERY_NS:
                 self._probe()

@@ -159,3 +159,14 @@ def test_monitor_lines_are_read_as_redis_escaped_them(line: str, parsed: list[st
     result = parse_monitor_line(line)
     assert result is not None and result[2] == parsed
     assert parse_monitor_line("OK") is None
+
+
+def test_a_key_set_after_a_restart_whose_reading_was_missed_is_lost_at_the_next_one() -> None:
+    out = holds(
+        snapshot(0, {}),
+        {"at": 100 * MS, "down": "connection closed"},
+        cmd(300, "set", "k0", "a", "NX", "PX", "5000"),  # back up: it runs commands
+        {"at": 400 * MS, "down": "connection closed"},
+        snapshot(500, {}),
+    )
+    assert [(h.value, h.ended, h.until_ns) for h in out] == [("a", "lost in a restart", 400 * MS)]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lockharness.checker import CheckResult, LivenessVerdict, Overlap, Verdict, describe_fencing
+from lockharness.checker import CheckResult, LivenessVerdict, Verdict, describe_fencing
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.scenario.expectation import Expectation
 
@@ -50,8 +50,6 @@ def print_summary(
         console.print(f"  {reason}", highlight=False)
     for witness in result.witnesses[:3]:
         console.print(f"  witness: {witness.describe()}", highlight=False)
-        if isinstance(witness, Overlap) and isinstance(witness.story, str):  # a node record's
-            console.print(f"    why ({witness.signature}): {witness.story}", highlight=False)
     if len(result.witnesses) > 3:
         more = len(result.witnesses) - 3
         console.print(f"  … {more} more witnesses in {RunDir.RESULTS}")

@@ -3,6 +3,7 @@ to after the last worker stopped, then what each node held, derived from their l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -51,7 +52,9 @@ class NodeRecord:
     def stop(self, run_dir: RunDir, end_ns: int) -> None:
         """Stop every monitor and write what each node held (node-record.jsonl), derived
         from its copy of the stream (which then goes: MONITOR's thousands of lines a
-        second are what the record is made from, not what it keeps)."""
+        second are what the record is made from, not what it keeps). A record with a node
+        missing or cut short is not written: checked against it, every lease that node
+        granted would seem false."""
         holds: list[NodeHold] = []
         for name, monitor in self.monitors.items():
             monitor.stop()
@@ -63,7 +66,16 @@ class NodeRecord:
                 copy.unlink()
             except (OSError, ValueError) as e:  # never in the way of the run's teardown
                 self.problems.append(f"{name}'s record could not be read: {e}")
-        write_holds(run_dir.node_record, holds)
+                with contextlib.suppress(OSError):
+                    copy.unlink(missing_ok=True)
+        if self.problems:
+            log.warning("no %s: %s", RunDir.NODE_RECORD, "; ".join(self.problems))
+            return
+        try:
+            write_holds(run_dir.node_record, holds)
+        except OSError as e:  # a full disk: no record, never a failed teardown
+            self.problems.append(f"{RunDir.NODE_RECORD} not written: {e}")
+            run_dir.node_record.unlink(missing_ok=True)
 
 
 def write_holds(path: Path, holds: Sequence[NodeHold]) -> None:
