@@ -89,6 +89,7 @@ class _Node:
         self.clock: tuple[int, int] | None = None  # (at ns, node ts µs) of the latest line
         self.caller = "?"  # a script's caller: the client of the latest EVAL
         self.down_at: int | None = None
+        self.script_ts: int | None = None  # the latest client command's: a script's time
 
     # -- placing the node's clock on the history's
     def _at(self, ts_us: int, latest: int) -> int:
@@ -117,10 +118,12 @@ class _Node:
         self.held[key] = _Held(value, at, why, by, expire)
 
     def _expire_due(self, ts_us: int, at: int) -> None:
+        """Redis's rule, in whole ms: a key is gone once the command's ms is past its
+        expiry's (``now > when``), so at the ms after it."""
         for key in [k for k, h in self.held.items() if h.expire_us is not None]:
             expire = self.held[key].expire_us
-            if expire is not None and expire <= ts_us:
-                self._end(key, self._at(expire, at), EXPIRED)
+            if expire is not None and ts_us // 1000 > expire // 1000:
+                self._end(key, self._at(expire + 1000, at), EXPIRED)
 
     # -- the lines
     def line(self, record: Mapping[str, Any]) -> None:
@@ -133,6 +136,10 @@ class _Node:
             self.down_at = at if self.down_at is None else self.down_at  # the first since up
             return
         assert isinstance(ts, int)
+        if record.get("client") == "lua":  # a script's calls see the time it started at
+            ts = self.script_ts if self.script_ts is not None else ts
+        elif "args" in record:
+            self.script_ts = ts
         self._expire_due(ts, at)
         if "snapshot" not in record:  # it runs commands: up (a reading it came back with lost)
             self.down_at = None
@@ -148,7 +155,7 @@ class _Node:
             now = values.get(key)
             value = None if now is None else _value(now.get("value"))
             pttl = None if now is None else now.get("pttl")
-            expire = ts + pttl * 1000 if isinstance(pttl, int) and pttl >= 0 else None
+            expire = _ms(ts) + pttl * 1000 if isinstance(pttl, int) and pttl >= 0 else None
             held = self.held.get(key)
             if held is not None and now is not None and held.value == value:
                 held.expire_us = expire  # came back as it was (the node's data kept it)
@@ -217,7 +224,7 @@ class _Node:
 
     def _setex(self, key: str, rest: list[str], by: str, at: int, ts: int, unit: int) -> None:
         if len(rest) >= 2 and _int(rest[0]) is not None:
-            self._store(key, rest[1], ts + int(rest[0]) * unit, by, at)
+            self._store(key, rest[1], _ms(ts) + int(rest[0]) * unit, by, at)
 
     def _getset(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
         if rest:
@@ -241,7 +248,7 @@ class _Node:
         held, when = self.held.get(key), _int(rest[0]) if rest else None
         if held is None or when is None:
             return
-        new = when * unit if absolute else ts + when * unit
+        new = when * unit if absolute else _ms(ts) + when * unit
         options = {o.upper() for o in rest[1:]}
         current = held.expire_us
         if ("NX" in options and current is not None) or ("XX" in options and current is None):
@@ -250,7 +257,7 @@ class _Node:
             return
         if "LT" in options and current is not None and new >= current:
             return
-        if new <= ts:  # a time already past deletes the key
+        if new // 1000 <= ts // 1000:  # a time already past deletes the key
             self._end(key, at, DELETED, by)
             return
         held.expire_us = new
@@ -310,6 +317,11 @@ class _Node:
         return sorted(self.out, key=lambda h: (h.key, h.since_ns))
 
 
+def _ms(ts_us: int) -> int:
+    """A command's time as Redis counts a TTL from it: whole ms (in µs)."""
+    return ts_us // 1000 * 1000
+
+
 def _int(text: str) -> int | None:
     try:
         return int(text)
@@ -327,7 +339,7 @@ def _expiry(options: list[str], ts: int) -> int | None:
             if amount is None:
                 return None
             unit, absolute = units[option]
-            return amount * unit if absolute else ts + amount * unit
+            return amount * unit if absolute else _ms(ts) + amount * unit
     return None
 
 

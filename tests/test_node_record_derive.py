@@ -54,7 +54,8 @@ def test_a_refused_set_nx_changes_nothing_and_a_script_deletes_for_its_caller() 
 
 def test_a_key_expires_by_the_nodes_clock_placed_on_the_historys() -> None:
     # The node's clock runs 500 ms ahead of the history's: the key set at 10 ms with PX 300
-    # expires at its 310 ms, which is the history's 310 ms too (the offset cancels).
+    # is gone from the ms after its 310 ms (Redis: now > when, in whole ms), the history's
+    # 311 ms too (the offset cancels).
     out = holds(
         snapshot(0, {}),
         cmd(10, "set", "k0", "a", "NX", "PX", "300", skew_ms=500),
@@ -62,7 +63,7 @@ def test_a_key_expires_by_the_nodes_clock_placed_on_the_historys() -> None:
         cmd(400, "set", "k0", "b", "NX", "PX", "300", skew_ms=500),
     )
     assert [(h.value, h.ended) for h in out] == [("a", "expired"), ("b", "held at the end")]
-    assert out[0].until_ns == 310 * MS
+    assert out[0].until_ns == 311 * MS
     assert out[1].since_ns == 400 * MS
     # A clock that jumped 200 ms forward at 100 ms: the key expires 200 ms early.
     jumped = holds(
@@ -71,7 +72,7 @@ def test_a_key_expires_by_the_nodes_clock_placed_on_the_historys() -> None:
         clock(100, skew_ms=200),
         cmd(150, "get", "k0", skew_ms=200),
     )
-    assert jumped[0].ended == "expired" and jumped[0].until_ns == 110 * MS
+    assert jumped[0].ended == "expired" and jumped[0].until_ns == 111 * MS
 
 
 def test_overwrites_extends_and_expire_options() -> None:
@@ -116,7 +117,7 @@ def test_a_restart_without_data_loses_the_key_and_one_with_it_keeps_it() -> None
         {"at": 30 * MS, "down": "connection closed"},
         snapshot(400, {}),
     )
-    assert [(h.ended, h.until_ns) for h in expired] == [("expired", 60 * MS)]
+    assert [(h.ended, h.until_ns) for h in expired] == [("expired", 61 * MS)]
 
 
 def test_what_a_node_came_back_with_or_was_first_read_with_is_found_there() -> None:
@@ -170,3 +171,25 @@ def test_a_key_set_after_a_restart_whose_reading_was_missed_is_lost_at_the_next_
         snapshot(500, {}),
     )
     assert [(h.value, h.ended, h.until_ns) for h in out] == [("a", "lost in a restart", 400 * MS)]
+
+
+def test_a_set_nx_at_the_ms_its_holder_expires_is_refused_as_redis_refuses_it() -> None:
+    # Expired only once the command's whole ms is past the key's: a SET NX in the very ms
+    # it expires at is refused; the next one, a ms later, takes the key.
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "100"),
+        cmd(110.4, "set", "k0", "b", "NX", "PX", "100", client="c2"),
+        cmd(111.2, "set", "k0", "c", "NX", "PX", "100", client="c3"),
+    )
+    assert [(h.value, h.began) for h in out] == [("a", "set"), ("c", "set")]
+    assert out[1].since_ns == int(111.2 * MS)
+    # A script sees the time it started at: its GET and DEL a ms later still find the key.
+    scripted = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "100"),
+        cmd(110.9, "eval", "sha1:x", "1", "k0", "a"),
+        cmd(111.5, "get", "k0", client="lua"),
+        cmd(111.6, "del", "k0", client="lua"),
+    )
+    assert [(h.value, h.ended) for h in scripted] == [("a", "deleted")]
