@@ -90,6 +90,8 @@ class _Node:
         self.caller = "?"  # a script's caller: the client of the latest EVAL
         self.down_at: int | None = None
         self.script_ts: int | None = None  # the latest client command's: a script's time
+        self.script: list[str] = []  # the latest script's command line (EVAL sha n keys argv)
+        self.script_read: set[str] = set()  # the keys it has read so far
 
     # -- placing the node's clock on the history's
     def _at(self, ts_us: int, latest: int) -> int:
@@ -171,8 +173,10 @@ class _Node:
     def _command(self, args: list[str], client: str, at: int, ts: int) -> None:
         name = args[0].lower() if args else ""
         if name in ("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"):
-            self.caller = client
+            self.caller, self.script, self.script_read = client, args, set()
         by = self.caller if client == "lua" else client
+        if client == "lua" and len(args) > 1:
+            self._compared(name, args[1])
         if name in _READS:
             return
         if name in ("flushall", "flushdb"):
@@ -194,6 +198,25 @@ class _Node:
             self._begin(key, None, at, UNKNOWN, by, None)
             return
         handler(self, key, args[2:], by, at, ts)
+
+    def _compared(self, name: str, key: str) -> None:
+        """A script that read ``key`` and then wrote it (compare-and-delete, -and-pexpire:
+        GET, then DEL or PEXPIRE) found the token it was given there: if the record has
+        another value, the record is wrong (a SET NX within the ms its holder expired at
+        decided the other way on the node) and the node's own deed corrects it."""
+        if name == "get":
+            self.script_read.add(key)
+            return
+        held = self.held.get(key)
+        if key not in self.script_read or held is None or not isinstance(held.value, str):
+            return
+        try:
+            keys = int(self.script[2])
+        except (IndexError, ValueError):
+            return
+        argv = self.script[3 + keys :]
+        if key in self.script[3 : 3 + keys] and argv and held.value != argv[0]:
+            held.value = argv[0]
 
     # -- strings
     def _store(

@@ -193,3 +193,24 @@ def test_a_set_nx_at_the_ms_its_holder_expires_is_refused_as_redis_refuses_it() 
         cmd(111.6, "del", "k0", client="lua"),
     )
     assert [(h.value, h.ended) for h in scripted] == [("a", "deleted")]
+
+
+def test_a_script_that_compared_and_deleted_corrects_a_value_the_record_had_wrong() -> None:
+    # The record took c2's SET NX (the ms edge went the other way on the node); the
+    # holder's compare-and-delete found its own token there and deleted it: it was c1's.
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "theirs", "NX", "PX", "1000", client="c2"),
+        cmd(20, "eval", "sha1:x", "1", "k0", "ours"),
+        cmd(20.1, "get", "k0", client="lua"),
+        cmd(20.2, "del", "k0", client="lua"),
+    )
+    assert [(h.value, h.ended) for h in out] == [("ours", "deleted")]
+    # A script that read and wrote nothing (its GET found another token) corrects nothing.
+    kept = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "theirs", "NX", "PX", "1000", client="c2"),
+        cmd(20, "eval", "sha1:x", "1", "k0", "ours"),
+        cmd(20.1, "get", "k0", client="lua"),
+    )
+    assert [h.value for h in kept] == ["theirs"]
