@@ -108,6 +108,7 @@ class _Node:
 
     def _end(self, key: str, at: int, why: str, by: str | None = None) -> None:
         held = self.held.pop(key)
+        at = max(at, held.since_ns)  # never before it began
         self.out.append(
             NodeHold(
                 self.node, key, held.value, held.since_ns, at, held.began, why, held.set_by, by
@@ -135,7 +136,10 @@ class _Node:
             node_ts = self._ts_at(at)
             if node_ts is not None:
                 self._expire_due(node_ts, at)
-            self.down_at = at if self.down_at is None else self.down_at  # the first since up
+            # The latest: with a reading between (the node came back), this one's is the
+            # down that matters; without (a reading missed), the keys set since were lost
+            # here, not at the down before.
+            self.down_at = at
             return
         assert isinstance(ts, int)
         if record.get("client") == "lua":  # a script's calls see the time it started at
@@ -143,8 +147,6 @@ class _Node:
         elif "args" in record:
             self.script_ts = ts
         self._expire_due(ts, at)
-        if "snapshot" not in record:  # it runs commands: up (a reading it came back with lost)
-            self.down_at = None
         if "snapshot" in record:
             self._snapshot(record["snapshot"], at, ts)
         elif "args" in record:
@@ -162,8 +164,12 @@ class _Node:
             if held is not None and now is not None and held.value == value:
                 held.expire_us = expire  # came back as it was (the node's data kept it)
                 continue
-            if held is not None:
-                self._end(key, down if down is not None else at, LOST if now is None else UNKNOWN)
+            if held is not None and down is not None:
+                # Back without it, or with another value some client set before this
+                # reading (clients use NX: the old one was gone first): lost as it went down.
+                self._end(key, down, LOST)
+            elif held is not None:  # up all along, yet not what was replayed: unknown
+                self._end(key, at, UNKNOWN)
             if now is not None:
                 self._begin(key, value, at, FOUND, "?", expire)
 

@@ -153,6 +153,7 @@ class KeyMonitor:
         self._ready = threading.Event()  # the first snapshot is read
         self._timer: socket.socket | None = None  # where the node's clock is read
         self._probed = 0
+        self._unanswered: int | None = None  # when the last reading of its clock failed
         self._copied = 0
         self._lock = threading.Lock()  # the copy is written from two threads
         self.failed: str | None = None  # why the record is not whole (a write that failed)
@@ -192,11 +193,12 @@ class KeyMonitor:
             except OSError as e:  # a full disk: the record is cut short, the run goes on
                 self.failed = self.failed or str(e)
 
-    def _block(self, tag: bytes, data: bytes) -> None:
+    def _block(self, tag: bytes, data: bytes, at: int | None = None) -> None:
         assert self._out is not None
+        stamp = self.clock() if at is None else at
         try:
             with self._lock:
-                self._out.write(b"%s %d %d\n" % (tag, self.clock(), len(data)) + data)
+                self._out.write(b"%s %d %d\n" % (tag, stamp, len(data)) + data)
         except (OSError, ValueError) as e:
             self.failed = self.failed or str(e)
 
@@ -208,7 +210,10 @@ class KeyMonitor:
                 if self._stopping.is_set():
                     break
                 if self._socket is not None:  # it was up: now it is not
-                    self._block(_DOWN, (str(e) or type(e).__name__).encode())
+                    # Gone since a reading of its clock went unanswered, if one just did
+                    # (the reading's wait, not the node, held the thread).
+                    since = self._unanswered
+                    self._block(_DOWN, (str(e) or type(e).__name__).encode(), since)
             finally:
                 if self._socket is not None:
                     self._socket.close()
@@ -256,6 +261,7 @@ class KeyMonitor:
         """One reading of the node's clock (TIME) between two of the history's: the pair
         that places the node's lines on the history's clock, within half its round trip."""
         self._probed = self.clock()
+        self._unanswered = None
         try:
             if self._timer is None:
                 address = (self.endpoint.host, self.endpoint.port)
@@ -269,6 +275,7 @@ class KeyMonitor:
             if self._timer is not None:
                 self._timer.close()
             self._timer = None
+            self._unanswered = self._probed
             return
         ts = int(seconds) * 1_000_000 + int(micros)
         self._block(_TIME, b"%d %d %d" % (ts, before, after))

@@ -214,3 +214,18 @@ def test_a_script_that_compared_and_deleted_corrects_a_value_the_record_had_wron
         cmd(20.1, "get", "k0", client="lua"),
     )
     assert [h.value for h in kept] == ["theirs"]
+
+
+def test_a_node_back_with_another_value_lost_the_old_one_as_it_went_down() -> None:
+    # A client reached the restarted node before the reading did (clients set with NX:
+    # the old key was gone first).
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "5000"),
+        {"at": 100 * MS, "down": "connection closed"},
+        snapshot(400, {"k0": {"type": "string", "value": "b", "pttl": 900}}),
+    )
+    assert [(h.value, h.began, h.ended, h.until_ns) for h in out] == [
+        ("a", "set", "lost in a restart", 100 * MS),
+        ("b", "found", "held at the end", None),
+    ]
