@@ -28,6 +28,7 @@ its keys hold) judges nothing: ``check_claims`` names the nodes not judged inste
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -126,10 +127,52 @@ class Claims:
     unjudged: list[str]  # nodes (or reasons) not judged
 
 
-def _matches(value: object, token: str) -> bool:
-    if isinstance(value, tuple):  # a hash lock: its fields name the owner
-        return any(field == token or field.startswith(f"{token}:") for field in value)
-    return value == token
+class _Record:
+    """The node record indexed for the checks: each place's holds (a node's key, one
+    value after another) by their start, and the holds of each token."""
+
+    def __init__(self, holds: Iterable[NodeHold]) -> None:
+        places: dict[tuple[str, str], list[NodeHold]] = defaultdict(list)
+        for hold in holds:
+            places[(hold.node, hold.key)].append(hold)
+        self.places = {place: sorted(h, key=lambda h: h.since_ns) for place, h in places.items()}
+        self.starts = {place: [h.since_ns for h in h_] for place, h_ in self.places.items()}
+        self.tokens: dict[tuple[str, str, str], list[NodeHold]] = defaultdict(list)
+        for (node, key), place in self.places.items():
+            for hold in place:
+                for token in _tokens_of(hold.value):
+                    self.tokens[(node, key, token)].append(hold)
+
+    def ours(self, node: str, key: str, token: str) -> list[NodeHold]:
+        return self.tokens.get((node, key, token), [])
+
+    def held_at(self, node: str, key: str, at: int) -> NodeHold | None:
+        """The value the place held at ``at`` (its holds follow one another)."""
+        starts = self.starts.get((node, key))
+        if not starts:
+            return None
+        i = bisect_right(starts, at) - 1
+        hold = self.places[(node, key)][i] if i >= 0 else None
+        if hold is None or (hold.until_ns is not None and hold.until_ns <= at):
+            return None
+        return hold
+
+    def readable(self, tokens: set[str]) -> bool:
+        return any(token in tokens for _, _, token in self.tokens)
+
+
+def _tokens_of(value: object) -> list[str]:
+    """The tokens a value names: a string itself; a hash lock's field, and each part of it
+    before a ``:`` (Redisson's ``<uuid>:<thread>``)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, tuple):
+        return []
+    names: list[str] = []
+    for field in value:
+        names.append(field)
+        names += [field[:i] for i, c in enumerate(field) if c == ":"]
+    return names
 
 
 def check_claims(
@@ -138,26 +181,18 @@ def check_claims(
     """Every false claim of ``sections`` against ``holds``, the record of ``nodes``; a
     lease needs ``quorum`` of them (a majority of ``nodes`` for a client that spreads one
     lock over independent masters, 1 otherwise)."""
-    by_place: dict[tuple[str, str], list[NodeHold]] = defaultdict(list)
-    for hold in holds:
-        by_place[(hold.node, hold.key)].append(hold)
-    for place in by_place.values():
-        place.sort(key=lambda h: h.since_ns)
+    record = _Record(holds)
     tokens = {s.token for s in sections if s.token is not None}
     # The clients' tokens are what their keys hold if any node ever held one: else (a
     # client whose token is not its keys' value) nothing can be judged.
-    readable = any(
-        h.value is not None and any(_matches(h.value, t) for t in tokens)
-        for place in by_place.values()
-        for h in place
-    )
+    readable = record.readable(tokens)
     judged = set(nodes) if readable else set()
     unjudged = [] if readable or not tokens else sorted(nodes)
     found: list[FalseClaim] = []
     for section in sections:
         if section.token is None or section.key is None or not section.grants:
             continue
-        found += _check_section(section, by_place, judged, len(nodes), quorum)
+        found += _check_section(section, record, judged, len(nodes), quorum)
     return Claims(found, unjudged)
 
 
@@ -167,7 +202,7 @@ def _counted_until(section: Section) -> int:
 
 def _check_section(
     s: Section,
-    by_place: dict[tuple[str, str], list[NodeHold]],
+    record: _Record,
     judged: set[str],
     n_nodes: int,
     quorum: int,
@@ -195,8 +230,7 @@ def _check_section(
     for node in dict.fromkeys(s.grants):
         if node not in judged:
             continue
-        place = by_place.get((node, s.key), [])
-        ours = [h for h in place if _matches(h.value, s.token)]
+        ours = record.ours(node, s.key, s.token)
         covering = [
             h
             for h in ours
@@ -213,10 +247,7 @@ def _check_section(
         if earlier:
             found.append(claim("gone-before-counted", s.start, node=node))
             continue
-        other = next(
-            (h for h in place if h.since_ns <= s.start and (h.until_ns or s.start + 1) > s.start),
-            None,
-        )
+        other = record.held_at(node, s.key, s.start)
         if other is not None:
             value = other.value if isinstance(other.value, str) else str(other.value)
             found.append(
