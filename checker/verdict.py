@@ -137,41 +137,23 @@ def _check(
         mutex = [explained(overlap, claims.found) for overlap in mutex]
     counts["false_claims"] = len(claims.found)
     stats = Stats(**counts)
-    capped = claims.found[:cap]
+
+    def result(verdict: Verdict, witnesses: list[Witness], reasons: list[str]) -> CheckResult:
+        evidence = (stats, liveness, fencing, exposure, claims.found[:cap], claims.unjudged)
+        return CheckResult(verdict, witnesses, reasons, *evidence)
+
     if total:
         reasons = _violation_reasons(mutex, resource)
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
         witnesses: list[Witness] = [*mutex[:cap], *resource[:cap]]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
-        return CheckResult(
-            Verdict.INVALID,
-            witnesses,
-            reasons,
-            stats,
-            liveness,
-            fencing,
-            exposure,
-            capped,
-            claims.unjudged,
-        )
+        return result(Verdict.INVALID, witnesses, reasons)
     reasons = _unknown_reasons(found, expected_processes)
     reasons += _harness_reasons(attribution.excused, view.errors)
     if reasons:
-        return CheckResult(
-            Verdict.UNKNOWN,
-            [],
-            reasons,
-            stats,
-            liveness,
-            fencing,
-            exposure,
-            capped,
-            claims.unjudged,
-        )
-    return CheckResult(
-        Verdict.VALID, [], [], stats, liveness, fencing, exposure, capped, claims.unjudged
-    )
+        return result(Verdict.UNKNOWN, [], reasons)
+    return result(Verdict.VALID, [], [])
 
 
 _LATE_NS = 1_000_000  # a section that ends later than this after its planned end is late
