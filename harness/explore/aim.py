@@ -261,7 +261,7 @@ def _handover(
         w,
         hold_min_ns=-(-lo // MS) * MS,
         hold_max_ns=max(lo, min(hi, ttl * 9 // 10)) // MS * MS,
-        extend_at=ExtendAt(),  # an extend would renew what the release missed
+        extend_at=ExtendAt(),  # the cadence: this trial aims at the hand-over, not an extend
         hold_end=HoldEnd(),
         between=Between(wait, wait + _log_ms(rng, MS, max(MS, ttl // 20))),
     )
