@@ -186,13 +186,12 @@ def check_claims(
     # The clients' tokens are what their keys hold if any node ever held one: else (a
     # client whose token is not its keys' value) nothing can be judged.
     readable = record.readable(tokens)
-    judged = set(nodes) if readable else set()
     unjudged = [] if readable or not tokens else sorted(nodes)
     found: list[FalseClaim] = []
     for section in sections:
         if section.token is None or section.key is None or not section.grants:
             continue
-        found += _check_section(section, record, judged, len(nodes), quorum)
+        found += _check_section(section, record, readable, len(nodes), quorum)
     return Claims(found, unjudged)
 
 
@@ -203,7 +202,7 @@ def _counted_until(section: Section) -> int:
 def _check_section(
     s: Section,
     record: _Record,
-    judged: set[str],
+    readable: bool,
     n_nodes: int,
     quorum: int,
 ) -> list[FalseClaim]:
@@ -227,9 +226,7 @@ def _check_section(
     if quorum > 1 and len(set(s.grants)) < n_nodes // 2 + 1:
         found.append(claim("not-a-majority", s.start))
     kept: list[tuple[str, NodeHold]] = []  # grants the node really held at S: their holds
-    for node in dict.fromkeys(s.grants):
-        if node not in judged:
-            continue
+    for node in dict.fromkeys(s.grants) if readable else ():
         ours = record.ours(node, s.key, s.token)
         covering = [
             h

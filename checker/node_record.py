@@ -123,8 +123,8 @@ class _Node:
     def _expire_due(self, ts_us: int, at: int) -> None:
         """Redis's rule, in whole ms: a key is gone once the command's ms is past its
         expiry's (``now > when``), so at the ms after it."""
-        for key in [k for k, h in self.held.items() if h.expire_us is not None]:
-            expire = self.held[key].expire_us
+        for key, held in list(self.held.items()):
+            expire = held.expire_us
             if expire is not None and ts_us // 1000 > expire // 1000:
                 self._end(key, self._at(expire + 1000, at), EXPIRED)
 
@@ -307,9 +307,7 @@ class _Node:
         if held is None:
             self._begin(key, value, at, SET, by, None)
         elif value != held.value:
-            expire = held.expire_us
-            self._end(key, at, OVERWRITTEN, by)
-            self._begin(key, value, at, SET, by, expire)
+            self._replace(key, value, by, at)
 
     def _hdel(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
         held = self.held.get(key)
@@ -319,9 +317,13 @@ class _Node:
         if not value:
             self._end(key, at, DELETED, by)
         elif value != held.value:
-            expire = held.expire_us
-            self._end(key, at, OVERWRITTEN, by)
-            self._begin(key, value, at, SET, by, expire)
+            self._replace(key, value, by, at)
+
+    def _replace(self, key: str, value: Value, by: str, at: int) -> None:
+        """Another set of fields: the hold ends overwritten, the new one keeps its TTL."""
+        expire = self.held[key].expire_us
+        self._end(key, at, OVERWRITTEN, by)
+        self._begin(key, value, at, SET, by, expire)
 
     def finish(self, at_end: int | None) -> list[NodeHold]:
         last = self.clock[0] if self.clock else 0

@@ -104,41 +104,33 @@ def story(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
         f"{second.start / 1e9:.3f}s from {', '.join(second.grants) or '?'}, and both held "
         f"it for {ms_text(overlap.overlap_ns)}."
     )
-    for side, name in ((first, "The first lease"), (second, "The second lease")):
-        said = [_claim_words(c) for c in _of(side, claims)]
+    firsts, seconds = _of(first, claims), _of(second, claims)
+    for said, name in ((firsts, "The first lease"), (seconds, "The second lease")):
         if said:
-            text += f" {name}: " + "; ".join(said) + "."
-    shared = [n for n in second.grants if n in first.grants]
-    if shared:
-        fates = {
-            fate.node: fate
-            for c in _of(first, claims)
-            if c.kind == "outlived-its-keys"
-            for fate in c.fates
-        }
-        why = [
-            fates[n].describe()
-            for n in shared
-            if n in fates and (fates[n].at or 0) <= second.start + SLACK_NS
-        ]
-        if why:
-            got = ", ".join(shared)
-            text += f" The second got {got}: the first's keys there were gone ({'; '.join(why)})."
-    if not claims and first.overran_deadline_ns:
+            text += f" {name}: " + "; ".join(_claim_words(c) for c in said) + "."
+    fates = {fate.node: fate for c in firsts if c.kind == "outlived-its-keys" for fate in c.fates}
+    gone = [  # the nodes the second got that the first had lost by then
+        fates[n]
+        for n in second.grants
+        if n in first.grants and n in fates and (fates[n].at or 0) <= second.start + SLACK_NS
+    ]
+    if gone:
+        got, why = ", ".join(f.node for f in gone), "; ".join(f.describe() for f in gone)
+        text += f" The second got {got}: the first's keys there were gone ({why})."
+    if not firsts and not seconds and first.overran_deadline_ns:
         text += (
             f" The node record bears out every grant: the first holder went on "
             f"{ms_text(first.overran_deadline_ns)} past its validity deadline."
         )
-    elif not _of(first, claims) and not _of(second, claims):
+    elif not firsts and not seconds:
         text += " The node record contradicts neither lease's grants."
     return text
 
 
 def explained(overlap: Overlap, claims: Sequence[FalseClaim]) -> Overlap:
     """``overlap`` with its story and signature."""
-    return msgspec.structs.replace(
-        overlap, story=story(overlap, claims), signature=signature(overlap, claims)
-    )
+    told, name = explain(overlap, claims)
+    return msgspec.structs.replace(overlap, story=told, signature=name)
 
 
 def explain(overlap: Overlap, claims: Sequence[FalseClaim]) -> tuple[str, str]:

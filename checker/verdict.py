@@ -134,7 +134,6 @@ def _check(
     claims = Claims([], [])
     if truth is not None:
         claims = check_claims(sections, truth.holds, truth.nodes, truth.quorum)
-        mutex = [explained(overlap, claims.found) for overlap in mutex]
     counts["false_claims"] = len(claims.found)
     stats = Stats(**counts)
 
@@ -145,7 +144,10 @@ def _check(
     if total:
         reasons = _violation_reasons(mutex, resource)
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
-        witnesses: list[Witness] = [*mutex[:cap], *resource[:cap]]
+        shown = mutex[:cap]  # each told why, against the node record, once it is shown
+        if truth is not None:
+            shown = [explained(overlap, claims.found) for overlap in shown]
+        witnesses: list[Witness] = [*shown, *resource[:cap]]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
         return result(Verdict.INVALID, witnesses, reasons)

@@ -316,11 +316,16 @@ class KeyMonitor:
         return values
 
 
-def _blocks(path: Path) -> Iterator[tuple[bytes, int, bytes]]:
+def _blocks(path: Path, skip: bytes = b"") -> Iterator[tuple[bytes, int, bytes]]:
+    """The copy's blocks; those tagged ``skip`` passed over unread (their data empty)."""
     with path.open("rb") as f:
         while header := f.readline():
             tag, at, size = header.split()
-            yield tag, int(at), f.read(int(size))
+            if tag == skip:
+                f.seek(int(size), 1)
+                yield tag, int(at), b""
+            else:
+                yield tag, int(at), f.read(int(size))
 
 
 def record_lines(path: Path, keys: Collection[str]) -> Iterator[dict[str, Any]]:
@@ -328,7 +333,7 @@ def record_lines(path: Path, keys: Collection[str]) -> Iterator[dict[str, Any]]:
     wanted = frozenset(keys)
     snapshots: dict[str, Any] = {}
     readings: list[tuple[int, int, int]] = []  # (the history's ns, its offset, round trip)
-    for tag, _, data in _blocks(path):
+    for tag, _, data in _blocks(path, skip=_DATA):  # the stream itself: the second pass
         if tag == _SNAPSHOT:
             read = json.loads(data)
             snapshots[read["nonce"]] = read["keys"]

@@ -5,13 +5,11 @@ its holder still counts, one that keeps its data (appendfsync always) comes back
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from lockharness.checker import NodeHold, held_at
+from lockharness.checker import NodeHold, held_at, read_node_record
 from lockharness.core.history import INFO, NEMESIS, OK, Event, read_history
 from tests.conftest import run
 
@@ -55,24 +53,7 @@ faults:
 
 
 def _holds(run_dir: Path) -> list[NodeHold]:
-    out = []
-    for line in (run_dir / "node-record.jsonl").read_text().splitlines():
-        raw: dict[str, Any] = json.loads(line)
-        value = tuple(raw["value"]) if isinstance(raw["value"], list) else raw["value"]
-        out.append(
-            NodeHold(
-                raw["node"],
-                raw["key"],
-                value,
-                raw["since"],
-                raw["until"],
-                raw["began"],
-                raw["ended"],
-                raw["set_by"],
-                raw["ended_by"],
-            )
-        )
-    return out
+    return read_node_record(run_dir / "node-record.jsonl")
 
 
 def _oks(run_dir: Path) -> list[Event]:

@@ -376,9 +376,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
             for control in client_clocks.values():
                 control.close()
             if node_record is not None:  # after the last worker: the record ends complete
-                node_record.stop(run_dir, clock())
-                for problem in node_record.problems:
-                    log.warning("node record: %s", problem)
+                node_record.stop(run_dir, clock())  # it logs why, if it writes none
             cluster.stop()
         if recorder is not None and recorder.failed is not None:
             execution.problems.append(
