@@ -45,7 +45,7 @@ def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
             continue
         seen[call] = seen.get(call, 0) + 1
         w, faults = trial.scenario.workload, trial.scenario.faults.faults
-        if call == "hand-over":  # test_a_hand_over_misses_nodes_on_a_release_then_an_acquire
+        if call in ("hand-over", "acquire"):  # tests of their own, below
             continue
         assert w.hold_min_ns >= w.ttl_ns - MS  # every section reaches its edge
         if call == "extend":
@@ -70,6 +70,15 @@ def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
             workers = model.choices_of(f.kind)[0].options.get("workers")
             if workers is not None and "holders" in workers.choices:
                 assert option_values(f)["workers"] == "holders"
+        if "cutting the holder off a majority" in said:  # an extend that reaches too few
+            (cut,) = aimed
+            assert call == "extend" and cut.targets == "majority", cut
+            options = option_values(cut)
+            assert options.get("workers") == "holders", cut
+            assert options.get("mode", "cut-worker") == "cut-worker", cut
+            assert options.get("drop", "close") in ("close", "blackhole", "lost-request"), cut
+            assert left >= 60 * MS  # heard of before the deadline, a lost request's timeout
+            seen["short"] = seen.get("short", 0) + 1
         if "delaying it past the edge" in said:
             (latency,) = aimed
             late = left + drift_ns(w.ttl_ns // MS)
@@ -80,13 +89,48 @@ def test_half_the_fresh_trials_are_aimed_at_an_edge_inside_the_model(
             assert left <= max(MS, w.ttl_ns // 10)  # a delay that stays short
             seen["delayed"] = seen.get("delayed", 0) + 1
     assert seen.get("delayed", 0) > 0 or not model.choices_of("latency"), seen
-    total = seen.get("extend", 0) + seen.get("release", 0) + seen.get("hand-over", 0)
+    assert seen.get("acquire", 0) > 0, seen
+    assert (seen.get("short", 0) > 0) == (which == "redlock-extend"), seen
+    total = sum(seen.get(call, 0) for call in ("extend", "release", "acquire", "hand-over"))
     assert 0.6 * 160 <= total <= 0.9 * 160, seen
     assert 0.1 * 160 <= seen.get("hand-over", 0) <= 0.4 * 160, seen
     if which == "redlock-extend":
         assert seen.get("extend", 0) > seen.get("release", 0) > 0, seen
     else:  # a client that cannot extend is aimed at its releases only
-        assert set(seen) <= {"release", "delayed", "hand-over"}, seen
+        assert set(seen) <= {"release", "acquire", "delayed", "hand-over"}, seen
+
+
+@pytest.mark.parametrize("which", ["redlock", "single"])
+def test_a_slow_acquire_is_held_to_the_edge_of_the_validity_it_gave(
+    tmp_path: Path, which: str
+) -> None:
+    """A fault anchored to each acquire that slows it on the caller's links to some nodes,
+    still reaching a quorum (a minority, or the one node delayed, never cut), the replies
+    late or lost after the write; the hold ends at the edge and does not extend."""
+    model = load_model("redlock" if which == "redlock" else "single-instance")
+    slow = 0
+    for seed in range(200):
+        trial = draw(model, client(which), seed, 1)
+        if _aimed(trial) != "acquire":
+            continue
+        slow += 1
+        assert_good_trial(model, trial, tmp_path if slow == 1 else None)
+        w, (fault, *_) = trial.scenario.workload, trial.scenario.faults.faults
+        nodes = trial.scenario.cluster.nodes
+        assert fault.anchor is not None and fault.anchor.call == "acquire", fault
+        assert fault.targets == ("minority" if nodes > 1 else "one"), fault
+        options = option_values(fault)
+        assert options.get("workers") == "holders", fault
+        if fault.kind == "latency":
+            assert options["stream"] == "downstream", fault
+        else:
+            assert nodes > 1 and fault.kind == "partition", fault
+            assert options["mode"] == "cut-worker", fault
+            assert options["drop"] in ("lost-reply", "blackhole"), fault
+        assert not w.extend and w.hold_end.edge is not None
+        assert MS <= w.hold_end.edge[1] <= max(MS, w.ttl_ns // 20)
+        assert w.hold_min_ns >= w.ttl_ns - MS  # every section reaches its edge
+    assert slow >= 0.05 * 200
 
 
 @pytest.mark.parametrize("which", ["redlock", "single"])

@@ -20,7 +20,9 @@ a seed's trial is drawn as without it):
   just longer than what the lease has left when the step is made (the margin plus the
   drift the lease allows for, plus 1 ms..0.05 TTL), one way in where the model allows;
   or one fault of any kind; or two at once, so that the step may reach fewer nodes than
-  either cuts alone (each way as likely).
+  either cuts alone; or, for an extend on three nodes or more, a cut of the holder's links
+  to a majority, refused or lost, so that the extend reaches some nodes but not enough,
+  and hears so before its deadline (each way as likely).
 
 Each is anchored to every lease's validity, ``LEAD_NS`` before the step (its fraction is
 1 - (margin + LEAD) / validity), rather than to the call: a call's anchor holds the call
@@ -28,6 +30,14 @@ until the fault is in effect, and a holder that near its deadline cannot wait fo
 toxic to reach every link. Each lasts past the step's answer (a length drawn
 log-uniformly in its entry's bound, from that least), on the widest target word its entry
 names and the holder's links where it names ``holders``, without a period.
+
+A release may instead end a lease that began slowly: its acquire slowed on the caller's
+links to some of the nodes (a minority, or the one node), by a delay of its replies or a
+reply lost after the write (the client waits out its timeout), with a fault anchored to
+each acquire; the hold then ends at the edge of the validity the client computed. A
+client that dates its validity from anything later than the acquire's start holds past
+its keys. (Where the model has nothing that slows an acquire, the release is aimed as
+above.)
 
 A share of the aimed trials aims instead at a lease's hand-over (``HANDOVER``): a release
 that misses some of the nodes (a fault anchored to the release call, on the holder's
@@ -67,7 +77,7 @@ AIMED = 0.75  # the share of fresh trials aimed, where the model and the client 
 _EXTEND = 2 / 3  # an aimed trial's chance of aiming at an extend rather than a release
 # One fault that delays the step past the edge, one fault of any kind, or two at once:
 # each as likely (the first only where the model has a kind that delays).
-_MODES = ("delay", "cut", "two")
+_MODES = ("delay", "cut", "two", "short")
 # Anchored at a lease's validity this long before the step, rather than to the call itself:
 # a call's anchor holds the call until the fault is in effect, and a holder near its
 # deadline cannot wait (a toxic on each of 15 links takes 30-60 ms on a loaded machine).
@@ -84,6 +94,9 @@ _ELSEWHERE = ("minority", "one")  # what the next acquire misses: anywhere, not 
 # the calling client cut off (not every client), its request lost or refused (a lost reply
 # would let the release's DEL or the acquire's SET run on the node after all).
 _MISSING = {"mode": ("cut-worker",), "drop": ("close", "blackhole", "lost-request")}
+# ... and under which an acquire is slow where it is not missed: its reply lost after the
+# write (the client waits out its timeout) or held.
+_SLOWED = {"mode": ("cut-worker",), "drop": ("lost-reply", "blackhole")}
 
 
 def _log_ms(rng: random.Random, lo_ns: int, hi_ns: int) -> int:
@@ -97,7 +110,7 @@ def _calls(model: FaultModel, extends: bool) -> list[AnchorCall]:
     if model.extend and extends and "margin" in model.timing:
         calls.append("extend")
     if "edge" in model.timing:
-        calls.append("release")
+        calls += ["release", "acquire"]
     return calls
 
 
@@ -118,11 +131,11 @@ def _reaching_the_edge(model: FaultModel, w: WorkloadSpec, call: AnchorCall) -> 
 
 
 def _timing(
-    call: AnchorCall, w: WorkloadSpec, rng: random.Random, most: int
+    call: AnchorCall, w: WorkloadSpec, rng: random.Random, most: int, least: int = MS
 ) -> tuple[WorkloadSpec, int]:
-    """``w`` with its step at the edge, at most ``most`` before the deadline, and what the
-    lease has left when it is made."""
-    margin = _log_ms(rng, MS, most)
+    """``w`` with its step at the edge, ``least`` to ``most`` before the deadline, and what
+    the lease has left when it is made."""
+    margin = _log_ms(rng, least, max(least, most))
     if call == "extend":
         return msgspec.structs.replace(w, extend=True, extend_at=ExtendAt(margin_ns=margin)), margin
     low = _log_ms(rng, MS, margin)
@@ -145,6 +158,38 @@ def _covering(choice: FaultChoice, rng: random.Random, ttl: int, least: int) -> 
 
 def _widest(choice: FaultChoice) -> str:
     return next((t for t in _WIDEST if t in choice.targets), choice.targets[0])
+
+
+def _values(
+    choice: FaultChoice, s: Scenario, rng: random.Random, wanted: dict[str, tuple[str, ...]]
+) -> dict[str, Any]:
+    """Options drawn for ``choice``, each option of ``wanted`` one of its values the entry
+    allows (where it allows any), on the calling client's links where it names ``holders``."""
+    ttl, room = s.workload.ttl_ns, room_of(s)
+    values = {option: draw_option(choice, option, rng, ttl, room) for option in choice.options}
+    for option, among in wanted.items():
+        allowed = [v for v in among if v in getattr(choice.options.get(option), "choices", ())]
+        if allowed:
+            values[option] = rng.choice(allowed)
+    workers = choice.options.get("workers")
+    if workers is not None and "holders" in workers.choices:
+        values["workers"] = "holders"
+    return values
+
+
+def _shorting(model: FaultModel, nodes: int) -> list[FaultChoice]:
+    """The entries that can cut the holder's own links to a majority, not all: an extend
+    then reaches some nodes but not enough (none on fewer than three nodes)."""
+    if nodes < 3:
+        return []
+    return [
+        c
+        for c in model.faults
+        if c.anchored
+        and "majority" in c.targets
+        and "holders" in getattr(c.options.get("workers"), "choices", ())
+        and not KINDS[c.kind].delays
+    ]
 
 
 def _past_the_edge(choice: FaultChoice, left: int, ttl: int, rng: random.Random) -> dict[str, Any]:
@@ -170,28 +215,24 @@ def _anchored_fault(
     left: int,
     s: Scenario,
     rng: random.Random,
-    delayed: bool,
+    mode: str,
 ) -> FaultSpec:
     """A fault of ``choice`` in effect from ``LEAD_NS`` before each lease's step that
-    leaves ``left`` of it, past the step's answer; on the widest targets the entry names,
-    and on the holder's links where it names ``holders``; ``delayed``: delaying the step
-    past the edge."""
+    leaves ``left`` of it, past the step's answer; on the widest targets the entry names
+    (``short``: a majority, the step refused or lost there), and on the holder's links
+    where it names ``holders``; ``delay``: delaying the step past the edge."""
     ttl = s.workload.ttl_ns
-    room = room_of(s)
-    values = {name: draw_option(choice, name, rng, ttl, room) for name in choice.options}
-    workers = choice.options.get("workers")
-    if workers is not None and "holders" in workers.choices:
-        values["workers"] = "holders"
+    values = _values(choice, s, rng, _MISSING if mode == "short" else {})
     duration = _covering(choice, rng, ttl, LEAD_NS + left + _ANSWERED_NS)
-    if delayed:
+    if mode == "delay":
         values |= _past_the_edge(choice, left, ttl, rng)
     validity = ttl - drift_ns(ttl // MS)
     fraction = min(_LATEST, max(_EARLIEST, 1 - (left + LEAD_NS) / validity))
     return FaultSpec(
         choice.kind,
         f"{choice.kind}-{number}",
-        _widest(choice),
-        options=admitted(choice.kind, values, room),
+        "majority" if mode == "short" else _widest(choice),
+        options=admitted(choice.kind, values, room_of(s)),
         duration_ns=duration,
         start_after_ns=_FIRST_NS,
         anchor=Anchor(validity=round(fraction, 3)),
@@ -210,20 +251,13 @@ def _handover_fault(
 ) -> FaultSpec:
     """A fault of ``choice`` anchored to each ``call``, as short as its entry allows past a
     call's answer, on the calling client's links where the entry names ``holders``."""
-    ttl, room = s.workload.ttl_ns, room_of(s)
-    values = {option: draw_option(choice, option, rng, ttl, room) for option in choice.options}
-    for option, missing in _MISSING.items():
-        allowed = [v for v in missing if v in getattr(choice.options.get(option), "choices", ())]
-        if allowed:
-            values[option] = rng.choice(allowed)
-    workers = choice.options.get("workers")
-    if workers is not None and "holders" in workers.choices:
-        values["workers"] = "holders"
+    ttl = s.workload.ttl_ns
+    values = _values(choice, s, rng, _MISSING)
     return FaultSpec(
         choice.kind,
         name,
         targets,
-        options=admitted(choice.kind, values, room),
+        options=admitted(choice.kind, values, room_of(s)),
         duration_ns=_covering(choice, rng, ttl, _ANSWERED_NS),
         start_after_ns=_FIRST_NS,
         anchor=Anchor(call=call),
@@ -274,6 +308,64 @@ def _handover(
     return dataclasses.replace(s, workload=w), faults, what
 
 
+def _slowing(model: FaultModel, nodes: int) -> list[tuple[FaultChoice, str]]:
+    """The entries (with their targets) that can slow an acquire on the calling client's
+    links to some nodes and still let it reach a quorum: a delay of the replies, or a
+    reply lost (or held) where the entry allows it, on a minority (the one node, by a
+    delay only)."""
+    fewer = [t for t in _ELSEWHERE if 0 < most_nodes(t, nodes) < majority_size(nodes)]
+    slowing = []
+    for c in model.faults:
+        scoped = "holders" in getattr(c.options.get("workers"), "choices", ())
+        lost = set(_SLOWED["drop"]) & set(getattr(c.options.get("drop"), "choices", ()))
+        delays = KINDS[c.kind].delays is not None
+        targets = fewer if fewer and (lost or delays) else ["one"] if delays else []
+        target = next((t for t in targets if t in c.targets), None)
+        if c.anchored and scoped and target is not None:
+            slowing.append((c, target))
+    return slowing
+
+
+def _slow_acquire(
+    model: FaultModel, s: Scenario, rng: random.Random
+) -> tuple[Scenario, FaultSpec, FaultChoice, str] | None:
+    """``s`` with a fault anchored to each acquire that slows it on some nodes (see the
+    module's docstring) and holds that end at the edge of the validity it gave; None
+    where the model has nothing that slows an acquire or holds that stay short."""
+    w = _reaching_the_edge(model, s.workload, "release")
+    slowing = _slowing(model, s.cluster.nodes)
+    if w is None or not slowing:
+        return None
+    choice, targets = rng.choice(slowing)
+    ttl = w.ttl_ns
+    w, left = _timing("release", w, rng, max(MS, ttl // 20))
+    s = dataclasses.replace(s, workload=w)
+    values = _values(choice, s, rng, _SLOWED)
+    delay = KINDS[choice.kind].delays
+    if delay is not None and delay in choice.options:  # the replies late, the write not
+        bound = choice.options[delay]
+        if bound.is_range:
+            lo, hi = (int(end) for end in bound.span(ttl))
+            values[delay] = _log_ms(rng, max(MS, lo), max(MS, lo, hi))
+        stream = choice.options.get("stream")
+        if stream is not None and "downstream" in stream.choices:
+            values["stream"] = "downstream"
+    spec = FaultSpec(
+        choice.kind,
+        f"{choice.kind}-1",
+        targets,
+        options=admitted(choice.kind, values, room_of(s)),
+        duration_ns=_covering(choice, rng, ttl, _ANSWERED_NS),
+        start_after_ns=_FIRST_NS,
+        anchor=Anchor(call="acquire"),
+    )
+    what = (
+        f"aimed at the acquire's edge ({left // MS} ms left): {spec.name} as each acquire "
+        f"is made, on {targets}, the hold ending at the edge of the validity it gave"
+    )
+    return s, spec, choice, what
+
+
 def aim(
     model: FaultModel,
     s: Scenario,
@@ -298,22 +390,37 @@ def aim(
             for number, (spec, choice) in enumerate(placed, 1):
                 drawn[spec.name] = DrawnFault(number, choice)
             return s, [spec for spec, _ in placed] + kept, drawn, what
-    call = "extend" if "extend" in calls and rng.random() < _EXTEND else calls[-1]
+    ends = [c for c in calls if c != "extend"] or calls
+    call = "extend" if "extend" in calls and rng.random() < _EXTEND else rng.choice(ends)
+    if call == "acquire":
+        slow = _slow_acquire(model, s, rng)
+        if slow is not None:
+            s, spec, choice, what = slow
+            kept = faults[1:]
+            drawn = {f.name: drawn[f.name] for f in kept} | {spec.name: DrawnFault(1, choice)}
+            return s, [spec, *kept], drawn, what
+        call = "release"
     w = _reaching_the_edge(model, s.workload, call)
     if w is None:
         return s, faults, drawn, None
     delaying = [c for c in anchored if KINDS[c.kind].delays]
-    mode = rng.choice(_MODES if delaying else _MODES[1:])
-    w, left = _timing(call, w, rng, w.ttl_ns // (10 if mode == "delay" else 2))
+    shorting = _shorting(model, s.cluster.nodes) if call == "extend" else []
+    modes = [m for m in _MODES if (m != "delay" or delaying) and (m != "short" or shorting)]
+    mode = rng.choice(modes)
+    most = w.ttl_ns // (10 if mode == "delay" else 2)
+    # a cut extend must hear of it (a lost request: its timeout) before its deadline
+    w, left = _timing(call, w, rng, most, _ANSWERED_NS if mode == "short" else MS)
     s = dataclasses.replace(s, workload=w)
     if mode == "delay":
         picks = [rng.choice(delaying)]
+    elif mode == "short":
+        picks = [rng.choice(shorting)]
     else:
         picks = [rng.choice(anchored) for _ in range(1 if mode == "cut" else 2)]
-    faults, drawn, delayed = list(faults), dict(drawn), mode == "delay"
+    faults, drawn = list(faults), dict(drawn)
     for i, choice in enumerate(picks):
         number = i + 1
-        spec = _anchored_fault(choice, number, left, s, rng, delayed)
+        spec = _anchored_fault(choice, number, left, s, rng, mode)
         if i < len(faults):
             del drawn[faults[i].name]
             faults[i] = spec
@@ -325,6 +432,8 @@ def aim(
         f"aimed at the {call}'s edge ({left // MS} ms left): {names} from "
         f"{(left + LEAD_NS) // MS} ms before each lease's deadline"
     )
-    if delayed:
+    if mode == "delay":
         what += ", delaying it past the edge"
+    elif mode == "short":
+        what += ", cutting the holder off a majority"
     return s, faults, drawn, what
