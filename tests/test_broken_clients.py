@@ -228,3 +228,17 @@ def test_the_bench_refuses_a_client_it_does_not_have(capsys: pytest.CaptureFixtu
     said = capsys.readouterr().err
     assert "--only redlock-extend@nope: no such client in the bench" in said
     assert "redlock-extend@redlock" in said  # what is allowed
+
+
+def test_a_node_that_outlasts_the_timeout_costs_only_its_own_reply(
+    clean_cluster: LocalCluster,
+) -> None:
+    """The fan-out every Redlock-family client uses: the first node's reply lost, the
+    others' replies already in when its timeout runs out still count (they once all
+    counted as timeouts, and an acquire failed whenever n1 was slow)."""
+    toxic(clean_cluster, "n1", "timeout", "downstream", timeout=0)  # its reply lost
+    holder = Redlock(clean_cluster.worker_endpoints(1), clock, Redlock.Options())
+    lease = holder.acquire("k", 1000)
+    assert lease is not None and lease.grants == ("n2", "n3", "n4", "n5"), lease
+    assert direct(clean_cluster, "n1").get("k") == lease.token.encode()  # the write ran
+    assert holder.release(lease)

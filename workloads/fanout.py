@@ -55,8 +55,10 @@ class FanOut:
     @staticmethod
     def _read(conn: Connection, deadline: float) -> object:
         try:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not conn.can_read(timeout=remaining):
+            # Past the deadline (an earlier node took it all), a reply already here still
+            # counts: only one that has not come is a timeout.
+            remaining = max(0.0, deadline - time.monotonic())
+            if not conn.can_read(timeout=remaining):
                 raise redis.exceptions.TimeoutError("no reply before the deadline")
             return conn.read_response()
         except redis.exceptions.ResponseError as e:
