@@ -35,6 +35,7 @@ from lockharness.checker.node_record import NodeHold, held_at, node_holds, read_
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section
+from lockharness.checker.spans import Span, fault_spans
 from lockharness.checker.stories import explain
 from lockharness.checker.values import BadValue, EventError
 from lockharness.checker.verdict import check_file, check_history
@@ -74,6 +75,7 @@ __all__ = [
     "ResourceWitness",
     "Section",
     "Side",
+    "Span",
     "StaleWrite",
     "Stats",
     "StuckInterval",
@@ -86,6 +88,7 @@ __all__ = [
     "critical_sections",
     "describe_fencing",
     "explain",
+    "fault_spans",
     "first_violation_ns",
     "held_at",
     "ms_text",

@@ -5,6 +5,9 @@ For a section (key K, token T, acquire invoked at I, granted at S, counted until
 release's invoke or its deadline, whichever is sooner) and each node N its client says
 granted it:
 
+- ``unreachable``: a network cut (checker.spans) kept the holder's worker from N through
+  the whole acquire, from its invoke to its ok: no reply from N can have come back
+  (judged from the nemesis's record alone, with or without a node record);
 - ``never-given``: N never held T on K around the grant (another value or nothing);
 - ``given-to-another``: at S, N held another value (another client's token) on K;
 - ``gone-before-counted``: N held T, but it was gone (expired, deleted, overwritten, lost)
@@ -39,9 +42,11 @@ import msgspec
 from lockharness.checker.evidence import ms_text
 from lockharness.checker.node_record import NodeHold
 from lockharness.checker.sections import Section
+from lockharness.checker.spans import Span
 
 SLACK_NS = 2_000_000
 ClaimKind = Literal[
+    "unreachable",
     "never-given",
     "given-to-another",
     "gone-before-counted",
@@ -50,7 +55,13 @@ ClaimKind = Literal[
     "not-a-majority",
 ]
 # The witness kinds about one claimed grant; the rest are about a lease as a whole.
-GRANT_KINDS = ("never-given", "given-to-another", "gone-before-counted", "left-from-earlier")
+GRANT_KINDS = (
+    "unreachable",
+    "never-given",
+    "given-to-another",
+    "gone-before-counted",
+    "left-from-earlier",
+)
 
 
 class NodeFate(msgspec.Struct, frozen=True):
@@ -82,8 +93,10 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
     other: str | None = None  # the value the node held instead (given-to-another)
     since: int | None = None  # when the node set what it held (left-from-earlier, other)
     fates: list[NodeFate] = msgspec.field(default_factory=list)  # outlived: the keys gone
+    fault: str | None = None  # the cut that kept the node out of reach (unreachable)
 
     words: ClassVar[dict[str, str]] = {
+        "unreachable": "was out of its worker's reach through the whole acquire",
         "never-given": "never held its token",
         "given-to-another": "held another value",
         "gone-before-counted": "had let its key go before the grant was counted",
@@ -98,6 +111,8 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
             text = f"{who}: {self.node}, which it counted, {self.words[self.kind]}"
             if self.other is not None:
                 text += f" ({str(self.other)[:8]}…)"
+            if self.fault is not None:
+                text += f" ({self.fault} cut the link)"
             if self.since is not None:
                 text += f" since {self.since / 1e9:.3f}s"
             return text + f" at the grant, {self.at / 1e9:.3f}s"
@@ -175,12 +190,37 @@ def _tokens_of(value: object) -> list[str]:
     return names
 
 
+class _Cuts:
+    """The network cuts' spans by start, with the latest end so far: a section outside
+    every cut (most of them) is passed over in one bisection."""
+
+    def __init__(self, spans: Iterable[Span]) -> None:
+        self.spans = sorted((s for s in spans if s.links), key=lambda s: s.start)
+        self.starts = [s.start for s in self.spans]
+        self.reach: list[int] = []
+        for span in self.spans:
+            self.reach.append(max(span.end, self.reach[-1] if self.reach else span.end))
+
+    def across(self, section: Section) -> list[Span]:
+        """The cuts in effect through ``section``'s whole acquire, with the slack."""
+        i = bisect_right(self.starts, section.invoked - SLACK_NS)
+        if i == 0 or self.reach[i - 1] < section.start + SLACK_NS:
+            return []
+        return [s for s in self.spans[:i] if s.end >= section.start + SLACK_NS]
+
+
 def check_claims(
-    sections: Sequence[Section], holds: Iterable[NodeHold], nodes: Sequence[str], quorum: int
+    sections: Sequence[Section],
+    holds: Iterable[NodeHold],
+    nodes: Sequence[str],
+    quorum: int,
+    spans: Iterable[Span] = (),
 ) -> Claims:
-    """Every false claim of ``sections`` against ``holds``, the record of ``nodes``; a
-    lease needs ``quorum`` of them (a majority of ``nodes`` for a client that spreads one
+    """Every false claim of ``sections`` against ``holds``, the record of ``nodes`` (none:
+    the record judges nothing), and against the cuts among the fault ``spans``; a lease
+    needs ``quorum`` of the nodes (a majority of ``nodes`` for a client that spreads one
     lock over independent masters, 1 otherwise)."""
+    cuts = _Cuts(spans)
     record = _Record(holds)
     tokens = {s.token for s in sections if s.token is not None}
     # The clients' tokens are what their keys hold if any node ever held one: else (a
@@ -191,7 +231,7 @@ def check_claims(
     for section in sections:
         if section.token is None or section.key is None or not section.grants:
             continue
-        found += _check_section(section, record, readable, len(nodes), quorum)
+        found += _check_section(section, record, readable, len(nodes), quorum, cuts)
     return Claims(found, unjudged)
 
 
@@ -205,6 +245,7 @@ def _check_section(
     readable: bool,
     n_nodes: int,
     quorum: int,
+    cuts: _Cuts,
 ) -> list[FalseClaim]:
     assert s.token is not None and s.key is not None
     until = _counted_until(s)
@@ -226,6 +267,13 @@ def _check_section(
     if quorum > 1 and len(set(s.grants)) < n_nodes // 2 + 1:
         found.append(claim("not-a-majority", s.start))
     kept: list[tuple[str, NodeHold]] = []  # grants the node really held at S: their holds
+    across = cuts.across(s) if cuts.spans else []
+    unreachable = set[str]()
+    for node in dict.fromkeys(s.grants):
+        cut = next((span for span in across if span.cuts(s.process, node)), None)
+        if cut is not None:  # what the node record says of it, said by this one
+            found.append(claim("unreachable", s.start, node=node, fault=cut.name))
+            unreachable.add(node)
     for node in dict.fromkeys(s.grants) if readable else ():
         ours = record.ours(node, s.key, s.token)
         covering = [
@@ -236,9 +284,11 @@ def _check_section(
         ]
         if covering:
             hold = covering[-1]
-            if hold.since_ns < s.invoked - SLACK_NS:
+            if node not in unreachable and hold.since_ns < s.invoked - SLACK_NS:
                 found.append(claim("left-from-earlier", s.start, node=node, since=hold.since_ns))
             kept.append((node, hold))
+            continue
+        if node in unreachable:  # said once, by its own witness
             continue
         earlier = [h for h in ours if h.since_ns >= s.invoked - SLACK_NS and h.since_ns <= s.start]
         if earlier:

@@ -5,6 +5,7 @@ leases. Pure: the overlap and the claims in, words out.
 The signature names what made the overlap possible, the same words for the same cause
 whatever the run, seed or client, so that violations group by it:
 
+    grant counted from an unreachable node   (unreachable)
     grant left from an earlier acquire       (left-from-earlier)
     grant the node never gave                (never-given, given-to-another)
     grant counted after the node let it go   (gone-before-counted)
@@ -19,6 +20,8 @@ whatever the run, seed or client, so that violations group by it:
 
 The earlier lease's claims come first: the later one got in because of what became of
 the earlier one's keys (or because it counted a grant of its own that was not there).
+The story ends with the faults in effect (checker.spans) while the first lease was held,
+up to the second's grant: what was going on when it happened.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ import msgspec
 
 from lockharness.checker.claims import SLACK_NS, FalseClaim
 from lockharness.checker.evidence import Overlap, Side, ms_text
+from lockharness.checker.spans import Span
 
 _GRANT_SIGNATURES = {
+    "unreachable": "grant counted from an unreachable node",
     "left-from-earlier": "grant left from an earlier acquire",
     "never-given": "grant the node never gave",
     "given-to-another": "grant the node never gave",
@@ -39,6 +44,7 @@ _GRANT_SIGNATURES = {
     "not-a-majority": "lease counted on fewer than a majority",
 }
 _ORDER = (
+    "unreachable",
     "left-from-earlier",
     "not-a-majority",
     "never-given",
@@ -58,6 +64,11 @@ def _who(side: Side) -> str:
 
 
 def _claim_words(claim: FalseClaim) -> str:
+    if claim.kind == "unreachable":
+        return (
+            f"{claim.node} was cut off from its worker ({claim.fault}) through the whole "
+            f"acquire, so no grant from it can have come back"
+        )
     if claim.kind == "left-from-earlier":
         since = "" if claim.since is None else f" since {claim.since / 1e9:.3f}s"
         return f"{claim.node} held its token{since}, left by an earlier acquire, not this one"
@@ -94,9 +105,10 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
     return UNEXPLAINED
 
 
-def story(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
+def story(overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] = ()) -> str:
     """``overlap`` in a short paragraph: which two leases, which of their claimed grants
-    were false or gone and why, and what let the second client in."""
+    were false or gone and why, what let the second client in, and the faults (``spans``)
+    in effect meanwhile."""
     first, second = overlap.first, overlap.second
     text = (
         f"{_who(first)} held {overlap.key} from {first.start / 1e9:.3f}s, granted by "
@@ -124,15 +136,22 @@ def story(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
         )
     elif not firsts and not seconds:
         text += " The node record contradicts neither lease's grants."
+    meanwhile = [s for s in spans if s.start < second.start and s.end > first.start]
+    if meanwhile:
+        text += " In effect meanwhile: " + "; ".join(s.describe() for s in meanwhile) + "."
     return text
 
 
-def explained(overlap: Overlap, claims: Sequence[FalseClaim]) -> Overlap:
+def explained(
+    overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] = ()
+) -> Overlap:
     """``overlap`` with its story and signature."""
-    told, name = explain(overlap, claims)
+    told, name = explain(overlap, claims, spans)
     return msgspec.structs.replace(overlap, story=told, signature=name)
 
 
-def explain(overlap: Overlap, claims: Sequence[FalseClaim]) -> tuple[str, str]:
+def explain(
+    overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] = ()
+) -> tuple[str, str]:
     """``overlap``'s story and signature."""
-    return story(overlap, claims), signature(overlap, claims)
+    return story(overlap, claims, spans), signature(overlap, claims)

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from lockharness.checker.attribution import attribute
-from lockharness.checker.claims import Claims, NodeTruth, check_claims
+from lockharness.checker.claims import NodeTruth, check_claims
 from lockharness.checker.digest import Digest, digest
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.exposure import check_exposure
@@ -26,6 +26,7 @@ from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.sections import Section, by_key
+from lockharness.checker.spans import fault_spans
 from lockharness.checker.stats import digest_stats, section_stats
 from lockharness.checker.stories import explained
 from lockharness.checker.views import Fencing, Liveness, Stats
@@ -131,9 +132,12 @@ def _check(
     exposure = check_exposure(
         sections, found.nemesis, found.failovers, end, ttl_ns, found.calls, found.deaths
     )
-    claims = Claims([], [])
+    # Against the cuts always (the nemesis's record), against the nodes' record when given.
+    in_effect = fault_spans(found.nemesis, end)
     if truth is not None:
-        claims = check_claims(sections, truth.holds, truth.nodes, truth.quorum)
+        claims = check_claims(sections, truth.holds, truth.nodes, truth.quorum, in_effect)
+    else:
+        claims = check_claims(sections, (), (), 1, in_effect)
     counts["false_claims"] = len(claims.found)
     stats = Stats(**counts)
 
@@ -146,7 +150,7 @@ def _check(
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
         shown = mutex[:cap]  # each told why, against the node record, once it is shown
         if truth is not None:
-            shown = [explained(overlap, claims.found) for overlap in shown]
+            shown = [explained(overlap, claims.found, in_effect) for overlap in shown]
         witnesses: list[Witness] = [*shown, *resource[:cap]]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")

@@ -13,9 +13,12 @@ from lockharness.checker import (
     Overlap,
     Section,
     Side,
+    Span,
     check_claims,
     explain,
+    fault_spans,
 )
+from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, EventType
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -227,3 +230,113 @@ def test_an_overlap_is_explained_by_its_leases_claims_and_named_by_its_cause() -
     story, name = explain(o, [])
     assert name == "not explained by the node record"
     assert "contradicts neither lease's grants" in story
+
+
+# ---- a grant from a node the holder's worker could not reach (checker.spans) ----
+
+
+def nemesis(t: int, type_: EventType, phase: str, number: int, **value: object) -> Event:
+    base = {"phase": phase, "kind": "partition", "targets": ["n2"], "occurrence": number}
+    base["exposure"] = "holder-partitioned"
+    value = {**base, **value}
+    return Event(index=t, process=NEMESIS, type=type_, f="partition-1", value=value, time=t * MS)
+
+
+CUT = {"cut": ["w1-n2", "w1-n3"], "processes": {"w1": [0, 1], "w2": [2]}}
+
+
+def test_a_cut_is_certain_from_its_start_in_effect_until_its_stop_is_decided() -> None:
+    history = [
+        nemesis(90, INVOKE, "start", 1),
+        nemesis(95, INFO, "start", 1, **CUT),
+        nemesis(700, INVOKE, "stop", 1),
+        nemesis(720, INFO, "stop", 1),
+        nemesis(800, INVOKE, "start", 2),
+        nemesis(805, INFO, "start", 2, error="toxiproxy refused"),  # never surely in effect
+    ]
+    (cut,) = fault_spans(history, 1000 * MS)
+    assert (cut.start, cut.end) == (95 * MS, 700 * MS)
+    assert cut.cuts(0, "n2") and cut.cuts(1, "n3")
+    assert not cut.cuts(2, "n2") and not cut.cuts(0, "n1") and not cut.cuts("nemesis", "n2")
+    # Never stopped: until the heal is decided.
+    (cut,) = fault_spans(
+        [
+            *history[:2],
+            Event(
+                index=900,
+                process=NEMESIS,
+                type=INVOKE,
+                f="heal",
+                value={"phase": "heal"},
+                time=900 * MS,
+            ),
+        ],
+        0,
+    )
+    assert cut.end == 900 * MS
+
+
+def test_a_grant_from_a_node_cut_off_through_the_whole_acquire_is_unreachable() -> None:
+    def found(
+        s: Section, cut: Span, holds: list[NodeHold] | None = None
+    ) -> list[tuple[str, str | None, str | None]]:
+        seen = [hold(n, "Z", since=0, until=1) for n in NODES]
+        claims = check_claims([s], [*seen, *(holds or [])], NODES, 3, [cut]).found
+        _describe_all(claims)
+        return [(c.kind, c.node, c.fault) for c in claims]
+
+    every = [hold(n) for n in ("n1", "n2", "n3")]  # the nodes held it: a lost reply
+    whole = Span(
+        "partition-1",
+        "partition",
+        ("n2",),
+        50 * MS,
+        700 * MS,
+        frozenset({"w1-n2", "w1-n3"}),
+        {0: "w1", 2: "w2"},
+    )
+    assert found(section(("n1", "n2", "n3")), whole, every) == [
+        ("unreachable", "n2", "partition-1"),
+        ("unreachable", "n3", "partition-1"),
+    ]
+    # The record alone would call it never given: said once, as unreachable.
+    assert found(section(("n1", "n2", "n3")), whole, [every[0]]) == [
+        ("unreachable", "n2", "partition-1"),
+        ("unreachable", "n3", "partition-1"),
+    ]
+    # Not through the whole acquire (it began after the invoke, or ended before the ok),
+    # another worker's links, or a node the cut spared: no witness.
+    late = Span("p", "partition", (), 105 * MS, 700 * MS, whole.links, whole.workers)
+    early = Span("p", "partition", (), 50 * MS, 108 * MS, whole.links, whole.workers)
+    assert found(section(("n1", "n2", "n3")), late, every) == []
+    assert found(section(("n1", "n2", "n3")), early, every) == []
+    assert found(section(("n1", "n2", "n3"), process=2), whole, every) == []
+    assert found(section(("n1", "n4", "n5")), whole, [hold("n1"), hold("n4"), hold("n5")]) == []
+    # Judged without any node record too (the nemesis's record is enough).
+    no_record = check_claims([section(("n2",))], [], (), 1, [whole]).found
+    assert [(c.kind, c.node) for c in no_record] == [("unreachable", "n2")]
+
+
+def test_an_unreachable_grant_names_the_overlap_and_the_faults_in_effect_are_told() -> None:
+    o = overlap()
+    cut = Span(
+        "partition-1", "partition", ("n4",), 250 * MS, 320 * MS, frozenset({"w2-n4"}), {1: "w2"}
+    )
+    unreachable = FalseClaim(
+        kind="unreachable",
+        key="k0",
+        process=1,
+        token="token-1",
+        acquire_index=2,
+        at=300 * MS,
+        counted_until=700 * MS,
+        grants=["n3", "n4", "n5"],
+        node="n4",
+        fault="partition-1",
+    )
+    story, name = explain(o, [unreachable], [cut])
+    assert name == "grant counted from an unreachable node"
+    assert "n4 was cut off from its worker (partition-1)" in story
+    assert "In effect meanwhile: partition-1 on n4, 0.250s→0.320s." in story
+    after = Span("kill-2", "kill", ("n1",), 350 * MS, 400 * MS)  # after the second's grant
+    assert "kill-2" not in explain(o, [unreachable], [cut, after])[0]

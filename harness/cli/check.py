@@ -9,28 +9,44 @@ import argparse
 import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from lockharness.checker import EventError, Verdict, check_history
+from lockharness.checker import EventError, NodeTruth, Verdict, check_history
 from lockharness.core.errors import EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_UNKNOWN, BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.run.console import print_summary
 from lockharness.harness.run.recheck import (
     apply_run_problems,
+    node_truth,
     program_restarts,
     run_history,
+    stored_node_quorum,
     stored_run_problems,
 )
 from lockharness.harness.scenario.expectation import Expectation, require_exposure
 from lockharness.harness.scenario.floor import require_floor
+
+if TYPE_CHECKING:
+    from lockharness.harness.scenario.model import Scenario
+
+
+def _truth(scenario: Scenario, target: Path) -> NodeTruth | None:
+    """The run's node record, as `run` read it; a record that is not whole is bad input
+    naming the file."""
+    try:
+        return node_truth(scenario, RunDir(target), stored_node_quorum(target))
+    except HistoryError as e:
+        raise BadInput(f"{RunDir(target).node_record}: {e}") from None
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
     target: Path = args.target
     # --expect (safety) wins; else the run's own expectation; else valid.
     expectation, expected_processes, name = Expectation("valid"), None, target.name
+    truth: NodeTruth | None = None  # a run's node record: its claims judged as `run` did
     floor: tuple[int, int | None] | None = None  # a run's min_cycles and program restarts
     problems: list[str] = []  # the run's own, as results.json keeps them
     notes: list[str] = []  # what reading dropped or merged
@@ -46,13 +62,14 @@ def command(args: argparse.Namespace, console: Console) -> int:
             expected_processes = range(w.workers * w.threads)
             problems = stored_run_problems(target)
             floor = (scenario.min_cycles, program_restarts(target))
+            truth = _truth(scenario, target)
         history, source = run_history(target, notes)
     elif not target.exists():
         raise BadInput(f"{target}: no such run directory or history file")
     else:
         history, source = HistoryFile(target, notes), target
     try:  # the history streams through the check: a bad line shows up here
-        result = check_history(history, expected_processes=expected_processes)
+        result = check_history(history, expected_processes=expected_processes, truth=truth)
     except EventError as e:  # a value of the wrong type, or a history that cannot be true
         line = line_of(source, e.index) if source is not None and e.index is not None else None
         raise BadInput(f"{source}:{line}: {e}" if line else str(e)) from None

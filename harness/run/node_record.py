@@ -9,11 +9,10 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lockharness.checker import NodeHold, NodeTruth, node_holds, read_node_record
+from lockharness.checker import NodeHold, node_holds
 from lockharness.cluster.base import Cluster
 from lockharness.cluster.key_monitor import KeyMonitor, record_lines
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.scenario import Scenario
 
 log = logging.getLogger("lockharness.run")
 
@@ -83,18 +82,3 @@ def write_holds(path: Path, holds: Sequence[NodeHold]) -> None:
     with path.open("w", encoding="utf-8") as f:
         for hold in ordered:
             f.write(json.dumps(hold.to_plain(), separators=(",", ":")) + "\n")
-
-
-def node_truth(scenario: Scenario, run_dir: RunDir) -> NodeTruth | None:
-    """What the run's claims are checked against: its node record, if it has one. A lease
-    of a client that spreads one lock over independent masters needs a majority of the
-    nodes; any other, one."""
-    if not run_dir.node_record.is_file():
-        return None
-    try:
-        masters = scenario.client.info().needs_masters
-    except RuntimeError:  # a plug-in not imported here: judged as needing one node
-        masters = False
-    nodes = tuple(f"n{i}" for i in range(1, scenario.cluster.nodes + 1))
-    quorum = len(nodes) // 2 + 1 if masters and scenario.cluster.topology == "masters" else 1
-    return NodeTruth(read_node_record(run_dir.node_record), nodes, quorum)

@@ -13,12 +13,16 @@ import dataclasses
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lockharness.checker import CheckResult, Verdict
+from lockharness.checker import CheckResult, NodeTruth, Verdict, read_node_record
 from lockharness.core.errors import BadInput
 from lockharness.core.history import Event, HistoryError, HistoryFile
 from lockharness.core.run_dir import RunDir
 from lockharness.core.shards import merge_into
+
+if TYPE_CHECKING:
+    from lockharness.harness.scenario.model import Scenario
 
 UNFINISHED = (
     f"the run did not finish (no {RunDir.RESULTS}: its controller was killed?); "
@@ -91,3 +95,36 @@ def run_history(run_dir: Path, notes: list[str]) -> tuple[Iterable[Event], Path 
         return history, None
     notes.append(f"merged {len(shards)} shards into {path} (the run had not)")
     return history, path
+
+
+def node_quorum(scenario: Scenario) -> int | None:
+    """How many nodes a lease needs, for the claims: a majority for a client that spreads
+    one lock over independent masters, else one; None for a plug-in not imported here
+    (`check` reads what the run wrote: ``stored_node_quorum``)."""
+    try:
+        masters = scenario.client.info().needs_masters
+    except RuntimeError:
+        return None
+    nodes = scenario.cluster.nodes
+    return nodes // 2 + 1 if masters and scenario.cluster.topology == "masters" else 1
+
+
+def stored_node_quorum(run_dir: Path) -> int | None:
+    """The quorum the run judged its claims by (results.json), if it said."""
+    path = RunDir(run_dir).results
+    try:
+        quorum = json.loads(path.read_text()).get("node_quorum")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return quorum if type(quorum) is int and quorum >= 1 else None
+
+
+def node_truth(scenario: Scenario, run_dir: RunDir, quorum: int | None = None) -> NodeTruth | None:
+    """What the run's claims are checked against: its node record, if it has one, with
+    ``quorum`` (or the scenario's ``node_quorum``; one when neither says)."""
+    if not run_dir.node_record.is_file():
+        return None
+    if quorum is None:
+        quorum = node_quorum(scenario) or 1
+    nodes = tuple(f"n{i}" for i in range(1, scenario.cluster.nodes + 1))
+    return NodeTruth(read_node_record(run_dir.node_record), nodes, quorum)

@@ -48,9 +48,14 @@ from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.reports import write_reports
 from lockharness.harness.run.backends import make_cluster
 from lockharness.harness.run.binaries import Binaries
-from lockharness.harness.run.node_record import NodeRecord, node_truth
+from lockharness.harness.run.node_record import NodeRecord
 from lockharness.harness.run.progress import ProgressLine
-from lockharness.harness.run.recheck import apply_run_problems, program_restarts
+from lockharness.harness.run.recheck import (
+    apply_run_problems,
+    node_quorum,
+    node_truth,
+    program_restarts,
+)
 from lockharness.harness.run.replay import write_replay
 from lockharness.harness.run.runlog import run_log
 from lockharness.harness.scenario import Scenario, resolve_scenario, to_yaml
@@ -530,6 +535,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},
         "client_restarts": program_restarts(outcome.run_dir),
         "logs_cut": [cut.to_dict() for cut in outcome.logs_cut],
+        "node_quorum": node_quorum(scenario),  # `check RUN_DIR` judges the claims by it
         "cluster": cluster,
     }
     RunDir(outcome.run_dir).results.write_text(json.dumps(results, indent=2) + "\n")
