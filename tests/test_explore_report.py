@@ -211,6 +211,9 @@ def assert_links_resolve(home: Path) -> None:
     assert found
     for href in found:
         assert not href.startswith("/") and "://" not in href, href
+        if href.startswith("#"):  # a place on the page itself
+            assert f'id="{href[1:]}"' in page, href
+            continue
         assert (home / href).exists(), href
 
 
@@ -334,3 +337,35 @@ def test_the_docs_state_the_defaults_and_exit_codes_defined_once() -> None:
     ]
     missing = [phrase for phrase in said if phrase not in text]
     assert missing == [], missing
+
+
+def test_violations_are_grouped_by_what_made_them_possible(tmp_path: Path) -> None:
+    r = record(tmp_path, trial(1, "invalid"), trial(2, "invalid"), trial(3, "invalid"))
+    expired = "lease outlived its keys: expired"
+    for number, signature in (
+        (1, expired),
+        (2, "grant left from an earlier acquire"),
+        (3, expired),
+    ):
+        v = violation(tmp_path, number, f"trial-{number:04d}")
+        v.signature, v.story = signature, f"story of violation {number}"
+        r.violations.append(v)
+    r.violations.append(violation(tmp_path, 4, "trial-0003"))  # a run without a node record
+    assert r.by_signature() == {
+        expired: [1, 3],
+        "grant left from an earlier acquire": [2],
+        "no node record to explain it": [4],
+    }
+    assert r.violations[0].line().startswith(f"violation 1 ({expired}): trial-0001")
+    assert not r.violations[3].line().startswith("violation 4 (")
+    write_report(r, tmp_path)
+    data = json.loads((tmp_path / REPORT_JSON).read_text())
+    assert data["by_signature"][expired] == [1, 3]
+    assert data["violations"][1]["story"] == "story of violation 2"
+    page = (tmp_path / INDEX_HTML).read_text()
+    group = page.index("what made it possible")
+    assert group < page.index('id="violation-1"')  # the groups first, then each violation
+    assert (
+        f'<td>{expired}</td><td><a href="#violation-1">1</a>, <a href="#violation-3">3</a>' in page
+    )
+    assert f"<b>Why</b> ({expired}): story of violation 3" in page

@@ -38,6 +38,7 @@ def _description(v: ViolationRecord, reproduction: Reproduction, record: Explore
         f"to these faults, which failed {reproduction.hits} of "
         f"{reproduction.runs} runs. Expect valid: the model is what the lock claims to tolerate, "
         f"so an invalid verdict here is the lock's bug."
+        + (f" What made it possible, by the nodes' record: {v.signature}." if v.signature else "")
     )
 
 

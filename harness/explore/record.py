@@ -71,6 +71,10 @@ class ViolationRecord:
     shrink_s: float | None = None
     shrink_stopped: str | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    # What made its first overlap possible, from the trial's node record (checker.stories):
+    # the same name for the same cause in any run, so that violations group by it.
+    signature: str | None = None
+    story: str | None = None
 
     @property
     def replay(self) -> str:
@@ -79,7 +83,10 @@ class ViolationRecord:
     def line(self) -> str:
         """As `lockharness explore` prints it: where it came from, how it replays, and the
         command that runs its reproducer."""
-        head = f"violation {self.number}: {self.trial}, its replay failed {self.replays_hit} of "
+        why = f" ({self.signature})" if self.signature else ""
+        head = (
+            f"violation {self.number}{why}: {self.trial}, its replay failed {self.replays_hit} of "
+        )
         head += str(self.replays_run)
         if self.minimal is None:
             return f"{head}; {self.shrink_stopped or 'not shrunk'} → lockharness run {self.replay}"
@@ -153,6 +160,14 @@ class ExploreRecord:
             return EXIT_NOT_AS_EXPECTED
         return EXIT_UNKNOWN if self.too_unknown else EXIT_AS_EXPECTED
 
+    def by_signature(self) -> dict[str, list[int]]:
+        """The violations' numbers under each signature (those without one: unexplained),
+        the commonest first."""
+        groups: dict[str, list[int]] = {}
+        for v in self.violations:
+            groups.setdefault(v.signature or "no node record to explain it", []).append(v.number)
+        return dict(sorted(groups.items(), key=lambda kv: -len(kv[1])))
+
     def by_source(self) -> dict[str, dict[str, int]]:
         """Trials, new cells and violations found by fresh draws and by mutations."""
         table = {
@@ -200,6 +215,7 @@ class ExploreRecord:
             "exit_code": self.exit_code,
             "unknown": self.unknown,
             "by_source": self.by_source(),
+            "by_signature": self.by_signature(),
             "verdict": self.verdict_line(),
             "trials_per_minute": round(self.trials_per_minute, 2),
         }

@@ -106,9 +106,10 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
         f"{_link(v.minimal_witness, directory, 'timeline of a failing run')}</h3>"
         f"<pre>{_e(_file(v.minimal))}</pre>"
     )
+    why = f"<p><b>Why</b> ({_e(v.signature)}): {_e(v.story)}</p>" if v.signature and v.story else ""
     return (
         f'<h2 id="violation-{v.number}">Violation {v.number}: found by {_e(v.trial)} '
-        f"(first overlap at {first})</h2>"
+        f"(first overlap at {first})</h2>{why}"
         f"<p>The trial's replay failed <b>{replay_rate}</b> times{_anchored(v)}; the minimal "
         f"scenario, with <b>{size}</b> fault(s) (from {v.original_faults}), failed "
         f"<b>{minimal_rate}</b> runs. Shrinking took {took}{stopped}. Run it again: "
@@ -116,6 +117,17 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
         f'<div class="side"><div>{original}</div><div>{minimal}</div></div>'
         f"<details><summary>Shrinking steps ({len(v.steps)})</summary>{steps}</details>"
     )
+
+
+def _causes(record: ExploreRecord) -> str:
+    """The violations grouped by what made them possible (their signatures)."""
+    if not record.violations:
+        return ""
+    rows = (
+        (_e(name), ", ".join(f'<a href="#violation-{n}">{n}</a>' for n in numbers))
+        for name, numbers in record.by_signature().items()
+    )
+    return _table(("what made it possible", "violations"), rows)
 
 
 def _sources(record: ExploreRecord) -> str:
@@ -176,7 +188,7 @@ def index_html(record: ExploreRecord, directory: Path) -> str:
         f"{_e(record.model)}</h1>"
         f'<p class="verdict {css}">{_e(record.verdict_line())}</p><p>{facts}</p>'
         f"<h2>What each source found</h2>{sources}"
-        f"<h2>Violations</h2>{violations or '<p>None found.</p>'}"
+        f"<h2>Violations</h2>{_causes(record)}{violations or '<p>None found.</p>'}"
         f"<h2>Trials</h2>{trials}</body></html>\n"
     )
 

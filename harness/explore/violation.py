@@ -10,6 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
+from lockharness.checker import Overlap
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.confirm import confirm
 from lockharness.harness.explore.fits import outside
@@ -26,6 +29,11 @@ from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import Scenario, load_scenario
 
 RunOnce = Callable[[Scenario], RunResult]
+
+
+def _told(value: str | msgspec.UnsetType) -> str | None:
+    """A story's or signature's text; None where the run had no node record to tell it."""
+    return value if isinstance(value, str) else None
 
 
 class Violations:
@@ -85,6 +93,7 @@ class Violations:
         folder.mkdir()
         shutil.copyfile(RunDir(outcome.run_dir).scenario, folder / ORIGINAL)
         first = outcome.result.first_violation_ns
+        told = next((w for w in outcome.result.witnesses if isinstance(w, Overlap)), None)
         violation = ViolationRecord(
             number=number,
             trial=trial.name,
@@ -92,6 +101,8 @@ class Violations:
             first_violation_s=None if first is None else first / 1e9,
             original_faults=0,
             found_after_s=round(time.monotonic() - self.t0, 1),
+            signature=_told(told.signature) if told else None,
+            story=_told(told.story) if told else None,
         )
         self.record.violations.append(violation)
         return violation
