@@ -5,6 +5,10 @@ leases. Pure: the overlap and the claims in, words out.
 The signature names what made the overlap possible, the same words for the same cause
 whatever the run, seed or client, so that violations group by it:
 
+    lease lost in a failover                 (a failover between the two starts made
+                                              master the node the second lease got its
+                                              grant from: the promoted replica did not
+                                              hold the first lease's key)
     grant counted from an unreachable node   (unreachable)
     grant left from an earlier acquire       (left-from-earlier)
     grant the node never gave                (never-given, given-to-another)
@@ -52,6 +56,7 @@ _ORDER = (
     "gone-before-counted",
 )
 OVERRAN = "holder went on past its validity"
+FAILOVER = "lease lost in a failover"
 UNEXPLAINED = "not explained by the node record"
 
 
@@ -87,8 +92,17 @@ def _claim_words(claim: FalseClaim) -> str:
     )
 
 
+def _promoted(overlap: Overlap) -> list[str]:
+    """The nodes a failover between the two starts made master, that the second lease
+    got a grant from."""
+    failovers = overlap.failovers if isinstance(overlap.failovers, list) else []
+    return [f.to for f in failovers if f.to in overlap.second.grants]
+
+
 def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
     """What made ``overlap`` possible, in the words of the module's docstring."""
+    if _promoted(overlap):
+        return FAILOVER
     for side in (overlap.first, overlap.second):
         kinds = {c.kind for c in _of(side, claims)}
         for kind in _ORDER:
@@ -126,6 +140,12 @@ def story(overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] 
         for n in second.grants
         if n in first.grants and n in fates and (fates[n].at or 0) <= second.start + SLACK_NS
     ]
+    promoted = _promoted(overlap)
+    if promoted:
+        text += (
+            f" Between the two, {', '.join(promoted)} was made master (a failover) and "
+            f"granted the second: the promoted replica did not hold the first lease's key."
+        )
     if gone:
         got, why = ", ".join(f.node for f in gone), "; ".join(f.describe() for f in gone)
         text += f" The second got {got}: the first's keys there were gone ({why})."

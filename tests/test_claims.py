@@ -4,9 +4,11 @@ contradicts the claim, absent when it bears it out)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from lockharness.checker import (
+    Failover,
     FalseClaim,
     NodeFate,
     NodeHold,
@@ -340,3 +342,15 @@ def test_an_unreachable_grant_names_the_overlap_and_the_faults_in_effect_are_tol
     assert "In effect meanwhile: partition-1 on n4, 0.250s→0.320s." in story
     after = Span("kill-2", "kill", ("n1",), 350 * MS, 400 * MS)  # after the second's grant
     assert "kill-2" not in explain(o, [unreachable], [cut, after])[0]
+
+
+def test_an_overlap_across_a_failover_to_the_node_that_granted_the_second_is_named_so() -> None:
+    o = overlap()
+    moved = Failover(began=250 * MS, time=260 * MS, from_="n1", to="n4", by="promote", index=9)
+    across = msgspec.structs.replace(o, failovers=[moved])
+    story, name = explain(across, [])
+    assert name == "lease lost in a failover"
+    assert "n4 was made master (a failover)" in story
+    # A failover to a node the second lease did not get: not what let it in.
+    elsewhere = msgspec.structs.replace(moved, to="n2")
+    assert explain(msgspec.structs.replace(o, failovers=[elsewhere]), [])[1] != name

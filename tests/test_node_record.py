@@ -129,3 +129,33 @@ def _scenario(tmp_path: Path, text: str) -> str:
     path = tmp_path / "scenario.yaml"
     path.write_text(f"name: node-record\n{text}")
     return str(path)
+
+
+def test_a_promoted_replica_is_read_as_it_holds_then_and_its_grants_are_on_it(
+    tmp_path: Path,
+) -> None:
+    """The replicated topology: a replica's keys change unseen when it resyncs (an RDB
+    load is no command), so the record reads the promoted replica's keys as it becomes
+    master. Every grant a client counts from a master is then on that node with its token
+    (no grant kind of false claim); an overlap across the failover is named by it."""
+    flags = ("--duration", "10s", "--seed", "3")
+    _, results, run_dir, output = run(tmp_path, "failover-promote-unsafe", *flags)
+    history = read_history(run_dir / "history.jsonl")
+    promoted = [
+        (e.time, e.value["to"])
+        for e in history
+        if e.process == NEMESIS and e.type == INFO and e.value and e.value.get("to")
+    ]
+    assert len(promoted) >= 2, output
+    # Grants from a node after it was promoted: the record was read there, and agrees.
+    after = [
+        ok
+        for ok in _oks(run_dir)
+        if ok.value and any(at < ok.time and ok.value["grants"] == [to] for at, to in promoted)
+    ]
+    assert after, output
+    grant_kinds = {"unreachable", "never-given", "given-to-another", "gone-before-counted"}
+    assert not [c for c in results["claims"] if c["kind"] in grant_kinds], output
+    for witness in results["witnesses"]:
+        if witness.get("kind") == "overlap" and witness.get("failovers"):
+            assert witness["signature"] == "lease lost in a failover", witness

@@ -38,7 +38,9 @@ class Promote(Fault):
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
-        return self.ctx.replicated("promote").promote(targets[0], self.options.demote_old)
+        done = self.ctx.replicated("promote").promote(targets[0], self.options.demote_old)
+        self.ctx.promoted(targets[0])
+        return done
 
     def stop(self) -> dict[str, Any]:
         return {}
