@@ -31,7 +31,15 @@ from lockharness.checker.evidence import (
 from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
 from lockharness.checker.moments import MOMENT_KINDS
 from lockharness.checker.native import scan as _scan
-from lockharness.checker.node_record import NodeHold, held_at, node_holds, read_node_record
+from lockharness.checker.node_record import (
+    HoldEnding,
+    NodeHold,
+    held_at,
+    node_holds,
+    read_node_record,
+    tokens_of,
+)
+from lockharness.checker.node_record import Value as HoldValue
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section
@@ -64,6 +72,8 @@ __all__ = [
     "FaultExposure",
     "Fencing",
     "Grant",
+    "HoldEnding",
+    "HoldValue",
     "Impossible",
     "Liveness",
     "LivenessVerdict",
@@ -94,4 +104,5 @@ __all__ = [
     "ms_text",
     "node_holds",
     "read_node_record",
+    "tokens_of",
 ]

@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from lockharness.checker.evidence import ms_text
-from lockharness.checker.node_record import NodeHold
+from lockharness.checker.node_record import NodeHold, tokens_of
 from lockharness.checker.sections import Section
 from lockharness.checker.spans import Span
 
@@ -155,7 +155,7 @@ class _Record:
         self.tokens: dict[tuple[str, str, str], list[NodeHold]] = defaultdict(list)
         for (node, key), place in self.places.items():
             for hold in place:
-                for token in _tokens_of(hold.value):
+                for token in tokens_of(hold.value):
                     self.tokens[(node, key, token)].append(hold)
 
     def ours(self, node: str, key: str, token: str) -> list[NodeHold]:
@@ -174,20 +174,6 @@ class _Record:
 
     def readable(self, tokens: set[str]) -> bool:
         return any(token in tokens for _, _, token in self.tokens)
-
-
-def _tokens_of(value: object) -> list[str]:
-    """The tokens a value names: a string itself; a hash lock's field, and each part of it
-    before a ``:`` (Redisson's ``<uuid>:<thread>``)."""
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, tuple):
-        return []
-    names: list[str] = []
-    for field in value:
-        names.append(field)
-        names += [field[:i] for i, c in enumerate(field) if c == ":"]
-    return names
 
 
 class _Cuts:
@@ -222,6 +208,8 @@ def check_claims(
     lock over independent masters, 1 otherwise)."""
     cuts = _Cuts(spans)
     record = _Record(holds)
+    if not nodes and not cuts.spans:
+        return Claims([], [])  # no record, no cut: a long history pays nothing
     tokens = {s.token for s in sections if s.token is not None}
     # The clients' tokens are what their keys hold if any node ever held one: else (a
     # client whose token is not its keys' value) nothing can be judged.

@@ -32,6 +32,13 @@ LOST, AT_THE_END = "lost in a restart", "held at the end"
 Value = str | tuple[str, ...] | None  # a string's value, a hash's fields; None: unknown
 
 
+class HoldEnding:
+    """How a hold ends, as node-record.jsonl's ``ended`` says it (docs/node-record.md)."""
+
+    DELETED, EXPIRED, OVERWRITTEN = DELETED, EXPIRED, OVERWRITTEN
+    LOST, AT_THE_END, UNKNOWN = LOST, AT_THE_END, UNKNOWN
+
+
 @dataclass(frozen=True)
 class NodeHold:
     """One value a node's key held without a break."""
@@ -414,6 +421,20 @@ def node_holds(
 
 
 _HOLD_FIELDS = ("node", "key", "value", "since", "until", "began", "ended", "set_by", "ended_by")
+
+
+def tokens_of(value: object) -> list[str]:
+    """The tokens a value held may be: a string itself; a hash lock's field, and each part
+    of it before a ``:`` (Redisson's ``<uuid>:<thread>``)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, tuple):
+        return []
+    names: list[str] = []
+    for field in value:
+        names.append(field)
+        names += [field[:i] for i, ch in enumerate(field) if ch == ":"]
+    return names
 
 
 def read_node_record(path: Path) -> list[NodeHold]:

@@ -1,8 +1,9 @@
 """Per-run reports, written into the run directory: timeline.html, latency.svg, rate.svg.
 
 results.json stays the machine-readable source of everything they show: the reports are
-drawn from the history and the check result only, so `lockharness report RUN_DIR` can
-redraw them at any time from what the run stored.
+drawn from the history and the check result (and the timeline's node columns from the
+node record) only, so `lockharness report RUN_DIR` can redraw them at any time from what
+the run stored.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def write_reports(
     periods, end = periods_and_end(history)  # both graphs shade the same faults
     files = RunDir(run_dir)
     jobs: list[tuple[Path, Callable[[Path], Path]]] = [
-        (files.timeline, lambda p: write_timeline(p, history, result, scenario)),
+        (
+            files.timeline,
+            lambda p: write_timeline(p, history, result, scenario, files.node_record),
+        ),
         (
             files.latency,
             lambda p: plots.plot_latency(history, periods, end, f"{title}: acquire latency", p),

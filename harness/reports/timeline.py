@@ -3,7 +3,9 @@
 A column per logical client; each operation a box from its invoke to its completion,
 coloured by outcome; each lease (critical section) a frame behind its operations; nemesis
 faults as shaded bands across the columns; each witness a red mark joining the leases it
-convicts, linked both ways with the witness list in the header.
+convicts, linked both ways with the witness list in the header. When the run has a node
+record, a column per node beside the clients': each value a node's lock key held, as a bar
+looking like the lease with that token, marked where and how it ended.
 
 The page is plain HTML and inline CSS, no script and nothing fetched, so it opens from a
 run directory on any machine. A long history would make a page no browser can lay out,
@@ -45,6 +47,7 @@ from lockharness.harness.reports.timeline_model import (
     WitnessEntry,
     build_page,
 )
+from lockharness.harness.reports.timeline_nodes import END_MARKS, DrawnRecord
 from lockharness.harness.scenario import Scenario
 
 __all__ = [
@@ -74,6 +77,7 @@ _NO_WITNESS = Html("<p>No violation, so no witness.</p>")
 _SWATCH = Template('<span class="sw $cls"></span>$label')
 _FAULT_SWATCH = Template('<span class="sw sw-fault" style="background:$colour"></span>$kind')
 _LEGEND = Template('<p class="legend">$swatches</p>')
+_END_SWATCH = Template('<span class="hend $mark"></span>$label')
 _WINDOWED = Template(
     '<p class="note windowed">Windowed: this history has $total operations, too many for a '
     "browser to draw at once, so this page shows $shown of them in $windows window(s) "
@@ -121,6 +125,12 @@ def _legend(page: Page) -> Html:
     swatches += [fill(_FAULT_SWATCH, colour=c, kind=kind) for kind, c in page.fault_legend]
     if page.untouched_faults:
         swatches.append(fill(_SWATCH, cls="sw-untouched", label="fault: touched no live lease"))
+    if page.nodes is not None:  # the node columns' own: a bar like its lease's, or grey
+        swatches.append(fill(_SWATCH, cls="sw-other", label="node holds no lease's token"))
+        swatches += [
+            fill(_END_SWATCH, mark=mark, label=f"node's hold ended: {ended}")
+            for ended, mark in END_MARKS.items()
+        ]
     return fill(_LEGEND, swatches=join(swatches))
 
 
@@ -157,19 +167,30 @@ def render_page(page: Page) -> str:
         witness_list=_witness_list(page.witnesses),
         windowed=_windowed(page.windowing),
         legend=_legend(page),
-        windows=join([draw_window(view, page.columns) for view in page.windows], "\n"),
+        windows=join([draw_window(v, page.columns, page.nodes) for v in page.windows], "\n"),
     )
 
 
 def render_timeline(
-    history: Iterable[Event], result: CheckResult, scenario: Scenario, max_ops: int = MAX_OPS
+    history: Iterable[Event],
+    result: CheckResult,
+    scenario: Scenario,
+    max_ops: int = MAX_OPS,
+    record: DrawnRecord | None = None,
 ) -> str:
     """The whole page, as a string: a pure function of its arguments."""
-    return render_page(build_page(history, result, scenario, max_ops))
+    return render_page(build_page(history, result, scenario, max_ops, record))
 
 
 def write_timeline(
-    path: Path, history: Iterable[Event], result: CheckResult, scenario: Scenario
+    path: Path,
+    history: Iterable[Event],
+    result: CheckResult,
+    scenario: Scenario,
+    node_record: Path | None = None,
 ) -> Path:
-    path.write_text(render_timeline(history, result, scenario), encoding="utf-8")
+    """``node_record``: the run's node record, drawn beside the clients when there is one
+    (one that cannot be read costs only its columns, and the page says so)."""
+    record = None if node_record is None else DrawnRecord.read(node_record)
+    path.write_text(render_timeline(history, result, scenario, record=record), encoding="utf-8")
     return path

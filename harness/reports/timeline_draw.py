@@ -1,20 +1,25 @@
 """One window of the timeline as HTML: its model placed on a ``Canvas``, one absolutely
-positioned element per tick, fault band, lease, op and witness. Every value is filled in by
-``markup.fill``, so whatever came from the history is escaped."""
+positioned element per tick, fault band, lease, op, witness, and node hold and its end.
+Every value is filled in by ``markup.fill``, so whatever came from the history (or the
+node record) is escaped."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from string import Template
 
+from lockharness.checker import tokens_of
 from lockharness.harness.reports.markup import Html, fill, join
 from lockharness.harness.reports.timeline_layout import (
     AXIS_W,
     COL_W,
+    HOLD_INSET,
+    HOLD_LABEL_H,
     LEASE_INSET,
     LEASE_W,
     MIN_FAULT_H,
     MIN_WITNESS_H,
+    NODE_W,
     OP_INSET,
     TICK_NUDGE,
     Canvas,
@@ -28,6 +33,7 @@ from lockharness.harness.reports.timeline_model import (
     WindowView,
     WitnessMark,
 )
+from lockharness.harness.reports.timeline_nodes import HoldBar, NodeColumns
 
 _TICK = Template(
     '<div class="grid" style="top:${y}px;width:${width}px"></div>'
@@ -69,6 +75,16 @@ _HEADINGS = Template(
     '<div class="heads" style="width:${width}px"><div class="colhead axis">time</div>'
     '$cells<div class="colhead faults" style="left:${right}px">faults</div></div>'
 )
+_NODE_HEADING = Template('<div class="colhead node" style="left:${left}px">$node</div>')
+_NODES = Template(
+    '<div class="nodes" style="top:0;bottom:0;left:${left}px;width:${width}px"></div>'
+)
+_HOLD = Template(
+    '<div class="hold $tone" data-node="$node" data-token="$token" '
+    'style="$box;left:${left}px;width:${width}px" title="$title">$label</div>'
+)
+_HOLD_LABEL = Template("<span>$label</span>")
+_HOLD_END = Template('<div class="hend $mark" style="top:${y}px;left:${x}px" title="$title"></div>')
 _WINDOW = Template(
     '<section class="window"><h3>$caption</h3>$headings'
     '<div class="tl" style="width:${width}px;height:${height}px">$parts</div></section>'
@@ -96,7 +112,7 @@ def _ticks(canvas: Canvas, ticks: Sequence[Tick]) -> list[Html]:
         fill(
             _TICK,
             y=f"{canvas.y(t.time):.1f}",
-            width=canvas.columns_right,
+            width=canvas.nodes_right,
             label_y=f"{canvas.y(t.time) - TICK_NUDGE:.1f}",
             label=t.label,
         )
@@ -122,7 +138,7 @@ def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
             cls="fault" + grey,
             box=box,
             left=AXIS_W,
-            width=canvas.columns_right - AXIS_W,
+            width=canvas.nodes_right - AXIS_W,
             colour=fill_colour,
             title=title,
         )
@@ -138,6 +154,18 @@ def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
             title=title,
         )
         for c in band.hit_columns
+    ]
+    out += [
+        fill(
+            _BAND,
+            cls="fault hit" + grey,
+            box=box,
+            left=canvas.node_x(c),
+            width=NODE_W,
+            colour=fill_colour,
+            title=title,
+        )
+        for c in band.hit_nodes
     ]
     out.append(
         fill(
@@ -246,7 +274,67 @@ def _mark(canvas: Canvas, mark: WitnessMark) -> Html:
     )
 
 
-def _headings(canvas: Canvas, columns: Sequence[Column]) -> Html:
+def _px(x: float) -> str:
+    """A lane's edge in as few bytes as it takes: 330, 348.5."""
+    return f"{x:.1f}".removesuffix(".0")
+
+
+def _value(bar: HoldBar) -> str:
+    value = bar.hold.value
+    if value is None:
+        return "a value the record could not follow"
+    if isinstance(value, tuple):
+        return "fields " + ", ".join(short(field) for field in value)
+    return f"token {short(value)}"
+
+
+def _hold(canvas: Canvas, bar: HoldBar, lanes: int) -> list[Html]:
+    """A node's hold as a bar in its key's lane, clipped to the window, with a mark at its
+    end when that is in the window."""
+    h = bar.hold
+    # A failed acquire's token is no lease's: the history names a token only once granted.
+    whose = "no lease's" if bar.holder is None else f"p{bar.holder}'s lease"
+    until = "the end (held at the end)" if h.until_ns is None else seconds(h.until_ns)
+    # Who, as the node names the client; "?" (a value found there) says nothing.
+    began = h.began + (f" by {h.set_by}" if h.set_by not in ("", "?") else "")
+    ended = h.ended + (f" by {h.ended_by}" if h.ended_by not in (None, "", "?") else "")
+    # Tokens cut short, as an op's title has them: a long run's page has thousands of these.
+    title = (
+        f"{h.node} {h.key}: {_value(bar)} ({whose}): {seconds(h.since_ns)} → {until}; "
+        f"began: {began}; ended: {ended}"
+    )
+    lane_w = (NODE_W - 2 * HOLD_INSET) / lanes
+    left = canvas.node_x(bar.column) + HOLD_INSET + bar.lane * lane_w
+    end = canvas.window.end if h.until_ns is None else h.until_ns
+    tall = canvas.y(end) - canvas.y(h.since_ns) >= HOLD_LABEL_H
+    out = [
+        fill(
+            _HOLD,
+            tone=bar.tone,
+            node=h.node,
+            token=tokens_of(h.value)[0] if h.value else "",
+            box=canvas.span(h.since_ns, end),
+            left=_px(left),
+            width=_px(lane_w),
+            title=title,
+            # Only where it fits: a sliver's label would be a smudge (its title has it all).
+            label=fill(_HOLD_LABEL, label=bar.label) if tall else Html(),
+        )
+    ]
+    if bar.end_mark is not None and h.until_ns is not None:
+        out.append(
+            fill(
+                _HOLD_END,
+                mark=bar.end_mark,
+                y=f"{canvas.y(h.until_ns):.1f}",
+                x=_px(left + lane_w / 2),
+                title=f"{h.ended} {seconds(h.until_ns)}",
+            )
+        )
+    return out
+
+
+def _headings(canvas: Canvas, columns: Sequence[Column], nodes: NodeColumns | None) -> Html:
     cells = [
         fill(
             _HEADING,
@@ -256,28 +344,47 @@ def _headings(canvas: Canvas, columns: Sequence[Column]) -> Html:
         )
         for i, c in enumerate(columns)
     ]
-    return fill(_HEADINGS, width=canvas.width, cells=join(cells), right=canvas.columns_right)
+    if nodes is not None:
+        cells += [
+            fill(_NODE_HEADING, left=canvas.node_x(i), node=name)
+            for i, name in enumerate(nodes.names)
+        ]
+    return fill(_HEADINGS, width=canvas.width, cells=join(cells), right=canvas.nodes_right)
 
 
-def draw_window(view: WindowView, columns: Sequence[Column]) -> Html:
+def draw_window(
+    view: WindowView, columns: Sequence[Column], nodes: NodeColumns | None = None
+) -> Html:
     """The window's caption, column headings and drawing, in the order they stack: later
-    elements are drawn over earlier ones where their z-index ties."""
+    elements are drawn over earlier ones where their z-index ties. ``nodes``: the node
+    columns, right of the clients' (None: the run has no node record)."""
     w = view.window
-    canvas = Canvas(w, view.px_per_ns, len(columns), view.lanes)
+    node_count = 0 if nodes is None else len(nodes.names)
+    canvas = Canvas(w, view.px_per_ns, len(columns), view.lanes, node_count)
     parts = _ticks(canvas, view.ticks)
+    if nodes is not None:  # their ground first, under the bands that cross it
+        parts.append(fill(_NODES, left=canvas.columns_right, width=node_count * NODE_W))
     for band in view.faults:
         parts += _fault(canvas, band)
     for frame in view.leases:
         parts += _lease(canvas, frame)
     parts += [_op(canvas, box) for box in view.ops]
+    if nodes is not None:
+        for bar in view.holds:
+            parts += _hold(canvas, bar, nodes.lanes)
     parts += [_mark(canvas, mark) for mark in view.witnesses]
     caption = f"{seconds(w.start)} → {seconds(w.end)}: {len(view.ops)} operations"
     if w.truncated:
         caption += " (cut short to stay within the page's budget)"
+    if view.holds_total > len(view.holds):
+        caption += (
+            f" (the nodes' record: the first {len(view.holds):,} of its "
+            f"{view.holds_total:,} holds here, to stay within the page's budget)"
+        )
     return fill(
         _WINDOW,
         caption=caption,
-        headings=_headings(canvas, columns),
+        headings=_headings(canvas, columns, nodes),
         width=canvas.width,
         height=f"{canvas.height:.0f}",
         parts=join(parts),

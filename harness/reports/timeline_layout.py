@@ -9,11 +9,16 @@ from dataclasses import dataclass
 
 from lockharness.harness.reports.analysis import Op, Window
 
-# In CSS pixels. Time runs down; across: the time axis, a column per logical client, then a
-# lane per fault label that overlaps another.
+# In CSS pixels. Time runs down; across: the time axis, a column per logical client, a column
+# per node (its own record, when the run has one), then a lane per fault label that overlaps
+# another.
 AXIS_W = 72  # time axis on the left
 TICK_GAP = 6  # between a tick's label and the first column
 COL_W = 84  # one logical client
+NODE_W = COL_W  # one node: as wide as a client, so its bars read as the leases do
+HOLD_INSET = 6  # a node's bars sit this far inside its column, each side
+MAX_KEY_LANES = 4  # holds of different keys at once sit side by side, up to this many
+HOLD_LABEL_H = 12  # a node's bar this tall fits its label: a line of 10px text and borders
 LANE_W = 118  # one lane of fault labels on the right
 LABEL_GAP = 4  # before each fault label
 HEAD_H = 34  # sticky column headings
@@ -36,6 +41,7 @@ CSS_SIZES: dict[str, int] = {
     "axis_w": AXIS_W,
     "tick_w": AXIS_W - TICK_GAP,
     "col_w": COL_W,
+    "node_w": NODE_W,
     "head_h": HEAD_H,
     "label_w": LANE_W - LABEL_GAP,
     "lease_w": LEASE_W,
@@ -72,12 +78,14 @@ def tick_step(px_per_ns: float) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Canvas:
-    """Coordinates of one window: time runs down, clients (by column number) run across."""
+    """Coordinates of one window: time runs down, clients (by column number) and then nodes
+    run across."""
 
     window: Window
     px_per_ns: float
     columns: int
     lanes: int
+    nodes: int = 0  # node columns, right of the clients'
 
     @property
     def height(self) -> float:
@@ -88,8 +96,13 @@ class Canvas:
         return AXIS_W + self.columns * COL_W
 
     @property
+    def nodes_right(self) -> int:
+        """Where the columns end: the clients' and then the nodes'."""
+        return self.columns_right + self.nodes * NODE_W
+
+    @property
     def width(self) -> int:
-        return self.columns_right + max(self.lanes, 1) * LANE_W
+        return self.nodes_right + max(self.lanes, 1) * LANE_W
 
     def y(self, t: int) -> float:
         clipped = min(max(t, self.window.start), self.window.end)
@@ -98,8 +111,11 @@ class Canvas:
     def x(self, column: int) -> int:
         return AXIS_W + column * COL_W
 
+    def node_x(self, node: int) -> int:
+        return self.columns_right + node * NODE_W
+
     def label_x(self, lane: int) -> int:
-        return self.columns_right + LABEL_GAP + lane * LANE_W
+        return self.nodes_right + LABEL_GAP + lane * LANE_W
 
     def span(self, start: int, end: int, min_h: float = MIN_BOX_H) -> str:
         """A box's vertical extent as inline CSS; never thinner than ``min_h``."""

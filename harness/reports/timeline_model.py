@@ -1,9 +1,10 @@
 """What the timeline page shows, as plain data: columns, operations, lease frames, fault
-bands, witness marks and axis ticks per window of time, and the facts in the page's header.
+bands, witness marks and axis ticks per window of time (and the nodes' bars, from
+``timeline_nodes``, when the run has a node record), and the facts in the page's header.
 
-A pure function of the history, the check result and the scenario: no HTML here (the text
-in it is raw and is escaped where it is drawn) and no pixels but the scale of each window,
-which the tick spacing depends on.
+A pure function of the history, the check result, the scenario and the node record: no
+HTML here (the text in it is raw and is escaped where it is drawn) and no pixels but the
+scale of each window, which the tick spacing depends on.
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ from lockharness.harness.reports.analysis import (
 )
 from lockharness.harness.reports.colours import fault_colour
 from lockharness.harness.reports.timeline_layout import scale, tick_step
+from lockharness.harness.reports.timeline_nodes import (
+    DrawnRecord,
+    HoldBar,
+    Lease,
+    NodeColumns,
+    NodeHolds,
+)
 from lockharness.harness.scenario import Scenario
+
+_MIN_HOLDS = 100  # however many windows share the nodes' budget, each shows some of theirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +82,7 @@ class FaultBand:
     # How this occurrence touched live leases (exposure kinds); () it touched none; None
     # when the exposure does not list it (the heal, or past the exposure's cap).
     touched: tuple[str, ...] | None = None
+    hit_nodes: tuple[int, ...] = ()  # the node columns of targeted nodes: shaded darker too
 
     @property
     def untouched(self) -> bool:
@@ -110,6 +121,8 @@ class WindowView:
     leases: tuple[LeaseFrame, ...]
     ops: tuple[OpBox, ...]
     witnesses: tuple[WitnessMark, ...]
+    holds: tuple[HoldBar, ...] = ()  # the nodes' bars; none without a node record
+    holds_total: int = 0  # the nodes' holds in the window: more than drawn when capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +166,7 @@ class Page:
     vacuous: bool = False  # valid, but its faults touched no live lease
     had_faults: bool = False  # faults were planned: touched leases are marked, or none were
     untouched_faults: bool = False  # a band drawn is of an occurrence that touched nothing
+    nodes: NodeColumns | None = None  # a column per node: the run's node record, if read
 
 
 def _process_order(process: int | str) -> tuple[int, int, str]:
@@ -226,6 +240,8 @@ class _Run:
     token_section: dict[str, Section]
     convicting: dict[int, tuple[int, ...]]  # witness numbers per lease, by acquire index
     exposure: _Touches
+    nodes: NodeHolds | None  # the node record, indexed; None: no node columns
+    hold_budget: int  # the nodes' bars drawn per window at most, as ops are (max_ops)
 
 
 class _Touches:
@@ -291,7 +307,11 @@ def _band(run: _Run, period: FaultPeriod, lane: int) -> FaultBand:
     )
     found = None if period.kind == "heal" else run.exposure.of(period)
     touched = None if found is None else tuple(found.touched)
-    return FaultBand(period, label, lane, fault_colour(period.kind), hit, touched)
+    hit_nodes: tuple[int, ...] = ()
+    if run.nodes is not None:  # a killed, paused or cut-off node's own column
+        at = (run.nodes.columns.column(t) for t in period.targets)
+        hit_nodes = tuple(sorted({c for c in at if c is not None}))
+    return FaultBand(period, label, lane, fault_colour(period.kind), hit, touched, hit_nodes)
 
 
 def _mark(run: _Run, number: int, witness: Witness, window: Window) -> WitnessMark | None:
@@ -339,6 +359,7 @@ def _window(run: _Run, window: Window, anchored: set[int], marked: set[int]) -> 
         if mark is not None:
             marked.add(number)
             marks.append(mark)
+    holds = None if run.nodes is None else run.nodes.window(window, run.hold_budget)
     return WindowView(
         window,
         px_per_ns,
@@ -348,6 +369,8 @@ def _window(run: _Run, window: Window, anchored: set[int], marked: set[int]) -> 
         tuple(leases),
         tuple(OpBox(run.columns[op.process], op) for op in ops),
         tuple(marks),
+        () if holds is None else holds.bars,
+        0 if holds is None else holds.total,
     )
 
 
@@ -372,11 +395,22 @@ def _convicting(
     return by_section
 
 
+def _leases(
+    token_section: dict[str, Section], convicting: dict[int, tuple[int, ...]]
+) -> dict[str, Lease]:
+    return {token: (s.process, s.acquire_index in convicting) for token, s in token_section.items()}
+
+
 def build_page(
-    history: Iterable[Event], result: CheckResult, scenario: Scenario, max_ops: int = MAX_OPS
+    history: Iterable[Event],
+    result: CheckResult,
+    scenario: Scenario,
+    max_ops: int = MAX_OPS,
+    record: DrawnRecord | None = None,
 ) -> Page:
     """Everything the page shows. ``history`` is a list, or a file read anew on each pass:
-    a long one is never held whole (see ``ops_to_draw``)."""
+    a long one is never held whole (see ``ops_to_draw``). ``record``: the run's node
+    record (None: it has none, and the page has no node columns)."""
     witnesses = result.witnesses
     drawn = ops_to_draw(history, witnesses, max_ops)
     sections = critical_sections(history)
@@ -384,6 +418,12 @@ def build_page(
     processes = sorted(drawn.processes | {s.process for s in sections}, key=_process_order)
     token_section = {str(s.token): s for s in sections if s.token}
     threads = scenario.workload.threads
+    convicting = _convicting(witnesses, token_section)
+    nodes = None
+    if record is not None and record.error is None:
+        names = (f"n{i}" for i in range(1, scenario.cluster.nodes + 1))
+        nodes = NodeHolds(record, names, _leases(token_section, convicting))
+    windows, windowed = drawn.windows, drawn.windowed
     run = _Run(
         drawn.ops,
         sections,
@@ -392,10 +432,12 @@ def build_page(
         {p: i for i, p in enumerate(processes)},
         threads,
         token_section,
-        _convicting(witnesses, token_section),
+        convicting,
         _Touches(result.exposure),
+        nodes,
+        # The ops' own budget, shared as theirs is by the windows: bounded, however long.
+        max(max_ops // len(windows), _MIN_HOLDS),
     )
-    windows, windowed = drawn.windows, drawn.windowed
     anchored: set[int] = set()
     marked: set[int] = set()
     views = tuple(_window(run, w, anchored, marked) for w in windows)
@@ -403,6 +445,9 @@ def build_page(
         _entry(run, number, witness, number in marked)
         for number, witness in enumerate(witnesses, start=1)
     )
+    facts = _facts(scenario, result)
+    if record is not None:
+        facts += (record.fact(0 if nodes is None else len(nodes.columns.names)),)
     windowing = None
     if windowed:
         shown = sum(len(view.ops) for view in views)
@@ -412,7 +457,7 @@ def build_page(
         result.verdict.value,
         str(scenario.expectation),
         scenario.expectation.met_by(result),
-        _facts(scenario, result),
+        facts,
         tuple(result.reasons),
         entries,
         tuple((k, fault_colour(k)) for k in sorted({p.kind for p in periods})),
@@ -422,4 +467,5 @@ def build_page(
         vacuous=result.vacuous,
         had_faults=result.exposure.had_faults,
         untouched_faults=any(band.untouched for view in views for band in view.faults),
+        nodes=None if nodes is None else nodes.columns,
     )
