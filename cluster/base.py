@@ -120,6 +120,9 @@ class Replicated(Protocol):
         returns what stops watching."""
         ...
 
-    def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
-        """Make a replica the master and re-point clients (replicated, without Sentinel)."""
+    def promote(
+        self, node: str, demote_old: bool, promoted: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
+        """Make a replica the master and re-point clients (replicated, without Sentinel);
+        ``promoted(node)`` is called once it is master, before any client is pointed at it."""
         ...

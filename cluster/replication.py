@@ -111,11 +111,16 @@ class ReplicatedTopology(ProxiedCluster[NodeT]):
             client.close()
         return self._aliases.get(f"{addr[0]}:{addr[1]}") if addr else None
 
-    def promote(self, node: str, demote_old: bool) -> dict[str, Any]:
+    def promote(
+        self, node: str, demote_old: bool, promoted: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
         """REPLICAOF NO ONE on ``node``, then point clients at it (and, with demote_old,
-        make the old master its replica), as an operator or a failover script would."""
+        make the old master its replica), as an operator or a failover script would;
+        ``promoted(node)`` in between (the node record reads what it holds then)."""
         old = self.current_master()
         _direct(self.node(node).endpoint, "REPLICAOF", "NO", "ONE")
+        if promoted is not None:
+            promoted(node)
         self._set_pointer(node)
         if demote_old and old is not None and old != node and self.node(old).running():
             shared = self._shared_endpoints()[node]

@@ -88,9 +88,9 @@ class FaultContext:
     threads_per_worker: int | None = None
     # Where a worker's death is recorded (faults.deaths); by default only remembered.
     deaths: WorkerDeaths = field(default_factory=lambda: WorkerDeaths(None, None))
-    # Told the new master once a replica is promoted: the node record reads what it holds
-    # then (a replica's keys change unseen when it resyncs; the promotion is where they
-    # start to count).
+    # Told the new master once a replica is promoted, before clients are pointed at it:
+    # the node record reads what it holds then (a replica's keys change unseen when it
+    # resyncs; the promotion is where they start to count).
     promoted: Callable[[str], None] = field(default=lambda node: None)
 
     def replicated(self, what: str) -> Replicated:

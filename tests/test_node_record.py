@@ -146,7 +146,7 @@ def test_a_promoted_replica_is_read_as_it_holds_then_and_its_grants_are_on_it(
         for e in history
         if e.process == NEMESIS and e.type == INFO and e.value and e.value.get("to")
     ]
-    assert len(promoted) >= 2, output
+    assert promoted, output
     # Grants from a node after it was promoted: the record was read there, and agrees.
     after = [
         ok

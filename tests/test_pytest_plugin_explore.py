@@ -82,6 +82,9 @@ def test_an_unsafe_lock_fails_with_its_reproducer_and_a_safe_one_passes(
             assert result.reproduced.endswith(" of 2")
             assert isinstance(result.witness, Overlap)
             assert result.first_witness == result.witness.describe()
+            # why, from the nodes' own record: in the witness and on the violation's line
+            assert "\\n    why (" in result.first_witness
+            assert f"violation 1 ({result.violations[0].signature}): " in result.explanation
             assert (result.witness_run / "results.json").is_file()
             assert result.report.is_file() and result.trials >= 1
             assert result.valid

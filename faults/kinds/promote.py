@@ -38,9 +38,8 @@ class Promote(Fault):
 
     def start(self, targets: list[str]) -> dict[str, Any]:
         self.targets = targets
-        done = self.ctx.replicated("promote").promote(targets[0], self.options.demote_old)
-        self.ctx.promoted(targets[0])
-        return done
+        cluster = self.ctx.replicated("promote")
+        return cluster.promote(targets[0], self.options.demote_old, self.ctx.promoted)
 
     def stop(self) -> dict[str, Any]:
         return {}
