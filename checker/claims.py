@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from lockharness.checker.evidence import ms_text
-from lockharness.checker.node_record import NodeHold, tokens_of
+from lockharness.checker.node_record import LOST, NodeHold, tokens_of
 from lockharness.checker.sections import Section
 from lockharness.checker.spans import Span
 
@@ -71,11 +71,13 @@ class NodeFate(msgspec.Struct, frozen=True):
     ended: str  # checker.node_record's words: expired, deleted, overwritten, lost in a restart
     at: int | None  # when (ns), None: never held
     by: str | None = None  # the client that deleted or overwrote it
+    back: int | None = None  # lost in a restart: when the node answered again without it
 
     def describe(self) -> str:
         when = "" if self.at is None else f" at {self.at / 1e9:.3f}s"
         by = f" by {self.by}" if self.by else ""
-        return f"{self.node}: {self.ended}{when}{by}"
+        back = "" if self.back is None else f", back without it at {self.back / 1e9:.3f}s"
+        return f"{self.node}: {self.ended}{when}{by}{back}"
 
 
 class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
@@ -297,14 +299,22 @@ def _check_section(
     return found
 
 
+def _gone(hold: NodeHold) -> int | None:
+    """When a grant stopped protecting its lease: when its key ended, or, lost in a
+    restart, when the node answered again without it (a down node refuses everyone)."""
+    if hold.ended == LOST:
+        return hold.back_ns
+    return hold.until_ns
+
+
 def _outlived(
     kept: list[tuple[str, NodeHold]], quorum: int, until: int
 ) -> tuple[int, list[NodeFate]] | None:
-    """When the grants still held fell below ``quorum`` before ``until``, with what had
-    become of every key gone before ``until`` (those after the fall too: what let the
-    next client in), or None. A grant not held at the grant counts as gone from the start
-    (it is its own witness)."""
-    ends = sorted((h.until_ns, node, h) for node, h in kept if h.until_ns is not None)
+    """When the grants still protecting it fell below ``quorum`` before ``until``, with
+    what had become of every key gone before ``until`` (those after the fall too: what let
+    the next client in), or None. A grant not held at the grant counts as gone from the
+    start (it is its own witness)."""
+    ends = sorted((end, node, h) for node, h in kept if (end := _gone(h)) is not None)
     lasting = len(kept)
     if lasting < quorum:  # it never had its quorum: said by the grants' own witnesses
         return None
@@ -314,7 +324,7 @@ def _outlived(
             if end >= until - SLACK_NS:
                 return None
             gone = [
-                NodeFate(node, h.ended, h.until_ns, h.ended_by)
+                NodeFate(node, h.ended, h.until_ns, h.ended_by, h.back_ns)
                 for e, node, h in ends
                 if e < until - SLACK_NS
             ]

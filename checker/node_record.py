@@ -52,9 +52,14 @@ class NodeHold:
     ended: str  # deleted, expired, overwritten, lost in a restart, held at the end, unknown
     set_by: str  # the client as the node names it (a script's calls: its caller's)
     ended_by: str | None = None  # the client that deleted or overwrote it
+    # Lost in a restart: when the node answered again without it (None: not back before
+    # the record ended). Until then a down node refused every client: the key was lost,
+    # yet nobody else could take it there.
+    back_ns: int | None = None
 
     def to_plain(self) -> dict[str, Any]:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
+        back = {} if self.back_ns is None else {"back": self.back_ns}
         return {
             "node": self.node,
             "key": self.key,
@@ -65,6 +70,7 @@ class NodeHold:
             "ended": self.ended,
             "set_by": self.set_by,
             "ended_by": self.ended_by,
+            **back,
         }
 
 
@@ -113,12 +119,23 @@ class _Node:
         at, ts = self.clock
         return ts + (at_ns - at) // 1000
 
-    def _end(self, key: str, at: int, why: str, by: str | None = None) -> None:
+    def _end(
+        self, key: str, at: int, why: str, by: str | None = None, back: int | None = None
+    ) -> None:
         held = self.held.pop(key)
         at = max(at, held.since_ns)  # never before it began
         self.out.append(
             NodeHold(
-                self.node, key, held.value, held.since_ns, at, held.began, why, held.set_by, by
+                self.node,
+                key,
+                held.value,
+                held.since_ns,
+                at,
+                held.began,
+                why,
+                held.set_by,
+                by,
+                None if back is None else max(back, at),
             )
         )
 
@@ -174,7 +191,7 @@ class _Node:
             if held is not None and down is not None:
                 # Back without it, or with another value some client set before this
                 # reading (clients use NX: the old one was gone first): lost as it went down.
-                self._end(key, down, LOST)
+                self._end(key, down, LOST, back=at)
             elif held is not None:  # up all along, yet not what was replayed: unknown
                 self._end(key, at, UNKNOWN)
             if now is not None:
@@ -447,8 +464,14 @@ def read_node_record(path: Path) -> list[NodeHold]:
                 continue
             try:
                 raw = json.loads(line)
-                if not isinstance(raw, dict) or set(raw) != set(_HOLD_FIELDS):
-                    raise ValueError(f"not an object of exactly {', '.join(_HOLD_FIELDS)}")
+                if not isinstance(raw, dict) or set(raw) - {"back"} != set(_HOLD_FIELDS):
+                    raise ValueError(
+                        f"not an object of exactly {', '.join(_HOLD_FIELDS)} (and back, "
+                        "for a value lost in a restart)"
+                    )
+                back = raw.get("back")
+                if not (back is None or isinstance(back, int)):
+                    raise ValueError("back must be an integer or absent")
                 value = raw["value"]
                 held: Value = tuple(map(str, value)) if isinstance(value, list) else value
                 if held is not None and not isinstance(held, str | tuple):
@@ -466,6 +489,7 @@ def read_node_record(path: Path) -> list[NodeHold]:
                     str(raw["ended"]),
                     str(raw["set_by"]),
                     None if raw["ended_by"] is None else str(raw["ended_by"]),
+                    back,
                 )
             except ValueError as e:  # json's JSONDecodeError is one
                 raise HistoryError(f"{path}:{number}: {e}") from None

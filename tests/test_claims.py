@@ -4,6 +4,8 @@ contradicts the claim, absent when it bears it out)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import msgspec
 import pytest
 
@@ -133,10 +135,19 @@ def test_a_lease_outlives_its_keys_only_when_fewer_than_its_quorum_remain_before
     # A lease counted until its deadline, not past it: a deadline of 250 ms, keys gone at 300.
     early = section(("n1", "n2", "n3"), deadline=250, end=600)
     assert kinds(early, [hold("n1", until=300), hold("n2", until=300), hold("n3")]) == []
-    # One node, quorum one: its key lost in a restart while the holder still held.
+    # One node, quorum one: its key lost in a restart, the node back without it while the
+    # holder still held (at 350 ms); back only after the lease was let go (a delayed
+    # restart), or never: the down node refused everyone meanwhile, nothing outlived.
     single = section(("n1",))
-    lost = [hold("n1", until=300, ended="lost in a restart")]
-    assert kinds(single, lost, quorum=1, nodes=("n1",)) == [("outlived-its-keys", None)]
+    lost = dataclasses.replace(hold("n1", until=300, ended="lost in a restart"), back_ns=350 * MS)
+    (outlived,) = check_claims([single], [lost], ("n1",), 1).found
+    assert outlived.kind == "outlived-its-keys" and outlived.at == 350 * MS
+    assert outlived.fates[0].describe() == (
+        "n1: lost in a restart at 0.300s, back without it at 0.350s"
+    )
+    for back in (700 * MS, None):
+        later = dataclasses.replace(lost, back_ns=back)
+        assert kinds(single, [later], quorum=1, nodes=("n1",)) == []
 
 
 def test_a_lease_of_fewer_than_a_majority_is_a_false_claim_for_a_quorum_client_only() -> None:

@@ -3,12 +3,15 @@ lines (the MONITOR side is tests/test_node_record.py, on real servers)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lockharness.checker import NodeHold, held_at, node_holds
+from lockharness.checker import NodeHold, held_at, node_holds, read_node_record
 from lockharness.cluster.key_monitor import parse_monitor_line
+from lockharness.core.history import HistoryError
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -101,6 +104,8 @@ def test_a_restart_without_data_loses_the_key_and_one_with_it_keeps_it() -> None
         snapshot(400, {}),
     )
     assert [(h.value, h.ended, h.until_ns) for h in lost] == [("a", "lost in a restart", 100 * MS)]
+    assert lost[0].back_ns == 400 * MS  # answering again, without it: the reading
+    assert lost[0].to_plain()["back"] == 400 * MS
     kept = holds(
         snapshot(0, {}),
         cmd(10, "set", "k0", "a", "NX", "PX", "5000"),
@@ -171,6 +176,7 @@ def test_a_key_set_after_a_restart_whose_reading_was_missed_is_lost_at_the_next_
         snapshot(500, {}),
     )
     assert [(h.value, h.ended, h.until_ns) for h in out] == [("a", "lost in a restart", 400 * MS)]
+    assert out[0].back_ns == 500 * MS
 
 
 def test_a_set_nx_at_the_ms_its_holder_expires_is_refused_as_redis_refuses_it() -> None:
@@ -229,3 +235,27 @@ def test_a_node_back_with_another_value_lost_the_old_one_as_it_went_down() -> No
         ("a", "set", "lost in a restart", 100 * MS),
         ("b", "found", "held at the end", None),
     ]
+
+
+def test_the_record_file_reads_back_what_was_written_and_refuses_what_is_not_a_hold(
+    tmp_path: Path,
+) -> None:
+    lost = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "5000"),
+        {"at": 100 * MS, "down": "connection closed"},
+        snapshot(400, {}),
+        cmd(450, "set", "k0", "b", "NX", "PX", "5000"),
+    )
+    path = tmp_path / "node-record.jsonl"
+    path.write_text("".join(json.dumps(h.to_plain()) + "\n" for h in lost))
+    assert read_node_record(path) == lost  # back and all
+    for bad, why in (
+        ('{"node": "n1"}', "not an object of exactly"),
+        (json.dumps({**lost[0].to_plain(), "back": "soon"}), "back must be an integer"),
+        (json.dumps({**lost[0].to_plain(), "since": "0"}), "since must be an integer"),
+        ("not json", "Expecting value"),
+    ):
+        path.write_text(json.dumps(lost[1].to_plain()) + "\n" + bad + "\n")
+        with pytest.raises(HistoryError, match=f"node-record.jsonl:2: .*{why}"):
+            read_node_record(path)
