@@ -4,15 +4,21 @@ time faults to it; every one stays inside the model."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from lockharness.harness.explore.aim import LEAD_NS
+from lockharness.harness.cli.explore import explore_client
+from lockharness.harness.explore.aim import LEAD_NS, ways
+from lockharness.harness.explore.campaign import FIRST_ROUND, Explorer
 from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.model import load_model
 from lockharness.harness.explore.options import option_values
+from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.explore.trial import Trial
+from lockharness.harness.run.binaries import Binaries
 from lockharness.workloads.validity import drift_ns
 from tests.test_explore_trials import assert_good_trial, client
 
@@ -196,3 +202,32 @@ def test_an_aimed_trial_is_drawn_again_from_its_seed() -> None:
     assert aimed
     for seed in aimed[:5]:
         assert draw(model, spec, seed, 1) == draw(model, spec, seed, 1)
+
+
+@pytest.mark.parametrize(
+    ("which", "model_name"), [("redlock-extend", "redlock"), ("single", "single-instance")]
+)
+def test_the_first_round_takes_every_way_of_aiming_in_turn(
+    tmp_path: Path, which: str, model_name: str
+) -> None:
+    """Every other trial of the first 2 x FIRST_ROUND is fresh and aimed at the next of
+    ``ways`` (each within the model); the others are drawn as ever."""
+    request = ExploreRequest(
+        client=explore_client(which), model=load_model(model_name), seed=3, trials=40
+    )
+    binaries = Binaries(Path("redis-server"), Path("toxiproxy-server"))
+    explorer = Explorer(request, tmp_path, binaries, Console(file=io.StringIO()))
+    trials = [explorer._next_trial(n) for n in range(1, 2 * FIRST_ROUND + 1)]
+    every = ways(request.model, trials[1].scenario, client(which).info().extends)
+    assert len(every) >= (7 if which == "redlock-extend" else 3), every
+    seen = []
+    for trial in trials[1::2]:
+        assert trial.origin == "fresh"
+        assert_good_trial(request.model, trial, None)
+        seen.append(_aimed(trial))
+    wanted = [call for call, _ in every]
+    assert seen == [wanted[i % len(wanted)] for i in range(FIRST_ROUND)], seen
+    # The extend's modes in turn: delayed, cut off a majority, cut, two at once.
+    if which == "redlock-extend":
+        said = [t.scenario.description for t in trials[1:8:2]]
+        assert "delaying it past the edge" in said[0] and "off a majority" in said[1], said

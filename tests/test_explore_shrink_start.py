@@ -123,6 +123,7 @@ def _found(
 @dataclass(frozen=True)
 class _Result:
     first_violation_ns: int
+    witnesses: tuple[object, ...] = ()  # none told why: a run without a node record
 
 
 @dataclass(frozen=True)

@@ -366,22 +366,65 @@ def _slow_acquire(
     return s, spec, choice, what
 
 
+Aimed = tuple[Scenario, list[FaultSpec], dict[str, DrawnFault], str | None]
+Way = tuple[str, str | None]  # what is aimed at (extend, release, acquire, hand-over), a mode
+
+
+def ways(model: FaultModel, s: Scenario, extends: bool) -> list[Way]:
+    """Each way of aiming that the model and the client allow, in the order the first
+    round takes them (``aim``'s ``first``): an extend in each mode, a release, a slow
+    acquire, a hand-over."""
+    anchored = [c for c in model.faults if c.anchored]
+    calls = _calls(model, extends)
+    if not anchored or not calls:
+        return []
+    found: list[Way] = []
+    if "extend" in calls and _reaching_the_edge(model, s.workload, "extend") is not None:
+        delaying = any(KINDS[c.kind].delays for c in anchored)
+        shorting = bool(_shorting(model, s.cluster.nodes))
+        for mode in ("delay", "short", "cut", "two"):
+            if (mode != "delay" or delaying) and (mode != "short" or shorting):
+                found.append(("extend", mode))
+    if "release" in calls and _reaching_the_edge(model, s.workload, "release") is not None:
+        found.append(("release", None))
+        if _slowing(model, s.cluster.nodes):
+            found.append(("acquire", None))
+    if "between" in model.timing and model.hold.is_range:
+        found.append(("hand-over", None))
+    return found
+
+
 def aim(
     model: FaultModel,
     s: Scenario,
     faults: list[FaultSpec],
     drawn: dict[str, DrawnFault],
     extends: bool,
-) -> tuple[Scenario, list[FaultSpec], dict[str, DrawnFault], str | None]:
+    first: int | None = None,
+) -> Aimed:
     """The fresh trial ``s`` (its faults not yet in it), aimed at an edge in the share
-    ``AIMED`` of seeds where the model allows it; and what it was aimed at (None: not)."""
+    ``AIMED`` of seeds where the model allows it; and what it was aimed at (None: not).
+    ``first``: the trial's place in an exploration's first round, which takes each of
+    the ``ways`` in turn (a way that needs its draws to agree is tried early, not left
+    to chance), rather than drawing one."""
     rng = random.Random(f"{s.seed}:explore-aim:{s.name}")
-    anchored = [c for c in model.faults if c.anchored]
-    calls = _calls(model, extends)
-    if not anchored or not calls or rng.random() >= AIMED:
-        return s, faults, drawn, None
     handover_rng = random.Random(f"{s.seed}:explore-aim-handover:{s.name}")
-    if handover_rng.random() < HANDOVER:  # an rng of its own: other trials draw as before
+    calls = _calls(model, extends)
+    every = ways(model, s, extends)
+    if not every:
+        return s, faults, drawn, None
+    call: str
+    if first is not None:
+        call, mode = every[first % len(every)]
+    elif rng.random() >= AIMED:
+        return s, faults, drawn, None
+    elif handover_rng.random() < HANDOVER:  # an rng of its own: other trials draw as before
+        call, mode = "hand-over", None
+    else:
+        ends = [c for c in calls if c != "extend"] or calls
+        call = "extend" if "extend" in calls and rng.random() < _EXTEND else rng.choice(ends)
+        mode = None
+    if call == "hand-over":
         handover = _handover(model, s, handover_rng)
         if handover is not None:
             s, placed, what = handover
@@ -390,8 +433,8 @@ def aim(
             for number, (spec, choice) in enumerate(placed, 1):
                 drawn[spec.name] = DrawnFault(number, choice)
             return s, [spec for spec, _ in placed] + kept, drawn, what
-    ends = [c for c in calls if c != "extend"] or calls
-    call = "extend" if "extend" in calls and rng.random() < _EXTEND else rng.choice(ends)
+        ends = [c for c in calls if c != "extend"] or calls
+        call = "extend" if "extend" in calls and rng.random() < _EXTEND else rng.choice(ends)
     if call == "acquire":
         slow = _slow_acquire(model, s, rng)
         if slow is not None:
@@ -400,13 +443,31 @@ def aim(
             drawn = {f.name: drawn[f.name] for f in kept} | {spec.name: DrawnFault(1, choice)}
             return s, [spec, *kept], drawn, what
         call = "release"
+    return _at_the_edge(
+        model, s, faults, drawn, "extend" if call == "extend" else "release", mode, rng
+    )
+
+
+def _at_the_edge(
+    model: FaultModel,
+    s: Scenario,
+    faults: list[FaultSpec],
+    drawn: dict[str, DrawnFault],
+    call: AnchorCall,
+    mode: str | None,
+    rng: random.Random,
+) -> Aimed:
+    """``s`` aimed at the edge of ``call`` (an extend or a release) in ``mode`` (None:
+    drawn), as the module's docstring says."""
     w = _reaching_the_edge(model, s.workload, call)
     if w is None:
         return s, faults, drawn, None
+    anchored = [c for c in model.faults if c.anchored]
     delaying = [c for c in anchored if KINDS[c.kind].delays]
     shorting = _shorting(model, s.cluster.nodes) if call == "extend" else []
-    modes = [m for m in _MODES if (m != "delay" or delaying) and (m != "short" or shorting)]
-    mode = rng.choice(modes)
+    if mode is None:
+        modes = [m for m in _MODES if (m != "delay" or delaying) and (m != "short" or shorting)]
+        mode = rng.choice(modes)
     most = w.ttl_ns // (10 if mode == "delay" else 2)
     # a cut extend must hear of it (a lost request: its timeout) before its deadline
     w, left = _timing(call, w, rng, most, _ANSWERED_NS if mode == "short" else MS)

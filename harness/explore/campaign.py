@@ -40,6 +40,11 @@ from lockharness.harness.scenario import Scenario
 from lockharness.harness.store.layout import stamped_directory
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
+# The first round: every other trial of the first 2 x FIRST_ROUND is fresh and aimed at
+# each way of aiming in turn (harness/explore/aim.py's ``ways``), so that a bug that needs
+# one of them is met in the first minutes, not when chance draws it; the others are drawn
+# as ever (a bug any fault shows is found as early as before).
+FIRST_ROUND = 7
 _JOB_POLL_S = 0.1
 
 
@@ -163,6 +168,9 @@ class Explorer:
         # (1/1: every seed below 2**31, as before shards).
         shard = self.request.shard
         seed = shard.trial_seed(self.rng.randrange(shard.draw_below))
+        if number % 2 == 0 and number // 2 <= FIRST_ROUND:
+            first = number // 2 - 1
+            return draw(self.request.model, self.request.client, seed, number, first)
         parents = self.corpus.entries or self.corpus.near_misses
         if parents and self.rng.random() < _MUTATE:
             parent = self.trials[self.corpus.pick(self.rng)]

@@ -171,8 +171,11 @@ def _bare(
     )
 
 
-def draw(model: FaultModel, client: ClientSpec, seed: int, number: int) -> Trial:
-    """A fresh trial: everything drawn from ``seed``."""
+def draw(
+    model: FaultModel, client: ClientSpec, seed: int, number: int, first: int | None = None
+) -> Trial:
+    """A fresh trial: everything drawn from ``seed``; ``first``: its place in the
+    exploration's first round of aims (harness/explore/aim.py)."""
     rng = random.Random(f"{seed}:explore-trial")
     s = _bare(model, client, rng, trial_name(number), seed)
     faults: list[FaultSpec] = []
@@ -182,7 +185,7 @@ def draw(model: FaultModel, client: ClientSpec, seed: int, number: int) -> Trial
         faults.append(spec)
         drawn[spec.name] = fault
     before = list(faults)
-    s, faults, drawn, aimed = aim(model, s, faults, drawn, client.info().extends)
+    s, faults, drawn, aimed = aim(model, s, faults, drawn, client.info().extends, first)
     placed = {f.name for f in faults if f not in before}  # an aim's: their length is aimed
     faults = leave_room(s, faults, drawn, kept=placed)
     s = finished(dataclasses.replace(s, faults=FaultPlan(tuple(faults))), model, "fresh")
