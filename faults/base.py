@@ -180,6 +180,12 @@ class Fault(ABC):
         return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.holders, master)
 
     def lasts_ns(self, duration_ns: int) -> int:
+        return self.outage_ns(duration_ns, self.ctx.restart_delay_ns)
+
+    @classmethod
+    def outage_ns(cls, duration_ns: int, restart_delay_ns: int) -> int:
+        """How long an occurrence of ``duration_ns`` is in effect, under the cluster's
+        restart delay (a kill keeps its node down at least that long)."""
         return duration_ns
 
     @classmethod

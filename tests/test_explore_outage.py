@@ -8,6 +8,7 @@ import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from lockharness.faults.registry import options_type
@@ -65,6 +66,15 @@ def test_the_planned_share_of_timed_and_anchored_faults(tmp_path: Path) -> None:
     # Each lease held 1 s, then the node gone 0.5 s: a third of the time.
     assert planned_share(s, [anchored]) == pytest.approx(1 / 3)
     assert planned_share(s, [every, anchored]) == pytest.approx(0.5 + 1 / 3)
+    # A kill keeps its node down for the cluster's restart delay, if longer; a pause not.
+    delayed = dataclasses.replace(
+        s, cluster=msgspec.structs.replace(s.cluster, restart_delay_ns=2 * S)
+    )
+    brief = FaultSpec("kill", "k", "one", duration_ns=100 * MS, start_after_ns=S, every_ns=4 * S)
+    assert planned_share(s, [brief]) == pytest.approx(0.03)  # at 1, 5, 9 s for 100 ms
+    assert planned_share(delayed, [brief]) == pytest.approx(0.6)  # for 2 s each
+    paused = dataclasses.replace(brief, kind="pause")
+    assert planned_share(delayed, [paused]) == pytest.approx(0.03)
 
 
 def _least(model: FaultModel, s: Scenario) -> dict[str, Fraction]:

@@ -63,8 +63,9 @@ class Kill(Fault):
     def cuts_off_clients(cls, options: Any) -> bool:
         return True
 
-    def lasts_ns(self, duration_ns: int) -> int:
-        return max(duration_ns, self.ctx.restart_delay_ns)
+    @classmethod
+    def outage_ns(cls, duration_ns: int, restart_delay_ns: int) -> int:
+        return max(duration_ns, restart_delay_ns)
 
     def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
         super().__init__(spec, ctx, occurrence)

@@ -10,7 +10,8 @@ more; none of the 95 planned out of reach for less than a third was.
 
 So a trial's faults that cut the lock off are shortened together, by one factor and never
 below their entry's least, until their planned share of the run is at most ``BUDGET``.
-Planned: a clock-timed fault's occurrences (its `every`) times its duration, over the run;
+Planned: a clock-timed fault's occurrences (its `every`) times how long each is in effect
+(its duration; a kill's at least the cluster's restart delay), over the run;
 an anchored one fires once a lease, and a lease held h then cut off for d leaves it
 d / (h + d) of the time. The shares add (more than the truth where they overlap). Faults
 ``kept`` (those an aimed trial placed, whose length its aim needs) count but keep their
@@ -49,13 +50,19 @@ def planned_share(s: Scenario, faults: Sequence[FaultSpec]) -> float:
     run, hold = s.duration_ns, s.workload.hold_max_ns
     timed, anchored = 0, 0
     for f in faults:
+        kind = KINDS.get(f.kind)  # a kill keeps its node down past a restart delay
+        length = (
+            f.duration_ns
+            if kind is None
+            else kind.outage_ns(f.duration_ns, s.cluster.restart_delay_ns)
+        )
         if f.anchor is not None:
-            anchored += f.duration_ns
+            anchored += length
             continue
         if f.start_after_ns >= run:
             continue
         times = 1 if f.every_ns is None else 1 + (run - f.start_after_ns - 1) // f.every_ns
-        timed += times * min(f.duration_ns, run - f.start_after_ns)
+        timed += times * min(length, run - f.start_after_ns)
     share = timed / run
     if anchored:
         share += anchored / (hold + anchored)
