@@ -32,8 +32,9 @@ log-uniformly in its entry's bound, from that least), on the widest target word 
 names and the holder's links where it names ``holders``, without a period.
 
 A release may instead end a lease that began slowly: its acquire slowed on the caller's
-links to some of the nodes (a minority, or the one node), by a delay of its replies or a
-reply lost after the write (the client waits out its timeout), with a fault anchored to
+links to some of the nodes (a minority, or the one node), by a delay of its replies (just
+longer than what the hold leaves: its margin and the drift) or a reply lost after the
+write (the client waits out its timeout), with a fault anchored to
 each acquire; the hold then ends at the edge of the validity the client computed. A
 client that dates its validity from anything later than the acquire's start holds past
 its keys. (Where the model has nothing that slows an acquire, the release is aimed as
@@ -344,9 +345,10 @@ def _slow_acquire(
     delay = KINDS[choice.kind].delays
     if delay is not None and delay in choice.options:  # the replies late, the write not
         bound = choice.options[delay]
-        if bound.is_range:
+        if bound.is_range:  # later than what the hold leaves (its margin and the drift)
             lo, hi = (int(end) for end in bound.span(ttl))
-            values[delay] = _log_ms(rng, max(MS, lo), max(MS, lo, hi))
+            want = left + drift_ns(ttl // MS) + _log_ms(rng, MS, max(MS, ttl // 20))
+            values[delay] = max(math.ceil(lo / MS), min(hi // MS, want // MS)) * MS
         stream = choice.options.get("stream")
         if stream is not None and "downstream" in stream.choices:
             values["stream"] = "downstream"
