@@ -56,6 +56,7 @@ _DATA, _SNAPSHOT, _DOWN, _TIME = b"d", b"s", b"x", b"t"
 _MONITORING = b"+OK\r\n"  # MONITOR's answer, before any line
 _PROBE_EVERY_NS, _PROBE_S = 50_000_000, 0.05  # how often the node's clock is read; its wait
 _NEAR_NS = 1_000_000_000  # a line is placed by the tightest reading this close to it
+_JUMP_NS = 2_000_000  # the node's clock moved against the history's by more: a clock jump
 _LINE = re.compile(r"(\d+)\.(\d+) \[\d+ (?:\S+ )?([^\]]*)\] (.*)", re.DOTALL)
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
@@ -328,6 +329,39 @@ def _blocks(path: Path, skip: bytes = b"") -> Iterator[tuple[bytes, int, bytes]]
                 yield tag, int(at), f.read(int(size))
 
 
+def _epochs(readings: list[tuple[int, int, int]]) -> list[int]:
+    """Each reading's epoch: a new one wherever the node's clock moved against the
+    history's by more than the two readings' round trips can explain (a clock fault)."""
+    epochs: list[int] = []
+    for i, (_, offset, rtt) in enumerate(readings):
+        if i == 0:
+            epochs.append(0)
+            continue
+        _, before, before_rtt = readings[i - 1]
+        moved = abs(offset - before) > (rtt + before_rtt) // 2 + _JUMP_NS
+        epochs.append(epochs[-1] + moved)
+    return epochs
+
+
+def _offset(
+    readings: list[tuple[int, int, int]], epochs: list[int], lo: int, hi: int, ts: int, at: int
+) -> int:
+    """The offset that places a block whose last line the node stamped ``ts`` (ns of its
+    clock) and that arrived at ``at``: of each epoch among readings[lo:hi], its tightest
+    reading's (shortest round trip); of those, the one that places the line latest without
+    placing it after it arrived (a line is placed by its own side of a clock jump: a
+    reading from the other side would place it a whole jump away)."""
+    best: dict[int, tuple[int, int]] = {}  # epoch -> (round trip, offset)
+    for i in range(lo, hi):
+        _, offset, rtt = readings[i]
+        if epochs[i] not in best or rtt < best[epochs[i]][0]:
+            best[epochs[i]] = (rtt, offset)
+    if len(best) == 1:
+        return next(iter(best.values()))[1]
+    fitting = [o for _, o in best.values() if ts + o <= at + _JUMP_NS]
+    return max(fitting) if fitting else min(o for _, o in best.values())
+
+
 def record_lines(path: Path, keys: Collection[str]) -> Iterator[dict[str, Any]]:
     """A raw copy's JSON lines (see the module's docstring), in the node's order."""
     wanted = frozenset(keys)
@@ -344,6 +378,7 @@ def record_lines(path: Path, keys: Collection[str]) -> Iterator[dict[str, Any]]:
             )
     readings.sort()
     moments = [r[0] for r in readings]
+    epochs = _epochs(readings)
     pending = b""
     last_at, last_clock = 0, -_CLOCK_EVERY_NS
     # The node's clock is placed on the history's by the TIME reading with the shortest
@@ -365,8 +400,9 @@ def record_lines(path: Path, keys: Collection[str]) -> Iterator[dict[str, Any]]:
         if not lines:
             continue
         offsets.append(at - lines[-1][0] * 1000)
-        near = readings[bisect_left(moments, at - _NEAR_NS) : bisect_right(moments, at + _NEAR_NS)]
-        offset = min(near, key=lambda r: r[2])[1] if near else min(offsets)
+        lo, hi = bisect_left(moments, at - _NEAR_NS), bisect_right(moments, at + _NEAR_NS)
+        offset = _offset(readings, epochs, lo, hi, lines[-1][0] * 1000, at) if hi > lo else None
+        offset = min(offsets) if offset is None else offset
         for ts, client, args in lines:
             line_at = max(last_at, min(at, ts * 1000 + offset))
             last_at = line_at

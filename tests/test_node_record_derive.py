@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lockharness.checker import NodeHold, held_at, node_holds, read_node_record
-from lockharness.cluster.key_monitor import parse_monitor_line
+from lockharness.cluster.key_monitor import parse_monitor_line, record_lines
 from lockharness.core.history import HistoryError
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -259,3 +259,39 @@ def test_the_record_file_reads_back_what_was_written_and_refuses_what_is_not_a_h
         path.write_text(json.dumps(lost[1].to_plain()) + "\n" + bad + "\n")
         with pytest.raises(HistoryError, match=f"node-record.jsonl:2: .*{why}"):
             read_node_record(path)
+
+
+def test_a_line_is_placed_by_the_clock_readings_on_its_own_side_of_a_clock_jump(
+    tmp_path: Path,
+) -> None:
+    """The node's clock jumps 10 s forward from 1.0 s to 1.5 s (a clock-bump fault); the
+    readings taken meanwhile are the tightest (shortest round trips) near the lines just
+    before and after it, yet each line is placed by a reading of its own side."""
+    base_us = 1_795_900_000_000_000  # the node's clock, µs, at the history's 0
+
+    def node_us(t_ns: int) -> int:
+        jumped = 1_000 * MS <= t_ns < 1_500 * MS
+        return base_us + t_ns // 1000 + (10_000_000 if jumped else 0)
+
+    def block(tag: str, at: int, data: bytes) -> bytes:
+        return f"{tag} {at} {len(data)}\n".encode() + data
+
+    raw = b""
+    for t in range(0, 3_000 * MS, 50 * MS):  # a reading every 50 ms
+        rtt = 100_000 if 1_000 * MS <= t < 1_500 * MS else 500_000
+        mid = t + 10 * MS  # off the lines' times
+        reading = f"{node_us(mid)} {mid - rtt // 2} {mid + rtt // 2}".encode()
+        raw += block("t", mid + rtt // 2, reading)
+    truth = {"a": 990 * MS, "b": 1_200 * MS, "c": 1_520 * MS}
+    for value, t in truth.items():
+        us = node_us(t)
+        line = (
+            f'+{us // 1_000_000}.{us % 1_000_000:06d} [0 127.0.0.1:5000] "set" "k0" "{value}"\r\n'
+        )
+        raw += block("d", t + 3 * MS, line.encode())  # each arrives 3 ms after it ran
+    path = tmp_path / "node-copy.n1.raw"
+    path.write_bytes(raw)
+    placed = {line["args"][2]: line["at"] for line in record_lines(path, ["k0"]) if "args" in line}
+    assert set(placed) == set(truth)
+    for value, t in truth.items():
+        assert abs(placed[value] - t) <= MS, (value, placed[value] / 1e9, t / 1e9)
