@@ -94,7 +94,8 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
     node: str | None = None  # the grant judged (grant kinds)
     other: str | None = None  # the value the node held instead (given-to-another)
     since: int | None = None  # when the node set what it held (left-from-earlier, other)
-    fates: list[NodeFate] = msgspec.field(default_factory=list)  # outlived: the keys gone
+    # outlived: the keys gone; gone-before-counted: what became of the node's key
+    fates: list[NodeFate] = msgspec.field(default_factory=list)
     fault: str | None = None  # the cut that kept the node out of reach (unreachable)
 
     words: ClassVar[dict[str, str]] = {
@@ -282,7 +283,9 @@ def _check_section(
             continue
         earlier = [h for h in ours if h.since_ns >= s.invoked - SLACK_NS and h.since_ns <= s.start]
         if earlier:
-            found.append(claim("gone-before-counted", s.start, node=node))
+            h = earlier[-1]
+            fate = NodeFate(node, h.ended, h.until_ns, h.ended_by, h.back_ns)
+            found.append(claim("gone-before-counted", s.start, node=node, fates=[fate]))
             continue
         other = record.held_at(node, s.key, s.start)
         if other is not None:

@@ -12,11 +12,12 @@ whatever the run, seed or client, so that violations group by it:
     grant counted from an unreachable node   (unreachable)
     grant left from an earlier acquire       (left-from-earlier)
     grant the node never gave                (never-given, given-to-another)
-    grant counted after the node let it go   (gone-before-counted)
     lease counted on fewer than a majority   (not-a-majority)
-    lease outlived its keys: <why>           (outlived-its-keys, by the commonest fate:
-                                              lost in a restart, expired, deleted,
-                                              overwritten)
+    lease outlived its keys: <why>           (outlived-its-keys, gone-before-counted: a
+                                              key gone before the grant was counted is
+                                              one the lease outlived from its start; by
+                                              the commonest fate of the keys: lost in a
+                                              restart, expired, deleted, overwritten)
     holder went on past its validity         (no false claim; the earlier lease ran past
                                               its deadline: a pause, a slow client)
     not explained by the node record         (no false claim, no overrun: a failover's
@@ -44,17 +45,11 @@ _GRANT_SIGNATURES = {
     "left-from-earlier": "grant left from an earlier acquire",
     "never-given": "grant the node never gave",
     "given-to-another": "grant the node never gave",
-    "gone-before-counted": "grant counted after the node let it go",
     "not-a-majority": "lease counted on fewer than a majority",
 }
-_ORDER = (
-    "unreachable",
-    "left-from-earlier",
-    "not-a-majority",
-    "never-given",
-    "given-to-another",
-    "gone-before-counted",
-)
+# Grants the lease never had, before keys it had and lost.
+_ORDER = ("unreachable", "left-from-earlier", "not-a-majority", "never-given", "given-to-another")
+_LOST_KEYS = ("outlived-its-keys", "gone-before-counted")
 OVERRAN = "holder went on past its validity"
 FAILOVER = "lease lost in a failover"
 UNEXPLAINED = "not explained by the node record"
@@ -82,7 +77,8 @@ def _claim_words(claim: FalseClaim) -> str:
     if claim.kind == "never-given":
         return f"{claim.node} never held its token"
     if claim.kind == "gone-before-counted":
-        return f"{claim.node} had let its key go before the grant was counted"
+        why = f" ({claim.fates[0].describe()})" if claim.fates else ""
+        return f"{claim.node} had let its key go before the grant was counted{why}"
     if claim.kind == "not-a-majority":
         return f"its grants ({', '.join(claim.grants)}) are fewer than a majority of the nodes"
     gone = "; ".join(fate.describe() for fate in claim.fates)
@@ -109,11 +105,11 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
             if kind in kinds:
                 return _GRANT_SIGNATURES[kind]
     for side in (overlap.first, overlap.second):
-        for claim in _of(side, claims):
-            if claim.kind == "outlived-its-keys" and claim.fates:
-                fates = Counter(fate.ended for fate in claim.fates)
-                commonest = sorted(fates.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-                return f"lease outlived its keys: {commonest}"
+        said = _of(side, claims)
+        fates = Counter(f.ended for c in said if c.kind in _LOST_KEYS for f in c.fates)
+        if fates:
+            commonest = sorted(fates.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+            return f"lease outlived its keys: {commonest}"
     if overlap.first.overran_deadline_ns:
         return OVERRAN
     return UNEXPLAINED

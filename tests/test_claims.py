@@ -365,3 +365,21 @@ def test_an_overlap_across_a_failover_to_the_node_that_granted_the_second_is_nam
     # A failover to a node the second lease did not get: not what let it in.
     elsewhere = msgspec.structs.replace(moved, to="n2")
     assert explain(msgspec.structs.replace(o, failovers=[elsewhere]), [])[1] != name
+
+
+def test_a_key_gone_before_the_grant_was_counted_is_one_the_lease_outlived() -> None:
+    """A slow acquire whose first node's key expired before the grant was counted (a
+    client without a validity check): the same cause, and name, as a lease whose keys
+    expired while it was held."""
+    s = section(("n1", "n2", "n3"))
+    holds = [hold("n1", until=105, ended="expired"), hold("n2"), hold("n3")]
+    seen = [hold(n, "Z", since=0, until=1) for n in NODES]
+    (gone,) = check_claims([s], [*seen, *holds], NODES, 3).found
+    assert gone.kind == "gone-before-counted" and gone.node == "n1"
+    assert [(f.node, f.ended, f.at) for f in gone.fates] == [("n1", "expired", 105 * MS)]
+    first = side(0, ["n1", "n2", "n3"], 100, 1)
+    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1", "n4", "n5"], 300, 2))
+    claim = msgspec.structs.replace(gone, process=0, token="token-0", acquire_index=1)
+    story, name = explain(o, [claim])
+    assert name == "lease outlived its keys: expired"
+    assert "n1 had let its key go before the grant was counted (n1: expired at 0.105s)" in story
