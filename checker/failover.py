@@ -7,7 +7,8 @@ master was told to be master (Sentinel's REPLICAOF NO ONE; the nemesis's decisio
 was seen done at the event, and clients can reach the new master in between. So a
 failover explains an overlap when that window meets the time between the two leases'
 starts: lease A granted by the old master at t1, failover during [t2, t2'], lease B
-granted by the new master at t3.
+granted by the new master at t3. Or one seen done before both, from the master that
+granted A to the one that granted B: A came from a deposed master still taking writes.
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ def _with_failovers(witness: W, known: list[Failover]) -> W:
     if not isinstance(witness, Overlap):
         return witness
     start, end = witness.first.start, witness.second.start
-    between = [f for f in known if f.began <= end and f.time >= start]
+    first, second = set(witness.first.grants), set(witness.second.grants)
+    # Between the two starts; or earlier, from the first's master to the second's: the
+    # first was granted by a deposed master still taking writes (two masters at once).
+    between = [
+        f
+        for f in known
+        if f.began <= end and (f.time >= start or (f.from_ in first and f.to in second))
+    ]
     replaced: W = msgspec.structs.replace(witness, failovers=between)
     return replaced

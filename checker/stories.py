@@ -5,10 +5,10 @@ leases. Pure: the overlap and the claims in, words out.
 The signature names what made the overlap possible, the same words for the same cause
 whatever the run, seed or client, so that violations group by it:
 
-    lease lost in a failover                 (a failover between the two starts made
-                                              master the node the second lease got its
-                                              grant from: the promoted replica did not
-                                              hold the first lease's key)
+    lease lost in a failover                 (a failover made master the node the second
+                                              lease got its grant from: the promoted
+                                              replica did not hold the first lease's key,
+                                              or the first came from the deposed master)
     grant counted from an unreachable node   (unreachable)
     grant left from an earlier acquire       (left-from-earlier)
     grant the node never gave                (never-given, given-to-another)
@@ -89,8 +89,8 @@ def _claim_words(claim: FalseClaim) -> str:
 
 
 def _promoted(overlap: Overlap) -> list[str]:
-    """The nodes a failover between the two starts made master, that the second lease
-    got a grant from."""
+    """The nodes a failover that explains the overlap (checker.failover) made master,
+    that the second lease got a grant from."""
     failovers = overlap.failovers if isinstance(overlap.failovers, list) else []
     return [f.to for f in failovers if f.to in overlap.second.grants]
 
@@ -136,12 +136,20 @@ def story(overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] 
         for n in second.grants
         if n in first.grants and n in fates and (fates[n].at or 0) <= second.start + SLACK_NS
     ]
-    promoted = _promoted(overlap)
-    if promoted:
-        text += (
-            f" Between the two, {', '.join(promoted)} was made master (a failover) and "
-            f"granted the second: the promoted replica did not hold the first lease's key."
-        )
+    failovers = overlap.failovers if isinstance(overlap.failovers, list) else []
+    for f in failovers:
+        if f.to not in second.grants:
+            continue
+        if f.time < first.start and f.from_ in first.grants:
+            text += (
+                f" {f.from_} had been deposed at {f.time / 1e9:.3f}s (a failover to {f.to}) "
+                f"yet still granted the first: two masters at once."
+            )
+        else:
+            text += (
+                f" Between the two, {f.to} was made master (a failover) and granted the "
+                f"second: the promoted replica did not hold the first lease's key."
+            )
     if gone:
         got, why = ", ".join(f.node for f in gone), "; ".join(f.describe() for f in gone)
         text += f" The second got {got}: the first's keys there were gone ({why})."

@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from msgspec import to_builtins as plain
 from msgspec.structs import replace
 
 from lockharness.checker import (
     CheckResult,
+    Failover,
     Impossible,
     Overlap,
     ResourceWitness,
@@ -19,9 +21,10 @@ from lockharness.checker import (
     Verdict,
     Witness,
     check_history,
+    explain,
 )
 from lockharness.checker.digest import check_resource, critical_sections, resource_view
-from lockharness.checker.failover import attach_failovers
+from lockharness.checker.failover import attach_failovers, with_failovers
 from lockharness.checker.fencing import check_fencing
 from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
@@ -847,3 +850,36 @@ def test_fencing_evidence_is_capped_but_counted() -> None:
     assert len(result.fencing.out_of_order) == 1
     assert result.stats.fencing_out_of_order == 3
     assert result.verdict == Verdict.VALID
+
+
+def _granted_side(process: int, grants: list[str], start: int, index: int) -> Side:
+    return Side(
+        process=process,
+        token=f"token-{process}",
+        start=start * MS,
+        end=(start + 500) * MS,
+        deadline=(start + 400) * MS,
+        overran_deadline_ns=None,
+        planned_end=None,
+        grants=grants,
+        fencing=None,
+        acquire_index=index,
+        release_index=None,
+        closed=True,
+    )
+
+
+def test_a_lease_from_a_master_already_deposed_is_lost_in_that_failover() -> None:
+    """Sentinel moved the master from n1 to n4 before either lease; a client not yet told
+    was granted by n1, another by n4: the failover explains it (checker.failover)."""
+    first = _granted_side(0, ["n1"], 100, 1)
+    o = Overlap(key="k0", overlap_ns=MS, first=first, second=_granted_side(1, ["n4"], 300, 2))
+    before = Failover(began=40 * MS, time=50 * MS, from_="n1", to="n4", by="sentinel", index=3)
+    (explained_by,) = with_failovers([o], [before])
+    assert explained_by.failovers == [before]
+    story, name = explain(explained_by, [])
+    assert name == "lease lost in a failover"
+    assert "n1 had been deposed at 0.050s (a failover to n4) yet still granted the first" in story
+    # A failover before both between other nodes explains nothing.
+    elsewhere = msgspec.structs.replace(before, from_="n2")
+    assert with_failovers([o], [elsewhere])[0].failovers == []
