@@ -152,6 +152,8 @@ class KeyMonitor:
         self._thread: threading.Thread | None = None
         self._out: IO[bytes] | None = None
         self._ready = threading.Event()  # the first snapshot is read
+        self._following = threading.Condition()  # each time a connection's snapshot is read
+        self.connections = 0  # of them so far
         self._timer: socket.socket | None = None  # where the node's clock is read
         self._probed = 0
         self._unanswered: int | None = None  # when the last reading of its clock failed
@@ -169,6 +171,12 @@ class KeyMonitor:
     def wait_ready(self, timeout_s: float) -> bool:
         """Whether the record began (its first snapshot read) within ``timeout_s``."""
         return self._ready.wait(timeout_s)
+
+    def wait_following_after(self, connections: int, timeout_s: float) -> bool:
+        """Whether a connection after the first ``connections`` is following the node (its
+        snapshot read) within ``timeout_s``: a restarted node's record goes on from there."""
+        with self._following:
+            return self._following.wait_for(lambda: self.connections > connections, timeout_s)
 
     def snapshot_now(self) -> None:
         """Read the keys again now (a replica just promoted: what it held; its MONITOR saw
@@ -240,6 +248,9 @@ class KeyMonitor:
         self._snapshot()
         self._probe()
         self._ready.set()
+        with self._following:
+            self.connections += 1
+            self._following.notify_all()
         if received[len(_MONITORING) :]:
             self._block(_DATA, received[len(_MONITORING) :])
         while not self._stopping.is_set():

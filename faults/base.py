@@ -92,6 +92,9 @@ class FaultContext:
     # the node record reads what it holds then (a replica's keys change unseen when it
     # resyncs; the promotion is where they start to count).
     promoted: Callable[[str], None] = field(default=lambda node: None)
+    # Told a node is about to be restarted; what it returns is called once the node is back
+    # and before clients may reach it: the node record follows it again first.
+    restarting: Callable[[str], Callable[[], None]] = field(default=lambda node: lambda: None)
 
     def replicated(self, what: str) -> Replicated:
         """The cluster as a replicated topology, which ``what`` needs (the scenario is

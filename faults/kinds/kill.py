@@ -94,13 +94,17 @@ class Kill(Fault):
 
     def stop(self) -> dict[str, Any]:
         cluster = self.ctx.cluster
+        followed = [self.ctx.restarting(name) for name in self.targets]
         for name in self.targets:
             node = cluster.node(name)
             if not node.running():  # it is, if the start failed before killing it
                 node.restart()
         # Read before the proxies let clients back in: the keys are what the node came
-        # back with, not what a client wrote (or released) since.
+        # back with, not what a client wrote (or released) since; and the node record
+        # follows each node again before a client can write there.
         keys = self._keys()
+        for back in followed:
+            back()
         for name in self.targets:
             self.ctx.cuts.restore(self.refusing.pop(name, []))  # a partition's cuts stay
         return {"restarted": self.targets, "keys": keys}

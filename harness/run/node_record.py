@@ -17,6 +17,7 @@ from lockharness.core.run_dir import RunDir
 log = logging.getLogger("lockharness.run")
 
 _READY_S = 3.0  # for each node's first snapshot: the record begins before any client acts
+_BACK_S = 2.0  # for a restarted node's: the clients wait for it, the run does not stall
 
 
 class NodeRecord:
@@ -41,6 +42,21 @@ class NodeRecord:
             if not monitor.wait_ready(_READY_S):
                 record.problems.append(f"{name}'s record began late: no snapshot in {_READY_S}s")
         return record
+
+    def restarting(self, node: str) -> Callable[[], None]:
+        """Called as ``node`` is about to be restarted: what waits, once it is back and
+        before clients may reach it, until its record follows it again (a command a client
+        ran before MONITOR was on again would be missing from the record)."""
+        monitor = self.monitors.get(node)
+        if monitor is None:
+            return lambda: None
+        before = monitor.connections
+
+        def back() -> None:
+            if not monitor.wait_following_after(before, _BACK_S):
+                log.warning("%s: its record did not follow it again within %ss", node, _BACK_S)
+
+        return back
 
     def snapshot(self, node: str) -> None:
         """Read ``node``'s keys again now (a promoted replica: what it held)."""

@@ -342,6 +342,9 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
             threads_per_worker=w.threads,
             deaths=deaths,
             promoted=node_record.snapshot if node_record is not None else lambda node: None,
+            restarting=(
+                node_record.restarting if node_record is not None else lambda node: lambda: None
+            ),
         )
         stop_watching = _watch_failovers(cluster, recorder, t0_ns, node_record)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
