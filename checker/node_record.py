@@ -15,12 +15,13 @@ the pair of clocks the line before it carries. Any other command that writes a k
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from lockharness.core.history import HistoryError
 
@@ -39,39 +40,28 @@ class HoldEnding:
     LOST, AT_THE_END, UNKNOWN = LOST, AT_THE_END, UNKNOWN
 
 
-@dataclass(frozen=True)
-class NodeHold:
-    """One value a node's key held without a break."""
+class NodeHold(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """One value a node's key held without a break: a line of node-record.jsonl, as the
+    struct's fields name it (docs/node-record.md)."""
 
     node: str
     key: str
     value: Value
-    since_ns: int  # the history's time base
-    until_ns: int | None  # None: still held when the record ends
+    since_ns: int = msgspec.field(name="since")  # the history's time base
+    until_ns: int | None = msgspec.field(name="until")  # None: still held when it ends
     began: str  # set, found (there when the node was read: first, back, promoted), unknown
     ended: str  # deleted, expired, overwritten, lost in a restart, held at the end, unknown
     set_by: str  # the client as the node names it (a script's calls: its caller's)
-    ended_by: str | None = None  # the client that deleted or overwrote it
+    ended_by: str | None = msgspec.field(default=None)  # who deleted or overwrote it
     # Lost in a restart: when the node answered again without it (None: not back before
     # the record ended). Until then a down node refused every client: the key was lost,
     # yet nobody else could take it there.
-    back_ns: int | None = None
+    back_ns: int | None = msgspec.field(default=None, name="back")
 
     def to_plain(self) -> dict[str, Any]:
-        value = list(self.value) if isinstance(self.value, tuple) else self.value
-        back = {} if self.back_ns is None else {"back": self.back_ns}
-        return {
-            "node": self.node,
-            "key": self.key,
-            "value": value,
-            "since": self.since_ns,
-            "until": self.until_ns,
-            "began": self.began,
-            "ended": self.ended,
-            "set_by": self.set_by,
-            "ended_by": self.ended_by,
-            **back,
-        }
+        """As a line of node-record.jsonl: ``ended_by`` always, ``back`` when known."""
+        plain: dict[str, Any] = msgspec.to_builtins(self)
+        return {"ended_by": None, **plain}
 
 
 @dataclass
@@ -437,7 +427,8 @@ def node_holds(
     return replay.finish(end_ns)
 
 
-_HOLD_FIELDS = ("node", "key", "value", "since", "until", "began", "ended", "set_by", "ended_by")
+_HOLD = msgspec.json.Decoder(NodeHold)
+_SHAPE = "an object of node, key, value, since, until, began, ended, set_by, ended_by, and back"
 
 
 def tokens_of(value: object) -> list[str]:
@@ -456,44 +447,16 @@ def tokens_of(value: object) -> list[str]:
 
 def read_node_record(path: Path) -> list[NodeHold]:
     """node-record.jsonl as ``NodeHold``s; a line that is not one is a ``HistoryError``
-    naming the file, the line and what a line must be."""
+    naming the file, the line and what is wrong with it."""
     holds: list[NodeHold] = []
-    with path.open(encoding="utf-8") as f:
+    with path.open("rb") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
-                if not isinstance(raw, dict) or set(raw) - {"back"} != set(_HOLD_FIELDS):
-                    raise ValueError(
-                        f"not an object of exactly {', '.join(_HOLD_FIELDS)} (and back, "
-                        "for a value lost in a restart)"
-                    )
-                back = raw.get("back")
-                if not (back is None or isinstance(back, int)):
-                    raise ValueError("back must be an integer or absent")
-                value = raw["value"]
-                held: Value = tuple(map(str, value)) if isinstance(value, list) else value
-                if held is not None and not isinstance(held, str | tuple):
-                    raise ValueError("value must be a string, a list of strings or null")
-                since, until = raw["since"], raw["until"]
-                if not isinstance(since, int) or not (until is None or isinstance(until, int)):
-                    raise ValueError("since must be an integer, until an integer or null")
-                hold = NodeHold(
-                    str(raw["node"]),
-                    str(raw["key"]),
-                    held,
-                    since,
-                    until,
-                    str(raw["began"]),
-                    str(raw["ended"]),
-                    str(raw["set_by"]),
-                    None if raw["ended_by"] is None else str(raw["ended_by"]),
-                    back,
-                )
-            except ValueError as e:  # json's JSONDecodeError is one
-                raise HistoryError(f"{path}:{number}: {e}") from None
-            holds.append(hold)
+                holds.append(_HOLD.decode(line))
+            except msgspec.DecodeError as e:  # a ValidationError is one
+                raise HistoryError(f"{path}:{number}: {e} (a line: {_SHAPE})") from None
     return holds
 
 

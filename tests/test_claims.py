@@ -4,8 +4,6 @@ contradicts the claim, absent when it bears it out)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import msgspec
 import pytest
 
@@ -139,14 +137,16 @@ def test_a_lease_outlives_its_keys_only_when_fewer_than_its_quorum_remain_before
     # holder still held (at 350 ms); back only after the lease was let go (a delayed
     # restart), or never: the down node refused everyone meanwhile, nothing outlived.
     single = section(("n1",))
-    lost = dataclasses.replace(hold("n1", until=300, ended="lost in a restart"), back_ns=350 * MS)
+    lost = msgspec.structs.replace(
+        hold("n1", until=300, ended="lost in a restart"), back_ns=350 * MS
+    )
     (outlived,) = check_claims([single], [lost], ("n1",), 1).found
     assert outlived.kind == "outlived-its-keys" and outlived.at == 350 * MS
     assert outlived.fates[0].describe() == (
         "n1: lost in a restart at 0.300s, back without it at 0.350s"
     )
     for back in (700 * MS, None):
-        later = dataclasses.replace(lost, back_ns=back)
+        later = msgspec.structs.replace(lost, back_ns=back)
         assert kinds(single, [later], quorum=1, nodes=("n1",)) == []
 
 

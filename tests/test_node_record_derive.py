@@ -251,10 +251,11 @@ def test_the_record_file_reads_back_what_was_written_and_refuses_what_is_not_a_h
     path.write_text("".join(json.dumps(h.to_plain()) + "\n" for h in lost))
     assert read_node_record(path) == lost  # back and all
     for bad, why in (
-        ('{"node": "n1"}', "not an object of exactly"),
-        (json.dumps({**lost[0].to_plain(), "back": "soon"}), "back must be an integer"),
-        (json.dumps({**lost[0].to_plain(), "since": "0"}), "since must be an integer"),
-        ("not json", "Expecting value"),
+        ('{"node": "n1"}', "missing required field `key`"),
+        (json.dumps({**lost[0].to_plain(), "back": "soon"}), r"Expected `int \| null`.*\$\.back"),
+        (json.dumps({**lost[0].to_plain(), "since": "0"}), r"Expected `int`.*\$\.since"),
+        (json.dumps({**lost[0].to_plain(), "extra": 1}), "unknown field `extra`"),
+        ("not json", "malformed"),
     ):
         path.write_text(json.dumps(lost[1].to_plain()) + "\n" + bad + "\n")
         with pytest.raises(HistoryError, match=f"node-record.jsonl:2: .*{why}"):
