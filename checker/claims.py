@@ -97,6 +97,9 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
     # outlived: the keys gone; gone-before-counted: what became of the node's key
     fates: list[NodeFate] = msgspec.field(default_factory=list)
     fault: str | None = None  # the cut that kept the node out of reach (unreachable)
+    # outlived: the nodes where its token was set again after its key there was gone,
+    # while the lease was still counted (a late write took the key back)
+    retaken: list[str] = msgspec.field(default_factory=list)
 
     words: ClassVar[dict[str, str]] = {
         "unreachable": "was out of its worker's reach through the whole acquire",
@@ -122,9 +125,12 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
         if self.kind == "outlived-its-keys":
             gone = "; ".join(fate.describe() for fate in self.fates)
             held = ms_text(self.counted_until - self.at)
+            back = (
+                f"; its token set again after on {', '.join(self.retaken)}" if self.retaken else ""
+            )
             return (
                 f"{who} {self.words[self.kind]}: from {self.at / 1e9:.3f}s, {held} before "
-                f"its holder let it go, too few of its nodes held its token ({gone})"
+                f"its holder let it go, too few of its nodes held its token ({gone}){back}"
             )
         return f"{who} {self.words[self.kind]}: {', '.join(self.grants)}"
 
@@ -298,8 +304,26 @@ def _check_section(
     outlived = _outlived(kept, quorum, until)
     if outlived is not None:
         at, fates = outlived
-        found.append(claim("outlived-its-keys", at, fates=fates))
+        retaken = _retaken(kept, record, s.key, s.token, until)
+        found.append(claim("outlived-its-keys", at, fates=fates, retaken=retaken))
     return found
+
+
+def _retaken(
+    kept: list[tuple[str, NodeHold]], record: _Record, key: str, token: str, until: int
+) -> list[str]:
+    """The nodes where ``token`` was set again on ``key`` after the lease's key there was
+    gone, before ``until``: a late write (an extend's, a retry's) that took it back."""
+    nodes = []
+    for node, hold in kept:
+        gone = _gone(hold)
+        if gone is None or gone >= until:
+            continue
+        if any(
+            gone <= h.since_ns < until and h.began == "set" for h in record.ours(node, key, token)
+        ):
+            nodes.append(node)
+    return nodes
 
 
 def _gone(hold: NodeHold) -> int | None:

@@ -13,6 +13,10 @@ whatever the run, seed or client, so that violations group by it:
     grant left from an earlier acquire       (left-from-earlier)
     grant the node never gave                (never-given, given-to-another)
     lease counted on fewer than a majority   (not-a-majority)
+    lease took its keys back late            (outlived-its-keys, and its token set again
+                                              on a node after its key there was gone: a
+                                              late extend or retry wrote over whoever held
+                                              it by then)
     lease outlived its keys: <why>           (outlived-its-keys, gone-before-counted: a
                                               key gone before the grant was counted is
                                               one the lease outlived from its start; by
@@ -52,6 +56,7 @@ _ORDER = ("unreachable", "left-from-earlier", "not-a-majority", "never-given", "
 _LOST_KEYS = ("outlived-its-keys", "gone-before-counted")
 OVERRAN = "holder went on past its validity"
 FAILOVER = "lease lost in a failover"
+RETAKEN = "lease took its keys back late"
 UNEXPLAINED = "not explained by the node record"
 
 
@@ -82,9 +87,15 @@ def _claim_words(claim: FalseClaim) -> str:
     if claim.kind == "not-a-majority":
         return f"its grants ({', '.join(claim.grants)}) are fewer than a majority of the nodes"
     gone = "; ".join(fate.describe() for fate in claim.fates)
+    back = (
+        f"; then its token was set again on {', '.join(claim.retaken)}, after its key there "
+        f"was gone: a late write took the key back from whoever held it"
+        if claim.retaken
+        else ""
+    )
     return (
         f"it outlived its keys: from {claim.at / 1e9:.3f}s fewer of its nodes held its "
-        f"token than it needs ({gone})"
+        f"token than it needs ({gone}){back}"
     )
 
 
@@ -104,6 +115,9 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
         for kind in _ORDER:
             if kind in kinds:
                 return _GRANT_SIGNATURES[kind]
+    for side in (overlap.first, overlap.second):
+        if any(c.kind == "outlived-its-keys" and c.retaken for c in _of(side, claims)):
+            return RETAKEN
     for side in (overlap.first, overlap.second):
         said = _of(side, claims)
         fates = Counter(f.ended for c in said if c.kind in _LOST_KEYS for f in c.fates)

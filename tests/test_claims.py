@@ -383,3 +383,29 @@ def test_a_key_gone_before_the_grant_was_counted_is_one_the_lease_outlived() -> 
     story, name = explain(o, [claim])
     assert name == "lease outlived its keys: expired"
     assert "n1 had let its key go before the grant was counted (n1: expired at 0.105s)" in story
+
+
+def test_a_lease_that_sets_its_token_again_after_its_keys_were_gone_took_them_back() -> None:
+    """A late extend by SET (no check): its keys expired at 300 ms, another client took
+    n1 and n2, and at 350 ms the extend wrote the lease's token there again."""
+    s = section(("n1", "n2", "n3"))
+    holds = [
+        *(hold(n, until=300, ended="expired") for n in ("n1", "n2", "n3")),
+        *(hold(n, "Z", since=310, until=350, ended="overwritten") for n in ("n1", "n2")),
+        *(hold(n, since=350) for n in ("n1", "n2")),
+    ]
+    (outlived,) = check_claims([s], holds, NODES, 3).found
+    assert outlived.kind == "outlived-its-keys" and outlived.retaken == ["n1", "n2"]
+    assert "its token set again after on n1, n2" in outlived.describe()
+    first = side(0, ["n1", "n2", "n3"], 100, 1)
+    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1", "n2", "n4"], 310, 2))
+    claim = msgspec.structs.replace(outlived, process=0, token="token-0", acquire_index=1)
+    story, name = explain(o, [claim])
+    assert name == "lease took its keys back late"
+    assert "a late write took the key back from whoever held it" in story
+    # Expired and never set again (a validity dated too late): outlived, not taken back.
+    plain = [hold(n, until=300, ended="expired") for n in ("n1", "n2", "n3")]
+    (expired,) = check_claims([s], plain, NODES, 3).found
+    assert expired.retaken == []
+    again = msgspec.structs.replace(expired, process=0, token="token-0", acquire_index=1)
+    assert explain(o, [again])[1] == "lease outlived its keys: expired"
