@@ -30,6 +30,7 @@ from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
 from lockharness.checker.stats import compute_stats, percentile
 from lockharness.core.history import Event, EventType, HistoryError, Process, read_history
+from tests.test_claims import side
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -852,28 +853,11 @@ def test_fencing_evidence_is_capped_but_counted() -> None:
     assert result.verdict == Verdict.VALID
 
 
-def _granted_side(process: int, grants: list[str], start: int, index: int) -> Side:
-    return Side(
-        process=process,
-        token=f"token-{process}",
-        start=start * MS,
-        end=(start + 500) * MS,
-        deadline=(start + 400) * MS,
-        overran_deadline_ns=None,
-        planned_end=None,
-        grants=grants,
-        fencing=None,
-        acquire_index=index,
-        release_index=None,
-        closed=True,
-    )
-
-
 def test_a_lease_from_a_master_already_deposed_is_lost_in_that_failover() -> None:
     """Sentinel moved the master from n1 to n4 before either lease; a client not yet told
     was granted by n1, another by n4: the failover explains it (checker.failover)."""
-    first = _granted_side(0, ["n1"], 100, 1)
-    o = Overlap(key="k0", overlap_ns=MS, first=first, second=_granted_side(1, ["n4"], 300, 2))
+    first = side(0, ["n1"], 100, 1)
+    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n4"], 300, 2))
     before = Failover(began=40 * MS, time=50 * MS, from_="n1", to="n4", by="sentinel", index=3)
     (explained_by,) = with_failovers([o], [before])
     assert explained_by.failovers == [before]

@@ -193,9 +193,12 @@ def _shorting(model: FaultModel, nodes: int) -> list[FaultChoice]:
     ]
 
 
-def _past_the_edge(choice: FaultChoice, left: int, ttl: int, rng: random.Random) -> dict[str, Any]:
-    """Options delaying each request just longer than ``left`` (plus the drift), one way
-    in: for a kind that declares ``delays``, inside the entry's bounds."""
+def _past_the_edge(
+    choice: FaultChoice, left: int, ttl: int, rng: random.Random, way: str = "upstream"
+) -> dict[str, Any]:
+    """Options delaying each request (``way``: downstream, each reply) just longer than
+    ``left`` (plus the drift), that way alone where the entry allows: for a kind that
+    declares ``delays``, inside the entry's bounds."""
     option = KINDS[choice.kind].delays
     assert option is not None
     values: dict[str, Any] = {}
@@ -205,8 +208,8 @@ def _past_the_edge(choice: FaultChoice, left: int, ttl: int, rng: random.Random)
         want = left + drift_ns(ttl // MS) + _log_ms(rng, MS, max(MS, ttl // 20))
         values[option] = max(math.ceil(lo / MS), min(hi // MS, want // MS)) * MS
     stream = choice.options.get("stream")
-    if stream is not None and "upstream" in stream.choices:
-        values["stream"] = "upstream"
+    if stream is not None and way in stream.choices:
+        values["stream"] = way
     return values
 
 
@@ -342,16 +345,8 @@ def _slow_acquire(
     w, left = _timing("release", w, rng, max(MS, ttl // 20))
     s = dataclasses.replace(s, workload=w)
     values = _values(choice, s, rng, _SLOWED)
-    delay = KINDS[choice.kind].delays
-    if delay is not None and delay in choice.options:  # the replies late, the write not
-        bound = choice.options[delay]
-        if bound.is_range:  # later than what the hold leaves (its margin and the drift)
-            lo, hi = (int(end) for end in bound.span(ttl))
-            want = left + drift_ns(ttl // MS) + _log_ms(rng, MS, max(MS, ttl // 20))
-            values[delay] = max(math.ceil(lo / MS), min(hi // MS, want // MS)) * MS
-        stream = choice.options.get("stream")
-        if stream is not None and "downstream" in stream.choices:
-            values["stream"] = "downstream"
+    if KINDS[choice.kind].delays is not None:  # the replies late (the write not), longer
+        values |= _past_the_edge(choice, left, ttl, rng, "downstream")  # than the hold leaves
     spec = FaultSpec(
         choice.kind,
         f"{choice.kind}-1",
