@@ -210,11 +210,13 @@ def check_claims(
     nodes: Sequence[str],
     quorum: int,
     spans: Iterable[Span] = (),
+    healed_at: int | None = None,
 ) -> Claims:
     """Every false claim of ``sections`` against ``holds``, the record of ``nodes`` (none:
     the record judges nothing), and against the cuts among the fault ``spans``; a lease
     needs ``quorum`` of the nodes (a majority of ``nodes`` for a client that spreads one
-    lock over independent masters, 1 otherwise)."""
+    lock over independent masters, 1 otherwise). ``healed_at``: when the nemesis began
+    its final heal (a node it brings back costs no lease its key)."""
     cuts = _Cuts(spans)
     record = _Record(holds)
     if not nodes and not cuts.spans:
@@ -228,7 +230,7 @@ def check_claims(
     for section in sections:
         if section.token is None or section.key is None or not section.grants:
             continue
-        found += _check_section(section, record, readable, len(nodes), quorum, cuts)
+        found += _check_section(section, record, readable, len(nodes), quorum, cuts, healed_at)
     return Claims(found, unjudged)
 
 
@@ -243,6 +245,7 @@ def _check_section(
     n_nodes: int,
     quorum: int,
     cuts: _Cuts,
+    healed_at: int | None,
 ) -> list[FalseClaim]:
     assert s.token is not None and s.key is not None
     until = _counted_until(s)
@@ -301,22 +304,27 @@ def _check_section(
             )
         else:
             found.append(claim("never-given", s.start, node=node))
-    outlived = _outlived(kept, quorum, until)
+    outlived = _outlived(kept, quorum, until, healed_at)
     if outlived is not None:
         at, fates = outlived
-        retaken = _retaken(kept, record, s.key, s.token, until)
+        retaken = _retaken(kept, record, s.key, s.token, until, healed_at)
         found.append(claim("outlived-its-keys", at, fates=fates, retaken=retaken))
     return found
 
 
 def _retaken(
-    kept: list[tuple[str, NodeHold]], record: _Record, key: str, token: str, until: int
+    kept: list[tuple[str, NodeHold]],
+    record: _Record,
+    key: str,
+    token: str,
+    until: int,
+    healed_at: int | None,
 ) -> list[str]:
     """The nodes where ``token`` was set again on ``key`` after the lease's key there was
     gone, before ``until``: a late write (an extend's, a retry's) that took it back."""
     nodes = []
     for node, hold in kept:
-        gone = _gone(hold)
+        gone = _gone(hold, healed_at)
         if gone is None or gone >= until:
             continue
         if any(
@@ -326,22 +334,24 @@ def _retaken(
     return nodes
 
 
-def _gone(hold: NodeHold) -> int | None:
+def _gone(hold: NodeHold, healed_at: int | None = None) -> int | None:
     """When a grant stopped protecting its lease: when its key ended, or, lost in a
-    restart, when the node answered again without it (a down node refuses everyone)."""
+    restart, when the node answered again without it (a down node refuses everyone) and
+    not by the run's final heal (the harness's teardown, which no lease is judged by)."""
     if hold.ended == LOST:
-        return hold.back_ns
+        back = hold.back_ns
+        return None if back is None or (healed_at is not None and back >= healed_at) else back
     return hold.until_ns
 
 
 def _outlived(
-    kept: list[tuple[str, NodeHold]], quorum: int, until: int
+    kept: list[tuple[str, NodeHold]], quorum: int, until: int, healed_at: int | None
 ) -> tuple[int, list[NodeFate]] | None:
     """When the grants still protecting it fell below ``quorum`` before ``until``, with
     what had become of every key gone before ``until`` (those after the fall too: what let
     the next client in), or None. A grant not held at the grant counts as gone from the
     start (it is its own witness)."""
-    ends = sorted((end, node, h) for node, h in kept if (end := _gone(h)) is not None)
+    ends = sorted((end, node, h) for node, h in kept if (end := _gone(h, healed_at)) is not None)
     lasting = len(kept)
     if lasting < quorum:  # it never had its quorum: said by the grants' own witnesses
         return None

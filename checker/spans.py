@@ -46,6 +46,15 @@ class Span:
         return f"{self.name}{on}, {self.start / 1e9:.3f}s→{self.end / 1e9:.3f}s"
 
 
+def healed_at(nemesis: Iterable[Event]) -> int | None:
+    """When the nemesis began its final heal (its ``heal`` invoke), if it did."""
+    for event in nemesis:
+        record = nemesis_event(event)
+        if record is not None and record.phase == "heal":
+            return event.time
+    return None
+
+
 def fault_spans(nemesis: Iterable[Event], end: int) -> list[Span]:
     """Every occurrence's span, in order of start (the module's rules)."""
     started: dict[int | str, tuple[Event, dict[str, object]]] = {}

@@ -26,7 +26,7 @@ from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.sections import Section, by_key
-from lockharness.checker.spans import fault_spans
+from lockharness.checker.spans import fault_spans, healed_at
 from lockharness.checker.stats import digest_stats, section_stats
 from lockharness.checker.stories import explained
 from lockharness.checker.views import Fencing, Liveness, Stats
@@ -133,11 +133,12 @@ def _check(
         sections, found.nemesis, found.failovers, end, ttl_ns, found.calls, found.deaths
     )
     # Against the cuts always (the nemesis's record), against the nodes' record when given.
-    in_effect = fault_spans(found.nemesis, end)
+    in_effect, healed = fault_spans(found.nemesis, end), healed_at(found.nemesis)
     if truth is not None:
-        claims = check_claims(sections, truth.holds, truth.nodes, truth.quorum, in_effect)
+        holds, nodes, quorum = truth.holds, truth.nodes, truth.quorum
+        claims = check_claims(sections, holds, nodes, quorum, in_effect, healed)
     else:
-        claims = check_claims(sections, (), (), 1, in_effect)
+        claims = check_claims(sections, (), (), 1, in_effect, healed)
     counts["false_claims"] = len(claims.found)
     stats = Stats(**counts)
 
