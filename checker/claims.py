@@ -13,7 +13,8 @@ granted it:
 - ``gone-before-counted``: N held T, but it was gone (expired, deleted, overwritten, lost)
   before S;
 - ``left-from-earlier``: N held T from before I: a key an earlier acquire of the same
-  token left behind (a release that missed it), on that earlier acquire's TTL;
+  token left behind (a release that missed it), on that earlier acquire's TTL (still
+  there at S, or gone by then: either way the acquire counted what it did not set);
 
 and for the lease as a whole:
 
@@ -289,6 +290,17 @@ def _check_section(
             kept.append((node, hold))
             continue
         if node in unreachable:  # said once, by its own witness
+            continue
+        leftover = [
+            h
+            for h in ours
+            if h.since_ns < s.invoked - SLACK_NS
+            and (h.until_ns is None or h.until_ns >= s.invoked - SLACK_NS)
+        ]
+        if leftover:  # a key an earlier acquire left, there as it began, gone by the grant
+            found.append(
+                claim("left-from-earlier", s.start, node=node, since=leftover[-1].since_ns)
+            )
             continue
         earlier = [h for h in ours if h.since_ns >= s.invoked - SLACK_NS and h.since_ns <= s.start]
         if earlier:

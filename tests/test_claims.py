@@ -412,3 +412,18 @@ def test_a_lease_that_sets_its_token_again_after_its_keys_were_gone_took_them_ba
     assert expired.retaken == []
     again = msgspec.structs.replace(expired, process=0, token="token-0", acquire_index=1)
     assert explain(o, [again])[1] == "lease outlived its keys: expired"
+
+
+def test_a_key_left_from_earlier_that_was_gone_by_the_grant_is_still_left_from_earlier() -> None:
+    """The acquire (invoked at 100 ms) counted a key its token's earlier lease left (set at
+    20 ms); it expired at 105 ms and another client set n1 before the grant at 110 ms."""
+    s = section(("n1", "n2", "n3"))
+    holds = [
+        hold("n1", since=20, until=105, ended="expired"),
+        hold("n1", "Z", since=106, until=600),
+        hold("n2"),
+        hold("n3"),
+    ]
+    found = kinds(s, holds)
+    assert found[0] == ("left-from-earlier", "n1"), found
+    assert ("given-to-another", "n1") not in found
