@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from lockharness.checker.evidence import ms_text
-from lockharness.checker.node_record import LOST, NodeHold, tokens_of
+from lockharness.checker.node_record import LOST, OVERWRITTEN, NodeHold, tokens_of
 from lockharness.checker.sections import Section
 from lockharness.checker.spans import Span
 
@@ -171,6 +171,20 @@ class _Record:
     def ours(self, node: str, key: str, token: str) -> list[NodeHold]:
         return self.tokens.get((node, key, token), [])
 
+    def run_of(self, node: str, key: str, token: str, hold: NodeHold) -> NodeHold:
+        """The last of the unbroken run of values naming ``token`` that ``hold`` begins
+        (a reentrant lock's count rewritten, the token the same): where it really ended."""
+        place = self.places.get((node, key), [])
+        i = bisect_right(self.starts.get((node, key), []), hold.since_ns) - 1
+        while 0 <= i < len(place) - 1:
+            now, after = place[i], place[i + 1]
+            if now.ended != OVERWRITTEN or after.since_ns != now.until_ns:
+                break
+            if token not in tokens_of(after.value):
+                break
+            hold, i = after, i + 1
+        return hold
+
     def held_at(self, node: str, key: str, at: int) -> NodeHold | None:
         """The value the place held at ``at`` (its holds follow one another)."""
         starts = self.starts.get((node, key))
@@ -287,7 +301,7 @@ def _check_section(
             hold = covering[-1]
             if node not in unreachable and hold.since_ns < s.invoked - SLACK_NS:
                 found.append(claim("left-from-earlier", s.start, node=node, since=hold.since_ns))
-            kept.append((node, hold))
+            kept.append((node, record.run_of(node, s.key, s.token, hold)))
             continue
         if node in unreachable:  # said once, by its own witness
             continue

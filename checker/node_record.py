@@ -73,6 +73,8 @@ class _Held:
     expire_us: int | None  # by the node's clock
 
 
+# What a compare-and-... script does to a key it found its argument in.
+_ON_A_MATCH = frozenset(("del", "unlink", "getdel", "pexpire", "pexpireat", "expire", "expireat"))
 _READS = frozenset(
     """get mget getrange strlen exists type ttl pttl expiretime pexpiretime hget hmget
     hgetall hkeys hvals hlen hexists hstrlen object dump touch watch unwatch multi exec
@@ -227,6 +229,8 @@ class _Node:
         if name == "get":
             self.script_read.add(key)
             return
+        if name not in _ON_A_MATCH:  # a script that writes a new value (a reentrant count)
+            return  # acts on what it read, not on its argument being there
         held = self.held.get(key)
         if key not in self.script_read or held is None or not isinstance(held.value, str):
             return
@@ -432,14 +436,12 @@ _SHAPE = "an object of node, key, value, since, until, began, ended, set_by, end
 
 
 def tokens_of(value: object) -> list[str]:
-    """The tokens a value held may be: a string itself; a hash lock's field, and each part
-    of it before a ``:`` (Redisson's ``<uuid>:<thread>``)."""
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, tuple):
-        return []
+    """The tokens a value held may be: a string itself, or a hash lock's field, and each
+    part of it before a ``:`` (Redisson's ``<uuid>:<thread>``, a reentrant lock's
+    ``<token>:<count>``)."""
+    fields = (value,) if isinstance(value, str) else value if isinstance(value, tuple) else ()
     names: list[str] = []
-    for field in value:
+    for field in fields:
         names.append(field)
         names += [field[:i] for i, ch in enumerate(field) if ch == ":"]
     return names

@@ -427,3 +427,18 @@ def test_a_key_left_from_earlier_that_was_gone_by_the_grant_is_still_left_from_e
     found = kinds(s, holds)
     assert found[0] == ("left-from-earlier", "n1"), found
     assert ("given-to-another", "n1") not in found
+
+
+def test_a_reentrant_locks_count_rewritten_under_one_token_keeps_its_lease() -> None:
+    """``<token>:<count>``: each nested acquire and release writes the count again; the
+    token stays, so the lease keeps its key."""
+    s = section(("n1",))
+    holds = [
+        hold("n1", "T:1", since=105, until=200, ended="overwritten"),
+        hold("n1", "T:2", since=200, until=300, ended="overwritten"),
+        hold("n1", "T:1", since=300, until=650),
+    ]
+    assert kinds(s, holds, quorum=1, nodes=("n1",)) == []
+    # The count rewritten, then another client's value over it while the lease is counted.
+    taken = [*holds[:2], hold("n1", "Z", since=300, until=650)]
+    assert kinds(s, taken, quorum=1, nodes=("n1",)) == [("outlived-its-keys", None)]

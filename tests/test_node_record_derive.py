@@ -220,6 +220,19 @@ def test_a_script_that_compared_and_deleted_corrects_a_value_the_record_had_wron
         cmd(20.1, "get", "k0", client="lua"),
     )
     assert [h.value for h in kept] == ["theirs"]
+    # A reentrant acquire (GET its count, SET the next) writes a new value: it acted on what
+    # it read, not on its argument being there.
+    counted = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "T:1", "NX", "PX", "1000", client="c1"),
+        cmd(20, "eval", "sha1:y", "1", "k0", "T"),
+        cmd(20.1, "get", "k0", client="lua"),
+        cmd(20.2, "set", "k0", "T:2", "PX", "1000", client="lua"),
+    )
+    assert [(h.value, h.ended) for h in counted] == [
+        ("T:1", "overwritten"),
+        ("T:2", "held at the end"),
+    ]
 
 
 def test_a_node_back_with_another_value_lost_the_old_one_as_it_went_down() -> None:
