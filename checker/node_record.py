@@ -73,6 +73,7 @@ class _Held:
     expire_us: int | None  # by the node's clock
 
 
+_EDGE_MS = 1  # a SET NX this close to the held key's expiry may have found it gone
 # What a compare-and-... script does to a key it found its argument in.
 _ON_A_MATCH = frozenset(("del", "unlink", "getdel", "pexpire", "pexpireat", "expire", "expireat"))
 _READS = frozenset(
@@ -97,6 +98,10 @@ class _Node:
         self.script_ts: int | None = None  # the latest client command's: a script's time
         self.script: list[str] = []  # the latest script's command line (EVAL sha n keys argv)
         self.script_read: set[str] = set()  # the keys it has read so far
+        # Per key: a SET NX the replay refused within a ms of the held key's expiry (value,
+        # at, by, expiry µs); the node may have taken it (a SET's ms, as MONITOR stamps it,
+        # can be one past the node's own), which a later compare by its token settles.
+        self.edge: dict[str, tuple[str, int, str, int | None]] = {}
 
     # -- placing the node's clock on the history's
     def _at(self, ts_us: int, latest: int) -> int:
@@ -135,6 +140,7 @@ class _Node:
         self, key: str, value: Value, at: int, why: str, by: str, expire: int | None
     ) -> None:
         self.held[key] = _Held(value, at, why, by, expire)
+        self.edge.pop(key, None)  # a value the replay saw set: no refused SET is in doubt
 
     def _expire_due(self, ts_us: int, at: int) -> None:
         """Redis's rule, in whole ms: a key is gone once the command's ms is past its
@@ -232,6 +238,8 @@ class _Node:
         if name not in _ON_A_MATCH:  # a script that writes a new value (a reentrant count)
             return  # acts on what it read, not on its argument being there
         held = self.held.get(key)
+        if key in self.script_read and self._took_the_edge(key, held):
+            return
         if key not in self.script_read or held is None or not isinstance(held.value, str):
             return
         try:
@@ -241,6 +249,32 @@ class _Node:
         argv = self.script[3 + keys :]
         if key in self.script[3 : 3 + keys] and argv and held.value != argv[0]:
             held.value = argv[0]
+
+    def _took_the_edge(self, key: str, held: _Held | None) -> bool:
+        """Whether the script compared and found the value of a SET NX the replay refused
+        at the key's expiry (``edge``): the node took it then. The key's hold is then
+        that value's from that SET on."""
+        edge = self.edge.pop(key, None)
+        if edge is None or (held is not None and held.value == edge[0]):
+            return False
+        value, at, by, expire = edge
+        try:
+            keys = int(self.script[2])
+        except (IndexError, ValueError):
+            return False
+        argv = self.script[3 + keys :]
+        if key not in self.script[3 : 3 + keys] or not argv or argv[0] != value:
+            return False
+        if held is not None:
+            self._end(key, at, EXPIRED)  # gone on the node at that SET's ms
+        else:  # the replay let it expire a ms later: it ended where the SET came
+            ours = [i for i, h in enumerate(self.out) if h.key == key]
+            if not ours or self.out[ours[-1]].ended != EXPIRED:
+                return False  # something else happened to it since: not that SET's
+            last = self.out[ours[-1]]
+            self.out[ours[-1]] = msgspec.structs.replace(last, until_ns=max(at, last.since_ns))
+        self._begin(key, value, at, SET, by, expire)
+        return True
 
     # -- strings
     def _store(
@@ -260,9 +294,14 @@ class _Node:
             return
         value, options = rest[0], [o.upper() for o in rest[1:]]
         present = key in self.held
-        if ("NX" in options and present) or ("XX" in options and not present):
-            return
         expire = _expiry(options, ts)
+        if "NX" in options and present:
+            held_expire = self.held[key].expire_us
+            if held_expire is not None and held_expire // 1000 - ts // 1000 <= _EDGE_MS:
+                self.edge[key] = (value, at, by, expire)
+            return
+        if "XX" in options and not present:
+            return
         self._store(key, value, expire, by, at, keep_ttl="KEEPTTL" in options)
 
     def _setnx(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:

@@ -309,3 +309,38 @@ def test_a_line_is_placed_by_the_clock_readings_on_its_own_side_of_a_clock_jump(
     assert set(placed) == set(truth)
     for value, t in truth.items():
         assert abs(placed[value] - t) <= MS, (value, placed[value] / 1e9, t / 1e9)
+
+
+def test_a_set_nx_at_the_held_keys_expiry_is_settled_by_its_own_later_compare() -> None:
+    """At the ms the held key expires the replay refuses a SET NX (Redis's ``now > when``),
+    but the node's own ms may have been one later (MONITOR stamps a command as it is fed):
+    when that SET's token is later compared and deleted by its own script, the node took
+    it then, and the old key was gone from that moment."""
+    lines = [
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "100"),  # expires at 110 ms
+        cmd(110, "set", "k0", "b", "NX", "PX", "1000", client="c2"),  # the edge: refused here
+    ]
+    settled = holds(
+        *lines,
+        cmd(400, "eval", "sha1:x", "1", "k0", "b", client="c2"),
+        cmd(400.1, "get", "k0", client="lua"),
+        cmd(400.2, "del", "k0", client="lua"),
+    )
+    assert [(h.value, h.ended, h.since_ns, h.until_ns) for h in settled] == [
+        ("a", "expired", 10 * MS, 110 * MS),
+        ("b", "deleted", 110 * MS, int(400.2 * MS)),
+    ]
+    # No such evidence: the replay's decision stands (a expires, b was never set).
+    alone = holds(*lines, cmd(400, "get", "k0", client="c3"))
+    assert [(h.value, h.ended) for h in alone] == [("a", "expired")]
+    # A SET NX well before the expiry is no doubt, whatever a script finds later.
+    early = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "100"),
+        cmd(50, "set", "k0", "b", "NX", "PX", "1000", client="c2"),
+        cmd(400, "eval", "sha1:x", "1", "k0", "b", client="c2"),
+        cmd(400.1, "get", "k0", client="lua"),
+        cmd(400.2, "del", "k0", client="lua"),
+    )
+    assert [(h.value, h.ended) for h in early] == [("a", "expired")]
