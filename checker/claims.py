@@ -34,14 +34,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from lockharness.checker.evidence import ms_text
-from lockharness.checker.node_record import LOST, OVERWRITTEN, NodeHold, tokens_of
+from lockharness.checker.node_record import EXPIRED, LOST, OVERWRITTEN, NodeHold, tokens_of
 from lockharness.checker.sections import Section
 from lockharness.checker.spans import Span
 
@@ -226,12 +226,14 @@ def check_claims(
     quorum: int,
     spans: Iterable[Span] = (),
     healed_at: int | None = None,
+    ttl_ns: Mapping[str | None, int] | None = None,
 ) -> Claims:
     """Every false claim of ``sections`` against ``holds``, the record of ``nodes`` (none:
     the record judges nothing), and against the cuts among the fault ``spans``; a lease
     needs ``quorum`` of the nodes (a majority of ``nodes`` for a client that spreads one
     lock over independent masters, 1 otherwise). ``healed_at``: when the nemesis began
-    its final heal (a node it brings back costs no lease its key)."""
+    its final heal (a node it brings back costs no lease its key); ``ttl_ns``: the TTL
+    each key's acquires ask for (a key gone sooner expired early)."""
     cuts = _Cuts(spans)
     record = _Record(holds)
     if not nodes and not cuts.spans:
@@ -245,7 +247,8 @@ def check_claims(
     for section in sections:
         if section.token is None or section.key is None or not section.grants:
             continue
-        found += _check_section(section, record, readable, len(nodes), quorum, cuts, healed_at)
+        ttl = (ttl_ns or {}).get(section.key)
+        found += _check_section(section, record, readable, len(nodes), quorum, cuts, healed_at, ttl)
     return Claims(found, unjudged)
 
 
@@ -261,6 +264,7 @@ def _check_section(
     quorum: int,
     cuts: _Cuts,
     healed_at: int | None,
+    ttl_ns: int | None = None,
 ) -> list[FalseClaim]:
     assert s.token is not None and s.key is not None
     until = _counted_until(s)
@@ -319,7 +323,7 @@ def _check_section(
         earlier = [h for h in ours if h.since_ns >= s.invoked - SLACK_NS and h.since_ns <= s.start]
         if earlier:
             h = earlier[-1]
-            fate = NodeFate(node, h.ended, h.until_ns, h.ended_by, h.back_ns)
+            fate = _fate(node, h, ttl_ns)
             found.append(claim("gone-before-counted", s.start, node=node, fates=[fate]))
             continue
         other = record.held_at(node, s.key, s.start)
@@ -330,7 +334,7 @@ def _check_section(
             )
         else:
             found.append(claim("never-given", s.start, node=node))
-    outlived = _outlived(kept, quorum, until, healed_at)
+    outlived = _outlived(kept, quorum, until, healed_at, ttl_ns)
     if outlived is not None:
         at, fates = outlived
         retaken = _retaken(kept, record, s.key, s.token, until, healed_at)
@@ -360,6 +364,23 @@ def _retaken(
     return nodes
 
 
+EARLY = "expired early"  # a fate: gone before its TTL ran out on the history's clock
+
+
+def _fate(node: str, hold: NodeHold, ttl_ns: int | None) -> NodeFate:
+    """What became of ``hold``; an expiry before the TTL the acquires of its key ask for
+    had passed since it was set is ``expired early`` (its node's clock ran ahead)."""
+    ended = hold.ended
+    if (
+        ended == EXPIRED
+        and ttl_ns
+        and hold.until_ns is not None
+        and hold.until_ns - hold.since_ns < ttl_ns - SLACK_NS
+    ):
+        ended = EARLY
+    return NodeFate(node, ended, hold.until_ns, hold.ended_by, hold.back_ns)
+
+
 def _gone(hold: NodeHold, healed_at: int | None = None) -> int | None:
     """When a grant stopped protecting its lease: when its key ended, or, lost in a
     restart, when the node answered again without it (a down node refuses everyone) and
@@ -371,7 +392,11 @@ def _gone(hold: NodeHold, healed_at: int | None = None) -> int | None:
 
 
 def _outlived(
-    kept: list[tuple[str, NodeHold]], quorum: int, until: int, healed_at: int | None
+    kept: list[tuple[str, NodeHold]],
+    quorum: int,
+    until: int,
+    healed_at: int | None,
+    ttl_ns: int | None,
 ) -> tuple[int, list[NodeFate]] | None:
     """When the grants still protecting it fell below ``quorum`` before ``until``, with
     what had become of every key gone before ``until`` (those after the fall too: what let
@@ -386,10 +411,6 @@ def _outlived(
         if lasting < quorum:
             if end >= until - SLACK_NS:
                 return None
-            gone = [
-                NodeFate(node, h.ended, h.until_ns, h.ended_by, h.back_ns)
-                for e, node, h in ends
-                if e < until - SLACK_NS
-            ]
+            gone = [_fate(node, h, ttl_ns) for e, node, h in ends if e < until - SLACK_NS]
             return end, gone
     return None

@@ -21,7 +21,9 @@ whatever the run, seed or client, so that violations group by it:
                                               key gone before the grant was counted is
                                               one the lease outlived from its start; by
                                               the commonest fate of the keys: lost in a
-                                              restart, expired, deleted, overwritten)
+                                              restart, expired, expired early (before its
+                                              TTL: its node's clock ran ahead), deleted,
+                                              overwritten)
     holder went on past its validity         (no false claim; the earlier lease ran past
                                               its deadline: a pause, a slow client)
     not explained by the node record         (no false claim, no overrun: a failover's

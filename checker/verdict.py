@@ -136,9 +136,9 @@ def _check(
     in_effect, healed = fault_spans(found.nemesis, end), healed_at(found.nemesis)
     if truth is not None:
         holds, nodes, quorum = truth.holds, truth.nodes, truth.quorum
-        claims = check_claims(sections, holds, nodes, quorum, in_effect, healed)
+        claims = check_claims(sections, holds, nodes, quorum, in_effect, healed, ttl_ns)
     else:
-        claims = check_claims(sections, (), (), 1, in_effect, healed)
+        claims = check_claims(sections, (), (), 1, in_effect, healed, ttl_ns)
     counts["false_claims"] = len(claims.found)
     stats = Stats(**counts)
 

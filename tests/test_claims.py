@@ -442,3 +442,18 @@ def test_a_reentrant_locks_count_rewritten_under_one_token_keeps_its_lease() -> 
     # The count rewritten, then another client's value over it while the lease is counted.
     taken = [*holds[:2], hold("n1", "Z", since=300, until=650)]
     assert kinds(s, taken, quorum=1, nodes=("n1",)) == [("outlived-its-keys", None)]
+
+
+def test_a_key_gone_before_its_ttl_ran_out_expired_early() -> None:
+    """Its node's clock jumped: the key set at 105 ms with a 1 s TTL expired at 300 ms."""
+    s = section(("n1",))
+    jumped = [hold("n1", until=300, ended="expired")]
+    (early,) = check_claims([s], jumped, ("n1",), 1, ttl_ns={"k0": 1000 * MS}).found
+    assert [(f.node, f.ended) for f in early.fates] == [("n1", "expired early")]
+    # On time (the TTL ran out; the lease was counted past it): plain expired.
+    (late,) = check_claims([s], jumped, ("n1",), 1, ttl_ns={"k0": 150 * MS}).found
+    assert [f.ended for f in late.fates] == ["expired"]
+    first = side(0, ["n1"], 100, 1)
+    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1"], 310, 2))
+    claim = msgspec.structs.replace(early, process=0, token="token-0", acquire_index=1)
+    assert explain(o, [claim])[1] == "lease outlived its keys: expired early"
