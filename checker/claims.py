@@ -101,6 +101,9 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
     # outlived: the nodes where its token was set again after its key there was gone,
     # while the lease was still counted (a late write took the key back)
     retaken: list[str] = msgspec.field(default_factory=list)
+    # outlived: the nodes whose key outlasted its first TTL (an extend reached them) while
+    # others expired: an extend that reached too few
+    extended: list[str] = msgspec.field(default_factory=list)
 
     words: ClassVar[dict[str, str]] = {
         "unreachable": "was out of its worker's reach through the whole acquire",
@@ -338,8 +341,25 @@ def _check_section(
     if outlived is not None:
         at, fates = outlived
         retaken = _retaken(kept, record, s.key, s.token, until, healed_at)
-        found.append(claim("outlived-its-keys", at, fates=fates, retaken=retaken))
+        extended = _extended(kept, fates, ttl_ns)
+        found.append(
+            claim("outlived-its-keys", at, fates=fates, retaken=retaken, extended=extended)
+        )
     return found
+
+
+def _extended(
+    kept: list[tuple[str, NodeHold]], fates: list[NodeFate], ttl_ns: int | None
+) -> list[str]:
+    """The nodes whose key outlasted the TTL it was set with (an extend reached them),
+    when keys of others expired: the lease was extended on some nodes, not enough."""
+    if not ttl_ns or not any(f.ended == EXPIRED for f in fates):
+        return []
+    return [
+        node
+        for node, h in kept
+        if h.until_ns is None or h.until_ns - h.since_ns > ttl_ns + SLACK_NS
+    ]
 
 
 def _retaken(

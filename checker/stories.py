@@ -17,6 +17,9 @@ whatever the run, seed or client, so that violations group by it:
                                               on a node after its key there was gone: a
                                               late extend or retry wrote over whoever held
                                               it by then)
+    lease extended on too few of its nodes   (outlived-its-keys: its keys expired on some
+                                              nodes while an extend had kept them on others,
+                                              fewer than it needs)
     lease outlived its keys: <why>           (outlived-its-keys, gone-before-counted: a
                                               key gone before the grant was counted is
                                               one the lease outlived from its start; by
@@ -59,6 +62,7 @@ _LOST_KEYS = ("outlived-its-keys", "gone-before-counted")
 OVERRAN = "holder went on past its validity"
 FAILOVER = "lease lost in a failover"
 RETAKEN = "lease took its keys back late"
+EXTENDED_SHORT = "lease extended on too few of its nodes"
 UNEXPLAINED = "not explained by the node record"
 
 
@@ -95,6 +99,11 @@ def _claim_words(claim: FalseClaim) -> str:
         if claim.retaken
         else ""
     )
+    if claim.extended:
+        back += (
+            f"; an extend had kept its key on {', '.join(claim.extended)} only, fewer than "
+            f"it needs, and the lease went on as extended"
+        )
     return (
         f"it outlived its keys: from {claim.at / 1e9:.3f}s fewer of its nodes held its "
         f"token than it needs ({gone}){back}"
@@ -120,6 +129,9 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
     for side in (overlap.first, overlap.second):
         if any(c.kind == "outlived-its-keys" and c.retaken for c in _of(side, claims)):
             return RETAKEN
+    for side in (overlap.first, overlap.second):
+        if any(c.kind == "outlived-its-keys" and c.extended for c in _of(side, claims)):
+            return EXTENDED_SHORT
     for side in (overlap.first, overlap.second):
         said = _of(side, claims)
         fates = Counter(f.ended for c in said if c.kind in _LOST_KEYS for f in c.fates)

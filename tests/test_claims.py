@@ -457,3 +457,25 @@ def test_a_key_gone_before_its_ttl_ran_out_expired_early() -> None:
     o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1"], 310, 2))
     claim = msgspec.structs.replace(early, process=0, token="token-0", acquire_index=1)
     assert explain(o, [claim])[1] == "lease outlived its keys: expired early"
+
+
+def test_a_lease_whose_extend_kept_too_few_of_its_keys_was_extended_on_too_few_nodes() -> None:
+    """TTL 300 ms: the extend reached n1 and n2 only (their keys last to 900 ms); n3, n4
+    and n5 expired at 405 ms while the lease went on to 600 ms."""
+    s = section(("n1", "n2", "n3", "n4", "n5"))
+    holds = [
+        *(hold(n, until=900) for n in ("n1", "n2")),
+        *(hold(n, until=405, ended="expired") for n in ("n3", "n4", "n5")),
+    ]
+    (short,) = check_claims([s], holds, NODES, 3, ttl_ns={"k0": 300 * MS}).found
+    assert short.kind == "outlived-its-keys" and short.extended == ["n1", "n2"]
+    first = side(0, list(NODES), 100, 1)
+    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n3", "n4", "n5"], 410, 2))
+    claim = msgspec.structs.replace(short, process=0, token="token-0", acquire_index=1)
+    story, name = explain(o, [claim])
+    assert name == "lease extended on too few of its nodes"
+    assert "an extend had kept its key on n1, n2 only" in story
+    # None extended (a validity dated too late): the keys simply expired under it.
+    plain = [hold(n, until=405, ended="expired") for n in NODES]
+    (expired,) = check_claims([s], plain, NODES, 3, ttl_ns={"k0": 300 * MS}).found
+    assert expired.extended == []
