@@ -101,6 +101,9 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
     # outlived: the nodes where its token was set again after its key there was gone,
     # while the lease was still counted (a late write took the key back)
     retaken: list[str] = msgspec.field(default_factory=list)
+    # outlived: the nodes where its key was overwritten by another lease taking back a key
+    # it had lost there (a late extend's or retry's write)
+    overwritten_late: list[str] = msgspec.field(default_factory=list)
     # outlived: the nodes whose key outlasted its first TTL (an extend reached them) while
     # others expired: an extend that reached too few
     extended: list[str] = msgspec.field(default_factory=list)
@@ -342,10 +345,39 @@ def _check_section(
         at, fates = outlived
         retaken = _retaken(kept, record, s.key, s.token, until, healed_at)
         extended = _extended(kept, fates, ttl_ns)
+        late = _overwritten_late(record, s.key, fates)
         found.append(
-            claim("outlived-its-keys", at, fates=fates, retaken=retaken, extended=extended)
+            claim(
+                "outlived-its-keys",
+                at,
+                fates=fates,
+                retaken=retaken,
+                extended=extended,
+                overwritten_late=late,
+            )
         )
     return found
+
+
+def _overwritten_late(record: _Record, key: str, fates: list[NodeFate]) -> list[str]:
+    """The nodes where the lease's key was overwritten by a value whose own key there had
+    ended before: another lease writing back a key it had lost (a late extend, a retry)."""
+    nodes = []
+    for fate in fates:
+        if fate.ended != OVERWRITTEN or fate.at is None:
+            continue
+        new = record.held_at(fate.node, key, fate.at)
+        if new is None:
+            continue
+        lost = [
+            h
+            for token in tokens_of(new.value)
+            for h in record.ours(fate.node, key, token)
+            if h.until_ns is not None and h.until_ns <= new.since_ns and h.ended != OVERWRITTEN
+        ]
+        if lost:
+            nodes.append(fate.node)
+    return nodes
 
 
 def _extended(

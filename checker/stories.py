@@ -13,10 +13,10 @@ whatever the run, seed or client, so that violations group by it:
     grant left from an earlier acquire       (left-from-earlier)
     grant the node never gave                (never-given, given-to-another)
     lease counted on fewer than a majority   (not-a-majority)
-    lease took its keys back late            (outlived-its-keys, and its token set again
-                                              on a node after its key there was gone: a
-                                              late extend or retry wrote over whoever held
-                                              it by then)
+    key taken back by a late write           (outlived-its-keys, and a lease's token set
+                                              again on a node after its key there was gone:
+                                              a late extend or retry wrote over whoever
+                                              held it by then; told from either lease)
     lease extended on too few of its nodes   (outlived-its-keys: its keys expired on some
                                               nodes while an extend had kept them on others,
                                               fewer than it needs)
@@ -61,7 +61,7 @@ _ORDER = ("unreachable", "left-from-earlier", "not-a-majority", "never-given", "
 _LOST_KEYS = ("outlived-its-keys", "gone-before-counted")
 OVERRAN = "holder went on past its validity"
 FAILOVER = "lease lost in a failover"
-RETAKEN = "lease took its keys back late"
+RETAKEN = "key taken back by a late write"
 EXTENDED_SHORT = "lease extended on too few of its nodes"
 UNEXPLAINED = "not explained by the node record"
 
@@ -99,6 +99,11 @@ def _claim_words(claim: FalseClaim) -> str:
         if claim.retaken
         else ""
     )
+    if claim.overwritten_late:
+        back += (
+            f"; on {', '.join(claim.overwritten_late)} another lease wrote back a key it had "
+            f"lost there, over its"
+        )
     if claim.extended:
         back += (
             f"; an extend had kept its key on {', '.join(claim.extended)} only, fewer than "
@@ -127,7 +132,8 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
             if kind in kinds:
                 return _GRANT_SIGNATURES[kind]
     for side in (overlap.first, overlap.second):
-        if any(c.kind == "outlived-its-keys" and c.retaken for c in _of(side, claims)):
+        said = [c for c in _of(side, claims) if c.kind == "outlived-its-keys"]
+        if any(c.retaken or c.overwritten_late for c in said):
             return RETAKEN
     for side in (overlap.first, overlap.second):
         if any(c.kind == "outlived-its-keys" and c.extended for c in _of(side, claims)):

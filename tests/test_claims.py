@@ -404,7 +404,7 @@ def test_a_lease_that_sets_its_token_again_after_its_keys_were_gone_took_them_ba
     o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1", "n2", "n4"], 310, 2))
     claim = msgspec.structs.replace(outlived, process=0, token="token-0", acquire_index=1)
     story, name = explain(o, [claim])
-    assert name == "lease took its keys back late"
+    assert name == "key taken back by a late write"
     assert "a late write took the key back from whoever held it" in story
     # Expired and never set again (a validity dated too late): outlived, not taken back.
     plain = [hold(n, until=300, ended="expired") for n in ("n1", "n2", "n3")]
@@ -479,3 +479,24 @@ def test_a_lease_whose_extend_kept_too_few_of_its_keys_was_extended_on_too_few_n
     plain = [hold(n, until=405, ended="expired") for n in NODES]
     (expired,) = check_claims([s], plain, NODES, 3, ttl_ns={"k0": 300 * MS}).found
     assert expired.extended == []
+
+
+def test_a_key_overwritten_by_a_lease_writing_back_a_key_it_had_lost_is_named_the_same() -> None:
+    """The victim's side of a late write: T's key (set at 105 ms) is overwritten at 200 ms
+    by Z, whose own key there had expired at 100 ms: Z's holder wrote it back late."""
+    s = section(("n1",))
+    holds = [
+        hold("n1", "Z", since=0, until=100, ended="expired"),
+        hold("n1", since=105, until=200, ended="overwritten"),
+        hold("n1", "Z", since=200, until=650),
+    ]
+    (victim,) = check_claims([s], holds, ("n1",), 1).found
+    assert victim.kind == "outlived-its-keys" and victim.overwritten_late == ["n1"]
+    first = side(0, ["n1"], 100, 1)
+    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1"], 300, 2))
+    claim = msgspec.structs.replace(victim, process=0, token="token-0", acquire_index=1)
+    assert explain(o, [claim])[1] == "key taken back by a late write"
+    # Overwritten by a value that never held the key before (a retry's plain SET): not late.
+    fresh = [hold("n1", since=105, until=200, ended="overwritten"), hold("n1", "Y", 200, 650)]
+    (plain,) = check_claims([s], fresh, ("n1",), 1).found
+    assert plain.overwritten_late == []
