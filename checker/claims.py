@@ -41,7 +41,14 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from lockharness.checker.evidence import ms_text
-from lockharness.checker.node_record import EXPIRED, LOST, OVERWRITTEN, NodeHold, tokens_of
+from lockharness.checker.node_record import (
+    EXPIRED,
+    LOST,
+    OVERWRITTEN,
+    SET,
+    NodeHold,
+    tokens_of,
+)
 from lockharness.checker.sections import Section
 from lockharness.checker.spans import Span
 
@@ -132,12 +139,12 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
         if self.kind == "outlived-its-keys":
             gone = "; ".join(fate.describe() for fate in self.fates)
             held = ms_text(self.counted_until - self.at)
-            back = (
+            again = (
                 f"; its token set again after on {', '.join(self.retaken)}" if self.retaken else ""
             )
             return (
                 f"{who} {self.words[self.kind]}: from {self.at / 1e9:.3f}s, {held} before "
-                f"its holder let it go, too few of its nodes held its token ({gone}){back}"
+                f"its holder let it go, too few of its nodes held its token ({gone}){again}"
             )
         return f"{who} {self.words[self.kind]}: {', '.join(self.grants)}"
 
@@ -410,7 +417,7 @@ def _retaken(
         if gone is None or gone >= until:
             continue
         if any(
-            gone <= h.since_ns < until and h.began == "set" for h in record.ours(node, key, token)
+            gone <= h.since_ns < until and h.began == SET for h in record.ours(node, key, token)
         ):
             nodes.append(node)
     return nodes

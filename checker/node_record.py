@@ -237,34 +237,32 @@ class _Node:
             return
         if name not in _ON_A_MATCH:  # a script that writes a new value (a reentrant count)
             return  # acts on what it read, not on its argument being there
+        argument = self._argument(key) if key in self.script_read else None
+        if argument is None:
+            return
         held = self.held.get(key)
-        if key in self.script_read and self._took_the_edge(key, held):
+        if self._took_the_edge(key, held, argument):
             return
-        if key not in self.script_read or held is None or not isinstance(held.value, str):
-            return
+        if held is not None and isinstance(held.value, str) and held.value != argument:
+            held.value = argument
+
+    def _argument(self, key: str) -> str | None:
+        """The latest script's first argument, when ``key`` is one of its keys."""
         try:
             keys = int(self.script[2])
         except (IndexError, ValueError):
-            return
+            return None
         argv = self.script[3 + keys :]
-        if key in self.script[3 : 3 + keys] and argv and held.value != argv[0]:
-            held.value = argv[0]
+        return argv[0] if key in self.script[3 : 3 + keys] and argv else None
 
-    def _took_the_edge(self, key: str, held: _Held | None) -> bool:
-        """Whether the script compared and found the value of a SET NX the replay refused
-        at the key's expiry (``edge``): the node took it then. The key's hold is then
-        that value's from that SET on."""
+    def _took_the_edge(self, key: str, held: _Held | None, argument: str) -> bool:
+        """Whether the script found (``argument``) the value of a SET NX the replay
+        refused at the key's expiry (``edge``): the node took it then. The key's hold is
+        then that value's from that SET on."""
         edge = self.edge.pop(key, None)
-        if edge is None or (held is not None and held.value == edge[0]):
+        if edge is None or edge[0] != argument or (held is not None and held.value == argument):
             return False
         value, at, by, expire = edge
-        try:
-            keys = int(self.script[2])
-        except (IndexError, ValueError):
-            return False
-        argv = self.script[3 + keys :]
-        if key not in self.script[3 : 3 + keys] or not argv or argv[0] != value:
-            return False
         if held is not None:
             self._end(key, at, EXPIRED)  # gone on the node at that SET's ms
         else:  # the replay let it expire a ms later: it ended where the SET came

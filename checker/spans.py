@@ -15,7 +15,7 @@ drop (refused, held, its reply or the request itself lost).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lockharness.checker.values import names_field, processes_field
@@ -55,18 +55,15 @@ def healed_at(nemesis: Iterable[Event]) -> int | None:
     return None
 
 
-def fault_spans(nemesis: Iterable[Event], end: int) -> list[Span]:
+def fault_spans(nemesis: Sequence[Event], end: int) -> list[Span]:
     """Every occurrence's span, in order of start (the module's rules)."""
     started: dict[int | str, tuple[Event, dict[str, object]]] = {}
     ends: dict[int | str, int] = {}
     order: list[int | str] = []
-    heal: int | None = None
+    heal = healed_at(nemesis)
     for event in nemesis:
         record = nemesis_event(event)
-        if record is None:
-            continue
-        if record.phase == "heal":
-            heal = event.time if heal is None else heal
+        if record is None or record.phase == "heal":
             continue
         number: int | str = record.occurrence if record.occurrence is not None else event.f
         value = event.value or {}

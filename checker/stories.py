@@ -46,7 +46,7 @@ from collections.abc import Sequence
 import msgspec
 
 from lockharness.checker.claims import SLACK_NS, FalseClaim
-from lockharness.checker.evidence import Overlap, Side, ms_text
+from lockharness.checker.evidence import Failover, Overlap, Side, ms_text
 from lockharness.checker.spans import Span
 
 _GRANT_SIGNATURES = {
@@ -93,51 +93,54 @@ def _claim_words(claim: FalseClaim) -> str:
     if claim.kind == "not-a-majority":
         return f"its grants ({', '.join(claim.grants)}) are fewer than a majority of the nodes"
     gone = "; ".join(fate.describe() for fate in claim.fates)
-    back = (
+    more = (
         f"; then its token was set again on {', '.join(claim.retaken)}, after its key there "
         f"was gone: a late write took the key back from whoever held it"
         if claim.retaken
         else ""
     )
     if claim.overwritten_late:
-        back += (
+        more += (
             f"; on {', '.join(claim.overwritten_late)} another lease wrote back a key it had "
             f"lost there, over its"
         )
     if claim.extended:
-        back += (
+        more += (
             f"; an extend had kept its key on {', '.join(claim.extended)} only, fewer than "
             f"it needs, and the lease went on as extended"
         )
     return (
         f"it outlived its keys: from {claim.at / 1e9:.3f}s fewer of its nodes held its "
-        f"token than it needs ({gone}){back}"
+        f"token than it needs ({gone}){more}"
     )
 
 
-def _promoted(overlap: Overlap) -> list[str]:
-    """The nodes a failover that explains the overlap (checker.failover) made master,
-    that the second lease got a grant from."""
+def _to_the_second(overlap: Overlap) -> list[Failover]:
+    """The failovers that explain the overlap (checker.failover) whose new master granted
+    the second lease."""
     failovers = overlap.failovers if isinstance(overlap.failovers, list) else []
-    return [f.to for f in failovers if f.to in overlap.second.grants]
+    return [f for f in failovers if f.to in overlap.second.grants]
 
 
 def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
     """What made ``overlap`` possible, in the words of the module's docstring."""
-    if _promoted(overlap):
+    if _to_the_second(overlap):
         return FAILOVER
     for side in (overlap.first, overlap.second):
         kinds = {c.kind for c in _of(side, claims)}
         for kind in _ORDER:
             if kind in kinds:
                 return _GRANT_SIGNATURES[kind]
-    for side in (overlap.first, overlap.second):
-        said = [c for c in _of(side, claims) if c.kind == "outlived-its-keys"]
-        if any(c.retaken or c.overwritten_late for c in said):
-            return RETAKEN
-    for side in (overlap.first, overlap.second):
-        if any(c.kind == "outlived-its-keys" and c.extended for c in _of(side, claims)):
-            return EXTENDED_SHORT
+    outlived = [
+        c
+        for side in (overlap.first, overlap.second)
+        for c in _of(side, claims)
+        if c.kind == "outlived-its-keys"
+    ]
+    if any(c.retaken or c.overwritten_late for c in outlived):
+        return RETAKEN
+    if any(c.extended for c in outlived):
+        return EXTENDED_SHORT
     for side in (overlap.first, overlap.second):
         said = _of(side, claims)
         fates = Counter(f.ended for c in said if c.kind in _LOST_KEYS for f in c.fates)
@@ -170,10 +173,7 @@ def story(overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] 
         for n in second.grants
         if n in first.grants and n in fates and (fates[n].at or 0) <= second.start + SLACK_NS
     ]
-    failovers = overlap.failovers if isinstance(overlap.failovers, list) else []
-    for f in failovers:
-        if f.to not in second.grants:
-            continue
+    for f in _to_the_second(overlap):
         if f.time < first.start and f.from_ in first.grants:
             text += (
                 f" {f.from_} had been deposed at {f.time / 1e9:.3f}s (a failover to {f.to}) "

@@ -200,6 +200,20 @@ def overlap(first_overran: int | None = None) -> Overlap:
     return Overlap(key="k0", overlap_ns=200 * MS, first=first, second=second)
 
 
+def against(
+    claim: FalseClaim, first: list[str], second: list[str], second_start: int
+) -> tuple[Overlap, FalseClaim]:
+    """An overlap of a first lease (process 0) granted by ``first`` with a second one, and
+    ``claim`` made the first lease's: what a story is told from."""
+    o = Overlap(
+        key="k0",
+        overlap_ns=MS,
+        first=side(0, first, 100, 1),
+        second=side(1, second, second_start, 2),
+    )
+    return o, msgspec.structs.replace(claim, process=0, token="token-0", acquire_index=1)
+
+
 def test_an_overlap_is_explained_by_its_leases_claims_and_named_by_its_cause() -> None:
 
     o = overlap()
@@ -380,9 +394,7 @@ def test_a_key_gone_before_the_grant_was_counted_is_one_the_lease_outlived() -> 
     (gone,) = check_claims([s], [*seen, *holds], NODES, 3).found
     assert gone.kind == "gone-before-counted" and gone.node == "n1"
     assert [(f.node, f.ended, f.at) for f in gone.fates] == [("n1", "expired", 105 * MS)]
-    first = side(0, ["n1", "n2", "n3"], 100, 1)
-    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1", "n4", "n5"], 300, 2))
-    claim = msgspec.structs.replace(gone, process=0, token="token-0", acquire_index=1)
+    o, claim = against(gone, ["n1", "n2", "n3"], ["n1", "n4", "n5"], 300)
     story, name = explain(o, [claim])
     assert name == "lease outlived its keys: expired"
     assert "n1 had let its key go before the grant was counted (n1: expired at 0.105s)" in story
@@ -400,9 +412,7 @@ def test_a_lease_that_sets_its_token_again_after_its_keys_were_gone_took_them_ba
     (outlived,) = check_claims([s], holds, NODES, 3).found
     assert outlived.kind == "outlived-its-keys" and outlived.retaken == ["n1", "n2"]
     assert "its token set again after on n1, n2" in outlived.describe()
-    first = side(0, ["n1", "n2", "n3"], 100, 1)
-    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1", "n2", "n4"], 310, 2))
-    claim = msgspec.structs.replace(outlived, process=0, token="token-0", acquire_index=1)
+    o, claim = against(outlived, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)
     story, name = explain(o, [claim])
     assert name == "key taken back by a late write"
     assert "a late write took the key back from whoever held it" in story
@@ -410,7 +420,7 @@ def test_a_lease_that_sets_its_token_again_after_its_keys_were_gone_took_them_ba
     plain = [hold(n, until=300, ended="expired") for n in ("n1", "n2", "n3")]
     (expired,) = check_claims([s], plain, NODES, 3).found
     assert expired.retaken == []
-    again = msgspec.structs.replace(expired, process=0, token="token-0", acquire_index=1)
+    o, again = against(expired, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)
     assert explain(o, [again])[1] == "lease outlived its keys: expired"
 
 
@@ -453,9 +463,7 @@ def test_a_key_gone_before_its_ttl_ran_out_expired_early() -> None:
     # On time (the TTL ran out; the lease was counted past it): plain expired.
     (late,) = check_claims([s], jumped, ("n1",), 1, ttl_ns={"k0": 150 * MS}).found
     assert [f.ended for f in late.fates] == ["expired"]
-    first = side(0, ["n1"], 100, 1)
-    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1"], 310, 2))
-    claim = msgspec.structs.replace(early, process=0, token="token-0", acquire_index=1)
+    o, claim = against(early, ["n1"], ["n1"], 310)
     assert explain(o, [claim])[1] == "lease outlived its keys: expired early"
 
 
@@ -469,9 +477,7 @@ def test_a_lease_whose_extend_kept_too_few_of_its_keys_was_extended_on_too_few_n
     ]
     (short,) = check_claims([s], holds, NODES, 3, ttl_ns={"k0": 300 * MS}).found
     assert short.kind == "outlived-its-keys" and short.extended == ["n1", "n2"]
-    first = side(0, list(NODES), 100, 1)
-    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n3", "n4", "n5"], 410, 2))
-    claim = msgspec.structs.replace(short, process=0, token="token-0", acquire_index=1)
+    o, claim = against(short, list(NODES), ["n3", "n4", "n5"], 410)
     story, name = explain(o, [claim])
     assert name == "lease extended on too few of its nodes"
     assert "an extend had kept its key on n1, n2 only" in story
@@ -492,9 +498,7 @@ def test_a_key_overwritten_by_a_lease_writing_back_a_key_it_had_lost_is_named_th
     ]
     (victim,) = check_claims([s], holds, ("n1",), 1).found
     assert victim.kind == "outlived-its-keys" and victim.overwritten_late == ["n1"]
-    first = side(0, ["n1"], 100, 1)
-    o = Overlap(key="k0", overlap_ns=MS, first=first, second=side(1, ["n1"], 300, 2))
-    claim = msgspec.structs.replace(victim, process=0, token="token-0", acquire_index=1)
+    o, claim = against(victim, ["n1"], ["n1"], 300)
     assert explain(o, [claim])[1] == "key taken back by a late write"
     # Overwritten by a value that never held the key before (a retry's plain SET): not late.
     fresh = [hold("n1", since=105, until=200, ended="overwritten"), hold("n1", "Y", 200, 650)]

@@ -41,62 +41,57 @@ class ErrorAsGrant(Redlock):
         return None
 '''
 
+# What every scenario here shares: a short run on five nodes, expected valid (its claims
+# are what is looked at), with the client under test.
+RUN = """\
+expect: valid
+duration: 3s
+seed: 3
+cluster: {{nodes: 5}}
+client: {client}
+"""
+
 # Worker w1 cut off from n4 and n5 (refused) for the whole run: its leases count them.
 CUT_OFF = """\
 description: one worker cut off from two nodes
-expect: {expect}
-duration: 3s
-seed: 3
 min_cycles: 1
-cluster: {{nodes: 5}}
-client: {client}
-workload: {{workers: 2, threads: 1, keys: 1, ttl: 500ms, hold_min: 20ms, hold_max: 40ms}}
+workload: {workers: 2, threads: 1, keys: 1, ttl: 500ms, hold_min: 20ms, hold_max: 40ms}
 faults:
   - kind: partition
     targets: [n4, n5]
     start_after: 0s
     duration: 10s
-    options: {{mode: cut-worker, workers: [w1], drop: close}}
+    options: {mode: cut-worker, workers: [w1], drop: close}
 """
 # Every acquire's replies from a minority lost after the write: the client waits out its
 # 50 ms timeout there; each hold ends 5 ms before the deadline the client computed.
 SLOW_ACQUIRE = """\
 description: every acquire slow on two nodes, every hold to the edge
-expect: {expect}
-duration: 3s
-seed: 3
 min_cycles: 1
-cluster: {{nodes: 5}}
-client: {client}
 workload:
-  {{workers: 2, threads: 1, keys: 1, ttl: 400ms, hold_min: 2s, hold_max: 2s,
-   hold_end: edge 5ms}}
+  {workers: 2, threads: 1, keys: 1, ttl: 400ms, hold_min: 2s, hold_max: 2s,
+   hold_end: edge 5ms}
 faults:
   - kind: partition
     targets: minority
-    anchor: {{call: acquire}}
+    anchor: {call: acquire}
     duration: 120ms
-    options: {{mode: cut-worker, workers: holders, drop: lost-reply}}
+    options: {mode: cut-worker, workers: holders, drop: lost-reply}
 """
 # Every release misses a minority (its requests lost): the same client's next acquire,
 # 150 ms later, finds its old token there.
 MISSED_RELEASE = """\
 description: every release misses a minority
-expect: {expect}
-duration: 3s
-seed: 3
 min_cycles: 0  # every release is cut: no cycle ends in a release that answered
-cluster: {{nodes: 5}}
-client: {client}
 workload:
-  {{workers: 1, threads: 1, keys: 1, ttl: 1s, hold_min: 20ms, hold_max: 40ms,
-   between: 150ms}}
+  {workers: 1, threads: 1, keys: 1, ttl: 1s, hold_min: 20ms, hold_max: 40ms,
+   between: 150ms}
 faults:
   - kind: partition
     targets: holder-minority
-    anchor: {{call: release}}
+    anchor: {call: release}
     duration: 100ms
-    options: {{mode: cut-worker, workers: holders, drop: lost-request}}
+    options: {mode: cut-worker, workers: holders, drop: lost-request}
 """
 
 
@@ -105,9 +100,11 @@ def _bench(name: str) -> str:
     return f'{{class: "{name}", path: ["{REPO}"]}}'
 
 
-def _claims(tmp_path: Path, text: str) -> tuple[list[dict], str]:
+def _claims(tmp_path: Path, body: str, client: str) -> tuple[list[dict], str]:
+    """The false claims of ``body`` (RUN's scenario with its description, workload and
+    faults) run with ``client``, and what the run printed."""
     scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(text)
+    scenario.write_text(RUN.format(client=client) + body)
     code, results, _, output = run(tmp_path, str(scenario))
     # Run to its end and checked (an overloaded machine may make it unknown: the claims
     # are checked all the same); never refused.
@@ -117,27 +114,25 @@ def _claims(tmp_path: Path, text: str) -> tuple[list[dict], str]:
 
 def test_a_grant_counted_from_a_node_behind_a_cut_is_unreachable(tmp_path: Path) -> None:
     (tmp_path / "error_as_grant.py").write_text(ERROR_AS_GRANT)
-    claims, output = _claims(
-        tmp_path, CUT_OFF.format(expect="valid", client="{class: error_as_grant:ErrorAsGrant}")
-    )
+    claims, output = _claims(tmp_path, CUT_OFF, "{class: error_as_grant:ErrorAsGrant}")
     unreachable = [c for c in claims if c["kind"] == "unreachable"]
     assert unreachable, output
     assert {c["node"] for c in unreachable} == {"n4", "n5"}, unreachable
     assert all(c["fault"] == "partition" for c in unreachable), unreachable
     # The correct client behind the same cut counts only what it heard.
-    claims, output = _claims(tmp_path, CUT_OFF.format(expect="valid", client="redlock"))
+    claims, output = _claims(tmp_path, CUT_OFF, "redlock")
     assert claims == [], output
 
 
 def test_a_lease_dated_from_the_end_of_a_slow_acquire_outlives_its_keys(tmp_path: Path) -> None:
     broken = _bench("bench.broken.validity_from_end:ValidityFromEnd")
-    claims, output = _claims(tmp_path, SLOW_ACQUIRE.format(expect="valid", client=broken))
+    claims, output = _claims(tmp_path, SLOW_ACQUIRE, broken)
     outlived = [c for c in claims if c["kind"] == "outlived-its-keys"]
     assert outlived, output
     for claim in outlived:  # its keys expired, a few ms before it stopped counting them
         assert {f["ended"] for f in claim["fates"]} == {"expired"}, claim
         assert 0 < claim["counted_until"] - claim["at"] < 60_000_000, claim
-    claims, output = _claims(tmp_path, SLOW_ACQUIRE.format(expect="valid", client="redlock"))
+    claims, output = _claims(tmp_path, SLOW_ACQUIRE, "redlock")
     assert claims == [], output
 
 
@@ -145,16 +140,15 @@ def test_a_token_reused_after_a_missed_release_counts_a_key_left_from_earlier(
     tmp_path: Path,
 ) -> None:
     broken = _bench("bench.broken.reused_token:ReusedToken")
-    claims, output = _claims(tmp_path, MISSED_RELEASE.format(expect="valid", client=broken))
+    claims, output = _claims(tmp_path, MISSED_RELEASE, broken)
     assert any(c["kind"] == "left-from-earlier" for c in claims), output
-    claims, output = _claims(tmp_path, MISSED_RELEASE.format(expect="valid", client="redlock"))
+    claims, output = _claims(tmp_path, MISSED_RELEASE, "redlock")
     assert claims == [], output
 
 
 def test_lockharness_check_of_a_run_judges_the_claims_as_run_did(tmp_path: Path) -> None:
     (tmp_path / "error_as_grant.py").write_text(ERROR_AS_GRANT)
-    text = CUT_OFF.format(expect="valid", client="{class: error_as_grant:ErrorAsGrant}")
-    claims, output = _claims(tmp_path, text)
+    claims, output = _claims(tmp_path, CUT_OFF, "{class: error_as_grant:ErrorAsGrant}")
     assert claims, output
     run_dir = (tmp_path / "store" / "latest").resolve()
     said = [line for line in output.splitlines() if "false claim:" in line]

@@ -24,6 +24,7 @@ from lockharness.harness.run.recheck import (
     program_restarts,
     run_history,
     stored_node_quorum,
+    stored_results,
     stored_run_problems,
 )
 from lockharness.harness.scenario.expectation import Expectation, require_exposure
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
     from lockharness.harness.scenario.model import Scenario
 
 
-def _truth(scenario: Scenario, target: Path) -> NodeTruth | None:
+def _truth(scenario: Scenario, target: Path, quorum: int | None) -> NodeTruth | None:
     """The run's node record, as `run` read it; a record that is not whole is bad input
     naming the file."""
     try:
-        return node_truth(scenario, RunDir(target), stored_node_quorum(target))
+        return node_truth(scenario, RunDir(target), quorum)
     except HistoryError as e:
         raise BadInput(f"{RunDir(target).node_record}: {e}") from None
 
@@ -60,9 +61,10 @@ def command(args: argparse.Namespace, console: Console) -> int:
             name, expectation = scenario.name, scenario.expectation
             w = scenario.workload
             expected_processes = range(w.workers * w.threads)
-            problems = stored_run_problems(target)
+            results = stored_results(target)
+            problems = stored_run_problems(target, results)
             floor = (scenario.min_cycles, program_restarts(target))
-            truth = _truth(scenario, target)
+            truth = _truth(scenario, target, stored_node_quorum(results))
         history, source = run_history(target, notes)
     elif not target.exists():
         raise BadInput(f"{target}: no such run directory or history file")

@@ -78,7 +78,7 @@ AIMED = 0.75  # the share of fresh trials aimed, where the model and the client 
 _EXTEND = 2 / 3  # an aimed trial's chance of aiming at an extend rather than a release
 # One fault that delays the step past the edge, one fault of any kind, or two at once:
 # each as likely (the first only where the model has a kind that delays).
-_MODES = ("delay", "cut", "two", "short")
+_MODES = ("delay", "short", "cut", "two")  # the first round takes them in this order
 # Anchored at a lease's validity this long before the step, rather than to the call itself:
 # a call's anchor holds the call until the fault is in effect, and a holder near its
 # deadline cannot wait (a toxic on each of 15 links takes 30-60 ms on a loaded machine).
@@ -157,6 +157,11 @@ def _covering(choice: FaultChoice, rng: random.Random, ttl: int, least: int) -> 
     return _log_ms(rng, lo, max(lo, min(hi, least + ttl // 10)))
 
 
+def _scopes_holders(choice: FaultChoice) -> bool:
+    """Whether the entry can put its fault on the lease holder's links alone."""
+    return "holders" in getattr(choice.options.get("workers"), "choices", ())
+
+
 def _widest(choice: FaultChoice) -> str:
     return next((t for t in _WIDEST if t in choice.targets), choice.targets[0])
 
@@ -172,8 +177,7 @@ def _values(
         allowed = [v for v in among if v in getattr(choice.options.get(option), "choices", ())]
         if allowed:
             values[option] = rng.choice(allowed)
-    workers = choice.options.get("workers")
-    if workers is not None and "holders" in workers.choices:
+    if _scopes_holders(choice):
         values["workers"] = "holders"
     return values
 
@@ -188,7 +192,7 @@ def _shorting(model: FaultModel, nodes: int) -> list[FaultChoice]:
         for c in model.faults
         if c.anchored
         and "majority" in c.targets
-        and "holders" in getattr(c.options.get("workers"), "choices", ())
+        and _scopes_holders(c)
         and not KINDS[c.kind].delays
     ]
 
@@ -246,26 +250,37 @@ def _anchored_fault(
 def _scoped(choices: list[FaultChoice]) -> list[FaultChoice]:
     """The entries that can cut only the calling client's links, where there are any: a
     fault at every release or acquire of every client leaves the others alone."""
-    links = [c for c in choices if "holders" in getattr(c.options.get("workers"), "choices", ())]
-    return links or choices
+    return [c for c in choices if _scopes_holders(c)] or choices
 
 
-def _handover_fault(
-    choice: FaultChoice, name: str, call: AnchorCall, targets: str, s: Scenario, rng: random.Random
+def _call_fault(
+    choice: FaultChoice,
+    name: str,
+    call: AnchorCall,
+    targets: str,
+    s: Scenario,
+    rng: random.Random,
+    values: dict[str, Any],
 ) -> FaultSpec:
-    """A fault of ``choice`` anchored to each ``call``, as short as its entry allows past a
-    call's answer, on the calling client's links where the entry names ``holders``."""
-    ttl = s.workload.ttl_ns
-    values = _values(choice, s, rng, _MISSING)
+    """A fault of ``choice`` with its option ``values``, anchored to each ``call``, as
+    short as its entry allows past a call's answer."""
     return FaultSpec(
         choice.kind,
         name,
         targets,
         options=admitted(choice.kind, values, room_of(s)),
-        duration_ns=_covering(choice, rng, ttl, _ANSWERED_NS),
+        duration_ns=_covering(choice, rng, s.workload.ttl_ns, _ANSWERED_NS),
         start_after_ns=_FIRST_NS,
         anchor=Anchor(call=call),
     )
+
+
+def _handover_fault(
+    choice: FaultChoice, name: str, call: AnchorCall, targets: str, s: Scenario, rng: random.Random
+) -> FaultSpec:
+    """A fault of ``choice`` anchored to each ``call`` that misses the nodes, on the
+    calling client's links where the entry names ``holders``."""
+    return _call_fault(choice, name, call, targets, s, rng, _values(choice, s, rng, _MISSING))
 
 
 def _handover(
@@ -320,7 +335,7 @@ def _slowing(model: FaultModel, nodes: int) -> list[tuple[FaultChoice, str]]:
     fewer = [t for t in _ELSEWHERE if 0 < most_nodes(t, nodes) < majority_size(nodes)]
     slowing = []
     for c in model.faults:
-        scoped = "holders" in getattr(c.options.get("workers"), "choices", ())
+        scoped = _scopes_holders(c)
         lost = set(_SLOWED["drop"]) & set(getattr(c.options.get("drop"), "choices", ()))
         delays = KINDS[c.kind].delays is not None
         targets = fewer if fewer and (lost or delays) else ["one"] if delays else []
@@ -347,20 +362,20 @@ def _slow_acquire(
     values = _values(choice, s, rng, _SLOWED)
     if KINDS[choice.kind].delays is not None:  # the replies late (the write not), longer
         values |= _past_the_edge(choice, left, ttl, rng, "downstream")  # than the hold leaves
-    spec = FaultSpec(
-        choice.kind,
-        f"{choice.kind}-1",
-        targets,
-        options=admitted(choice.kind, values, room_of(s)),
-        duration_ns=_covering(choice, rng, ttl, _ANSWERED_NS),
-        start_after_ns=_FIRST_NS,
-        anchor=Anchor(call="acquire"),
-    )
+    spec = _call_fault(choice, f"{choice.kind}-1", "acquire", targets, s, rng, values)
     what = (
         f"aimed at the acquire's edge ({left // MS} ms left): {spec.name} as each acquire "
         f"is made, on {targets}, the hold ending at the edge of the validity it gave"
     )
     return s, spec, choice, what
+
+
+def _modes(model: FaultModel, s: Scenario, call: AnchorCall) -> list[str]:
+    """The modes the step at ``call``'s edge may be aimed in: a delay where an anchored
+    entry delays, a cut off a majority for an extend where an entry can."""
+    delaying = any(KINDS[c.kind].delays for c in model.faults if c.anchored)
+    shorting = call == "extend" and bool(_shorting(model, s.cluster.nodes))
+    return [m for m in _MODES if (m != "delay" or delaying) and (m != "short" or shorting)]
 
 
 Aimed = tuple[Scenario, list[FaultSpec], dict[str, DrawnFault], str | None]
@@ -377,11 +392,7 @@ def ways(model: FaultModel, s: Scenario, extends: bool) -> list[Way]:
         return []
     found: list[Way] = []
     if "extend" in calls and _reaching_the_edge(model, s.workload, "extend") is not None:
-        delaying = any(KINDS[c.kind].delays for c in anchored)
-        shorting = bool(_shorting(model, s.cluster.nodes))
-        for mode in ("delay", "short", "cut", "two"):
-            if (mode != "delay" or delaying) and (mode != "short" or shorting):
-                found.append(("extend", mode))
+        found += [("extend", mode) for mode in _modes(model, s, "extend")]
     if "release" in calls and _reaching_the_edge(model, s.workload, "release") is not None:
         found.append(("release", None))
         if _slowing(model, s.cluster.nodes):
@@ -389,6 +400,12 @@ def ways(model: FaultModel, s: Scenario, extends: bool) -> list[Way]:
     if "between" in model.timing and model.hold.is_range:
         found.append(("hand-over", None))
     return found
+
+
+def _drawn_call(calls: list[AnchorCall], rng: random.Random) -> str:
+    """An extend (where there are extends) 2 in 3, else one of the lease's ends."""
+    ends = [c for c in calls if c != "extend"] or calls
+    return "extend" if "extend" in calls and rng.random() < _EXTEND else rng.choice(ends)
 
 
 def aim(
@@ -418,9 +435,7 @@ def aim(
     elif handover_rng.random() < HANDOVER:  # an rng of its own: other trials draw as before
         call, mode = "hand-over", None
     else:
-        ends = [c for c in calls if c != "extend"] or calls
-        call = "extend" if "extend" in calls and rng.random() < _EXTEND else rng.choice(ends)
-        mode = None
+        call, mode = _drawn_call(calls, rng), None
     if call == "hand-over":
         handover = _handover(model, s, handover_rng)
         if handover is not None:
@@ -430,8 +445,7 @@ def aim(
             for number, (spec, choice) in enumerate(placed, 1):
                 drawn[spec.name] = DrawnFault(number, choice)
             return s, [spec for spec, _ in placed] + kept, drawn, what
-        ends = [c for c in calls if c != "extend"] or calls
-        call = "extend" if "extend" in calls and rng.random() < _EXTEND else rng.choice(ends)
+        call = _drawn_call(calls, rng)
     if call == "acquire":
         slow = _slow_acquire(model, s, rng)
         if slow is not None:
@@ -462,9 +476,7 @@ def _at_the_edge(
     anchored = [c for c in model.faults if c.anchored]
     delaying = [c for c in anchored if KINDS[c.kind].delays]
     shorting = _shorting(model, s.cluster.nodes) if call == "extend" else []
-    if mode is None:
-        modes = [m for m in _MODES if (m != "delay" or delaying) and (m != "short" or shorting)]
-        mode = rng.choice(modes)
+    mode = mode or rng.choice(_modes(model, s, call))
     most = w.ttl_ns // (10 if mode == "delay" else 2)
     # a cut extend must hear of it (a lost request: its timeout) before its deadline
     w, left = _timing(call, w, rng, most, _ANSWERED_NS if mode == "short" else MS)

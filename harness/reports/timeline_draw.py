@@ -143,29 +143,19 @@ def _fault(canvas: Canvas, band: FaultBand) -> list[Html]:
             title=title,
         )
     ]
+    hit = [(canvas.x(c), COL_W) for c in band.hit_columns]
+    hit += [(canvas.node_x(c), NODE_W) for c in band.hit_nodes]
     out += [
         fill(
             _BAND,
             cls="fault hit" + grey,
             box=box,
-            left=canvas.x(c),
-            width=COL_W,
+            left=left,
+            width=width,
             colour=fill_colour,
             title=title,
         )
-        for c in band.hit_columns
-    ]
-    out += [
-        fill(
-            _BAND,
-            cls="fault hit" + grey,
-            box=box,
-            left=canvas.node_x(c),
-            width=NODE_W,
-            colour=fill_colour,
-            title=title,
-        )
-        for c in band.hit_nodes
+        for left, width in hit
     ]
     out.append(
         fill(

@@ -13,7 +13,7 @@ import dataclasses
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lockharness.checker import CheckResult, NodeTruth, Verdict, read_node_record
 from lockharness.core.errors import BadInput
@@ -53,20 +53,29 @@ def program_restarts(run_dir: Path) -> int | None:
     return total
 
 
-def stored_run_problems(run_dir: Path) -> list[str]:
-    """The problems the run recorded in results.json, or that it never finished."""
+def stored_results(run_dir: Path) -> dict[str, Any] | None:
+    """The run's results.json, read once for what a re-check takes from it (None: the run
+    never finished)."""
     path = RunDir(run_dir).results
     if not path.exists():
-        return [UNFINISHED]
+        return None
     try:
         results = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise BadInput(f"{path}: not readable JSON ({e})") from None
     if not isinstance(results, dict):
         raise BadInput(f"{path}: not a JSON object")
+    return results
+
+
+def stored_run_problems(run_dir: Path, results: dict[str, Any] | None) -> list[str]:
+    """The problems the run recorded in its ``results`` (stored_results), or that it
+    never finished."""
+    if results is None:
+        return [UNFINISHED]
     problems = results.get("run_problems", [])
     if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
-        raise BadInput(f"{path}: run_problems must be a list of strings")
+        raise BadInput(f"{RunDir(run_dir).results}: run_problems must be a list of strings")
     if results.get("interrupted") is True and not problems:
         problems = ["interrupted: the history covers only part of the run"]
     return problems
@@ -109,13 +118,9 @@ def node_quorum(scenario: Scenario) -> int | None:
     return nodes // 2 + 1 if masters and scenario.cluster.topology == "masters" else 1
 
 
-def stored_node_quorum(run_dir: Path) -> int | None:
-    """The quorum the run judged its claims by (results.json), if it said."""
-    path = RunDir(run_dir).results
-    try:
-        quorum = json.loads(path.read_text()).get("node_quorum")
-    except (OSError, ValueError, AttributeError):
-        return None
+def stored_node_quorum(results: dict[str, Any] | None) -> int | None:
+    """The quorum the run judged its claims by (its results.json), if it said."""
+    quorum = None if results is None else results.get("node_quorum")
     return quorum if type(quorum) is int and quorum >= 1 else None
 
 

@@ -261,6 +261,13 @@ def _nothing() -> None:
     pass
 
 
+def _record_hooks(node_record: NodeRecord | None) -> dict[str, Any]:
+    """What the faults tell the node record (faults.base.FaultContext): none without one."""
+    if node_record is None:
+        return {}
+    return {"promoted": node_record.snapshot, "restarting": node_record.restarting}
+
+
 def _watch_failovers(
     cluster: Cluster, recorder: Recorder, t0_ns: int, node_record: NodeRecord | None
 ) -> Callable[[], None]:
@@ -341,10 +348,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
             client_clocks=client_clocks,
             threads_per_worker=w.threads,
             deaths=deaths,
-            promoted=node_record.snapshot if node_record is not None else lambda node: None,
-            restarting=(
-                node_record.restarting if node_record is not None else lambda node: lambda: None
-            ),
+            **_record_hooks(node_record),
         )
         stop_watching = _watch_failovers(cluster, recorder, t0_ns, node_record)
         nemesis = Nemesis(scenario.faults, ctx, recorder, clock, seed, scenario.duration_ns)
