@@ -276,6 +276,23 @@ BAD_MODELS = {
         "faults: [{kind: latency, options: {latency: 150ms..0.1ttl}}]\n",
         ["faults[0].options.latency", "low end above its high end at a TTL of 100 ms"],
     ),
+    "a TTL of 0": (
+        "description: d\nworkload: {ttl: 0ms}\n"
+        "faults: [{kind: latency, options: {latency: 0.1ttl..0.5ttl}}]\n",
+        ["workload.ttl", "0s goes below 1ms", "at least 1ms"],
+    ),
+    "a TTL choice of 0": (
+        f"description: d\nworkload: {{ttl: [0, 1s]}}\n{FAULT}",
+        ["workload.ttl", "0 is not a duration", "allowed: a duration"],
+    ),
+    "a run of no length": (
+        f"description: d\nrun: {{duration: 0s..2s}}\n{FAULT}",
+        ["run.duration", "goes below 1ms"],
+    ),
+    "no fault in any trial": (
+        f"description: d\nrun: {{faults: 0..0}}\n{FAULT}",
+        ["run.faults", "draws no fault in any trial", "whose highest is 1 or more"],
+    ),
     "a fault of no length": (
         "description: d\nfaults: [{kind: pause, duration: 0ms}]\n",
         ["faults[0].duration", "allowed: a length above 0"],

@@ -24,7 +24,7 @@ from lockharness.core.durations import (
     parse_duration,
     parse_signed_duration,
 )
-from lockharness.core.typed_input import convert
+from lockharness.core.typed_input import Invalid, convert
 
 _TTL = re.compile(r"([0-9]+(?:\.[0-9]+)?)ttl")
 RANGE_FORM = (
@@ -258,7 +258,7 @@ class Lengths(Written):
             for choice in bound.choices:
                 try:
                     values.append(int(convert(choice, _NonNegativeDuration)))
-                except ValueError:  # Invalid too
+                except (ValueError, Invalid):
                     raise BoundError(f"{choice!r} is not a duration; {allowed}") from None
             if len(values) == 1:  # a fixed duration: the range of one value
                 end = End(Fraction(values[0]), duration=True)
@@ -272,9 +272,22 @@ class Lengths(Written):
 
 
 class FixedLengths(Lengths):
-    """Durations whose ends are not multiples of the TTL (the TTL itself, a run's length)."""
+    """Durations of at least a millisecond whose ends are not multiples of the TTL: the TTL
+    itself and a run's length, which cannot be 0 (a trial would run a TTL of 0 at 1 ms)."""
 
     ttl_relative = False
+
+    @classmethod
+    def allowed(cls) -> str:
+        return super().allowed() + ", at least 1ms"
+
+    @classmethod
+    def checked(cls, bound: Bound) -> Bound:
+        bound = super().checked(bound)
+        ends = [e.value for e in (bound.lo, bound.hi) if e is not None]
+        if any(v < 1_000_000 for v in ends or [Fraction(c) for c in bound.choices]):
+            raise BoundError(f"{bound.shown()} goes below 1ms; allowed: {cls.allowed()}")
+        return bound
 
 
 class Words(Written):

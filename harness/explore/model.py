@@ -540,15 +540,25 @@ def read_model(data: Any, source: str, stem: str) -> FaultModel:
         timing=frozenset(workload.timing.bound.choices),
     )
     _ranges_hold_at_every_ttl(model)
+    if max(_ends(model.fault_count)) == 0:
+        # Every trial fault-free: "no violation" would certify a claim never put to the test.
+        raise Invalid(
+            "run.faults",
+            f"{model.fault_count.shown()} draws no fault in any trial; allowed: counts "
+            "whose highest is 1 or more",
+        )
     return model
+
+
+def _ends(bound: Bound) -> list[int]:
+    """A range's two ends (of a bound with no multiple of the TTL), or the choices."""
+    return [int(end) for end in bound.span(0)] if bound.is_range else list(bound.choices)
 
 
 def _ranges_hold_at_every_ttl(model: FaultModel) -> None:
     """A range with a TTL-relative end stays a range (low end at or below the high one) at
     the model's shortest and longest TTL, and a fault's length stays above 0."""
-    ttls = (
-        [int(end) for end in model.ttl.span(0)] if model.ttl.is_range else list(model.ttl.choices)
-    )
+    ttls = _ends(model.ttl)
     bounds = [("workload.hold", model.hold)]
     for i, choice in enumerate(model.faults):
         bounds.append((f"faults[{i}].duration", choice.duration))
