@@ -32,7 +32,7 @@ enum { F_ACQUIRE, F_RELEASE, F_EXTEND, F_ENTER, F_EXIT, F_OTHER };
 
 /* Interned names: dict lookups with them hash once. */
 static PyObject *s_nemesis, *s_ttl_ms, *s_deadline, *s_depth, *s_grants, *s_fencing,
-    *s_planned_end, *s_occupancy, *s_highest, *s_accepted, *s_invokes, *s_dones;
+    *s_planned_end, *s_occupancy, *s_highest, *s_accepted, *s_invokes, *s_dones, *s_error;
 
 typedef struct {
     PyObject_HEAD
@@ -51,6 +51,7 @@ typedef struct {
     /* each lock call answered that a fault may have met: (f, type, process, key, token,
        invoked, answered); digest.py's FaultWindow, as the nemesis callback last said */
     PyObject *calls;
+    PyObject *note_error; /* Attempts.note_error: an error text that ended an acquire */
     int fault_open;
     long long fault_last;
     long long events, nemesis, counts[4], extends[4], cycles;
@@ -301,7 +302,14 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t,
             return Py_XDECREF(latency), -1;
     }
     self->counts[type]++;
-    if (type != T_OK) return Py_XDECREF(latency), 0;
+    if (type != T_OK) {
+        Py_XDECREF(latency);
+        PyObject *error = nonempty(value) ? get(value, s_error) : NULL;
+        if (error == NULL) return PyErr_Occurred() ? -1 : 0;
+        PyObject *r = PyObject_CallOneArg(self->note_error, error);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
     if (latency != NULL) {
         int r = PyList_Append(self->ok_latencies, latency);
         Py_DECREF(latency);
@@ -655,7 +663,7 @@ Scanner_totals(Scanner *self, PyObject *Py_UNUSED(ignored))
         self->hi);
 }
 
-enum { N_MEMBERS = 25 };
+enum { N_MEMBERS = 26 };
 
 /* The addresses of the Python objects a Scanner holds besides event_type, for traverse and
  * clear; the array's size makes the compiler refuse a list longer than N_MEMBERS. */
@@ -668,7 +676,7 @@ members(Scanner *self, PyObject **slots[N_MEMBERS])
         &self->nested_release, &self->sections, &self->resource_errors, &self->previous,
         &self->gives, &self->unmatched, &self->key_attempts, &self->take_answer,
         &self->on_nemesis, &self->int_field, &self->names_field, &self->depth_of,
-        &self->section, &self->unset, &self->refuse, &self->calls,
+        &self->section, &self->unset, &self->refuse, &self->calls, &self->note_error,
     };
     memcpy(slots, all, sizeof all);
 }
@@ -709,18 +717,18 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
         "latencies", "ok_latencies", "holding", "nested_release", "sections",
         "resource_errors", "previous", "gives", "unmatched", "key_attempts", "take_answer",
         "on_nemesis", "int_field", "names_field", "depth_of", "section", "unset", "refuse",
-        "calls", NULL,
+        "calls", "note_error", NULL,
     };
     PyObject *got[N_MEMBERS + 1]; /* event_type, then the members in their order */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOOOO!", names, &self->ordered,
+            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOOOO!O", names, &self->ordered,
             &PyType_Type, &got[0], &PyDict_Type, &got[1], &PyDict_Type, &got[2], &PyDict_Type,
             &got[3], &PyDict_Type, &got[4], &PyDict_Type, &got[5], &PyDict_Type, &got[6],
             &PyList_Type, &got[7], &PyList_Type, &got[8], &PySet_Type, &got[9], &PySet_Type,
             &got[10], &PyList_Type, &got[11], &PyList_Type, &got[12], &PyDict_Type, &got[13],
             &PyDict_Type, &got[14], &PyList_Type, &got[15], &got[16], &got[17], &got[18],
             &got[19], &got[20], &got[21], &got[22], &got[23], &got[24], &PyList_Type,
-            &got[25]))
+            &got[25], &got[26]))
         return -1;
     PyTypeObject *event_type = (PyTypeObject *)got[0];
     for (int k = 0; k < N_FIELDS; k++) {
@@ -1037,9 +1045,10 @@ PyInit__scan(void)
 {
     PyObject **interned[] = {&s_nemesis, &s_ttl_ms, &s_deadline, &s_depth, &s_grants,
                              &s_fencing, &s_planned_end, &s_occupancy, &s_highest, &s_accepted,
-                             &s_invokes, &s_dones};
+                             &s_invokes, &s_dones, &s_error};
     const char *texts[] = {"nemesis", "ttl_ms", "deadline", "depth", "grants", "fencing",
-                           "planned_end", "occupancy", "highest", "accepted", "invokes", "dones"};
+                           "planned_end", "occupancy", "highest", "accepted", "invokes", "dones",
+                           "error"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         if ((*interned[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     if (PyType_Ready(&ScannerType) < 0) return NULL;

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from lockharness.core.history import FAIL, INFO, INVOKE, OK
 
+MAX_ERROR_TEXTS = 32  # distinct texts kept: a history of varied errors stays small
+
 
 class KeyAttempts:
     """One key's attempts: sorted invoke times and sorted completion times (inf for one
@@ -43,3 +45,18 @@ class Attempts:
     latencies: list[int] = field(default_factory=list)  # completion - invoke, ns
     ok_latencies: list[int] = field(default_factory=list)
     by_key: dict[str | None, KeyAttempts] = field(default_factory=dict)
+    # The errors that ended acquires, by text, each counted (at most MAX_ERROR_TEXTS texts):
+    # when none succeeded, the commonest says why (a client program that exits, say).
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def note_error(self, text: object) -> None:
+        if not isinstance(text, str):
+            return
+        if text in self.errors:
+            self.errors[text] += 1
+        elif len(self.errors) < MAX_ERROR_TEXTS:
+            self.errors[text] = 1
+
+    def commonest_error(self) -> tuple[str, int] | None:
+        """The error text that ended the most acquires, and how many; None: no error."""
+        return max(self.errors.items(), key=lambda kv: kv[1], default=None)

@@ -257,6 +257,8 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                         n_fail += 1
                     else:
                         n_info += 1
+                    if value and "error" in value:
+                        attempts.note_error(value["error"])
                     continue
                 n_ok += 1
                 if paired is not None:
@@ -495,6 +497,7 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         unset=_UNSET,
         refuse=refuse,
         calls=d.calls,
+        note_error=attempts.note_error,
     )
     # A file's order is the C loop's to check (OutOfOrder); a list's is any.
     batches = history.batches(checked=False) if isinstance(history, HistoryFile) else [history]

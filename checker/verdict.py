@@ -30,7 +30,7 @@ from lockharness.checker.spans import fault_spans, healed_at
 from lockharness.checker.stats import digest_stats, section_stats
 from lockharness.checker.stories import explained
 from lockharness.checker.views import Fencing, Liveness, Stats
-from lockharness.core.history import OK, Event, HistoryFile
+from lockharness.core.history import FAIL, INFO, OK, Event, HistoryFile
 
 
 def _plural(count: int, one: str, many: str) -> str:
@@ -51,7 +51,16 @@ def _violation_reasons(mutex: list[Overlap], resource: list[ResourceWitness]) ->
 def _unknown_reasons(found: Digest, expected_processes: Collection[int] | None) -> list[str]:
     reasons = []
     if not found.attempts.counts[OK]:
-        reasons.append("no acquire ever succeeded")
+        commonest = found.attempts.commonest_error()
+        if commonest is None:
+            reasons.append("no acquire ever succeeded")
+        else:
+            text, count = commonest
+            ended = found.attempts.counts[FAIL] + found.attempts.counts[INFO]
+            reasons.append(
+                f"no acquire ever succeeded; the commonest error ({count} of {ended} acquires "
+                f"that ended): {text}"
+            )
     if expected_processes is not None:
         missing = sorted(p for p in expected_processes if p not in found.processes)
         if missing:

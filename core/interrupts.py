@@ -45,6 +45,7 @@ class Shield:
 class _State:
     installed: bool = False
     raised: bool = False  # the first stop signal has been turned into KeyboardInterrupt
+    first: int | None = None  # the first stop signal received, for the reports to name
     shields: list[Shield] = field(default_factory=list)
     previous_unraisablehook: Callable[[sys.UnraisableHookArgs], object] = sys.unraisablehook
 
@@ -99,6 +100,8 @@ def _deliver_again(signum: int) -> None:
 
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     name = signal.Signals(signum).name
+    if _state.first is None:
+        _state.first = signum
     if _state.shields:
         for shield in _state.shields:
             shield.received.append(signum)
@@ -151,6 +154,15 @@ def install_stop_handlers() -> None:
         sys.unraisablehook = _on_unraisable
     _state.installed = True
     _state.raised = False
+    _state.first = None
+
+
+def stopped_by() -> str:
+    """What stopped this process, as a report says it: "Ctrl-C" for SIGINT (or when no
+    signal was seen: a KeyboardInterrupt of Python's own), else the signal's name."""
+    if _state.first is None or _state.first == signal.SIGINT:
+        return "Ctrl-C"
+    return signal.Signals(_state.first).name
 
 
 def _on_main_thread() -> bool:

@@ -277,6 +277,29 @@ def test_no_successful_acquire_is_unknown() -> None:
     assert result.reasons == ["no acquire ever succeeded"]
 
 
+def test_no_successful_acquire_names_the_commonest_error() -> None:
+    """A client that never got one (a program that exits at each acquire) is unknown in
+    its own error's words, counted; refusals without an error do not count as errors."""
+    exited = "ProgramError: lock-client: exited (exit code 3) before replying to request 2"
+    h = History()
+    for n, error in enumerate([exited, "ConnectionError: refused", exited, None]):
+        h.add(1, "invoke", "acquire", 100 * n, value={"ttl_ms": 100})
+        if error is None:
+            h.add(1, "fail", "acquire", 100 * n + 10, value={})
+        else:
+            h.add(1, "info", "acquire", 100 * n + 10, value={"error": error})
+    result = check(h)
+    assert result.verdict == Verdict.UNKNOWN
+    assert result.reasons == [
+        f"no acquire ever succeeded; the commonest error (2 of 4 acquires that ended): {exited}"
+    ]
+    h = History()
+    h.add(1, "invoke", "acquire", 0, value={"ttl_ms": 100})
+    h.add(1, "info", "acquire", 10, value={"error": exited})
+    h.lease(2, "t2", start=20, end=30)  # one success: the errors say nothing of the lock
+    assert check(h).verdict == Verdict.VALID and check(h).reasons == []
+
+
 def test_missing_expected_process_is_unknown() -> None:
     h = History().lease(1, "a", 0, 100).lease(2, "b", 100, 200)
     assert check(h, expected_processes=[1, 2]).verdict == Verdict.VALID

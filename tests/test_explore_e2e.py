@@ -1,6 +1,7 @@
 """`lockharness explore` end to end on real servers: an unsafe client is found, replayed and
-shrunk to a minimal scenario that stays inside its model; Ctrl-C stops it cleanly with the
-report written and nothing left running.
+shrunk to a minimal scenario that stays inside its model; Ctrl-C or SIGTERM stops it cleanly
+with the report written and nothing left running; after SIGKILL the report of the trials
+already run is on disk.
 
 The model (tests/data/explore-slow-release.yaml) is narrow on purpose, so that a couple of
 short trials find the bug: holds that run up to their deadline and upstream latency below
@@ -78,16 +79,27 @@ def test_a_correct_release_is_not_blamed(tmp_path: Path) -> None:
     assert report["violations"] == [] and len(report["trials"]) == 2
 
 
-def test_ctrl_c_stops_explore_with_its_report_and_nothing_running(tmp_path: Path) -> None:
-    store = tmp_path / "store"
+def _explore_in_background(store: Path, cwd: Path) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "lockharness", "explore", "--client", "single"]
     argv += ["--model", str(MODEL), "--budget", "10m", "--seed", "3", "--store", str(store)]
-    harness = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, text=True)
+
+
+def _trial_logs(store: Path) -> list[Path]:
+    return sorted(store.glob("explore/*/trial-*/*/harness.log"))
+
+
+@pytest.mark.parametrize(("stop", "said"), [("SIGINT", "Ctrl-C"), ("SIGTERM", "SIGTERM")])
+def test_a_stop_signal_ends_explore_with_its_report_and_nothing_running(
+    tmp_path: Path, stop: str, said: str
+) -> None:
+    store = tmp_path / "store"
+    harness = _explore_in_background(store, tmp_path)
     try:
-        logs = lambda: list(store.glob("explore/*/trial-*/*/harness.log"))  # noqa: E731
+        logs = lambda: _trial_logs(store)  # noqa: E731
         wait_for(lambda: any("started worker" in p.read_text() for p in logs()), 120, "a trial")
         pids = started_pids(logs()[0].parent)
-        harness.send_signal(signal.SIGINT)
+        harness.send_signal(signal.Signals[stop])
         out, _ = harness.communicate(timeout=60)
     finally:
         if harness.poll() is None:
@@ -96,7 +108,39 @@ def test_ctrl_c_stops_explore_with_its_report_and_nothing_running(tmp_path: Path
     assert harness.returncode == 130, out
     _, report = _report(store)
     assert report["interrupted"] is True and report["exit_code"] == 130
+    assert report["stopped"] == f"interrupted ({said})"  # the signal it was, named
     wait_for(lambda: not any(pid_alive(p) for p in pids), 5, "the trial's processes to stop")
+
+
+def test_a_killed_exploration_keeps_the_report_of_the_trials_it_ran(tmp_path: Path) -> None:
+    """SIGKILL (a CI job killed at its timeout) gives no chance to write at the end: the
+    report is rewritten after every trial, so the one on disk lists those that ended."""
+    store = tmp_path / "store"
+    harness = _explore_in_background(store, tmp_path)
+    try:
+
+        def trials_reported() -> int:
+            reports = list(store.glob("explore/*/report.json"))
+            return len(json.loads(reports[0].read_text())["trials"]) if reports else 0
+
+        wait_for(lambda: trials_reported() >= 1, 120, "a trial in report.json")
+        wait_for(lambda: len(_trial_logs(store)) >= 2, 60, "the second trial")
+        second = _trial_logs(store)[1]
+        wait_for(lambda: "started worker" in second.read_text(), 60, "the second trial's workers")
+        pids = started_pids(second.parent)
+        harness.kill()
+        harness.communicate(timeout=60)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.communicate()
+    _, report = _report(store)
+    assert len(report["trials"]) >= 1 and report["interrupted"] is False
+    first = report["trials"][0]
+    assert first["name"] == "trial-0001" and Path(first["run_dir"]).is_dir()
+    assert not report["stopped"], "an exploration still going says no reason it stopped"
+    # Bound to the controller's life (cluster.spawner): gone with it.
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 10, "the killed trial's processes")
 
 
 def test_every_client_kind_explores(tmp_path: Path) -> None:

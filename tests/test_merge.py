@@ -20,7 +20,7 @@ from lockharness.harness.run.runner import RunOutcome, write_results
 from lockharness.harness.run.stored_run import load_outcome
 from lockharness.harness.scenario import to_yaml
 from lockharness.harness.store.layout import create_run_dir
-from lockharness.harness.suite.plan import SuitePlan, SuiteRecorder
+from lockharness.harness.suite.plan import MAX_RECORD_BYTES, SuitePlan, SuiteRecorder
 from lockharness.harness.suite.results import Case, CaseResult
 from lockharness.harness.suite.runner import SuiteRequest, plan_sharded
 from tests.test_checker import History, check
@@ -251,8 +251,14 @@ def test_a_shard_run_twice_is_two_different_runs_and_refused(
             ["shard-1-of-3.json", "finished[0].run_dir"],
         ),
         (lambda p: (p.parent / "plan.json").unlink(), ["no plan.json"]),
+        (  # valid JSON, padded: refused by its size before it is read whole
+            lambda p: (p.parent / "plan.json").write_text(
+                (p.parent / "plan.json").read_text() + " " * (MAX_RECORD_BYTES + 1)
+            ),
+            ["plan.json: larger than 16 MiB", "allowed: a record a suite wrote"],
+        ),
     ],
-    ids=["not-json", "wrong-type", "unknown-key", "escaping-path", "no-plan"],
+    ids=["not-json", "wrong-type", "unknown-key", "escaping-path", "no-plan", "oversized-plan"],
 )
 def test_a_corrupt_record_is_bad_input_naming_file_and_key(
     tmp_path: Path,

@@ -85,3 +85,20 @@ def test_a_program_that_refuses_init_ends_the_run_unknown_in_its_own_words(
     assert "init refused: this program speaks no protocol of yours" in said
     for log in store.glob("program/*/worker-w*.log"):
         assert "Traceback" not in log.read_text(), log.read_text()
+
+
+def test_a_program_that_exits_at_every_acquire_is_unknown_with_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    """Started again after each exit, it never grants: the run is unknown, and the reason
+    is the program's own exit (code 3), not only that no acquire succeeded."""
+    store = tmp_path / "store"
+    path = scenario(tmp_path, "1s")
+    path.write_text(path.read_text().replace(", v2]", ", exit-at-once]"))
+    done = lockharness("run", str(path), "--store", str(store), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = re.sub(r"\s+", " ", done.stdout)
+    assert "no acquire ever succeeded; the commonest error" in said, said
+    assert "exited (exit code 3) before replying to request" in said, said
+    results = json.loads((store / "latest" / "results.json").read_text())
+    assert results["client_restarts"] >= 1

@@ -63,7 +63,7 @@ NAMES = [None, [], ["n1"], ["n1", "n2"]]
 BOOLS = [None, True, False]
 FIELDS: dict[str, dict[str, list[Any]]] = {
     "acquire": {"ttl_ms": INTS, "deadline": INTS, "depth": DEPTHS, "grants": NAMES,
-                "fencing": INTS},
+                "fencing": INTS, "error": [None, "exited", "timed out", 3]},
     "release": {"depth": DEPTHS, "planned_end": INTS},
     "extend": {"deadline": INTS},
     "enter": {"occupancy": INTS, "others": NAMES, "fencing": INTS, "highest": INTS,

@@ -18,7 +18,8 @@ import msgspec
 from rich.console import Console
 
 from lockharness.checker import Verdict
-from lockharness.core.interrupts import deferred, shielded
+from lockharness.core.atomic import disk_full
+from lockharness.core.interrupts import deferred, shielded, stopped_by
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.fits import outside
@@ -88,6 +89,7 @@ class Explorer:
         )
         self._t0 = time.monotonic()
         self._interrupted = False
+        self._said_full = False
 
     # ---- running one scenario ----------------------------------------------------------
 
@@ -146,7 +148,9 @@ class Explorer:
         """Why exploring stops now, or None; ``started``: the trials started so far (with
         --jobs some are still running), else those recorded."""
         if self._interrupted:
-            return "interrupted (Ctrl-C)"
+            return _interrupted()
+        if self.record.store_full:
+            return self.record.store_full
         if self._enough_found():
             return f"{self._settled()} violation(s) found that replay"
         count = len(self.record.trials) if started is None else started
@@ -179,6 +183,7 @@ class Explorer:
         return draw(self.request.model, self.request.client, seed, number)
 
     def run(self) -> ExploreRecord:
+        self._save()  # a report from the start: a night killed in its first trial leaves one
         try:
             with ExploreProgress(self.console, self.record, self._left_s) as progress:
                 violations = Violations(
@@ -196,18 +201,42 @@ class Explorer:
                     self.record.stopped = self._run_one_by_one(violations, progress)
         except KeyboardInterrupt:  # between runs
             self._interrupted = True
-            self.record.stopped = "interrupted (Ctrl-C)"
+            self.record.stopped = _interrupted()
         finally:
             self.record.interrupted = self._interrupted
-            self.record.elapsed_s = time.monotonic() - self._t0
-            # Under --jobs trials end in any order; the report lists them as drawn.
-            self.record.trials.sort(key=lambda t: self.trials[t.name].number)
-            self.record.corpus = list(self.corpus.entries)
-            self.record.ways_reached = sorted(self.corpus.kinds())
-            self.record.cells_reached = len(self.corpus.reached)
             with shielded():
-                write_report(self.record, self.directory)
+                self._save()
         return self.record
+
+    def _save(self) -> None:
+        """report.json and index.html as they stand, rewritten whole after every trial and
+        violation (a night killed with SIGKILL keeps the trials it ran). A full store stops
+        the drawing; the last whole report stays in place."""
+        self.record.elapsed_s = time.monotonic() - self._t0
+        # Under --jobs trials end in any order; the report lists them as drawn.
+        self.record.trials.sort(key=lambda t: self.trials[t.name].number)
+        self.record.corpus = list(self.corpus.entries)
+        self.record.ways_reached = sorted(self.corpus.kinds())
+        self.record.cells_reached = len(self.corpus.reached)
+        try:
+            write_report(self.record, self.directory)
+        except OSError as e:
+            if not disk_full(e):
+                raise
+            self._full(e)
+
+    def _full(self, error: OSError) -> None:
+        """The store took no more: stop drawing, and say so once, naming it."""
+        store = self.directory.parent.parent  # store/explore/<stamp>
+        self.record.store_full = f"the store {store} is full ({error.strerror})"
+        if not self._said_full:
+            self._said_full = True
+            self.console.print(
+                f"[bold red]{self.record.store_full}[/]: no more trials are drawn; the last "
+                f"whole report stays in {self.directory}",
+                highlight=False,
+                soft_wrap=True,
+            )
 
     def _run_one_by_one(self, violations: Violations, progress: ExploreProgress) -> str:
         number = 0
@@ -216,18 +245,31 @@ class Explorer:
             trial = self._next_trial(number)
             self.trials[trial.name] = trial
             progress.started(trial)
-            outcome = self._run(trial.scenario, self.directory)
-            self._record_trial(trial, outcome, progress)
-            if outcome.interrupted:
+            try:
+                outcome = self._run(trial.scenario, self.directory)
+            except OSError as e:  # the run could not even write its scenario
+                if not disk_full(e):
+                    raise
+                self._full(e)
                 continue
-            if outcome.result.verdict is Verdict.INVALID:
+            self._record_trial(trial, outcome, progress)
+            if not outcome.interrupted and outcome.result.verdict is Verdict.INVALID:
                 self._violation(violations, trial, outcome)
         return why
 
     def _violation(self, violations: Violations, trial: Trial, outcome: RunOutcome) -> None:
-        violations.found(trial, outcome)
-        if not self.record.violations[-1].settled(self.request.m):
+        kept = len(self.record.violations)
+        try:
+            violations.found(trial, outcome)
+        except OSError as e:
+            if not disk_full(e):
+                raise
+            self._full(e)
+        if len(self.record.violations) > kept and not self.record.violations[-1].settled(
+            self.request.m
+        ):
             self.corpus.near_miss(trial.name)
+        self._save()
 
     def _run_jobs(self, violations: Violations, progress: ExploreProgress) -> str:
         """``jobs`` trials at once, each a run in a process of its own (harness/parallel/jobs.py):
@@ -276,7 +318,7 @@ class Explorer:
                     pool.stop(stop_signal(e))
                     for done in pool.wait():
                         finish(done)
-                return "interrupted (Ctrl-C)"
+                return _interrupted()
 
     def _record_trial(
         self,
@@ -308,7 +350,14 @@ class Explorer:
         )
         self.record.trials.append(entry)
         progress.finished(entry)
+        self._save()
         return entry
 
     def _stopping(self) -> str | None:
-        return "interrupted (Ctrl-C)" if self._interrupted else None
+        """Why a violation's replays and shrinking stop now, or None."""
+        return _interrupted() if self._interrupted else self.record.store_full
+
+
+def _interrupted() -> str:
+    """Why an exploration stopped early, naming the signal (Ctrl-C for SIGINT)."""
+    return f"interrupted ({stopped_by()})"

@@ -129,6 +129,7 @@ class ExploreRecord:
     interrupted: bool = False
     stopped: str = ""  # why exploring stopped: budget, trials, violations, Ctrl-C
     shard: str | None = None  # "K/N" when this is one shard of an exploration (--shard)
+    store_full: str | None = None  # why drawing stopped early: the store took no more
 
     @property
     def trials_per_minute(self) -> float:
@@ -150,7 +151,7 @@ class ExploreRecord:
         unknown to say), else valid."""
         if self.violations:
             return "invalid"
-        return "unknown" if self.interrupted or self.too_unknown else "valid"
+        return "unknown" if self.interrupted or self.store_full or self.too_unknown else "valid"
 
     @property
     def exit_code(self) -> int:
@@ -158,7 +159,7 @@ class ExploreRecord:
             return EXIT_INTERRUPTED
         if self.violations:
             return EXIT_NOT_AS_EXPECTED
-        return EXIT_UNKNOWN if self.too_unknown else EXIT_AS_EXPECTED
+        return EXIT_UNKNOWN if self.store_full or self.too_unknown else EXIT_AS_EXPECTED
 
     def by_signature(self) -> dict[str, list[int]]:
         """The violations' numbers under each signature (those without one: unexplained),
@@ -198,7 +199,7 @@ class ExploreRecord:
             head = "INTERRUPTED"
         elif found:
             head = f"VIOLATION{'S' if found > 1 else ''} FOUND"
-        elif self.too_unknown:
+        elif self.too_unknown or self.store_full:
             head = "UNKNOWN"
         else:
             head = "NO VIOLATION"
@@ -207,6 +208,7 @@ class ExploreRecord:
             f"{self.unknown} unknown, exposure reached {len(self.ways_reached)} way(s) of touching "
             f"a lease ({self.cells_reached} cells)"
             f"{' in the trials with a verdict' if self.unknown else ''} in {self.elapsed_s:.0f} s"
+            f"{f'; stopped early: {self.store_full}' if self.store_full else ''}"
         )
 
     def to_dict(self) -> dict[str, Any]:

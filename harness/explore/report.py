@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from lockharness.core.atomic import write_atomically
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.record import ORIGINAL, ExploreRecord, ViolationRecord
 
@@ -194,7 +195,8 @@ def index_html(record: ExploreRecord, directory: Path) -> str:
 
 
 def write_report(record: ExploreRecord, directory: Path) -> None:
-    """report.json and index.html in the exploration's directory."""
+    """report.json and index.html in the exploration's directory, each written whole: on a
+    full disk the last whole one stays."""
     text = json.dumps(record.to_dict(), indent=1) + "\n"
-    (directory / REPORT_JSON).write_text(text, encoding="utf-8")
-    (directory / INDEX_HTML).write_text(index_html(record, directory), encoding="utf-8")
+    write_atomically(directory / REPORT_JSON, text.encode("utf-8"))
+    write_atomically(directory / INDEX_HTML, index_html(record, directory).encode("utf-8"))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from lockharness.core.atomic import write_atomically
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.merge.stores import EXPLORE, EXPLORE_INDEX, EXPLORE_REPORT
@@ -30,7 +31,6 @@ from lockharness.harness.suite.plan import (
     PlanRecord,
     ShardRecord,
     read_record,
-    write_atomically,
 )
 from lockharness.harness.suite.results import Case, CaseResult, Status, exposure_text
 

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 import msgspec
 
+from lockharness.core.atomic import write_atomically
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.core.typed_input import Invalid
@@ -41,7 +42,6 @@ from lockharness.harness.suite.plan import (
     read_record,
     shard_file,
     suite_dir,
-    write_atomically,
 )
 from lockharness.harness.suite.results import Case, CaseResult
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from lockharness.core.atomic import write_atomically
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.suite.results import CaseResult, Status, summarize
 
@@ -148,7 +149,4 @@ def render_index(results: Sequence[CaseResult], page_dir: Path) -> str:
 
 
 def write_index(results: Sequence[CaseResult], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(render_index(results, path.parent), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, render_index(results, path.parent).encode("utf-8"))

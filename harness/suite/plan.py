@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from lockharness.core.atomic import write_atomically
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.harness.parallel.sharding import SUITE_ID_PATTERN, SUITE_ID_RULE, Shard
@@ -165,14 +166,6 @@ def shard_file(store: Path, suite_id: str, shard: Shard) -> Path:
     return suite_dir(store, suite_id) / f"{shard.slug}.json"
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Whole, then renamed into place: a reader (or a merge) never sees half a record."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
 def encode(record: msgspec.Struct) -> bytes:
     return msgspec.json.format(msgspec.json.encode(record), indent=2) + b"\n"
 
@@ -180,13 +173,29 @@ def encode(record: msgspec.Struct) -> bytes:
 _Record = TypeVar("_Record", PlanRecord, ShardRecord)
 
 
+# A record's largest size: a plan holds each planned run's scenario (about 2 KB), so this is
+# some 8,000 runs, more than one suite plans; a bigger file is refused before it is read
+# whole (JSON is parsed in memory, at twice or more its size).
+MAX_RECORD_BYTES = 16 << 20
+
+
 def read_record(path: Path, tp: type[_Record]) -> _Record:
     """A plan or shard record; BadInput naming the file and the key when it is not one."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as f:
+            data = f.read(MAX_RECORD_BYTES + 1)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except OSError as e:
+        raise BadInput(f"{path}: unreadable ({e}); allowed: a record a suite wrote") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise BadInput(
+            f"{path}: larger than {MAX_RECORD_BYTES >> 20} MiB; allowed: a record a suite "
+            f"wrote, of at most {MAX_RECORD_BYTES} bytes"
+        )
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BadInput(f"{path}: unreadable ({e}); allowed: a record a suite wrote") from None
     try:
         record: _Record = convert(raw, tp)

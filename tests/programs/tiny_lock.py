@@ -10,7 +10,8 @@ Version 1 unless the mode says 2; broken on purpose with one argument:
     tiny_lock.py protocol-3     says it speaks protocol 3
     tiny_lock.py garbage        prints a line that is not JSON before each acquire reply
     tiny_lock.py hang           never replies to an acquire
-    tiny_lock.py exit           exits instead of replying to the second acquire
+    tiny_lock.py exit           exits (code 3) instead of replying to the second acquire
+    tiny_lock.py exit-at-once   exits (code 3) instead of replying to any acquire
     tiny_lock.py slow-start     sleeps 2 s before reading init
     tiny_lock.py wrong-id       replies to acquire with another id
     tiny_lock.py refuse-init    refuses init
@@ -86,7 +87,7 @@ def main() -> int:
             received = time.monotonic()
             if mode == "hang":
                 time.sleep(3600)
-            if mode == "exit" and acquires == 2:
+            if (mode == "exit" and acquires == 2) or mode == "exit-at-once":
                 return 3
             if mode == "garbage":
                 print("acquiring...", flush=True)
