@@ -67,6 +67,34 @@ def test_explore_finds_replays_and_shrinks_an_unsafe_release(tmp_path: Path) -> 
     assert (trial_dir / "replay.yaml").is_file() and (trial_dir / "timeline.html").is_file()
 
 
+def test_a_cause_found_again_is_listed_under_its_violation_not_replayed(tmp_path: Path) -> None:
+    """--violations counts distinct signatures: every later trial that fails for the cause
+    of a violation already reproduced is listed under it (not replayed), so one cause
+    never fills the count."""
+    store = tmp_path / "store"
+    flags = ["--model", str(MODEL), "--trials", "5", "--seed", "1", "--store", str(store)]
+    flags += ["--no-shrink", "--violations", "3", "--replays", "2", "--reproduce", "1"]
+    done = lockharness("explore", "--client", "unsafe-del", *flags, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    _, report = _report(store)
+    invalid = [t["name"] for t in report["trials"] if t["verdict"] == "invalid"]
+    violations = report["violations"]
+    assert len(invalid) >= 2, "too few invalid trials to find a cause twice"
+    repeats = [name for v in violations for name in v["repeats"]]
+    assert sorted([v["trial"] for v in violations] + repeats) == sorted(invalid)
+    assert repeats, violations  # unsafe-del fails here the same way every time
+    for v in violations:
+        assert v["signature"], v  # a node record tells each
+        if v["repeats"]:
+            assert v["replays_hit"] >= 1  # reproduced before its repeats were spared
+            assert f"found again by {', '.join(v['repeats'])}" in " ".join(done.stdout.split())
+    settled = [v["signature"] for v in violations if v["replays_hit"] >= 1]
+    assert len(settled) == len(set(settled)), "one cause counted twice"
+    assert len(violations) < len(invalid)
+    # a repeat is neither replayed nor kept: one folder per violation, none per repeat
+    assert len(list((store / "explore").glob("*/violation-*"))) == len(violations)
+
+
 @pytest.mark.slow  # make test keeps one end-to-end exploration; this one is for `-m slow`
 def test_a_correct_release_is_not_blamed(tmp_path: Path) -> None:
     """single under the same model: no violation in two trials (exit 0, or 2 if the

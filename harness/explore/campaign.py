@@ -28,12 +28,13 @@ from lockharness.harness.explore.progress import ExploreProgress
 from lockharness.harness.explore.record import (
     ExploreRecord,
     TrialRecord,
+    ViolationRecord,
 )
 from lockharness.harness.explore.report import write_report
 from lockharness.harness.explore.reproduce import RunOutcome as RunResult
 from lockharness.harness.explore.request import ExploreRequest
 from lockharness.harness.explore.trial import Trial, trial_name
-from lockharness.harness.explore.violation import Violations
+from lockharness.harness.explore.violation import Violations, first_signature
 from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.runner import RunOutcome, run_scenario
@@ -162,7 +163,22 @@ class Explorer:
         return None
 
     def _settled(self) -> int:
-        return sum(1 for v in self.record.violations if v.settled(self.request.m))
+        """Distinct causes with a reproducer: settled violations, one per signature (each
+        without one, from a run without a node record, counts on its own)."""
+        m = self.request.m
+        return len({v.signature or f"#{v.number}" for v in self.record.violations if v.settled(m)})
+
+    def _known_cause(self, outcome: RunOutcome) -> ViolationRecord | None:
+        """The earlier violation with this run's signature that has a reproducer already:
+        a repeat of it is listed, not replayed and shrunk again."""
+        signature = first_signature(outcome.result)
+        if signature is None:
+            return None
+        m = self.request.m
+        return next(
+            (v for v in self.record.violations if v.signature == signature and v.settled(m)),
+            None,
+        )
 
     def _enough_found(self) -> bool:
         return self._settled() >= self.request.max_violations
@@ -258,6 +274,15 @@ class Explorer:
         return why
 
     def _violation(self, violations: Violations, trial: Trial, outcome: RunOutcome) -> None:
+        known = self._known_cause(outcome)
+        if known is not None:
+            known.repeats.append(trial.name)
+            violations.progress.note(
+                f"{trial.name}: violation {known.number} again ({known.signature}): listed "
+                "under it, not replayed"
+            )
+            self._save()
+            return
         kept = len(self.record.violations)
         try:
             violations.found(trial, outcome)

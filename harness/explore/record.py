@@ -75,6 +75,9 @@ class ViolationRecord:
     # the same name for the same cause in any run, so that violations group by it.
     signature: str | None = None
     story: str | None = None
+    # Later trials that failed with the same signature once this one had a reproducer:
+    # listed here, neither replayed nor shrunk again (--violations counts signatures).
+    repeats: list[str] = field(default_factory=list)
 
     @property
     def replay(self) -> str:
@@ -84,8 +87,10 @@ class ViolationRecord:
         """As `lockharness explore` prints it: where it came from, how it replays, and the
         command that runs its reproducer."""
         why = f" ({self.signature})" if self.signature else ""
+        again = f" (found again by {', '.join(self.repeats)})" if self.repeats else ""
         head = (
-            f"violation {self.number}{why}: {self.trial}, its replay failed {self.replays_hit} of "
+            f"violation {self.number}{why}: {self.trial}{again}, its replay failed "
+            f"{self.replays_hit} of "
         )
         head += str(self.replays_run)
         if self.minimal is None:

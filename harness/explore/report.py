@@ -108,6 +108,11 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
         f"<pre>{_e(_file(v.minimal))}</pre>"
     )
     why = f"<p><b>Why</b> ({_e(v.signature)}): {_e(v.story)}</p>" if v.signature and v.story else ""
+    if v.repeats:
+        why += (
+            f"<p>Found again, with the same signature, by {_e(', '.join(v.repeats))}: listed "
+            "here, not replayed or shrunk again.</p>"
+        )
     return (
         f'<h2 id="violation-{v.number}">Violation {v.number}: found by {_e(v.trial)} '
         f"(first overlap at {first})</h2>{why}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from lockharness.checker import Overlap
+from lockharness.checker import CheckResult, Overlap
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.confirm import confirm
 from lockharness.harness.explore.fits import outside
@@ -34,6 +34,16 @@ RunOnce = Callable[[Scenario], RunResult]
 def _told(value: str | msgspec.UnsetType) -> str | None:
     """A story's or signature's text; None where the run had no node record to tell it."""
     return value if isinstance(value, str) else None
+
+
+def _first_overlap(result: CheckResult) -> Overlap | None:
+    return next((w for w in result.witnesses if isinstance(w, Overlap)), None)
+
+
+def first_signature(result: CheckResult) -> str | None:
+    """What made a run's first overlap possible (None: no overlap, or no node record)."""
+    told = _first_overlap(result)
+    return _told(told.signature) if told else None
 
 
 class Violations:
@@ -93,7 +103,7 @@ class Violations:
         folder.mkdir()
         shutil.copyfile(RunDir(outcome.run_dir).scenario, folder / ORIGINAL)
         first = outcome.result.first_violation_ns
-        told = next((w for w in outcome.result.witnesses if isinstance(w, Overlap)), None)
+        told = _first_overlap(outcome.result)
         violation = ViolationRecord(
             number=number,
             trial=trial.name,
