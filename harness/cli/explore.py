@@ -14,6 +14,7 @@ from lockharness.core.typed_input import Invalid, convert
 from lockharness.harness.cli.common import find_binaries, warn_leftovers
 from lockharness.harness.explore.campaign import Explorer, explore_directory
 from lockharness.harness.explore.defaults import DEFAULT_BUDGET_NS
+from lockharness.harness.explore.known_replay import known_failures
 from lockharness.harness.explore.model import load_model, model_lines, model_names
 from lockharness.harness.explore.report import INDEX_HTML
 from lockharness.harness.explore.request import ExploreRequest
@@ -98,9 +99,12 @@ def command(args: argparse.Namespace, console: Console) -> int:
         toxiproxy_image=args.toxiproxy_image,
         jobs=args.jobs if args.jobs is not None else default_jobs(),
         shard=args.shard or UNSHARDED,
+        replay_known=not args.no_replay_known,
+        fixed_after=args.fixed_after,
     )
     binaries = find_binaries(args)
     check_store(args.store)
+    known = known_failures(args.store, request)  # a corrupt entry: 254 before anything starts
     warn_leftovers(args.store)
     directory = explore_directory(args.store)
     spend = f"{budget / 6e10:g} min" if budget is not None else f"{args.trials} trial(s)"
@@ -112,9 +116,16 @@ def command(args: argparse.Namespace, console: Console) -> int:
         highlight=False,
         soft_wrap=True,  # one line in a log too: grep finds the path beside the arrow
     )
-    record = Explorer(request, directory, binaries, console).run()
+    if known:
+        console.print(
+            f"replaying {len(known)} known failure(s) of {client.name} under {model.name} first",
+            highlight=False,
+            soft_wrap=True,
+        )
+    record = Explorer(request, directory, binaries, console, known).run()
     console.print(record.verdict_line(), highlight=False, soft_wrap=True)
-    for line in [*(v.line() for v in record.violations), *record.unknown_lines()]:
+    known_lines = [k.line() for k in record.known]
+    for line in [*known_lines, *(v.line() for v in record.violations), *record.unknown_lines()]:
         console.print(f"  {line}", highlight=False, soft_wrap=True)
     console.print(f"  report: {directory / INDEX_HTML}", highlight=False)
     return record.exit_code

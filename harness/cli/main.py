@@ -1,4 +1,4 @@
-"""The command line: list, run, suite, merge, check, report, gc, cluster up, schema.
+"""The command line: list, run, suite, merge, check, report, gc, known, cluster up, schema.
 
 The parser is built from light modules only; each command's module (harness/cli/<command>.py) is
 imported when that command runs.
@@ -50,6 +50,7 @@ from lockharness.harness.scenario.limits import (
     MAX_SEEDS,
     RunLength,
 )
+from lockharness.harness.store.known import FIXED_AFTER
 
 # client-check's steps (harness/conformance/steps.py, which is not light enough to import
 # here; tests/test_client_check.py checks that every step is named).
@@ -190,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explore(commands)
     _add_merge(commands)
     _add_gc(commands)
+    _add_known(commands)
     _add_schema(commands)
     _add_images(commands)
     _add_client_check(commands)
@@ -317,6 +319,18 @@ def _add_explore(commands: argparse._SubParsersAction[_Parser]) -> None:
         help=f"stop exploring after this many (default {DEFAULT_VIOLATIONS})",
     )
     explore.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    explore.add_argument(
+        "--no-replay-known",
+        action="store_true",
+        help="do not replay the store's known failures of this client and model first",
+    )
+    explore.add_argument(
+        "--fixed-after",
+        type=_runs,
+        default=FIXED_AFTER,
+        metavar="N",
+        help=f"a known failure that passed N nights in a row is fixed (default {FIXED_AFTER})",
+    )
     explore.add_argument("--jobs", type=_jobs, metavar="J", help=jobs_help())
     explore.add_argument(
         "--shard", type=_shard, metavar="K/N", help="draw only trial seeds that are K-1 mod N"
@@ -353,6 +367,22 @@ def _add_gc(commands: argparse._SubParsersAction[_Parser]) -> None:
     collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
     collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
+
+
+def _add_known(commands: argparse._SubParsersAction[_Parser]) -> None:
+    known = commands.add_parser(
+        "known", help="list the store's known failures (replayed first by explore)"
+    )
+    known.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
+    known.add_argument("--client", help="only this client's (as explore --client names it)")
+    known.add_argument("--model", help="only under this model")
+    known.add_argument(
+        "--fixed-after",
+        type=_runs,
+        default=FIXED_AFTER,
+        metavar="N",
+        help=f"passed N nights in a row: fixed (default {FIXED_AFTER})",
+    )
 
 
 def _add_schema(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -425,6 +455,10 @@ def _command_module(name: str) -> ModuleType:
             from lockharness.harness.cli import gc
 
             return gc
+        case "known":
+            from lockharness.harness.cli import known
+
+            return known
         case "schema":
             from lockharness.harness.cli import schema
 

@@ -30,6 +30,8 @@ from lockharness.harness.merge.stores import (
     read_store,
     stored_shards,
 )
+from lockharness.harness.store.known import entries as known_entries
+from lockharness.harness.store.known import merge_known
 from lockharness.harness.store.layout import check_store
 from lockharness.harness.suite.plan import PLAN, suite_dir
 from lockharness.harness.suite.results import CaseResult, Status
@@ -95,9 +97,16 @@ def command(args: argparse.Namespace, console: Console) -> int:
     html = args.html or (suite_dir(into, suite_id) / "index.html" if suite_id else None)
     merge = check_merge([*inputs, *target], suite_id)
     check_report_paths(junit=junit, html=html)
+    # The failure databases, the target's own too: every entry read (a corrupt one is bad
+    # input naming its file) before anything is written.
+    databases = [*(s.path for s in inputs), *([into] if inputs and into.is_dir() else [])]
+    for database in databases:
+        list(known_entries(database))
     check_store(into, "--into")
 
     copied = merge_stores(merge, into)
+    if inputs and (united := merge_known(databases, into)):
+        console.print(f"known failures: {united} in {into}'s database", highlight=False)
     plan = merge.plan
     if inputs:
         total = sum(len(s.runs) + len(s.explorations) for s in inputs)

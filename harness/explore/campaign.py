@@ -20,9 +20,11 @@ from rich.console import Console
 from lockharness.checker import Verdict
 from lockharness.core.atomic import disk_full
 from lockharness.core.interrupts import deferred, shielded, stopped_by
+from lockharness.harness.explore.client_identity import client_version
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.fits import outside
+from lockharness.harness.explore.known_replay import Known, KnownFailures
 from lockharness.harness.explore.mutate import mutate
 from lockharness.harness.explore.progress import ExploreProgress
 from lockharness.harness.explore.record import (
@@ -67,7 +69,12 @@ class Explorer:
     """One exploration: its trials, corpus and violations, run one after another."""
 
     def __init__(
-        self, request: ExploreRequest, directory: Path, binaries: Binaries, console: Console
+        self,
+        request: ExploreRequest,
+        directory: Path,
+        binaries: Binaries,
+        console: Console,
+        known: Known | None = None,
     ) -> None:
         self.request = request
         self.directory = directory
@@ -87,14 +94,16 @@ class Explorer:
             directory=str(directory),
             started_at=time.time(),
             shard=str(request.shard) if request.shard.n > 1 else None,
+            version=client_version(request.client),
         )
+        self.known = KnownFailures(known or [], request, directory, self.record, self._stopping)
         self._t0 = time.monotonic()
         self._interrupted = False
         self._said_full = False
 
     # ---- running one scenario ----------------------------------------------------------
 
-    def _scenario(self, s: Scenario) -> Scenario:
+    def _scenario(self, s: Scenario, within_model: bool = True) -> Scenario:
         r = self.request
         # No floor of lock cycles (harness/scenario/floor.py): a trial hunts violations
         # with long holds and few cycles by design, and the campaign weighs its trials as
@@ -109,26 +118,28 @@ class Explorer:
                 toxiproxy_image=r.toxiproxy_image or s.cluster.toxiproxy_image,
             )
             s = dataclasses.replace(s, cluster=cluster)
-        problems = outside(self.request.model, s)
+        problems = outside(self.request.model, s) if within_model else []
         if problems:  # never injected: a bug of the explorer, said loudly
             raise AssertionError(f"{s.name} is outside model {self.request.model.name}: {problems}")
         return s
 
-    def _run(self, s: Scenario, store: Path) -> RunOutcome:
+    def _run(self, s: Scenario, store: Path, within_model: bool = True) -> RunOutcome:
         quiet = Console(file=io.StringIO())  # the explorer draws its own progress
         outcome = run_scenario(
-            self._scenario(s), store=store, binaries=self.binaries, console=quiet
+            self._scenario(s, within_model), store=store, binaries=self.binaries, console=quiet
         )
         if outcome.interrupted:
             self._interrupted = True
         return outcome
 
-    def _run_once(self, store: Path) -> Callable[[Scenario], RunResult]:
+    def _run_once(self, store: Path, within_model: bool = True) -> Callable[[Scenario], RunResult]:
+        """Runs into ``store``; ``within_model`` False for a known failure's reproducer,
+        which a model edited since it was found may no longer hold."""
         count = iter(range(1, 10_000))
 
         def run_once(s: Scenario) -> RunResult:
             named = dataclasses.replace(s, name=f"candidate-{next(count):03d}")
-            o = self._run(named, store)
+            o = self._run(named, store, within_model)
             return _Run(
                 o.result.verdict is Verdict.INVALID,
                 o.result.verdict is Verdict.UNKNOWN,
@@ -168,10 +179,9 @@ class Explorer:
         m = self.request.m
         return len({v.signature or f"#{v.number}" for v in self.record.violations if v.settled(m)})
 
-    def _known_cause(self, outcome: RunOutcome) -> ViolationRecord | None:
-        """The earlier violation with this run's signature that has a reproducer already:
-        a repeat of it is listed, not replayed and shrunk again."""
-        signature = first_signature(outcome.result)
+    def _known_cause(self, signature: str | None) -> ViolationRecord | None:
+        """The earlier violation with this signature that has a reproducer already: a
+        repeat of it is listed, not replayed and shrunk again."""
         if signature is None:
             return None
         m = self.request.m
@@ -211,6 +221,10 @@ class Explorer:
                     self._stopping,
                     self._t0,
                 )
+                self.known.replay_all(
+                    lambda folder: self._run_once(folder, within_model=False), progress
+                )
+                self._save()
                 if self.request.jobs > 1:
                     self.record.stopped = self._run_jobs(violations, progress)
                 else:
@@ -274,12 +288,17 @@ class Explorer:
         return why
 
     def _violation(self, violations: Violations, trial: Trial, outcome: RunOutcome) -> None:
-        known = self._known_cause(outcome)
-        if known is not None:
-            known.repeats.append(trial.name)
+        signature = first_signature(outcome.result)
+        again = self.known.still_failing(signature) or self._known_cause(signature)
+        if again is not None:
+            again.repeats.append(trial.name)
+            what = (
+                f"violation {again.number}"
+                if isinstance(again, ViolationRecord)
+                else f"known failure {again.id}"
+            )
             violations.progress.note(
-                f"{trial.name}: violation {known.number} again ({known.signature}): listed "
-                "under it, not replayed"
+                f"{trial.name}: {what} again ({signature}): listed under it, not replayed"
             )
             self._save()
             return
@@ -290,10 +309,12 @@ class Explorer:
             if not disk_full(e):
                 raise
             self._full(e)
-        if len(self.record.violations) > kept and not self.record.violations[-1].settled(
-            self.request.m
-        ):
-            self.corpus.near_miss(trial.name)
+        if len(self.record.violations) > kept:
+            violation = self.record.violations[-1]
+            if violation.settled(self.request.m):
+                self.known.remember(violation)  # for the next night to replay first
+            else:
+                self.corpus.near_miss(trial.name)
         self._save()
 
     def _run_jobs(self, violations: Violations, progress: ExploreProgress) -> str:

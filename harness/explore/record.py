@@ -115,6 +115,36 @@ class ViolationRecord:
 
 
 @dataclass
+class KnownRecord:
+    """A known failure of this client and model (store/known/<id>/), replayed before
+    exploring: whether it still fails, and where it failed and passes."""
+
+    id: str
+    signature: str | None
+    status: str  # still fails (k of n), passes now (0 of n), fixed (passed N nights in a row)
+    hits: int
+    runs: int
+    fixed: bool
+    versions: str  # "failed on A, passes on B"
+    scenario: str  # its reproducer: store/known/<id>/scenario.yaml
+    run_dirs: list[str] = field(default_factory=list)
+    # Tonight's trials that failed with its signature while it still fails: listed here.
+    repeats: list[str] = field(default_factory=list)
+
+    @property
+    def still_fails(self) -> bool:
+        return self.hits > 0
+
+    def line(self) -> str:
+        why = f" ({self.signature})" if self.signature else ""
+        again = f"; found again by {', '.join(self.repeats)}" if self.repeats else ""
+        return (
+            f"known failure {self.id}{why}: {self.status}; {self.versions}{again} → "
+            f"lockharness run {self.scenario}"
+        )
+
+
+@dataclass
 class ExploreRecord:
     client: str
     model: str
@@ -135,6 +165,8 @@ class ExploreRecord:
     stopped: str = ""  # why exploring stopped: budget, trials, violations, Ctrl-C
     shard: str | None = None  # "K/N" when this is one shard of an exploration (--shard)
     store_full: str | None = None  # why drawing stopped early: the store took no more
+    known: list[KnownRecord] = field(default_factory=list)  # replayed first
+    version: str = ""  # the client's version (harness/explore/client_identity.py)
 
     @property
     def trials_per_minute(self) -> float:
@@ -151,10 +183,14 @@ class ExploreRecord:
         return not self.trials or self.unknown > UNKNOWN_SHARE * len(self.trials)
 
     @property
+    def still_failing(self) -> list[KnownRecord]:
+        return [k for k in self.known if k.still_fails]
+
+    @property
     def verdict(self) -> str:
-        """invalid (a violation found), unknown (interrupted before one, or too many trials
-        unknown to say), else valid."""
-        if self.violations:
+        """invalid (a violation found, or a known failure still fails), unknown
+        (interrupted before one, or too many trials unknown to say), else valid."""
+        if self.violations or self.still_failing:
             return "invalid"
         return "unknown" if self.interrupted or self.store_full or self.too_unknown else "valid"
 
@@ -162,7 +198,7 @@ class ExploreRecord:
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.violations:
+        if self.violations or self.still_failing:
             return EXIT_NOT_AS_EXPECTED
         return EXIT_UNKNOWN if self.store_full or self.too_unknown else EXIT_AS_EXPECTED
 
@@ -204,6 +240,8 @@ class ExploreRecord:
             head = "INTERRUPTED"
         elif found:
             head = f"VIOLATION{'S' if found > 1 else ''} FOUND"
+        elif self.still_failing:
+            head = "KNOWN FAILURE STILL FAILS"
         elif self.too_unknown or self.store_full:
             head = "UNKNOWN"
         else:
@@ -213,7 +251,19 @@ class ExploreRecord:
             f"{self.unknown} unknown, exposure reached {len(self.ways_reached)} way(s) of touching "
             f"a lease ({self.cells_reached} cells)"
             f"{' in the trials with a verdict' if self.unknown else ''} in {self.elapsed_s:.0f} s"
+            f"{self._known_clause()}"
             f"{f'; stopped early: {self.store_full}' if self.store_full else ''}"
+        )
+
+    def _known_clause(self) -> str:
+        if not self.known:
+            return ""
+        fixed = sum(k.fixed for k in self.known)
+        failing = len(self.still_failing)
+        passing = len(self.known) - failing - fixed
+        return (
+            f"; known failures replayed first: {failing} still fail, {passing} pass now, "
+            f"{fixed} fixed"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -125,6 +125,29 @@ def _violation(v: ViolationRecord, directory: Path, trial_run: str | None) -> st
     )
 
 
+def _known(record: ExploreRecord, directory: Path) -> str:
+    """The known failures replayed first (store/known/), and where each stands."""
+    if not record.known:
+        return ""
+    rows = (
+        (
+            _e(k.id),
+            _e(k.signature or "-"),
+            _e(k.status),
+            _e(k.versions),
+            _e(", ".join(k.repeats) or "-"),
+            _link(k.scenario, directory, "scenario.yaml")
+            + (" · " + _link(k.run_dirs[0], directory, "timeline") if k.run_dirs else ""),
+        )
+        for k in record.known
+    )
+    head = ("known failure", "what made it possible", "tonight", "versions", "found again by")
+    table = _table(
+        (*head, "reproducer"), rows, ("bad" if k.still_fails else "" for k in record.known)
+    )
+    return f"<h2>Known failures, replayed first</h2>{table}"
+
+
 def _causes(record: ExploreRecord) -> str:
     """The violations grouped by what made them possible (their signatures)."""
     if not record.violations:
@@ -193,6 +216,7 @@ def index_html(record: ExploreRecord, directory: Path) -> str:
         f"<h1>lockharness explore: {_e(record.client)} under the fault model "
         f"{_e(record.model)}</h1>"
         f'<p class="verdict {css}">{_e(record.verdict_line())}</p><p>{facts}</p>'
+        f"{_known(record, directory)}"
         f"<h2>What each source found</h2>{sources}"
         f"<h2>Violations</h2>{_causes(record)}{violations or '<p>None found.</p>'}"
         f"<h2>Trials</h2>{trials}</body></html>\n"

@@ -13,6 +13,7 @@ from lockharness.harness.explore.defaults import (
 )
 from lockharness.harness.explore.model import FaultModel
 from lockharness.harness.parallel.sharding import UNSHARDED, Shard
+from lockharness.harness.store.known import FIXED_AFTER
 from lockharness.workloads.client_doc import ClientSpec
 
 
@@ -33,3 +34,5 @@ class ExploreRequest:
     toxiproxy_image: str | None = None
     jobs: int = 1  # trials at once, each in a process of its own (harness/parallel/jobs.py)
     shard: Shard = UNSHARDED  # --shard K/N: trial seeds K-1 mod N, disjoint from the others
+    replay_known: bool = True  # the store's known failures of this client and model first
+    fixed_after: int = FIXED_AFTER  # nights in a row a known failure must pass to be fixed

@@ -26,6 +26,7 @@ from lockharness.harness.explore.defaults import (
     DEFAULT_MODEL,
     DEFAULT_SHRINK_BUDGET_NS,
 )
+from lockharness.harness.explore.known_replay import known_failures
 from lockharness.harness.explore.model import FaultModel, load_model, model_names
 from lockharness.harness.explore.record import ExploreRecord
 from lockharness.harness.explore.report import INDEX_HTML
@@ -160,6 +161,7 @@ def explore(place: RunPlace, req: ExploreRequest) -> tuple[ExploreResult, str]:
     too); the result, and the explorer's progress lines for the test's report."""
     binaries = place.settings.binaries()
     check_store(place.store)
+    known = known_failures(place.store, req)  # its known failures first, as explore does
     directory = explore_directory(place.store)
     text = io.StringIO()
     console = Console(file=text, width=200, soft_wrap=True, no_color=True, highlight=False)
@@ -172,7 +174,7 @@ def explore(place: RunPlace, req: ExploreRequest) -> tuple[ExploreResult, str]:
     log = logging.getLogger("lockharness")
     propagated, log.propagate = log.propagate, False
     try:
-        record = Explorer(req, directory, binaries, console).run()
+        record = Explorer(req, directory, binaries, console, known).run()
     finally:
         log.propagate = propagated
     return explore_result(record), text.getvalue()
@@ -194,7 +196,8 @@ def explore_result(record: ExploreRecord) -> ExploreResult:
     directory = Path(record.directory)
     violations = tuple(record.violations)
     first = violations[0] if violations else None
-    found = [*(v.line() for v in violations), *record.unknown_lines()]
+    found = [*(k.line() for k in record.known), *(v.line() for v in violations)]
+    found += record.unknown_lines()
     lines = [record.verdict_line(), *(f"  {line}" for line in found)]
     lines.append(f"  report: {directory / INDEX_HTML}")
     minimal = minimal_path = replay = reproduced = None
