@@ -126,7 +126,7 @@ class KnownRecord:
     runs: int
     fixed: bool
     versions: str  # "failed on A, passes on B"
-    scenario: str  # its reproducer: store/known/<id>/scenario.yaml
+    scenario: str  # its reproducer: store/known/<id>/reproducer.yaml
     run_dirs: list[str] = field(default_factory=list)
     # Tonight's trials that failed with its signature while it still fails: listed here.
     repeats: list[str] = field(default_factory=list)

@@ -136,7 +136,7 @@ def _known(record: ExploreRecord, directory: Path) -> str:
             _e(k.status),
             _e(k.versions),
             _e(", ".join(k.repeats) or "-"),
-            _link(k.scenario, directory, "scenario.yaml")
+            _link(k.scenario, directory, "reproducer.yaml")
             + (" · " + _link(k.run_dirs[0], directory, "timeline") if k.run_dirs else ""),
         )
         for k in record.known

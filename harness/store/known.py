@@ -4,7 +4,7 @@ example before generating new ones).
 
 store/known/<id>/ holds one known failure: entry.json (this module's ``KnownFailure``: the
 client's identity and version, the model, the signature, and every night's replay) and
-scenario.yaml (its reproducer, a scenario `lockharness run` takes). One folder per entry
+reproducer.yaml (its reproducer, a scenario `lockharness run` takes). One folder per entry
 keeps them apart: an entry is written whole, one that is corrupt is refused by name and
 harms no other, and `merge` unites two stores' databases folder by folder.
 
@@ -30,7 +30,7 @@ from lockharness.core.typed_input import Invalid, convert
 from lockharness.core.yaml_read import read_input_file
 
 KNOWN = "known"  # store/known/
-ENTRY, SCENARIO = "entry.json", "scenario.yaml"
+ENTRY, SCENARIO = "entry.json", "reproducer.yaml"
 FORMAT = 1
 FIXED_AFTER = 3  # nights in a row that pass: the failure is fixed (kept as a regression case)
 _MAX_ENTRY_BYTES = 1 << 20
