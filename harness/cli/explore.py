@@ -13,6 +13,7 @@ from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.harness.cli.common import find_binaries, warn_leftovers
 from lockharness.harness.explore.campaign import Explorer, explore_directory
+from lockharness.harness.explore.carried import carried_corpus
 from lockharness.harness.explore.defaults import DEFAULT_BUDGET_NS
 from lockharness.harness.explore.known_replay import known_failures
 from lockharness.harness.explore.model import load_model, model_lines, model_names
@@ -101,10 +102,13 @@ def command(args: argparse.Namespace, console: Console) -> int:
         shard=args.shard or UNSHARDED,
         replay_known=not args.no_replay_known,
         fixed_after=args.fixed_after,
+        fresh=args.fresh,
     )
     binaries = find_binaries(args)
     check_store(args.store)
-    known = known_failures(args.store, request)  # a corrupt entry: 254 before anything starts
+    # What earlier nights left, read first: a corrupt file is 254 before anything starts.
+    known = known_failures(args.store, request)
+    carried = carried_corpus(args.store, request)
     warn_leftovers(args.store)
     directory = explore_directory(args.store)
     spend = f"{budget / 6e10:g} min" if budget is not None else f"{args.trials} trial(s)"
@@ -122,7 +126,14 @@ def command(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
             soft_wrap=True,
         )
-    record = Explorer(request, directory, binaries, console, known).run()
+    if carried is not None:
+        console.print(
+            f"starting from the corpus earlier nights left: {len(carried.entries)} trial(s), "
+            f"{len(carried.cells)} exposure cells (--fresh to start empty)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    record = Explorer(request, directory, binaries, console, known, carried).run()
     console.print(record.verdict_line(), highlight=False, soft_wrap=True)
     known_lines = [k.line() for k in record.known]
     for line in [*known_lines, *(v.line() for v in record.violations), *record.unknown_lines()]:

@@ -325,6 +325,11 @@ def _add_explore(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="do not replay the store's known failures of this client and model first",
     )
     explore.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start from an empty corpus, not the one earlier nights left in the store",
+    )
+    explore.add_argument(
         "--fixed-after",
         type=_runs,
         default=FIXED_AFTER,

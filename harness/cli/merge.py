@@ -30,6 +30,7 @@ from lockharness.harness.merge.stores import (
     read_store,
     stored_shards,
 )
+from lockharness.harness.store.corpus_file import merge_corpora
 from lockharness.harness.store.known import entries as known_entries
 from lockharness.harness.store.known import merge_known
 from lockharness.harness.store.layout import check_store
@@ -102,11 +103,14 @@ def command(args: argparse.Namespace, console: Console) -> int:
     databases = [*(s.path for s in inputs), *([into] if inputs and into.is_dir() else [])]
     for database in databases:
         list(known_entries(database))
+    merge_corpora(databases, None)  # the corpora read whole too: a corrupt one is 254 here
     check_store(into, "--into")
 
     copied = merge_stores(merge, into)
     if inputs and (united := merge_known(databases, into)):
         console.print(f"known failures: {united} in {into}'s database", highlight=False)
+    if inputs and (corpora := merge_corpora(databases, into)):
+        console.print(f"corpora carried to the next night: {corpora} in {into}", highlight=False)
     plan = merge.plan
     if inputs:
         total = sum(len(s.runs) + len(s.explorations) for s in inputs)

@@ -20,7 +20,8 @@ from rich.console import Console
 from lockharness.checker import Verdict
 from lockharness.core.atomic import disk_full
 from lockharness.core.interrupts import deferred, shielded, stopped_by
-from lockharness.harness.explore.client_identity import client_version
+from lockharness.harness.explore.carried import corpus_to_keep, restore
+from lockharness.harness.explore.client_identity import client_identity, client_version
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.fits import outside
@@ -41,6 +42,7 @@ from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario
+from lockharness.harness.store.corpus_file import CorpusFile, corpus_path, write_corpus
 from lockharness.harness.store.layout import stamped_directory
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
@@ -75,6 +77,7 @@ class Explorer:
         binaries: Binaries,
         console: Console,
         known: Known | None = None,
+        carried: CorpusFile | None = None,
     ) -> None:
         self.request = request
         self.directory = directory
@@ -97,6 +100,15 @@ class Explorer:
             version=client_version(request.client),
         )
         self.known = KnownFailures(known or [], request, directory, self.record, self._stopping)
+        self._corpus_file = corpus_path(
+            directory.parent.parent, client_identity(request.client), request.model.name
+        )
+        if carried is not None:  # the last nights' corpus: its cells, its trials to mutate
+            for trial in restore(carried, request.model, self._corpus_file, self.corpus):
+                self.trials[trial.name] = trial
+            self.record.carried_cells = len(self.corpus.reached)
+            self.record.carried_trials = len(self.corpus.entries)
+        self._corpus_saved = len(self.corpus.entries)
         self._t0 = time.monotonic()
         self._interrupted = False
         self._said_full = False
@@ -250,6 +262,11 @@ class Explorer:
         self.record.cells_reached = len(self.corpus.reached)
         try:
             write_report(self.record, self.directory)
+            if len(self.corpus.entries) != self._corpus_saved:  # a trial joined: keep it
+                stamp = self.directory.name
+                kept = corpus_to_keep(self.request, self.corpus, self.trials, stamp)
+                write_corpus(self._corpus_file, kept)
+                self._corpus_saved = len(self.corpus.entries)
         except OSError as e:
             if not disk_full(e):
                 raise

@@ -166,6 +166,8 @@ class ExploreRecord:
     shard: str | None = None  # "K/N" when this is one shard of an exploration (--shard)
     store_full: str | None = None  # why drawing stopped early: the store took no more
     known: list[KnownRecord] = field(default_factory=list)  # replayed first
+    carried_cells: int = 0  # exposure cells the corpus carried over had reached (0: fresh)
+    carried_trials: int = 0  # trials of the corpus carried over, as parents to mutate
     version: str = ""  # the client's version (harness/explore/client_identity.py)
 
     @property
@@ -246,10 +248,13 @@ class ExploreRecord:
             head = "UNKNOWN"
         else:
             head = "NO VIOLATION"
+        carried = (
+            f", {self.cells_reached - self.carried_cells} new tonight" if self.carried_cells else ""
+        )
         return (
             f"{head}: {self.client} under model {self.model}: {n} trial(s), {found} violation(s), "
             f"{self.unknown} unknown, exposure reached {len(self.ways_reached)} way(s) of touching "
-            f"a lease ({self.cells_reached} cells)"
+            f"a lease ({self.cells_reached} cells{carried})"
             f"{' in the trials with a verdict' if self.unknown else ''} in {self.elapsed_s:.0f} s"
             f"{self._known_clause()}"
             f"{f'; stopped early: {self.store_full}' if self.store_full else ''}"

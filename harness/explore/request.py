@@ -36,3 +36,4 @@ class ExploreRequest:
     shard: Shard = UNSHARDED  # --shard K/N: trial seeds K-1 mod N, disjoint from the others
     replay_known: bool = True  # the store's known failures of this client and model first
     fixed_after: int = FIXED_AFTER  # nights in a row a known failure must pass to be fixed
+    fresh: bool = False  # start from an empty corpus, not the one the last nights left

@@ -30,6 +30,7 @@ from lockharness.harness.parallel.sharding import Shard
 from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.run.stored_run import load_outcome
 from lockharness.harness.scenario.read import read_scenario
+from lockharness.harness.store.corpus_file import CORPUS
 from lockharness.harness.store.known import KNOWN
 from lockharness.harness.store.layout import LATEST
 from lockharness.harness.suite.plan import (
@@ -50,7 +51,7 @@ EXPLORE = "explore"  # store/explore/<stamp>/: an exploration (harness/explore/c
 # Its report.json and index.html (harness/explore/report.py, which this folder may not
 # import: harness/explore imports harness).
 EXPLORE_REPORT, EXPLORE_INDEX = "report.json", "index.html"
-_NOT_RUNS = {SUITES, EXPLORE, LATEST, KNOWN}  # top-level names of a store that hold no run
+_NOT_RUNS = {SUITES, EXPLORE, LATEST, KNOWN, CORPUS}  # top-level names that hold no run
 STORE_RULE = "a store: a directory `lockharness suite`, `run` or `explore` wrote into"
 
 
@@ -189,7 +190,8 @@ def read_store(path: Path, flag: str = "STORE") -> SourceStore:
         raise BadInput(f"{flag} {path}: not a directory; allowed: {STORE_RULE}")
     suites = {d.name: _read_suite(path, d) for d in _visible_dirs(path / SUITES)}
     source = SourceStore(path, run_directories(path), explorations(path), suites)
-    if flag == "STORE" and source.empty and not _visible_dirs(path / KNOWN):
+    kept = _visible_dirs(path / KNOWN) or list((path / CORPUS).glob("*.json"))
+    if flag == "STORE" and source.empty and not kept:
         raise BadInput(
             f"{flag} {path}: holds no run directory, suite record ({SUITES}/<id>/{PLAN}), "
             f"exploration or known failure; allowed: {STORE_RULE}"

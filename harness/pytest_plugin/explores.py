@@ -20,6 +20,7 @@ from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.core.typed_input import Invalid
 from lockharness.harness.explore.campaign import Explorer, explore_directory
+from lockharness.harness.explore.carried import carried_corpus
 from lockharness.harness.explore.defaults import (
     DEFAULT_K,
     DEFAULT_M,
@@ -162,6 +163,7 @@ def explore(place: RunPlace, req: ExploreRequest) -> tuple[ExploreResult, str]:
     binaries = place.settings.binaries()
     check_store(place.store)
     known = known_failures(place.store, req)  # its known failures first, as explore does
+    carried = carried_corpus(place.store, req)  # and the corpus earlier sessions left
     directory = explore_directory(place.store)
     text = io.StringIO()
     console = Console(file=text, width=200, soft_wrap=True, no_color=True, highlight=False)
@@ -174,7 +176,7 @@ def explore(place: RunPlace, req: ExploreRequest) -> tuple[ExploreResult, str]:
     log = logging.getLogger("lockharness")
     propagated, log.propagate = log.propagate, False
     try:
-        record = Explorer(req, directory, binaries, console, known).run()
+        record = Explorer(req, directory, binaries, console, known, carried).run()
     finally:
         log.propagate = propagated
     return explore_result(record), text.getvalue()

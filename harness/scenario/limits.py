@@ -27,10 +27,12 @@ IMAGE_RULE = "a Docker image, [host[:port]/]name[:tag][@digest], such as redis:7
 # A scenario's name becomes a directory of the store: one plain path component, never
 # `.`/`..` (the store itself, or outside it) nor a name the store keeps for itself
 # (docs/run-directory.md): `latest` (the link to the last run), `explore/` and `suites/`
-# (explorations and suite records), `index.html` (merge's page), `gw<N>/` (xdist workers).
-RESERVED_NAMES = ("latest", "explore", "suites", "index.html", "gw<N>")
+# (explorations and suite records), `known/` and `corpus/` (what explore keeps for the next
+# night), `index.html` (merge's page), `gw<N>/` (xdist workers).
+RESERVED_NAMES = ("latest", "explore", "suites", "known", "corpus", "index.html", "gw<N>")
 NAME_PATTERN = (
-    r"(?!(?i:latest|explore|suites|index\.html|gw[0-9]+)\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+    r"(?!(?i:latest|explore|suites|known|corpus|index\.html|gw[0-9]+)\Z)"
+    r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
 )
 NAME_RULE = (
     "1 to 100 letters, digits, '.', '_' and '-', starting with a letter or digit, and not "
