@@ -92,14 +92,17 @@ class RunDir:
     def node_record(self) -> Path:
         return self.path / self.NODE_RECORD
 
+    def worker_shards(self) -> list[Path]:
+        """The workers' shards this directory holds, in worker order (gone once merged)."""
+        pattern = re.compile(re.escape(self.SHARD).replace(r"\{\}", r"(\d+)"))
+        numbered = [(pattern.fullmatch(p.name), p) for p in self.path.glob(self.SHARD.format("*"))]
+        return [path for _, path in sorted((int(m[1]), p) for m, p in numbered if m)]
+
     def shards(self) -> list[Path]:
         """The shards this directory holds: the workers' in worker order, the nemesis's
         last."""
-        pattern = re.compile(re.escape(self.SHARD).replace(r"\{\}", r"(\d+)"))
-        numbered = [(pattern.fullmatch(p.name), p) for p in self.path.glob(self.SHARD.format("*"))]
-        workers = sorted((int(match[1]), path) for match, path in numbered if match)
         nemesis = [self.nemesis_shard] if self.nemesis_shard.exists() else []
-        return [path for _, path in workers] + nemesis
+        return self.worker_shards() + nemesis
 
     @property
     def results(self) -> Path:

@@ -29,6 +29,7 @@ from lockharness.harness.run.recheck import (
 )
 from lockharness.harness.scenario.expectation import Expectation, require_exposure
 from lockharness.harness.scenario.floor import require_floor
+from lockharness.harness.store.compact import inflate
 
 if TYPE_CHECKING:
     from lockharness.harness.scenario.model import Scenario
@@ -53,6 +54,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     notes: list[str] = []  # what reading dropped or merged
     history: Iterable[Event]
     if target.is_dir():
+        notes += inflate(target)  # a compacted trial: its history and node record back
         scenario_file = RunDir(target).scenario
         if scenario_file.exists():
             from lockharness.harness.scenario import load_scenario  # only for a run directory

@@ -103,6 +103,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         replay_known=not args.no_replay_known,
         fixed_after=args.fixed_after,
         fresh=args.fresh,
+        keep_all=args.keep == "all",
     )
     binaries = find_binaries(args)
     check_store(args.store)

@@ -325,6 +325,13 @@ def _add_explore(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="do not replay the store's known failures of this client and model first",
     )
     explore.add_argument(
+        "--keep",
+        choices=("small", "all"),
+        default="small",
+        help="small (default): a valid trial that joined no corpus keeps what reruns and "
+        "re-checks it; all: every file of every trial",
+    )
+    explore.add_argument(
         "--fresh",
         action="store_true",
         help="start from an empty corpus, not the one earlier nights left in the store",

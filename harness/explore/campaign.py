@@ -42,6 +42,7 @@ from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario
+from lockharness.harness.store.compact import compact
 from lockharness.harness.store.corpus_file import CorpusFile, corpus_path, write_corpus
 from lockharness.harness.store.layout import stamped_directory
 
@@ -413,6 +414,10 @@ class Explorer:
         )
         self.record.trials.append(entry)
         progress.finished(entry)
+        if not (self.request.keep_all or new or outcome.interrupted) and (
+            result.verdict is Verdict.VALID
+        ):  # it taught the search nothing: kept small, as reruns and re-checks need it
+            compact(outcome.run_dir)
         self._save()
         return entry
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from lockharness.core.atomic import write_atomically
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.record import ORIGINAL, ExploreRecord, ViolationRecord
+from lockharness.harness.store.compact import compacted
 
 REPORT_JSON = "report.json"
 INDEX_HTML = "index.html"
@@ -175,6 +176,14 @@ def _sources(record: ExploreRecord) -> str:
     )
 
 
+def _trial_link(run_dir: str, directory: Path) -> str:
+    """Its timeline; a compacted trial has none (`lockharness report` draws it again)."""
+    if compacted(Path(run_dir)):
+        results = str(Path(run_dir) / RunDir.RESULTS)
+        return _link(results, directory, "results") + " <small>(compacted)</small>"
+    return _link(run_dir, directory, "timeline")
+
+
 def _trials(record: ExploreRecord, directory: Path) -> str:
     return _table(
         ("trial", "origin", "verdict", "faults touching a lease", "new cells", "time", ""),
@@ -186,7 +195,7 @@ def _trials(record: ExploreRecord, directory: Path) -> str:
                 f"{t.touched} of {t.faults}",
                 str(t.new_cells),
                 f"{t.elapsed_s:.1f} s",
-                _link(t.run_dir, directory, "timeline"),
+                _trial_link(t.run_dir, directory),
             )
             for t in record.trials
         ),

@@ -37,3 +37,4 @@ class ExploreRequest:
     replay_known: bool = True  # the store's known failures of this client and model first
     fixed_after: int = FIXED_AFTER  # nights in a row a known failure must pass to be fixed
     fresh: bool = False  # start from an empty corpus, not the one the last nights left
+    keep_all: bool = False  # keep every file of every trial (else valid ones are compacted)

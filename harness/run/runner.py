@@ -487,7 +487,12 @@ def conclude(
         execution.logs_cut,
     )
     outcome = _write_replay(_write_reports(outcome, history))
-    return _save_results(outcome, cluster)
+    outcome = _save_results(outcome, cluster)
+    if error is None and files.history.is_file():
+        # history.jsonl holds every event: the workers' shards would store them twice.
+        for shard in files.worker_shards():
+            shard.unlink(missing_ok=True)
+    return outcome
 
 
 def _with_reason(outcome: RunOutcome, reason: str) -> RunOutcome:
