@@ -130,6 +130,19 @@ def _runs(text: str) -> int:
     return _whole(text, 1, MAX_SEEDS)
 
 
+_AGE_UNITS = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+
+
+def _age(text: str) -> float:
+    """An age as --older-than takes it: a whole number and a unit (d, h, m, s)."""
+    match = re.fullmatch(r"([0-9]{1,6})([dhms])", text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an age; allowed: a whole number and d, h, m or s (30d, 12h)"
+        )
+    return float(int(match[1]) * _AGE_UNITS[match[2]])
+
+
 def _jobs(text: str) -> int:
     return _whole(text, 1, MAX_JOBS)
 
@@ -379,6 +392,13 @@ def _add_gc(commands: argparse._SubParsersAction[_Parser]) -> None:
     collect = commands.add_parser("gc", help="stop what earlier (killed) runs left running")
     collect.add_argument("--store", type=Path, default=Path("store"), help="default ./store")
     collect.add_argument("--dry-run", action="store_true", help="only say what would stop")
+    collect.add_argument(
+        "--older-than",
+        type=_age,
+        metavar="AGE",
+        help="also remove explorations, runs and suite records older than AGE (30d, 12h), "
+        "keeping the known failures and corpora",
+    )
 
 
 def _add_known(commands: argparse._SubParsersAction[_Parser]) -> None:
