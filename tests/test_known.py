@@ -210,6 +210,27 @@ def test_known_failures_are_replayed_first_night_after_night(tmp_path: Path) -> 
     assert known["status"] == "fixed (passed 2 nights in a row)" and known["fixed"], said
     listed = lockharness("known", "--store", str(store), "--fixed-after", "2", cwd=tmp_path)
     assert listed.returncode == 0 and "fixed (passed 2 nights in a row)" in listed.stdout
+    _the_morning_page_shows_the_nights(tmp_path, store, [night1, night2, night3, night4])
     # --no-replay-known: the database is left alone
     _, said, night5 = _explore(tmp_path, store, 5, "--no-replay-known")
     assert night5["known"] == [] and "known failure" not in said
+
+
+def _the_morning_page_shows_the_nights(tmp_path: Path, store: Path, nights: list[dict]) -> None:
+    """The four explorations ran within minutes: dated a day apart (as nights are), the
+    morning page that merge writes has a row per night, each cause in its state."""
+    for age, night in zip((3, 2, 1, 0), nights, strict=True):
+        path = Path(night["directory"]) / "report.json"
+        report = json.loads(path.read_text())
+        report["started_at"] -= age * 86_400
+        path.write_text(json.dumps(report))
+    done = lockharness("merge", "--into", str(store), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (store / "nights.html").read_text()
+    (signature,) = {v["signature"] for v in nights[0]["violations"]}
+    table = page.split("<h3>my_lock:MyLock under slow-release</h3>")[1].split("</table>")[0]
+    rows = table.split("<tr>")[2:]  # newest night first
+    assert len(rows) == 4, table
+    states = [row.split('<span class="')[1].split('"')[0] for row in rows]
+    assert states == ["fixed", "passes", "still", "new"], rows
+    assert all(signature in row for row in rows)

@@ -74,3 +74,9 @@ def test_three_shards_merged_are_the_suite_run_whole(tmp_path: Path) -> None:
 
     assert runs(tmp_path / "merged") == runs(tmp_path / "whole")
     assert len(set(runs(tmp_path / "whole"))) == 4
+    # The morning page: each scenario's runs of the night, as expected or not (all here).
+    page = (tmp_path / "merged" / "nights.html").read_text()
+    for scenario in {r[0] for r in runs(tmp_path / "merged")}:
+        row = page.split(f"<td>{scenario}</td>")[1].split("</tr>")[0]
+        count = sum(1 for r in runs(tmp_path / "merged") if r[0] == scenario)
+        assert f'class="ok">{count} of {count} as expected</td>' in row, row

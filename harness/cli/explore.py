@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from lockharness.harness.explore.known_replay import known_failures
 from lockharness.harness.explore.model import load_model, model_lines, model_names
 from lockharness.harness.explore.report import INDEX_HTML
 from lockharness.harness.explore.request import ExploreRequest
+from lockharness.harness.merge.nights import write_nights
 from lockharness.harness.parallel.job_slots import default_jobs
 from lockharness.harness.parallel.sharding import UNSHARDED
 from lockharness.harness.run.backends import check_backend
@@ -140,4 +142,6 @@ def command(args: argparse.Namespace, console: Console) -> int:
     for line in [*known_lines, *(v.line() for v in record.violations), *record.unknown_lines()]:
         console.print(f"  {line}", highlight=False, soft_wrap=True)
     console.print(f"  report: {directory / INDEX_HTML}", highlight=False)
+    with contextlib.suppress(OSError):  # a full store keeps its last page
+        console.print(f"  the nights: {write_nights(args.store)}", highlight=False)
     return record.exit_code

@@ -19,6 +19,7 @@ from lockharness.core.errors import (
     EXIT_UNKNOWN,
     BadInput,
 )
+from lockharness.harness.merge.nights import write_nights
 from lockharness.harness.merge.store_index import write_store_index
 from lockharness.harness.merge.stores import (
     STORE_RULE,
@@ -133,6 +134,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         for flag, path in (("JUnit", junit), ("HTML index", html)):
             console.print(f"{flag}: {path}", highlight=False)
     console.print(f"store index: {write_store_index(into)}", highlight=False)
+    console.print(f"the nights: {write_nights(into)}", highlight=False)
     if plan is not None:
         console.print(f"merge → exit {code}", highlight=False)
     return code

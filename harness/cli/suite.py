@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from rich.console import Console
 
 from lockharness.harness.cli.common import find_binaries, warn_leftovers
+from lockharness.harness.merge.nights import write_nights
 from lockharness.harness.parallel.job_slots import default_jobs
 from lockharness.harness.store.layout import check_store
 from lockharness.harness.suite.plan import SuitePlan, SuiteRecorder, shard_file
@@ -46,7 +48,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     if not plan.mine:  # more shards than runs: this one has none, and says so
         write_reports([], junit=args.junit, html=args.html, record=recorder)
         return 0
-    return run_suite(
+    code = run_suite(
         plan.mine,
         store=args.store,
         binaries=binaries,
@@ -56,6 +58,9 @@ def command(args: argparse.Namespace, console: Console) -> int:
         jobs=args.jobs if args.jobs is not None else default_jobs(),
         record=recorder,
     )
+    with contextlib.suppress(OSError):  # a full store keeps its last page
+        console.print(f"the nights: {write_nights(args.store)}", highlight=False)
+    return code
 
 
 def _say_plan(console: Console, plan: SuitePlan, recorder: SuiteRecorder, store: Path) -> None:

@@ -246,7 +246,8 @@ def render_store_index(store: Path) -> str:
 </head>
 <body>
 <h1>lockharness store</h1>
-<p>{len(rows)} run(s). Written {_e(_when(time.time()))}.</p>
+<p>{len(rows)} run(s). Written {_e(_when(time.time()))}. Across nights:
+<a href="nights.html">the morning page</a>.</p>
 {_suites(store)}
 {_explorations(store)}
 <h2>Runs</h2>
