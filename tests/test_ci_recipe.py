@@ -1,8 +1,11 @@
-"""The nightly GitHub Actions recipe (docs/ci/nightly.yml), run here: its shard job's
-command for each of its N = 3 shards, each into its own store, the stores handed over as
-the artifacts would be, and its merge job's command. The workflow's env is overridden
-with two short scenarios (one expected valid, one invalid, neither hanging on a race),
-so that the merged store can be checked whole: every planned run, JUnit case and page."""
+"""The nightly GitHub Actions recipe (docs/ci/nightly.yml), run here for two nights: its
+shard job's commands for each of its N = 3 shards, each on a fresh machine into its own
+store, given the memory the cache holds; the stores handed over as the artifacts would be;
+its merge job's commands, whose saved memory the cache keeps for the next night. The
+workflow's env is overridden with two short scenarios (one expected valid, one invalid,
+neither hanging on a race) and a short exploration of an unsafe client, so that the
+merged store can be checked whole and the second night seen replaying the first's
+failure."""
 
 from __future__ import annotations
 
@@ -22,7 +25,15 @@ from lockharness.harness.merge.store_index import store_runs
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / "docs" / "ci" / "nightly.yml"
 RUN_ID = "4242"
-TINY = {"SCENARIOS": "single-baseline unsafe-release-demo", "SEEDS": "1", "DURATION": "1s"}
+TINY = {
+    "SCENARIOS": "single-baseline unsafe-release-demo",
+    "SEEDS": "1",
+    "DURATION": "1s",
+    "EXPLORE_CLIENT": "unsafe-del",  # a plain DEL release: found within seconds here
+    "EXPLORE_MODEL": str(REPO / "tests" / "data" / "explore-slow-release.yaml"),
+    "EXPLORE_BUDGET": "10s",
+    "EXPLORE_FLAGS": "--seed 1 --no-shrink --replays 2 --reproduce 1",
+}
 
 
 def step(job: dict[str, Any], step_id: str) -> dict[str, Any]:
@@ -55,7 +66,62 @@ def bash(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     )
 
 
-def test_the_nightly_recipe_runs_three_shards_and_merges_them(tmp_path: Path) -> None:
+def _job_steps(shard_job: dict[str, Any], k: int, n: int) -> list[str]:
+    """The shard job's run: steps, in order, as GitHub expands them for shard k of n."""
+    values = {"matrix.shard": str(k), "strategy.job-total": str(n), "github.run_id": RUN_ID}
+    return [expand(s["run"], values) for s in shard_job["steps"] if "run" in s][1:]  # after setup
+
+
+def _night(
+    tmp_path: Path, night: int, workflow: dict[str, Any], cache: Path
+) -> tuple[Path, list[str]]:
+    """One night of the recipe: N fresh machines, each given the cache's memory (as
+    actions/cache/restore would), then the merge job, whose saved memory the cache keeps;
+    the merged store and each shard's output."""
+    shard_job, merge_job = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
+    shards = shard_job["strategy"]["matrix"]["shard"]
+    n = len(shards)
+    (upload,) = uses(shard_job, "actions/upload-artifact")
+    (download,) = uses(merge_job, "actions/download-artifact")
+    pattern, into = download["with"]["pattern"], download["with"]["path"]
+    (restore,) = uses(shard_job, "actions/cache/restore")
+    (save,) = uses(merge_job, "actions/cache/save")
+    assert restore["with"]["path"] == save["with"]["path"] == "memory"
+    assert restore["with"]["restore-keys"] in save["with"]["key"]
+    said = []
+    for k in shards:
+        machine = tmp_path / f"night-{night}" / f"machine-{k}"
+        machine.mkdir(parents=True)
+        if cache.is_dir():  # actions/cache/restore: last night's key, by its prefix
+            shutil.copytree(cache, machine / "memory")
+        for command in _job_steps(shard_job, k, n):
+            done = bash(command, machine, TINY)
+            said.append(done.stdout + done.stderr)
+            suite = "lockharness suite" in command
+            assert done.returncode in ((0,) if suite else (0, 1)), f"{command}\n{said[-1]}"
+        name = expand(upload["with"]["name"], {"matrix.shard": str(k)})
+        assert re.fullmatch(pattern.replace("*", ".*"), name)
+        shutil.copytree(
+            machine / "store",
+            tmp_path / f"night-{night}" / "merger" / into / name,
+            ignore=shutil.ignore_patterns("latest"),
+            symlinks=True,
+        )
+    merger = tmp_path / f"night-{night}" / "merger"
+    for s in (s for s in merge_job["steps"] if "run" in s and s.get("id") in ("merge", "keep")):
+        done = bash(expand(s["run"], {}), merger, TINY)
+        assert done.returncode == 0, f"{s['run']}\n{done.stdout}{done.stderr}"
+    shutil.rmtree(cache, ignore_errors=True)  # actions/cache/save: tonight's under a new key
+    shutil.copytree(merger / "memory", cache)
+    return merger / "merged", said
+
+
+def test_the_nightly_recipe_runs_three_shards_and_merges_them_two_nights(
+    tmp_path: Path,
+) -> None:
+    """Night 1: three shards run their suite and explore an unsafe client; the merge unites
+    their stores and saves the failure database. Night 2, on fresh machines given it: every
+    shard replays the known failure first, which still fails."""
     workflow = yaml.safe_load(WORKFLOW.read_text())
     shard_job, merge_job = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
     assert set(TINY) <= set(workflow["env"]), "the test overrides the workflow's own env"
@@ -65,39 +131,10 @@ def test_the_nightly_recipe_runs_three_shards_and_merges_them(tmp_path: Path) ->
     assert merge_job["needs"] == "shard" and merge_job["if"] == "always()"
     (upload,) = uses(shard_job, "actions/upload-artifact")
     assert upload["if"] == "always()" and "store" in upload["with"]["path"].split()
-    (download,) = uses(merge_job, "actions/download-artifact")
-    pattern, into = download["with"]["pattern"], download["with"]["path"]
+    cache = tmp_path / "cache"
 
-    for k in shards:
-        command = expand(
-            step(shard_job, "shard")["run"],
-            {
-                "matrix.shard": str(k),
-                "strategy.job-total": str(n),
-                "github.run_id": RUN_ID,
-            },
-        )
-        machine = tmp_path / f"machine-{k}"
-        done = bash(command, machine, TINY)
-        assert done.returncode == 0, f"shard {k}/{n}: {command}\n{done.stdout}{done.stderr}"
-        # The artifact: store-K, as upload-artifact takes it (store/latest left out).
-        name = expand(upload["with"]["name"], {"matrix.shard": str(k)})
-        assert re.fullmatch(pattern.replace("*", ".*"), name)
-        shutil.copytree(
-            machine / "store",
-            tmp_path / "merger" / into / name,
-            ignore=shutil.ignore_patterns("latest"),
-            symlinks=True,
-        )
-    assert "no run" in done.stdout  # 2 runs over 3 shards: the last one has none
-
-    merger = tmp_path / "merger"
-    command = expand(step(merge_job, "merge")["run"], {})
-    done = bash(command, merger, TINY)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{command}\n{output}"
-
-    merged = merger / "merged"
+    merged, said = _night(tmp_path, 1, workflow, cache)
+    assert any("no run" in text for text in said)  # 2 runs over 3 shards: the last has none
     suite = merged / "suites" / f"nightly-{RUN_ID}"
     assert sorted(p.name for p in suite.iterdir()) == [
         "index.html",
@@ -108,13 +145,27 @@ def test_the_nightly_recipe_runs_three_shards_and_merges_them(tmp_path: Path) ->
     cases = list(ET.parse(suite / "junit.xml").getroot().iter("testcase"))
     assert sorted(c.get("classname", "") for c in cases) == sorted(TINY["SCENARIOS"].split())
     assert all(c.find("failure") is None and c.find("skipped") is None for c in cases)
-    runs = store_runs(merged)
+    runs = [r for r in store_runs(merged) if r.kind != "explore"]
     assert sorted(r.scenario for r in runs) == sorted(TINY["SCENARIOS"].split())
     assert {r.verdict for r in runs} == {"valid", "invalid"}
     assert all(r.status == "as expected" for r in runs)
-    assert (merged / "index.html").is_file()
+    assert (merged / "index.html").is_file() and (merged / "nights.html").is_file()
+    assert len(list((merged / "explore").iterdir())) == n
+    known = sorted(p.name for p in (cache / "known").iterdir())
+    assert known, "no shard's exploration found unsafe-del's violation: nothing to remember"
+    assert list((cache / "corpus").glob("*.json"))
     # What the publishing steps read is where they look for it.
     published = uses(merge_job, "actions/upload-artifact")[0]["with"]["path"].split()[0]
-    assert (merger / published / "index.html").is_file()
+    assert published == "merged"
     (report,) = uses(merge_job, "mikepenz/action-junit-report")
-    assert list(merger.glob(report["with"]["report_paths"])) == [suite / "junit.xml"]
+    assert list(merged.parent.glob(report["with"]["report_paths"])) == [suite / "junit.xml"]
+
+    merged, said = _night(tmp_path, 2, workflow, cache)
+    explored = [text for text in said if "explore client unsafe-del" in text]
+    assert len(explored) == n
+    for text in explored:  # every shard replayed the known failures first: still failing
+        flat = " ".join(text.split())
+        assert f"replaying {len(known)} known failure(s) of unsafe-del" in flat, flat
+        assert flat.index("known failure") < flat.index("trial-0001"), flat
+        assert "still fails" in flat, flat
+    assert sorted(p.name for p in (cache / "known").iterdir()) == known  # the same causes
