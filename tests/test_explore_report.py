@@ -331,7 +331,8 @@ def test_the_docs_state_the_defaults_and_exit_codes_defined_once() -> None:
         f"**Exit codes:** {EXIT_NOT_AS_EXPECTED} when a violation was found; "
         f"{EXIT_AS_EXPECTED} when none",
         f"{EXIT_UNKNOWN}\nwhen too many trials were unknown",
-        f"{EXIT_INTERRUPTED}\non Ctrl-C; {EXIT_BAD_INPUT} for bad input",
+        f"{EXIT_INTERRUPTED} on Ctrl-C, SIGTERM or SIGHUP",
+        f"; {EXIT_BAD_INPUT} for bad input",
         f"End the run {MARGIN_NS // 1_000_000_000} s after the first violation",
         f"window: to {FLOOR_NS // 1_000_000} ms at once",
     ]

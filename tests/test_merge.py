@@ -68,7 +68,7 @@ def merge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, 
 
 def snapshot(store: Path) -> dict[str, tuple[bytes, int]]:
     """Every file's bytes and mtime, but the reports a merge writes anew (they say when)."""
-    reports = {"index.html", "junit.xml"}
+    reports = {"index.html", "junit.xml", "nights.html"}
     return {
         p.relative_to(store).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
         for p in sorted(store.rglob("*"))

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from lockharness.core.atomic import write_atomically
 from lockharness.core.errors import BadInput
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.merge.store_index import run_directories
 from lockharness.harness.merge.stores import EXPLORE, EXPLORE_INDEX, EXPLORE_REPORT
 from lockharness.harness.run.stored_run import load_outcome
@@ -125,7 +126,7 @@ def runs_by_night(store: Path) -> dict[str, dict[str, dict[str, int]]]:
         except BadInput:
             continue  # unfinished: the store index lists it
         status = CaseResult(Case(0, outcome.scenario), outcome).status.value
-        night = _night(run_dir.joinpath("results.json").stat().st_mtime)
+        night = _night(RunDir(run_dir).results.stat().st_mtime)
         cell = table[outcome.scenario.name][night]
         cell[status] = cell.get(status, 0) + 1
     return table

@@ -20,7 +20,7 @@ from lockharness.core.run_dir import RunDir
 GZ = ".gz"
 _COMPRESSED = (RunDir.HISTORY, RunDir.NODE_RECORD)
 _KEPT = {RunDir.SCENARIO, RunDir.REPLAY, RunDir.RESULTS, RunDir.LEDGER, RunDir.NEMESIS_SHARD}
-_KEPT_LIKE = ("program-restarts.w*",)
+_KEPT_LIKE = (RunDir.PROGRAM_RESTARTS.format("*"),)
 
 
 def _kept(path: Path) -> bool:
