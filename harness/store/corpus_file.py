@@ -16,9 +16,7 @@ from pathlib import Path
 import msgspec
 
 from lockharness.core.atomic import write_atomically
-from lockharness.core.errors import BadInput
-from lockharness.core.typed_input import Invalid, convert
-from lockharness.core.yaml_read import read_input_file
+from lockharness.harness.store.records import read_record_file
 
 CORPUS = "corpus"  # store/corpus/
 FORMAT = 1
@@ -48,15 +46,7 @@ def read_corpus(path: Path) -> CorpusFile | None:
     """The corpus file, None when there is none; BadInput naming it when it is not one."""
     if not path.is_file():
         return None
-    text = read_input_file(path, str(path), _MAX_FILE_BYTES, "corpus")
-    try:
-        corpus: CorpusFile = convert(msgspec.json.decode(text), CorpusFile)
-    except msgspec.DecodeError as e:
-        raise BadInput(f"{path}: not JSON ({e}); allowed: a corpus lockharness wrote") from None
-    except Invalid as e:
-        raise BadInput(f"{path}: {e}; allowed: a corpus lockharness wrote") from None
-    if corpus.format != FORMAT:
-        raise BadInput(f"{path}: format: {corpus.format!r}; allowed: {FORMAT}")
+    corpus = read_record_file(path, CorpusFile, _MAX_FILE_BYTES, "a corpus", FORMAT)
     return corpus
 
 

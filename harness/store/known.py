@@ -26,8 +26,7 @@ import msgspec
 
 from lockharness.core.atomic import write_atomically
 from lockharness.core.errors import BadInput
-from lockharness.core.typed_input import Invalid, convert
-from lockharness.core.yaml_read import read_input_file
+from lockharness.harness.store.records import read_record_file
 
 KNOWN = "known"  # store/known/
 ENTRY, SCENARIO = "entry.json", "reproducer.yaml"
@@ -115,16 +114,7 @@ def _encode(entry: KnownFailure) -> bytes:
 def read_entry(folder: Path) -> KnownFailure:
     """An entry; BadInput naming its file and key when it is not one this module wrote."""
     path = folder / ENTRY
-    text = read_input_file(path, str(path), _MAX_ENTRY_BYTES, "known-failure entry")
-    try:
-        data = msgspec.json.decode(text)
-        entry: KnownFailure = convert(data, KnownFailure)
-    except msgspec.DecodeError as e:
-        raise BadInput(f"{path}: not JSON ({e}); allowed: an entry lockharness wrote") from None
-    except Invalid as e:
-        raise BadInput(f"{path}: {e}; allowed: an entry lockharness wrote") from None
-    if entry.format != FORMAT:
-        raise BadInput(f"{path}: format: {entry.format!r}; allowed: {FORMAT}")
+    entry = read_record_file(path, KnownFailure, _MAX_ENTRY_BYTES, "an entry", FORMAT)
     if entry.signature is not None:
         named = entry_id(entry.client, entry.model, entry.signature, None)
         if folder.name != named:
