@@ -122,6 +122,40 @@ def test_an_unsafe_lock_fails_with_its_reproducer_and_a_safe_one_passes(
     assert assert_nothing_running(user_pytest.path, output) == len(runs)
 
 
+def test_the_fixture_replays_an_earlier_sessions_known_failures_first(
+    user_pytest: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions over one store (--lockharness-store, as a nightly keeps it): the
+    second's exploration replays the failure the first found before its own trials, and
+    says it still fails; a trial failing for that cause is listed under it."""
+    (user_pytest.path / "models").mkdir()
+    (user_pytest.path / "models" / "narrow.yaml").write_text(NARROW_MODEL)
+    user_pytest.makepyfile(
+        test_nights="""
+        import os
+
+        NARROW = dict(model="models/narrow.yaml", trials=2, k=2, m=1, shrink=False, seed=1)
+
+        def test_unsafe_del(lockharness_explore):
+            result = lockharness_explore(client="unsafe-del", **NARROW)
+            assert result.verdict == "invalid", result.explanation
+            if os.environ["NIGHT"] == "1":
+                assert result.known == () and result.violations
+                return
+            (known,) = result.known
+            assert known.status.startswith("still fails") and known.still_fails
+            assert known.line() in result.explanation
+            assert all(v.signature != known.signature for v in result.violations)
+        """
+    )
+    store = user_pytest.path / "nightly-store"
+    for night in ("1", "2"):
+        monkeypatch.setenv("NIGHT", night)
+        result = inline(user_pytest, f"--lockharness-store={store}")
+        result.assert_outcomes(passed=1)
+    assert len(list((store / "known").iterdir())) >= 1
+
+
 @pytest.mark.slow  # the CLI's Ctrl-C is in make test (test_explore_e2e); this is the fixture's
 def test_ctrl_c_stops_the_exploration_and_its_runs(user_pytest: pytest.Pytester) -> None:
     user_pytest.makepyfile(

@@ -111,6 +111,7 @@ class Explorer:
             self.record.carried_trials = len(self.corpus.entries)
         self._corpus_saved = len(self.corpus.entries)
         self._t0 = time.monotonic()
+        self._budget_t0 = self._t0  # the budget counts from after the known failures' replays
         self._interrupted = False
         self._said_full = False
 
@@ -167,7 +168,7 @@ class Explorer:
     def _left_s(self) -> float | None:
         if self.request.budget_ns is None:
             return None
-        return self.request.budget_ns / 1e9 - (time.monotonic() - self._t0)
+        return self.request.budget_ns / 1e9 - (time.monotonic() - self._budget_t0)
 
     def _why_stop(self, started: int | None = None) -> str | None:
         """Why exploring stops now, or None; ``started``: the trials started so far (with
@@ -237,6 +238,7 @@ class Explorer:
                 self.known.replay_all(
                     lambda folder: self._run_once(folder, within_model=False), progress
                 )
+                self._budget_t0 = time.monotonic()  # they have their own time, as a violation's
                 self._save()
                 if self.request.jobs > 1:
                     self.record.stopped = self._run_jobs(violations, progress)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the plug-in loads this at pytest's start: the explorer only when it runs
     from lockharness.checker import Witness
-    from lockharness.harness.explore.record import ViolationRecord
+    from lockharness.harness.explore.record import KnownRecord, ViolationRecord
 
 
 @dataclass(frozen=True, repr=False)
@@ -30,6 +30,9 @@ class ExploreResult:
     trials: int  # trials run
     unknown: int  # of them, those without a verdict
     violations: tuple[ViolationRecord, ...]  # as report.json has them, the first shrunk
+    # The store's known failures of this client and model, replayed first (docs/explore.md):
+    # each says whether it still fails; one that does makes the verdict invalid.
+    known: tuple[KnownRecord, ...]
     minimal: str | None  # the first violation's minimal scenario (YAML text), once shrunk
     minimal_path: Path | None
     replay_path: Path | None  # the first violation's trial as it ran: its replay.yaml

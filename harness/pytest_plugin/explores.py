@@ -229,6 +229,7 @@ def explore_result(record: ExploreRecord) -> ExploreResult:
         trials=len(record.trials),
         unknown=record.unknown,
         violations=violations,
+        known=tuple(record.known),
         minimal=minimal,
         minimal_path=minimal_path,
         replay_path=replay,
