@@ -77,6 +77,23 @@ def test_the_same_cause_found_again_is_one_entry_and_another_cause_another(
     assert _record(store, tmp_path, None, night=3) != _record(store, tmp_path, None, night=4)
 
 
+def test_a_fixed_failure_found_again_is_no_longer_fixed() -> None:
+    entry = KnownFailure(
+        format=FORMAT, client="c", model="m", signature="s", story=None, finds=[_find(0)]
+    )
+    for night in (1, 2, 3):
+        entry.replays.append(
+            Replay(exploration=f"explore/{night}", at=1000.5 + night, version="v2", hits=0, runs=5)
+        )
+    assert entry.fixed()
+    entry.finds.append(_find(9, "v3"))  # a trial of night 9 failed for it again
+    assert not entry.fixed() and entry.status() == "found again after it passed"
+    entry.replays.append(
+        Replay(exploration="explore/10", at=1010.5, version="v4", hits=0, runs=5)
+    )  # passing since the find is what counts now
+    assert entry.passing_nights() == 1 and entry.status() == "passes now (0 of 5)"
+
+
 @pytest.mark.parametrize(
     ("hits", "status", "fixed"),
     [
@@ -94,8 +111,9 @@ def test_status_follows_the_nights_replays(hits: list[int], status: str, fixed: 
     )
     for night, hit in enumerate(hits, 1):
         version = "v1" if night < 3 else "v2"
+        at = 1000.5 + night  # after the find (at 1000)
         entry.replays.append(
-            Replay(exploration=f"explore/{night}", at=night, version=version, hits=hit, runs=5)
+            Replay(exploration=f"explore/{night}", at=at, version=version, hits=hit, runs=5)
         )
     assert entry.status() == status and entry.fixed() is fixed
     if hits[-1:] == [0] and len(hits) >= 3:

@@ -235,9 +235,14 @@ class Explorer:
                     self._stopping,
                     self._t0,
                 )
-                self.known.replay_all(
-                    lambda folder: self._run_once(folder, within_model=False), progress
-                )
+                try:
+                    self.known.replay_all(
+                        lambda folder: self._run_once(folder, within_model=False), progress
+                    )
+                except OSError as e:
+                    if not disk_full(e):
+                        raise
+                    self._full(e)
                 self._budget_t0 = time.monotonic()  # they have their own time, as a violation's
                 self._save()
                 if self.request.jobs > 1:
@@ -331,10 +336,15 @@ class Explorer:
             self._full(e)
         if len(self.record.violations) > kept:
             violation = self.record.violations[-1]
-            if violation.settled(self.request.m):
-                self.known.remember(violation)  # for the next night to replay first
-            else:
+            if not violation.settled(self.request.m):
                 self.corpus.near_miss(trial.name)
+            elif self.record.store_full is None:
+                try:
+                    self.known.remember(violation)  # for the next night to replay first
+                except OSError as e:
+                    if not disk_full(e):
+                        raise
+                    self._full(e)
         self._save()
 
     def _run_jobs(self, violations: Violations, progress: ExploreProgress) -> str:

@@ -64,13 +64,19 @@ class KnownFailure(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     replays: list[Replay] = msgspec.field(default_factory=list)
 
     def passing_nights(self) -> int:
-        """Replays in a row, up to the last, in which it never failed."""
+        """Replays in a row, up to the last and since it was last found, in which it never
+        failed."""
         streak = 0
+        found = self.finds[-1].at
         for replay in reversed(self.replays):
-            if replay.hits:
+            if replay.hits or replay.at < found:
                 break
             streak += 1
         return streak
+
+    def found_again(self) -> bool:
+        """Found by an exploration after its last replay (a regression of one that passed)."""
+        return bool(self.replays) and self.finds[-1].at > self.replays[-1].at
 
     def fixed(self, fixed_after: int = FIXED_AFTER) -> bool:
         return self.passing_nights() >= fixed_after
@@ -79,6 +85,8 @@ class KnownFailure(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         """As a report says it: still fails (k of n), passes now (0 of n), fixed, or new."""
         if not self.replays:
             return "new"
+        if self.found_again():
+            return "found again after it passed"
         last = self.replays[-1]
         if last.hits:
             return f"still fails ({last.hits} of {last.runs})"
