@@ -44,7 +44,7 @@ from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section
 from lockharness.checker.spans import Span, fault_spans
-from lockharness.checker.stories import explain
+from lockharness.checker.stories import explain, telling
 from lockharness.checker.values import BadValue, EventError
 from lockharness.checker.verdict import check_file, check_history
 from lockharness.checker.views import (
@@ -104,5 +104,6 @@ __all__ = [
     "ms_text",
     "node_holds",
     "read_node_record",
+    "telling",
     "tokens_of",
 ]

@@ -64,6 +64,7 @@ FAILOVER = "lease lost in a failover"
 RETAKEN = "key taken back by a late write"
 EXTENDED_SHORT = "lease extended on too few of its nodes"
 UNEXPLAINED = "not explained by the node record"
+_NOT_THE_LOCKS = (OVERRAN, UNEXPLAINED)  # what telling() prefers another overlap's cause to
 
 
 def _of(side: Side, claims: Sequence[FalseClaim]) -> list[FalseClaim]:
@@ -150,6 +151,20 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
     if overlap.first.overran_deadline_ns:
         return OVERRAN
     return UNEXPLAINED
+
+
+def telling(witnesses: Sequence[object]) -> Overlap | None:
+    """Of a run's overlaps, the one that tells what made its violation possible: the first
+    whose signature names something the lock did with its grants (a false, lost or
+    retaken one, a failover), before one whose holder only went on past its validity or
+    that the record does not explain. A run whose holders overrun their leases by design
+    (validity ignored) and whose lock then frees another's key shows both, in an order
+    that timing decides; the lock's own cause is the same in every run. None: no overlap."""
+    overlaps = [w for w in witnesses if isinstance(w, Overlap)]
+    lock_side = (
+        w for w in overlaps if isinstance(w.signature, str) and w.signature not in _NOT_THE_LOCKS
+    )
+    return next(lock_side, overlaps[0] if overlaps else None)
 
 
 def story(overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] = ()) -> str:

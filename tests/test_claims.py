@@ -19,6 +19,7 @@ from lockharness.checker import (
     check_claims,
     explain,
     fault_spans,
+    telling,
 )
 from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, EventType
 
@@ -504,3 +505,33 @@ def test_a_key_overwritten_by_a_lease_writing_back_a_key_it_had_lost_is_named_th
     fresh = [hold("n1", since=105, until=200, ended="overwritten"), hold("n1", "Y", 200, 650)]
     (plain,) = check_claims([s], fresh, ("n1",), 1).found
     assert plain.overwritten_late == []
+
+
+# ---- which overlap tells the run's cause ------------------------------------------------
+
+
+def _signed(signature: str | None, start: int) -> Overlap:
+    side = Side(
+        process=1, token="t", start=start, end=start + 10, deadline=None,
+        overran_deadline_ns=None, planned_end=None, grants=["n1"], fencing=None,
+        acquire_index=0, release_index=None, closed=True,
+    )  # fmt: skip
+    overlap = Overlap(key="k0", overlap_ns=5, first=side, second=side)
+    return overlap if signature is None else msgspec.structs.replace(overlap, signature=signature)
+
+
+def test_the_telling_overlap_is_the_first_whose_cause_is_the_locks() -> None:
+    """A run whose holders overran by design and whose lock then freed another's key shows
+    both overlaps, in an order timing decides: the lock's cause tells the run, whichever
+    came first; with no such cause, the first overlap does."""
+    overran = _signed("holder went on past its validity", 1)
+    deleted = _signed("lease outlived its keys: deleted", 2)
+    unexplained = _signed("not explained by the node record", 3)
+    unreachable = _signed("grant counted from an unreachable node", 4)
+    assert telling([overran, deleted]) is deleted
+    assert telling([deleted, overran]) is deleted
+    assert telling([unexplained, overran, unreachable, deleted]) is unreachable
+    assert telling([overran, unexplained]) is overran  # nothing the lock did: the first
+    no_record = _signed(None, 5)  # a run without a node record: no signature at all
+    assert telling([no_record, overran]) is no_record
+    assert telling([]) is None

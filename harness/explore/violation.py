@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from lockharness.checker import CheckResult, Overlap
+from lockharness.checker import CheckResult, telling
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.confirm import confirm
 from lockharness.harness.explore.fits import outside
@@ -36,13 +36,10 @@ def _told(value: str | msgspec.UnsetType) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _first_overlap(result: CheckResult) -> Overlap | None:
-    return next((w for w in result.witnesses if isinstance(w, Overlap)), None)
-
-
 def first_signature(result: CheckResult) -> str | None:
-    """What made a run's first overlap possible (None: no overlap, or no node record)."""
-    told = _first_overlap(result)
+    """What made a run's violation possible (checker.telling: its first overlap whose cause
+    is the lock's, else its first); None: no overlap, or no node record."""
+    told = telling(result.witnesses)
     return _told(told.signature) if told else None
 
 
@@ -103,7 +100,7 @@ class Violations:
         folder.mkdir()
         shutil.copyfile(RunDir(outcome.run_dir).scenario, folder / ORIGINAL)
         first = outcome.result.first_violation_ns
-        told = _first_overlap(outcome.result)
+        told = telling(outcome.result.witnesses)
         violation = ViolationRecord(
             number=number,
             trial=trial.name,
