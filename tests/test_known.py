@@ -182,8 +182,11 @@ def test_two_shards_databases_are_united(tmp_path: Path) -> None:
 # ---- nights on real servers ---------------------------------------------------------------
 
 
-def _explore(tmp_path: Path, store: Path, seed: int, *more: str) -> tuple[int, str, dict]:
-    flags = ["--model", str(MODEL), "--trials", "2", "--seed", str(seed), "--store", str(store)]
+def _explore(
+    tmp_path: Path, store: Path, seed: int, *more: str, trials: int = 1
+) -> tuple[int, str, dict]:
+    flags = ["--model", str(MODEL), "--trials", str(trials), "--seed", str(seed)]
+    flags += ["--store", str(store)]
     flags += ["--no-shrink", "--replays", "2", "--reproduce", "1", *more]
     done = lockharness(
         "explore", "--client", str(tmp_path / "night-lock.yaml"), *flags, cwd=tmp_path, timeout=300
@@ -204,7 +207,7 @@ def test_known_failures_are_replayed_first_night_after_night(tmp_path: Path) -> 
     (tmp_path / "my_lock.py").write_text(source.replace(FIXED_RELEASE, BROKEN_RELEASE))
     (tmp_path / "night-lock.yaml").write_text('client: {class: "my_lock:MyLock"}\n')
 
-    code, said, night1 = _explore(tmp_path, store, 1, "--violations", "1")
+    code, said, night1 = _explore(tmp_path, store, 1, "--violations", "1", trials=3)
     assert code == 1 and night1["known"] == [] and night1["violations"], said
     (entry_dir,) = (store / "known").iterdir()
     broken_version = night1["version"]
