@@ -77,6 +77,26 @@ def test_the_same_cause_found_again_is_one_entry_and_another_cause_another(
     assert _record(store, tmp_path, None, night=3) != _record(store, tmp_path, None, night=4)
 
 
+def test_a_night_with_unknown_runs_neither_passes_nor_fails() -> None:
+    """A replay the harness could not fully judge (a loaded machine) is no evidence: it
+    does not count toward fixed, nor break the nights that do, and says so."""
+    entry = KnownFailure(
+        format=FORMAT, client="c", model="m", signature="s", story=None, finds=[_find(0)]
+    )
+    for night, (hits, unknown) in enumerate([(0, 0), (0, 2), (0, 0)], 1):
+        entry.replays.append(
+            Replay(
+                exploration=f"explore/{night}", at=1000.5 + night, version="v2", hits=hits,
+                runs=5, unknown=unknown,
+            )
+        )  # fmt: skip
+        if night == 2:
+            assert entry.status() == "unknown tonight (2 of 5 runs unknown, none invalid)"
+    assert entry.passing_nights() == 2 and not entry.fixed()
+    entry.replays.append(Replay(exploration="explore/4", at=1004.5, version="v2", hits=0, runs=5))
+    assert entry.passing_nights() == 3 and entry.fixed()
+
+
 def test_a_fixed_failure_found_again_is_no_longer_fixed() -> None:
     entry = KnownFailure(
         format=FORMAT, client="c", model="m", signature="s", story=None, finds=[_find(0)]

@@ -72,11 +72,12 @@ class KnownFailures:
             scenario = load_scenario(folder / SCENARIO)
             run_once = runner(self.directory / "known" / folder.name)
             got = reproduce(scenario, run_once, k, m, stop_early=False, should_stop=self.stopping)
-            if got.runs == 0:  # stopped before its first run: nothing to record
+            if got.runs < k:  # stopped part way: a night cut short says nothing of it
+                progress.note(f"known failure {folder.name}: stopped after {got.runs} run(s)")
                 return
             replay = Replay(
                 exploration=self._exploration(), at=time.time(), version=self.record.version,
-                hits=got.hits, runs=got.runs,
+                hits=got.hits, runs=got.runs, unknown=got.unknown,
             )  # fmt: skip
             record_replay(folder, entry, replay)
             said = KnownRecord(

@@ -63,7 +63,7 @@ class Night:
         return 60 * self.trials / self.trial_s if self.trial_s else 0.0
 
 
-_ORDER = {"new": 0, "still failing": 1, "passes now": 2, "fixed": 3}
+_ORDER = {"new": 0, "still failing": 1, "unknown": 2, "passes now": 3, "fixed": 4}
 
 
 def _mark(found: dict[str, str], signature: str, state: str) -> None:
@@ -91,7 +91,7 @@ def _add(night: Night, directory: Path, report: dict[str, Any]) -> None:
             if known.get("fixed")
             else "passes now"
             if status.startswith("passes")
-            else "still failing"
+            else "unknown"  # its runs could not all be judged: no evidence either way
         )
         _mark(night.found, signature, state)
     for violation in report.get("violations") or []:
@@ -135,7 +135,13 @@ def runs_by_night(store: Path) -> dict[str, dict[str, dict[str, int]]]:
 def _found(found: dict[str, str]) -> str:
     if not found:
         return "none"
-    css = {"new": "new", "still failing": "still", "passes now": "passes", "fixed": "fixed"}
+    css = {
+        "new": "new",
+        "still failing": "still",
+        "unknown": "passes",
+        "passes now": "passes",
+        "fixed": "fixed",
+    }
     return "<br>".join(
         f'<span class="{css[state]}">{_e(state)}</span>: {_e(signature)}'
         for signature, state in sorted(found.items(), key=lambda kv: (_ORDER[kv[1]], kv[0]))

@@ -43,6 +43,12 @@ class Replay(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     version: str  # the client's version then
     hits: int
     runs: int
+    unknown: int = 0  # runs the harness could not judge: no evidence either way
+
+    @property
+    def passed(self) -> bool:
+        """Every run judged, none invalid: a night the failure did not show."""
+        return not self.hits and not self.unknown
 
 
 class Find(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -71,7 +77,7 @@ class KnownFailure(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for replay in reversed(self.replays):
             if replay.hits or replay.at < found:
                 break
-            streak += 1
+            streak += replay.passed  # a night with unknown runs neither counts nor breaks
         return streak
 
     def found_again(self) -> bool:
@@ -92,6 +98,8 @@ class KnownFailure(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             return f"still fails ({last.hits} of {last.runs})"
         if self.fixed(fixed_after):
             return f"fixed (passed {self.passing_nights()} nights in a row)"
+        if last.unknown:
+            return f"unknown tonight ({last.unknown} of {last.runs} runs unknown, none invalid)"
         return f"passes now (0 of {last.runs})"
 
     def versions(self) -> str:
@@ -99,7 +107,7 @@ class KnownFailure(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         failed = [f.version for f in self.finds] + [r.version for r in self.replays if r.hits]
         last = self.replays[-1] if self.replays else None
         said = f"failed on {failed[-1]}"
-        if last is not None and not last.hits and last.version != failed[-1]:
+        if last is not None and last.passed and last.version != failed[-1]:
             said += f", passes on {last.version}"
         return said
 
