@@ -86,6 +86,7 @@ class RunRow:
     expected: str
     status: str  # as expected, NOT as expected, unknown, interrupted, unfinished
     when: float  # unix time
+    drawn: bool = True  # its timeline.html is there (a compacted trial's is not)
 
 
 def _e(value: object) -> str:
@@ -145,6 +146,7 @@ def _row(store: Path, run_dir: Path, owners: dict[str, str]) -> RunRow:
         str(s.expectation),
         status,
         RunDir(run_dir).results.stat().st_mtime,
+        RunDir(run_dir).timeline.is_file(),
     )
 
 
@@ -175,6 +177,7 @@ def _run_rows(rows: list[RunRow]) -> str:
     out = []
     for r in rows:
         names = () if r.status == UNFINISHED else (RunDir.TIMELINE, RunDir.RESULTS)
+        names = tuple(n for n in names if r.drawn or n != RunDir.TIMELINE)
         links = [f'<a href="{_href(r.path / name)}">{_e(name)}</a>' for name in names]
         links.append(f'<a href="{_href(r.path)}/">directory</a>')
         cells = (r.kind, r.scenario, r.client, r.seed, r.verdict, r.exposure, r.expected)
