@@ -176,8 +176,9 @@ def _select(key: str, label: str, values: set[str]) -> str:
 def _run_rows(rows: list[RunRow]) -> str:
     out = []
     for r in rows:
-        names = () if r.status == UNFINISHED else (RunDir.TIMELINE, RunDir.RESULTS)
-        names = tuple(n for n in names if r.drawn or n != RunDir.TIMELINE)
+        names: tuple[str, ...] = () if r.status == UNFINISHED else (RunDir.RESULTS,)
+        if r.drawn and names:
+            names = (RunDir.TIMELINE, *names)
         links = [f'<a href="{_href(r.path / name)}">{_e(name)}</a>' for name in names]
         links.append(f'<a href="{_href(r.path)}/">directory</a>')
         cells = (r.kind, r.scenario, r.client, r.seed, r.verdict, r.exposure, r.expected)
