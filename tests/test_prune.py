@@ -3,6 +3,7 @@ failure database and the corpora), and so does anything newer or still being wri
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -21,6 +22,9 @@ def _store(tmp_path: Path) -> Path:
     ):  # fmt: skip
         (store / rel).mkdir(parents=True)
         (store / rel / "results.json").write_text("{}" * 1000)
+        (store / rel / "scenario.yaml").write_text("name: x\n")
+    (store / "notes" / "old-things").mkdir(parents=True)  # not lockharness's: never removed
+    os.utime(store / "notes" / "old-things", (0, 0))
     (store / "corpus").mkdir()
     (store / "corpus" / "0123456789abcdef.json").write_text("{}")
     (store / "latest").symlink_to(f"redlock-kill/{OLD}")
@@ -46,6 +50,7 @@ def test_old_nights_go_and_the_database_and_corpora_stay(tmp_path: Path) -> None
     assert not any(OLD in name for name in left), left
     assert (store / "known" / "0123456789abcdef" / "results.json").is_file()
     assert (store / "corpus" / "0123456789abcdef.json").is_file()
+    assert (store / "notes" / "old-things").is_dir()
     assert not (store / "redlock-kill").exists()  # left empty: gone with its runs
     assert not (store / "latest").is_symlink()  # it pointed at a removed run
     assert "removed 4 older than 720h" in " ".join(done.stdout.split())

@@ -7,11 +7,13 @@ memory between nights, and anything a live controller is still writing.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lockharness.core.run_dir import RunDir
 from lockharness.harness.store.corpus_file import CORPUS
 from lockharness.harness.store.known import KNOWN
 from lockharness.harness.store.layout import LATEST
@@ -40,13 +42,22 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def _ours(path: Path) -> bool:
+    """Something lockharness made: an exploration or suite record named by its stamp, or
+    a run directory (its scenario.yaml). A store given by mistake (a home directory)
+    loses nothing else."""
+    if path.parent.name in (EXPLORE, SUITES):
+        return re.match(r"[0-9]{8}T[0-9]{6}", path.name) is not None
+    return (path / RunDir.SCENARIO).is_file()
+
+
 def candidates(store: Path) -> list[Path]:
     """Every exploration, suite record and run directory of the store."""
     found: list[Path] = []
     for top in sorted(p for p in store.iterdir() if p.is_dir() and not p.is_symlink()):
         if top.name in _KEPT or top.name.startswith("."):
             continue
-        found += sorted(p for p in top.iterdir() if p.is_dir() and not p.is_symlink())
+        found += sorted(p for p in top.iterdir() if p.is_dir() and not p.is_symlink() and _ours(p))
     return found
 
 
