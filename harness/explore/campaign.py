@@ -43,7 +43,12 @@ from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.store.compact import compact
-from lockharness.harness.store.corpus_file import CorpusFile, corpus_path, write_corpus
+from lockharness.harness.store.corpus_file import (
+    CorpusEntry,
+    CorpusFile,
+    corpus_path,
+    write_corpus,
+)
 from lockharness.harness.store.layout import stamped_directory
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
@@ -110,6 +115,7 @@ class Explorer:
             self.record.carried_cells = len(self.corpus.reached)
             self.record.carried_trials = len(self.corpus.entries)
         self._corpus_saved = len(self.corpus.entries)
+        self._corpus_written: dict[str, CorpusEntry] = {}  # each entry's text, once
         self._t0 = time.monotonic()
         self._budget_t0 = self._t0  # the budget counts from after the known failures' replays
         self._interrupted = False
@@ -272,7 +278,9 @@ class Explorer:
             write_report(self.record, self.directory)
             if len(self.corpus.entries) != self._corpus_saved:  # a trial joined: keep it
                 stamp = self.directory.name
-                kept = corpus_to_keep(self.request, self.corpus, self.trials, stamp)
+                kept = corpus_to_keep(
+                    self.request, self.corpus, self.trials, stamp, self._corpus_written
+                )
                 write_corpus(self._corpus_file, kept)
                 self._corpus_saved = len(self.corpus.entries)
         except OSError as e:

@@ -30,6 +30,7 @@ from lockharness.harness.store.corpus_file import (
 )
 
 _NUMBER = re.compile(r"-(\d+)\Z")  # a drawn fault's name: <kind>-<number>
+CARRIED = "carried over"  # a carried trial's origin
 
 
 def carried_corpus(store: Path, request: ExploreRequest) -> CorpusFile | None:
@@ -59,7 +60,7 @@ def _trial(entry: CorpusEntry, model: FaultModel, source: Path) -> Trial | None:
             return None
         drawn[spec.name] = DrawnFault(int(number[1]), choice)
     seed = scenario.seed if scenario.seed is not None else 0
-    return Trial(0, seed, "carried over", scenario, drawn)
+    return Trial(0, seed, CARRIED, scenario, drawn)
 
 
 def restore(carried: CorpusFile, model: FaultModel, source: Path, corpus: Corpus) -> list[Trial]:
@@ -71,17 +72,25 @@ def restore(carried: CorpusFile, model: FaultModel, source: Path, corpus: Corpus
 
 
 def corpus_to_keep(
-    request: ExploreRequest, corpus: Corpus, trials: dict[str, Trial], stamp: str
+    request: ExploreRequest,
+    corpus: Corpus,
+    trials: dict[str, Trial],
+    stamp: str,
+    written: dict[str, CorpusEntry],
 ) -> CorpusFile:
     """Tonight's corpus as the next night reads it: tonight's entries named by this
-    exploration's stamp (unique across nights), the carried ones as they were named."""
+    exploration's stamp (unique across nights), the carried ones as they were named.
+    ``written``: each entry once written, kept so that a trial joining later does not
+    write every scenario again."""
     entries = []
     for name in corpus.entries:
         trial = trials.get(name)
         if trial is None:
             continue
-        kept = name if trial.origin == "carried over" else f"{stamp}-{name}"
-        entries.append(CorpusEntry(name=kept, scenario=to_yaml(trial.scenario)))
+        if name not in written:
+            kept = name if trial.origin == CARRIED else f"{stamp}-{name}"
+            written[name] = CorpusEntry(name=kept, scenario=to_yaml(trial.scenario))
+        entries.append(written[name])
     return CorpusFile(
         format=FORMAT,
         client=client_identity(request.client),
