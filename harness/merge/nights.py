@@ -118,9 +118,9 @@ def runs_by_night(store: Path) -> dict[str, dict[str, dict[str, int]]]:
     """scenario -> night -> status -> runs, for the runs of `run` and `suite` (not
     explore's trials)."""
     table: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
-    for run_dir in run_directories(store):
-        if run_dir.relative_to(store).parts[0] == EXPLORE:
-            continue
+    tops = (p for p in sorted(store.iterdir()) if p.is_dir() and not p.is_symlink())
+    # explore/ is left out before the walk: its thousands of trials are read per night above
+    for run_dir in (d for top in tops if top.name != EXPLORE for d in run_directories(top)):
         try:
             outcome = load_outcome(run_dir)
         except BadInput:
