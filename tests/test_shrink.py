@@ -306,7 +306,7 @@ def test_a_violation_that_needs_several_keys_is_not_focused(scenario: Scenario) 
 
 
 def test_a_reproduction_given_is_not_made_again(scenario: Scenario) -> None:
-    given = Reproduction(hits=4, runs=5, run_dirs=(), k=5, m=3, first_violation_ns=6 * _S)
+    given = Reproduction(hits=5, runs=5, run_dirs=(), k=5, m=3, first_violation_ns=6 * _S)
     runs = Runs(a_and_c)
     result = shrink(_focused(scenario), runs, reproduction=given, max_candidates=1)
     assert len(runs.seen) == 3  # the one candidate's runs only
@@ -529,3 +529,49 @@ def test_confirm_steps_back_to_the_newest_step_that_fails_m_of_k(scenario: Scena
     ]
     unlucky = confirm(result, scenario, replays, Runs(a_and_c), 5, 3, lambda: None, lambda: None)
     assert unlucky.scenario == result.scenario and unlucky.stepped_back == ()
+
+
+def _pause_c_repeated(s: Scenario) -> Outcome:
+    """Invalid iff pause-c fires alone, repeating (`every`): a violation each of whose
+    chances is an occurrence, which the replay's one occurrence met 3 times in 5."""
+    invalid = any(f.name == "pause-c" and f.every_ns is not None for f in s.faults.faults)
+    invalid = invalid and not s.faults.timeline
+    return Outcome(invalid, first_violation_ns=C_AT + 200 * _MS if invalid else None)
+
+
+def test_a_violation_by_chance_shrinks_to_one_fault_repeated(scenario: Scenario) -> None:
+    first = C_AT + 200 * _MS
+    by_chance = Reproduction(hits=3, runs=5, run_dirs=(), k=5, m=3, first_violation_ns=first)
+    result = shrink(scenario, Runs(_pause_c_repeated), k=5, m=3, reproduction=by_chance)
+    tried = [step.what for step in result.steps]
+    # Focus (rejected), then the fault in effect nearest the violation, alone: pause-c's
+    # 2s window (its entry's), every 3 windows.
+    assert tried[:2] == [
+        "focus: holds 0.01s..0.05s -> 0.05s, keys 3 -> 1",
+        "pause-c alone, repeated: 2s every 6s",
+    ]
+    assert result.steps[1].accepted and result.size == 1
+    (repeated,) = result.scenario.faults.faults
+    assert (repeated.name, repeated.duration_ns, repeated.every_ns) == ("pause-c", 2 * _S, 6 * _S)
+    assert repeated.start_after_ns == 300 * _MS and result.scenario.faults.timeline == ()
+
+
+def test_faults_are_tried_repeated_only_when_the_violation_fails_by_chance(
+    scenario: Scenario,
+) -> None:
+    every_time = shrink(scenario, Runs(a_and_c), k=5, m=3)
+    assert not [s.what for s in every_time.steps if "repeated" in s.what]
+    # By chance, but needing two faults at their moments (focused already: a focus that
+    # failed 3 of 3 would be the best, with no miss): the nearest (pause-c at 5s, pause-b
+    # at 4s; pause-a's ended before 4.2s, a TTL before the violation) are tried alone,
+    # rejected, and ddmin finds the two.
+    first = C_AT + 200 * _MS
+    by_chance = Reproduction(hits=4, runs=5, run_dirs=(), k=5, m=3, first_violation_ns=first)
+    result = shrink(_focused(scenario), Runs(a_and_c), k=5, m=3, reproduction=by_chance)
+    repeated = [s for s in result.steps if "repeated" in s.what]
+    assert [s.what.split()[0] for s in repeated] == ["pause-c", "pause-b"]
+    assert not any(s.accepted for s in repeated)
+    assert [(e.fault, e.at_ns) for e in result.scenario.faults.timeline] == [
+        ("pause-a", A_AT),
+        ("pause-c", C_AT),
+    ]

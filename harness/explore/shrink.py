@@ -5,7 +5,9 @@ far, and repeat until a whole round of them accepts nothing: a fixpoint, as Hypo
 shrinker reaches one, so that a pass that can make progress only after a later one ran
 (a fault that can go once there are fewer workers) still does. The first pass, focus, is
 also tried on its own first: when the original reproduces too rarely to shrink, focusing
-may be what makes it shrinkable.
+may be what makes it shrinkable. Then, when the best so far fails only by chance (it
+missed in some runs), each fault near the violation is tried alone and repeated before
+ddmin drops faults one by one.
 
 A candidate is accepted only if it reproduces (``reproduce``: m invalid runs of k), so the
 best so far is always a reproducer. One the fault model does not allow (``fits``), that
@@ -30,7 +32,7 @@ from lockharness.harness.explore.reproduce import (
     stop_reason,
 )
 from lockharness.harness.explore.shrink_edits import fault_entries
-from lockharness.harness.explore.shrink_passes import PASSES, focus
+from lockharness.harness.explore.shrink_passes import PASSES, focus, one_fault_repeated
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.scenario.checks import scenario_problems
 
@@ -192,6 +194,8 @@ def shrink(
     try:
         if (why := _focused_first(sh, reproduction, first_violation_ns)) is not None:
             return ShrinkResult(s, tuple(sh.steps), reproduction, why, tuple(sh.skipped))
+        if sh.reproduction.hits < sh.reproduction.runs:  # it fails by chance
+            one_fault_repeated(sh)
         sh.until_no_progress()
         return sh.result(None)
     except _Stopped as e:

@@ -14,6 +14,10 @@ repeats them, in this order, until a round accepts none:
    exclusion allow);
 5. the client's timing back to the defaults, one key at a time (extend_at cadence,
    hold_end drawn, between 0s): what the violation does not need of it goes.
+
+Before the rounds, when the scenario fails only by chance (a miss among its runs), one more
+pass (``one_fault_repeated``): each fault in effect near the violation alone, repeating
+through the run.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from lockharness.faults.plan_doc import workers_named
+from lockharness.faults.spec import FaultPlan, FaultSpec
 from lockharness.harness.explore.ddmin import ddmin
 from lockharness.harness.explore.shrink_edits import (
     Unit,
@@ -43,6 +48,9 @@ from lockharness.workloads.timing import Between, ExtendAt, HoldEnd
 _MS, _S = 1_000_000, 1_000_000_000
 MARGIN_NS = 1 * _S  # a cut run goes on this long after the violation or the last fault
 FLOOR_NS = 50 * _MS  # the shortest fault window shrinking tries
+REPEAT_FROM_NS = 300 * _MS  # a repeated fault's first occurrence (explore draws none sooner)
+REPEAT_EVERY_NS = 1 * _S  # a repeated fault's spacing, at least (else 3 of its windows)
+REPEATED_TRIED = 3  # faults tried alone and repeated, the nearest the violation first
 
 
 class Attempts(Protocol):
@@ -180,6 +188,49 @@ def plain_timing(sh: Attempts) -> None:
         if now != default:
             what = f"{key} {now.to_plain()} -> {default.to_plain()}"
             sh.attempt(with_workload(sh.best, **{key: default}), what)
+
+
+def _near_the_violation(s: Scenario, first: int | None) -> list[tuple[FaultSpec, int]]:
+    """The faults worth trying alone, each with the window it had: those of the timeline
+    entries in effect within a TTL before the first violation (all of them when it is not
+    known), the latest first; then the clock-timed faults that fire without an entry (a
+    trial as drawn), whose moments the scenario does not say. Anchored ones are left out:
+    they already fire at every lease they are anchored to."""
+    specs = {f.name: f for f in s.faults.faults}
+    entries = sorted(s.faults.timeline, key=lambda e: -e.at_ns)
+    if first is not None:
+        since = first - s.workload.ttl_ns
+        entries = [e for e in entries if e.at_ns <= first and e.at_ns + window(s, e) >= since]
+    found: dict[str, tuple[FaultSpec, int]] = {}
+    for e in entries:
+        spec = specs.get(e.fault)
+        if spec is not None and spec.anchor is None:
+            found.setdefault(e.fault, (spec, window(s, e)))
+    for spec in firing_alone(s):
+        if spec.anchor is None:
+            found.setdefault(spec.name, (spec, spec.duration_ns))
+    return list(found.values())
+
+
+def one_fault_repeated(sh: Attempts) -> None:
+    """Each fault in effect near the violation alone, repeating through the run (its
+    window every second, or every 3 windows if longer). A violation one of many faults
+    could have caused, each by meeting a moment by chance (a node pause longer than the
+    client's timeout during a release), fails more often the more often such a fault
+    occurs: dropping faults lowers its rate until ddmin stalls among candidates that each
+    fail by chance. One fault, repeated, is one entry that fails more often, not less."""
+    s = sh.best
+    if fault_entries(s) <= 1:
+        return
+    for spec, length in _near_the_violation(s, sh.first_violation_ns)[:REPEATED_TRIED]:
+        every = max(REPEAT_EVERY_NS, 3 * length)
+        repeated = dataclasses.replace(
+            spec, duration_ns=length, start_after_ns=REPEAT_FROM_NS, every_ns=every
+        )
+        candidate = dataclasses.replace(s, faults=FaultPlan((repeated,), ()))
+        what = f"{spec.name} alone, repeated: {secs(length)} every {secs(every)}"
+        if sh.attempt(candidate, what):
+            return
 
 
 Pass = Callable[[Attempts], None]
