@@ -80,12 +80,18 @@ class NodeFate(msgspec.Struct, frozen=True):
     at: int | None  # when (ns), None: never held
     by: str | None = None  # the client that deleted or overwrote it
     back: int | None = None  # lost in a restart: when the node answered again without it
+    # The command that deleted or overwrote it ("DEL"; "script DEL": a script's call).
+    ended_with: str | None = None
 
     def describe(self) -> str:
         when = "" if self.at is None else f" at {self.at / 1e9:.3f}s"
         by = f" by {self.by}" if self.by else ""
+        how = ""
+        if self.ended_with:
+            script, _, command = self.ended_with.rpartition(" ")
+            how = f" with a script's {command}" if script else f" with {command}"
         back = "" if self.back is None else f", back without it at {self.back / 1e9:.3f}s"
-        return f"{self.node}: {self.ended}{when}{by}{back}"
+        return f"{self.node}: {self.ended}{when}{by}{how}{back}"
 
 
 class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
@@ -437,7 +443,7 @@ def _fate(node: str, hold: NodeHold, ttl_ns: int | None) -> NodeFate:
         and hold.until_ns - hold.since_ns < ttl_ns - SLACK_NS
     ):
         ended = EARLY
-    return NodeFate(node, ended, hold.until_ns, hold.ended_by, hold.back_ns)
+    return NodeFate(node, ended, hold.until_ns, hold.ended_by, hold.back_ns, hold.ended_with)
 
 
 def _gone(hold: NodeHold, healed_at: int | None = None) -> int | None:

@@ -53,6 +53,9 @@ class NodeHold(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     ended: str  # deleted, expired, overwritten, lost in a restart, held at the end, unknown
     set_by: str  # the client as the node names it (a script's calls: its caller's)
     ended_by: str | None = msgspec.field(default=None)  # who deleted or overwrote it
+    # The command that did: "DEL", "SET", ...; "script DEL" for a script's call (a
+    # compare-and-delete): a plain DEL deletes whoever's key it finds.
+    ended_with: str | None = msgspec.field(default=None)
     # Lost in a restart: when the node answered again without it (None: not back before
     # the record ended). Until then a down node refused every client: the key was lost,
     # yet nobody else could take it there.
@@ -94,6 +97,7 @@ class _Node:
         self.out: list[NodeHold] = []
         self.clock: tuple[int, int] | None = None  # (at ns, node ts µs) of the latest line
         self.caller = "?"  # a script's caller: the client of the latest EVAL
+        self.command: str | None = None  # the latest command's name, as ended_with says it
         self.down_at: int | None = None
         self.script_ts: int | None = None  # the latest client command's: a script's time
         self.script: list[str] = []  # the latest script's command line (EVAL sha n keys argv)
@@ -132,6 +136,7 @@ class _Node:
                 why,
                 held.set_by,
                 by,
+                None if by is None else self.command,
                 None if back is None else max(back, at),
             )
         )
@@ -200,6 +205,7 @@ class _Node:
 
     def _command(self, args: list[str], client: str, at: int, ts: int) -> None:
         name = args[0].lower() if args else ""
+        self.command = f"script {name.upper()}" if client == "lua" else name.upper()
         if name in ("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"):
             self.caller, self.script, self.script_read = client, args, set()
         by = self.caller if client == "lua" else client
@@ -469,7 +475,10 @@ def node_holds(
 
 
 _HOLD = msgspec.json.Decoder(NodeHold)
-_SHAPE = "an object of node, key, value, since, until, began, ended, set_by, ended_by, and back"
+_SHAPE = (
+    "an object of node, key, value, since, until, began, ended, set_by, ended_by, ended_with "
+    "and back"
+)
 
 
 def tokens_of(value: object) -> list[str]:

@@ -146,6 +146,18 @@ def test_a_lease_outlives_its_keys_only_when_fewer_than_its_quorum_remain_before
     assert outlived.fates[0].describe() == (
         "n1: lost in a restart at 0.300s, back without it at 0.350s"
     )
+    # A key deleted says by whom and with what: a plain DEL, or a script's (its own
+    # compare-and-delete); a fate without the command says neither.
+    deleted = msgspec.structs.replace(
+        hold("n1", until=300), ended_by="10.0.0.9:4242", ended_with="DEL"
+    )
+    (gone,) = check_claims([single], [deleted], ("n1",), 1).found
+    assert gone.fates[0].describe() == "n1: deleted at 0.300s by 10.0.0.9:4242 with DEL"
+    by_script = msgspec.structs.replace(deleted, ended_with="script DEL")
+    (gone,) = check_claims([single], [by_script], ("n1",), 1).found
+    assert gone.fates[0].describe().endswith("by 10.0.0.9:4242 with a script's DEL")
+    (gone,) = check_claims([single], [hold("n1", until=300)], ("n1",), 1).found
+    assert gone.fates[0].describe() == "n1: deleted at 0.300s"
     for back in (700 * MS, None):
         later = msgspec.structs.replace(lost, back_ns=back)
         assert kinds(single, [later], quorum=1, nodes=("n1",)) == []

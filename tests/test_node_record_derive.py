@@ -53,6 +53,29 @@ def test_a_refused_set_nx_changes_nothing_and_a_script_deletes_for_its_caller() 
     ]
     assert out[0].since_ns == 10 * MS and out[0].until_ns == int(30.2 * MS)
     assert out[1].until_ns is None
+    # What ended it: the script's own DEL (a compare-and-delete), not a plain one.
+    assert [h.ended_with for h in out] == ["script DEL", None]
+
+
+def test_what_ended_a_hold_names_the_command_that_did() -> None:
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "1000", client="c1"),
+        cmd(20, "del", "k0", client="c2"),  # a plain DEL: whoever's key it finds
+        cmd(30, "set", "k0", "b", "NX", "PX", "1000", client="c2"),
+        cmd(40, "set", "k0", "c", "PX", "1000", client="c3"),  # a SET without NX
+        cmd(50, "get", "k0"),  # a read ends nothing
+    )
+    assert [(h.value, h.ended, h.ended_by, h.ended_with) for h in out] == [
+        ("a", "deleted", "c2", "DEL"),
+        ("b", "overwritten", "c3", "SET"),
+        ("c", "held at the end", None, None),
+    ]
+    # An expiry has no command.
+    gone = holds(
+        snapshot(0, {}), cmd(10, "set", "k0", "a", "NX", "PX", "100"), cmd(300, "get", "k0")
+    )
+    assert (gone[0].ended, gone[0].ended_with) == ("expired", None)
 
 
 def test_a_key_expires_by_the_nodes_clock_placed_on_the_historys() -> None:
@@ -89,9 +112,9 @@ def test_overwrites_extends_and_expire_options() -> None:
         cmd(1000, "set", "k0", "b", client="c2"),  # a plain "set" overwrites
         cmd(1100, "pexpire", "k0", "-1"),  # a time already past deletes
     )
-    assert [(h.value, h.ended, h.ended_by) for h in out] == [
-        ("a", "overwritten", "c2"),
-        ("b", "deleted", "c1"),
+    assert [(h.value, h.ended, h.ended_by, h.ended_with) for h in out] == [
+        ("a", "overwritten", "c2", "SET"),
+        ("b", "deleted", "c1", "PEXPIRE"),
     ]
     assert out[0].until_ns == 1000 * MS
 

@@ -288,6 +288,7 @@ def _hold(canvas: Canvas, bar: HoldBar, lanes: int) -> list[Html]:
     # Who, as the node names the client; "?" (a value found there) says nothing.
     began = h.began + (f" by {h.set_by}" if h.set_by not in ("", "?") else "")
     ended = h.ended + (f" by {h.ended_by}" if h.ended_by not in (None, "", "?") else "")
+    ended += f" ({h.ended_with})" if h.ended_with else ""
     # Tokens cut short, as an op's title has them: a long run's page has thousands of these.
     title = (
         f"{h.node} {h.key}: {_value(bar)} ({whose}): {seconds(h.since_ns)} → {until}; "
