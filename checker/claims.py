@@ -357,7 +357,7 @@ def _check_section(
     if outlived is not None:
         at, fates = outlived
         retaken = _retaken(kept, record, s.key, s.token, until, healed_at)
-        extended = _extended(kept, fates, ttl_ns)
+        extended = _extended(kept, fates)
         late = _overwritten_late(record, s.key, fates)
         found.append(
             claim(
@@ -393,18 +393,14 @@ def _overwritten_late(record: _Record, key: str, fates: list[NodeFate]) -> list[
     return nodes
 
 
-def _extended(
-    kept: list[tuple[str, NodeHold]], fates: list[NodeFate], ttl_ns: int | None
-) -> list[str]:
-    """The nodes whose key outlasted the TTL it was set with (an extend reached them),
-    when keys of others expired: the lease was extended on some nodes, not enough."""
-    if not ttl_ns or not any(f.ended == EXPIRED for f in fates):
+def _extended(kept: list[tuple[str, NodeHold]], fates: list[NodeFate]) -> list[str]:
+    """The nodes an extend reached (their record says the key's TTL moved while held),
+    when keys of others expired: the lease was extended on some nodes, not enough. The
+    node's word, not the key's life: one a few ms past its TTL was not extended (its
+    node's clock placed afresh after a restart), one deleted soon after its TTL was."""
+    if not any(f.ended == EXPIRED for f in fates):
         return []
-    return [
-        node
-        for node, h in kept
-        if h.until_ns is None or h.until_ns - h.since_ns > ttl_ns + SLACK_NS
-    ]
+    return [node for node, h in kept if h.extended]
 
 
 def _retaken(

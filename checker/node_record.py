@@ -60,6 +60,9 @@ class NodeHold(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     # the record ended). Until then a down node refused every client: the key was lost,
     # yet nobody else could take it there.
     back_ns: int | None = msgspec.field(default=None, name="back")
+    # Its TTL was moved while it was held (PEXPIRE, a SET of the same value, GETEX,
+    # PERSIST): an extend reached the node. Not in a record written before 2026-11-29.
+    extended: bool = msgspec.field(default=False)
 
     def to_plain(self) -> dict[str, Any]:
         """As a line of node-record.jsonl: ``ended_by`` always, ``back`` when known."""
@@ -74,6 +77,7 @@ class _Held:
     began: str
     set_by: str
     expire_us: int | None  # by the node's clock
+    extended: bool = False  # its TTL moved since it was set (NodeHold.extended)
 
 
 _EDGE_MS = 1  # a SET NX this close to the held key's expiry may have found it gone
@@ -138,6 +142,7 @@ class _Node:
                 by,
                 None if by is None else self.command,
                 None if back is None else max(back, at),
+                held.extended,
             )
         )
 
@@ -287,6 +292,7 @@ class _Node:
         held = self.held.get(key)
         if held is not None and held.value == value:  # the same value again: a refresh
             held.expire_us = held.expire_us if keep_ttl else expire
+            held.extended = held.extended or not keep_ttl
             return
         if held is not None:
             expire = held.expire_us if keep_ttl else expire
@@ -330,6 +336,7 @@ class _Node:
         if held is None or not options:
             return
         held.expire_us = None if "PERSIST" in options else _expiry(options, ts)
+        held.extended = True
         self._expire_due(ts, at)
 
     def _expire(
@@ -350,11 +357,11 @@ class _Node:
         if new // 1000 <= ts // 1000:  # a time already past deletes the key
             self._end(key, at, DELETED, by)
             return
-        held.expire_us = new
+        held.expire_us, held.extended = new, True
 
     def _persist(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
         if key in self.held:
-            self.held[key].expire_us = None
+            self.held[key].expire_us, self.held[key].extended = None, True
 
     # -- hashes: the value is the set of fields
     def _hash_set(self, key: str, rest: list[str], by: str, at: int, ts: int, name: str) -> None:
@@ -404,6 +411,7 @@ class _Node:
                     held.began,
                     AT_THE_END,
                     held.set_by,
+                    extended=held.extended,
                 )
             )
         return sorted(self.out, key=lambda h: (h.key, h.since_ns))
@@ -476,8 +484,8 @@ def node_holds(
 
 _HOLD = msgspec.json.Decoder(NodeHold)
 _SHAPE = (
-    "an object of node, key, value, since, until, began, ended, set_by, ended_by, ended_with "
-    "and back"
+    "an object of node, key, value, since, until, began, ended, set_by, ended_by, ended_with, "
+    "back and extended"
 )
 
 

@@ -19,7 +19,8 @@ whatever the run, seed or client, so that violations group by it:
                                               held it by then; told from either lease)
     lease extended on too few of its nodes   (outlived-its-keys: its keys expired on some
                                               nodes while an extend had kept them on others,
-                                              fewer than it needs)
+                                              fewer than it needs; the earlier lease's
+                                              fate before the later one's)
     lease outlived its keys: <why>           (outlived-its-keys, gone-before-counted: a
                                               key gone before the grant was counted is
                                               one the lease outlived from its start; by
@@ -140,10 +141,10 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
     ]
     if any(c.retaken or c.overwritten_late for c in outlived):
         return RETAKEN
-    if any(c.extended for c in outlived):
-        return EXTENDED_SHORT
-    for side in (overlap.first, overlap.second):
+    for side in (overlap.first, overlap.second):  # the earlier lease's fate first
         said = _of(side, claims)
+        if any(c.kind == "outlived-its-keys" and c.extended for c in said):
+            return EXTENDED_SHORT
         fates = Counter(f.ended for c in said if c.kind in _LOST_KEYS for f in c.fates)
         if fates:
             commonest = sorted(fates.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]

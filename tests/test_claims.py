@@ -481,11 +481,12 @@ def test_a_key_gone_before_its_ttl_ran_out_expired_early() -> None:
 
 
 def test_a_lease_whose_extend_kept_too_few_of_its_keys_was_extended_on_too_few_nodes() -> None:
-    """TTL 300 ms: the extend reached n1 and n2 only (their keys last to 900 ms); n3, n4
-    and n5 expired at 405 ms while the lease went on to 600 ms."""
+    """TTL 300 ms: the extend reached n1 and n2 only (their record says the TTL moved;
+    their keys last to 900 ms); n3, n4 and n5 expired at 405 ms while the lease went on to
+    600 ms."""
     s = section(("n1", "n2", "n3", "n4", "n5"))
     holds = [
-        *(hold(n, until=900) for n in ("n1", "n2")),
+        *(msgspec.structs.replace(hold(n, until=900), extended=True) for n in ("n1", "n2")),
         *(hold(n, until=405, ended="expired") for n in ("n3", "n4", "n5")),
     ]
     (short,) = check_claims([s], holds, NODES, 3, ttl_ns={"k0": 300 * MS}).found
@@ -498,6 +499,24 @@ def test_a_lease_whose_extend_kept_too_few_of_its_keys_was_extended_on_too_few_n
     plain = [hold(n, until=405, ended="expired") for n in NODES]
     (expired,) = check_claims([s], plain, NODES, 3, ttl_ns={"k0": 300 * MS}).found
     assert expired.extended == []
+    # A key past its TTL that its node never extended (set at 105 ms, gone at 410 or at
+    # 900: its node's clock placed afresh after a restart, a record that says nothing of
+    # extends) was not extended; one the node says was, deleted soon after, was.
+    for until in (410, 900):
+        past = [*(hold(n, until=until, ended="expired") for n in ("n1", "n2")), *holds[2:]]
+        (claim_,) = check_claims([s], past, NODES, 3, ttl_ns={"k0": 300 * MS}).found
+        assert claim_.extended == []
+    soon = [msgspec.structs.replace(hold("n1", until=420), extended=True), *holds[1:]]
+    (claim_,) = check_claims([s], soon, NODES, 3, ttl_ns={"k0": 300 * MS}).found
+    assert claim_.extended == ["n1", "n2"]
+    # The earlier lease's fate names the overlap: its keys simply expired, though the later
+    # lease was extended on too few; the other way round, the extend is the cause.
+    o, first = against(expired, list(NODES), list(NODES), 410)
+    second = msgspec.structs.replace(short, process=1, token="token-1", acquire_index=2)
+    assert explain(o, [first, second])[1] == "lease outlived its keys: expired"
+    o, first = against(short, list(NODES), list(NODES), 410)
+    later = msgspec.structs.replace(expired, process=1, token="token-1", acquire_index=2)
+    assert explain(o, [first, later])[1] == "lease extended on too few of its nodes"
 
 
 def test_a_key_overwritten_by_a_lease_writing_back_a_key_it_had_lost_is_named_the_same() -> None:

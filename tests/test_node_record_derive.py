@@ -71,6 +71,8 @@ def test_what_ended_a_hold_names_the_command_that_did() -> None:
         ("b", "overwritten", "c3", "SET"),
         ("c", "held at the end", None, None),
     ]
+    # A plain SET leaves its TTL as set: not extended.
+    assert not any(h.extended for h in out)
     # An expiry has no command.
     gone = holds(
         snapshot(0, {}), cmd(10, "set", "k0", "a", "NX", "PX", "100"), cmd(300, "get", "k0")
@@ -116,6 +118,8 @@ def test_overwrites_extends_and_expire_options() -> None:
         ("a", "overwritten", "c2", "SET"),
         ("b", "deleted", "c1", "PEXPIRE"),
     ]
+    # The PEXPIRE GT moved a's TTL (the SET XX KEEPTTL did not): an extend reached it.
+    assert [h.extended for h in out] == [True, False]
     assert out[0].until_ns == 1000 * MS
 
 
