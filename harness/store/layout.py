@@ -38,12 +38,22 @@ def check_store(store: Path, flag: str = "--store") -> None:
 
 
 LATEST = "latest"  # store/latest: the newest run directory
+STAMP = "%Y%m%dT%H%M%S"  # a stamped directory's name, before any -2 suffix
+
+
+def stamp_time(name: str) -> float | None:
+    """When a stamped directory named ``name`` was made (seconds since the epoch, local
+    time); None: the name does not begin with a stamp."""
+    try:
+        return time.mktime(time.strptime(name[: len("YYYYmmddTHHMMSS")], STAMP))
+    except ValueError:
+        return None
 
 
 def stamped_directory(parent: Path) -> Path:
     """parent/<YYYYmmddTHHMMSS>, new and empty; a second one in the same second gets a -2
     suffix."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
+    stamp = time.strftime(STAMP)
     parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, 1000):
         path = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")

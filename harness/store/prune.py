@@ -7,7 +7,6 @@ memory between nights, and anything a live controller is still writing.
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -16,9 +15,8 @@ from pathlib import Path
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.store.corpus_file import CORPUS
 from lockharness.harness.store.known import KNOWN
-from lockharness.harness.store.layout import LATEST
+from lockharness.harness.store.layout import LATEST, stamp_time
 
-_STAMP = "%Y%m%dT%H%M%S"
 _KEPT = {KNOWN, CORPUS, LATEST, "index.html"}  # the memory between nights; the store's page
 EXPLORE, SUITES = "explore", "suites"
 
@@ -32,10 +30,8 @@ class Pruned:
 
 def _born(path: Path) -> float:
     """When ``path`` was made: its name's stamp (kept by merge), else its mtime."""
-    try:
-        return time.mktime(time.strptime(path.name[: len("YYYYmmddTHHMMSS")], _STAMP))
-    except ValueError:
-        return path.stat().st_mtime
+    stamped = stamp_time(path.name)
+    return path.stat().st_mtime if stamped is None else stamped
 
 
 def _size(folder: Path) -> int:
@@ -47,7 +43,7 @@ def _ours(path: Path) -> bool:
     a run directory (its scenario.yaml). A store given by mistake (a home directory)
     loses nothing else."""
     if path.parent.name in (EXPLORE, SUITES):
-        return re.match(r"[0-9]{8}T[0-9]{6}", path.name) is not None
+        return stamp_time(path.name) is not None
     return (path / RunDir.SCENARIO).is_file()
 
 
