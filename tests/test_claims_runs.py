@@ -126,8 +126,13 @@ def test_a_grant_counted_from_a_node_behind_a_cut_is_unreachable(tmp_path: Path)
 
 def test_a_lease_dated_from_the_end_of_a_slow_acquire_outlives_its_keys(tmp_path: Path) -> None:
     broken = _bench("bench.broken.validity_from_end:ValidityFromEnd")
-    claims, output = _claims(tmp_path, SLOW_ACQUIRE, broken)
-    outlived = [c for c in claims if c["kind"] == "outlived-its-keys"]
+    # The slow acquire must meet a lease: on a loaded machine a 3 s run may miss it (seen
+    # once: vacuous, no fault touched a lease), so up to three runs, the first that does.
+    for _ in range(3):
+        claims, output = _claims(tmp_path, SLOW_ACQUIRE, broken)
+        outlived = [c for c in claims if c["kind"] == "outlived-its-keys"]
+        if outlived:
+            break
     assert outlived, output
     for claim in outlived:  # its keys expired, a few ms before it stopped counting them
         assert {f["ended"] for f in claim["fates"]} == {"expired"}, claim
