@@ -191,6 +191,12 @@ class Fault(ABC):
         restart delay (a kill keeps its node down at least that long)."""
         return duration_ns
 
+    def least_ns(self) -> int:
+        """How long an occurrence stays in effect even when the run ends sooner: what the
+        cluster's recovery policy asks of the kind (a kill: its restart delay); none by
+        default, for the run's end takes every other fault out at once."""
+        return 0
+
     @classmethod
     def heal(cls, ctx: FaultContext) -> None:
         """Undo whatever any occurrence of the kind may have left, at the run's end, after

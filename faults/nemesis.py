@@ -17,6 +17,7 @@ import heapq
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -85,6 +86,7 @@ class Nemesis:
         self.run_ns = run_ns
         self._actions: list[_Action] = []
         self._active: dict[int, Fault] = {}
+        self._not_before: dict[int, int] = {}  # occurrence -> when it may end (Fault.least_ns)
         self._seq = 0
         self._started = 0
         self._done = threading.Event()
@@ -279,6 +281,7 @@ class Nemesis:
             )
         number = self._started
         self._active[number] = fault
+        self._not_before[number] = decided + fault.least_ns()
         ends = decided + fault.lasts_ns(occurrence.duration_ns)
         self._push(ends, lambda: self.end(number))
         return number
@@ -288,6 +291,7 @@ class Nemesis:
         if number not in self._active:
             return
         fault = self._active.pop(number)
+        self._not_before.pop(number, None)
         base = NemesisEvent(
             phase="stop",
             kind=fault.spec.kind,
@@ -317,6 +321,9 @@ class Nemesis:
     def finish(self) -> list[str]:
         """Stop scheduling, take every fault out, heal the cluster and verify it.
 
+        Every fault goes at once (a paused worker must go on to finish its last cycle),
+        but one the cluster's policy keeps in effect longer (Fault.least_ns: a kill under a
+        restart delay), which ends when that has passed, earliest first.
         Returns problems; empty means every node answers through every proxy again.
         """
         self._done.set()
@@ -326,6 +333,12 @@ class Nemesis:
             self._thread.join()
         with self._lock:  # an anchored start under way on the gate's thread ends first
             for number in self.active:
+                if self._not_before[number] <= self.clock():
+                    self.end(number)
+            held = sorted(self.active, key=self._not_before.__getitem__)
+        for number in held:  # no new occurrence starts now (_done): waited for unlocked
+            time.sleep(max(0, self._not_before[number] - self.clock()) / 1e9)
+            with self._lock:
                 self.end(number)
         return self._heal()
 

@@ -152,6 +152,28 @@ def test_kill_refuses_through_the_proxy_and_restarts_empty(fault_cluster, bench,
     assert (stop["value"]["phase"], stopped["value"]["restarted"]) == ("stop", ["n2"])
 
 
+def test_the_runs_end_keeps_a_killed_node_down_for_the_restart_delay(
+    fault_cluster, bench, tmp_path
+) -> None:
+    """The delayed-restart policy holds when the run ends mid-outage: a node back sooner,
+    empty, would drop the keys of a lease still held in the workers' last cycles. Every
+    other fault still goes at once (a paused worker must finish its last cycle)."""
+    nemesis = bench(FaultPlan(), restart_delay_ns=1 * S)
+    run_once(nemesis, "kill", ("n2",))
+    run_once(nemesis, "pause", ("n3",))
+    assert nemesis.finish() == []
+    assert reaches(fault_cluster, 1, "n2") and reaches(fault_cluster, 1, "n3")
+    stops = [e for e in events(tmp_path) if e["value"]["phase"] == "stop"]
+    assert [(e["f"], e["type"]) for e in stops] == [
+        ("pause", "invoke"),
+        ("pause", "info"),
+        ("kill", "invoke"),
+        ("kill", "info"),
+    ]
+    killed = next(e for e in events(tmp_path) if e["f"] == "kill" and e["type"] == "invoke")
+    assert stops[2]["time"] - killed["time"] >= 1 * S  # down for the whole restart delay
+
+
 def test_pause_makes_a_node_silent(fault_cluster, bench) -> None:
     nemesis = bench(FaultPlan())
     run_once(nemesis, "pause", ("n3",))
