@@ -183,6 +183,8 @@ class Fault(ABC):
         return pick_nodes(targets, self.ctx.node_names, self.ctx.rng, self.holders, master)
 
     def lasts_ns(self, duration_ns: int) -> int:
+        """How long an occurrence of ``duration_ns`` is in effect here; ``lasts_ns(0)`` is
+        what the cluster's policy keeps it in effect for even when the run ends sooner."""
         return self.outage_ns(duration_ns, self.ctx.restart_delay_ns)
 
     @classmethod
@@ -190,12 +192,6 @@ class Fault(ABC):
         """How long an occurrence of ``duration_ns`` is in effect, under the cluster's
         restart delay (a kill keeps its node down at least that long)."""
         return duration_ns
-
-    def least_ns(self) -> int:
-        """How long an occurrence stays in effect even when the run ends sooner: what the
-        cluster's recovery policy asks of the kind (a kill: its restart delay); none by
-        default, for the run's end takes every other fault out at once."""
-        return 0
 
     @classmethod
     def heal(cls, ctx: FaultContext) -> None:

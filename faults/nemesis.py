@@ -86,7 +86,7 @@ class Nemesis:
         self.run_ns = run_ns
         self._actions: list[_Action] = []
         self._active: dict[int, Fault] = {}
-        self._not_before: dict[int, int] = {}  # occurrence -> when it may end (Fault.least_ns)
+        self._not_before: dict[int, int] = {}  # occurrence -> the earliest its policy ends it
         self._seq = 0
         self._started = 0
         self._done = threading.Event()
@@ -281,7 +281,7 @@ class Nemesis:
             )
         number = self._started
         self._active[number] = fault
-        self._not_before[number] = decided + fault.least_ns()
+        self._not_before[number] = decided + fault.lasts_ns(0)  # a kill: its restart delay
         ends = decided + fault.lasts_ns(occurrence.duration_ns)
         self._push(ends, lambda: self.end(number))
         return number
@@ -322,8 +322,9 @@ class Nemesis:
         """Stop scheduling, take every fault out, heal the cluster and verify it.
 
         Every fault goes at once (a paused worker must go on to finish its last cycle),
-        but one the cluster's policy keeps in effect longer (Fault.least_ns: a kill under a
-        restart delay), which ends when that has passed, earliest first.
+        but one the cluster's policy keeps in effect longer (``lasts_ns(0)``: a kill under
+        a restart delay, for a node back sooner, empty, would drop the keys of a lease still
+        held in the workers' last cycles), which ends once that has passed, earliest first.
         Returns problems; empty means every node answers through every proxy again.
         """
         self._done.set()

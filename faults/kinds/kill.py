@@ -67,11 +67,6 @@ class Kill(Fault):
     def outage_ns(cls, duration_ns: int, restart_delay_ns: int) -> int:
         return max(duration_ns, restart_delay_ns)
 
-    def least_ns(self) -> int:
-        # The delayed-restart policy holds at the run's end too: a node back sooner, empty,
-        # would drop the keys of a lease still held in the workers' last cycles.
-        return self.ctx.restart_delay_ns
-
     def __init__(self, spec: FaultSpec, ctx: FaultContext, occurrence: int) -> None:
         super().__init__(spec, ctx, occurrence)
         self.refusing: dict[str, list[str]] = {}  # node -> the proxies disabled for it
