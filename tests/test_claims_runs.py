@@ -158,4 +158,6 @@ def test_lockharness_check_of_a_run_judges_the_claims_as_run_did(tmp_path: Path)
     done = lockharness("check", str(run_dir), cwd=REPO)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     again = [line for line in done.stdout.splitlines() if "false claim:" in line]
-    assert again == said and "out of its worker's reach" in again[0], done.stdout
+    # Not necessarily the first line: an acquire invoked within the claims' slack (2 ms)
+    # of the cut's start is not certainly cut off; n4 never held its token, said as such.
+    assert again == said and any("out of its worker's reach" in line for line in again), done.stdout
