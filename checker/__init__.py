@@ -32,6 +32,7 @@ from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
 from lockharness.checker.moments import MOMENT_KINDS
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.node_record import (
+    GrantHeard,
     HoldEnding,
     NodeHold,
     held_at,
@@ -72,6 +73,7 @@ __all__ = [
     "FaultExposure",
     "Fencing",
     "Grant",
+    "GrantHeard",
     "HoldEnding",
     "HoldValue",
     "Impossible",

@@ -9,7 +9,9 @@ SETEX, PSETEX, GETSET, GETDEL, GETEX; DEL, UNLINK, the EXPIRE family with NX/XX/
 PERSIST; hashes, as Redisson's lock is: HSET, HSETNX, HINCRBY, HDEL; FLUSHALL, FLUSHDB),
 a conditional command taking effect only where its condition held at its place in the
 node's order. A key expires by the node's clock (``ts``), placed on the history's through
-the pair of clocks the line before it carries. Any other command that writes a key
+the pair of clocks the line before it carries; a SET NX at the ms a key expires, which
+MONITOR's stamps leave in doubt, is settled by the node's own answers (a grant a client
+heard from it, a later compare by its token). Any other command that writes a key
 (RENAME, RESTORE, ...) makes its value unknown until the node's next snapshot.
 """
 
@@ -19,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -31,6 +33,18 @@ DELETED, EXPIRED, OVERWRITTEN = "deleted", "expired", "overwritten"
 LOST, AT_THE_END = "lost in a restart", "held at the end"
 
 Value = str | tuple[str, ...] | None  # a string's value, a hash's fields; None: unknown
+
+
+class GrantHeard(NamedTuple):
+    """A client heard ``node`` grant it ``key`` with ``token`` (an acquire's ok naming the
+    node), asking from ``sent_ns`` to ``heard_ns`` on the history's clock. The node's own
+    reply: it settles a SET NX whose place at a key's expiry MONITOR's stamps leave in
+    doubt (the node took it)."""
+
+    key: str
+    token: str
+    sent_ns: int
+    heard_ns: int
 
 
 class HoldEnding:
@@ -81,6 +95,7 @@ class _Held:
 
 
 _EDGE_MS = 1  # a SET NX this close to the held key's expiry may have found it gone
+_HEARD_SLACK_NS = 2_000_000  # a line's place against the history's: as the claims allow
 # What a compare-and-... script does to a key it found its argument in.
 _ON_A_MATCH = frozenset(("del", "unlink", "getdel", "pexpire", "pexpireat", "expire", "expireat"))
 _READS = frozenset(
@@ -94,9 +109,14 @@ _HASH_SETS = frozenset({"hset", "hmset", "hsetnx", "hincrby", "hincrbyfloat"})
 class _Node:
     """The replay of one node's lines."""
 
-    def __init__(self, node: str, keys: Iterable[str] | None) -> None:
+    def __init__(
+        self, node: str, keys: Iterable[str] | None, heard: Iterable[GrantHeard] = ()
+    ) -> None:
         self.node = node
         self.keys = None if keys is None else frozenset(keys)
+        self.heard: dict[str, list[GrantHeard]] = {}
+        for grant in heard:
+            self.heard.setdefault(grant.key, []).append(grant)
         self.held: dict[str, _Held] = {}
         self.out: list[NodeHold] = []
         self.clock: tuple[int, int] | None = None  # (at ns, node ts µs) of the latest line
@@ -110,6 +130,12 @@ class _Node:
         # at, by, expiry µs); the node may have taken it (a SET's ms, as MONITOR stamps it,
         # can be one past the node's own), which a later compare by its token settles.
         self.edge: dict[str, tuple[str, int, str, int | None]] = {}
+        # Per key: the expiry (µs) of its latest hold that expired, and a SET NX the replay
+        # took a ms after it (the hold's index in ``out`` before it, the value it set): the
+        # node may have refused it (its own ms one earlier), which a grant heard settles.
+        self.expired: dict[str, int] = {}
+        self.doubt: dict[str, tuple[int, Value]] = {}
+        self.last: dict[str, int] = {}  # per key: its latest hold's index in ``out``
 
     # -- placing the node's clock on the history's
     def _at(self, ts_us: int, latest: int) -> int:
@@ -129,6 +155,7 @@ class _Node:
     ) -> None:
         held = self.held.pop(key)
         at = max(at, held.since_ns)  # never before it began
+        self.last[key] = len(self.out)
         self.out.append(
             NodeHold(
                 self.node,
@@ -151,6 +178,7 @@ class _Node:
     ) -> None:
         self.held[key] = _Held(value, at, why, by, expire)
         self.edge.pop(key, None)  # a value the replay saw set: no refused SET is in doubt
+        self.doubt.pop(key, None)  # nor a taken one
 
     def _expire_due(self, ts_us: int, at: int) -> None:
         """Redis's rule, in whole ms: a key is gone once the command's ms is past its
@@ -159,6 +187,7 @@ class _Node:
             expire = held.expire_us
             if expire is not None and ts_us // 1000 > expire // 1000:
                 self._end(key, self._at(expire + 1000, at), EXPIRED)
+                self.expired[key] = expire
 
     # -- the lines
     def line(self, record: Mapping[str, Any]) -> None:
@@ -254,6 +283,8 @@ class _Node:
         held = self.held.get(key)
         if self._took_the_edge(key, held, argument):
             return
+        if held is not None and held.value == argument:
+            self.doubt.pop(key, None)  # its own client's script found it: the node took it
         if held is not None and isinstance(held.value, str) and held.value != argument:
             held.value = argument
 
@@ -277,11 +308,11 @@ class _Node:
         if held is not None:
             self._end(key, at, EXPIRED)  # gone on the node at that SET's ms
         else:  # the replay let it expire a ms later: it ended where the SET came
-            ours = [i for i, h in enumerate(self.out) if h.key == key]
-            if not ours or self.out[ours[-1]].ended != EXPIRED:
+            i = self.last.get(key)
+            if i is None or self.out[i].ended != EXPIRED:
                 return False  # something else happened to it since: not that SET's
-            last = self.out[ours[-1]]
-            self.out[ours[-1]] = msgspec.structs.replace(last, until_ns=max(at, last.since_ns))
+            last = self.out[i]
+            self.out[i] = msgspec.structs.replace(last, until_ns=max(at, last.since_ns))
         self._begin(key, value, at, SET, by, expire)
         return True
 
@@ -303,20 +334,68 @@ class _Node:
         if not rest:
             return
         value, options = rest[0], [o.upper() for o in rest[1:]]
-        present = key in self.held
         expire = _expiry(options, ts)
-        if "NX" in options and present:
-            held_expire = self.held[key].expire_us
-            if held_expire is not None and held_expire // 1000 - ts // 1000 <= _EDGE_MS:
-                self.edge[key] = (value, at, by, expire)
+        if "NX" in options:
+            self._set_nx(key, value, expire, by, at, ts, keep_ttl="KEEPTTL" in options)
             return
-        if "XX" in options and not present:
+        if "XX" in options and key not in self.held:
             return
         self._store(key, value, expire, by, at, keep_ttl="KEEPTTL" in options)
 
+    def _set_nx(
+        self, key: str, value: str, expire: int | None, by: str, at: int, ts: int, keep_ttl: bool
+    ) -> None:
+        """A SET NX. MONITOR stamps a command a little apart from the node's own reading of
+        its clock, so at the ms a held key expires at the node may have decided either way:
+        a grant heard for this SET settles it taken; else a refused one stays in ``edge``
+        (a later compare by its token settles it) and a taken one in ``doubt``."""
+        held = self.held.get(key)
+        if held is None:
+            expired = self.expired.get(key)
+            before = self.last.get(key)
+            self._store(key, value, expire, by, at, keep_ttl)
+            if (
+                expired is not None
+                and before is not None
+                and self.out[before].ended == EXPIRED
+                and ts // 1000 - expired // 1000 <= _EDGE_MS
+                and not self._heard(key, value, at)
+            ):
+                self.doubt[key] = (before, value)
+            return
+        doubt = self.doubt.get(key)
+        taken_in_doubt = doubt is not None and doubt[1] == held.value
+        at_expiry = held.expire_us is not None and held.expire_us // 1000 - ts // 1000 <= _EDGE_MS
+        if held.value == value or not (taken_in_doubt or at_expiry):
+            return  # refused, no doubt about it
+        if not self._heard(key, value, at):
+            if at_expiry:
+                self.edge[key] = (value, at, by, expire)
+            return
+        if doubt is not None and taken_in_doubt:
+            # The node refused the SET NX the replay took at the expiry: the hold before it
+            # lasted until this one, which the node took (its client heard so).
+            self.held.pop(key)
+            earlier = self.out[doubt[0]]
+            self.out[doubt[0]] = msgspec.structs.replace(
+                earlier, until_ns=max(at, earlier.since_ns)
+            )
+        else:
+            self._end(key, at, EXPIRED)  # gone on the node at this SET's ms
+        self._begin(key, value, at, SET, by, expire)
+
+    def _heard(self, key: str, value: Value, at: int) -> bool:
+        """Whether a client heard this node grant ``key`` with (a token of) ``value``, by a
+        SET that arrived at ``at``."""
+        tokens = set(tokens_of(value))
+        return any(
+            g.token in tokens and g.sent_ns - _HEARD_SLACK_NS <= at <= g.heard_ns + _HEARD_SLACK_NS
+            for g in self.heard.get(key, ())
+        )
+
     def _setnx(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
-        if rest and key not in self.held:
-            self._store(key, rest[0], None, by, at)
+        if rest:
+            self._set_nx(key, rest[0], None, by, at, ts, keep_ttl=False)
 
     def _setex(self, key: str, rest: list[str], by: str, at: int, ts: int, unit: int) -> None:
         if len(rest) >= 2 and _int(rest[0]) is not None:
@@ -472,11 +551,14 @@ def node_holds(
     lines: Iterable[Mapping[str, Any]],
     keys: Iterable[str] | None = None,
     end_ns: int | None = None,
+    heard: Iterable[GrantHeard] = (),
 ) -> list[NodeHold]:
     """Every value ``node`` held on the lock ``keys`` (None: every key its lines name),
     from its record's ``lines`` in their order; ``end_ns``: when the record ends (the run's
-    end), for the keys still held then and those that expired before it."""
-    replay = _Node(node, keys)
+    end), for the keys still held then and those that expired before it; ``heard``: the
+    grants clients heard from this node (the history's acquires), which settle a SET NX
+    at a key's expiry that MONITOR's stamps leave in doubt."""
+    replay = _Node(node, keys, heard)
     for record in lines:
         replay.line(record)
     return replay.finish(end_ns)

@@ -21,6 +21,9 @@ class HeldLease:
     since: int  # acquire ok time
 
 
+Granted = tuple[HeldLease, int]  # a lease, with when its acquire was invoked
+
+
 class LiveHistory:
     """Follows the workers' shards; safe to call from the nemesis and the progress loop."""
 
@@ -29,6 +32,8 @@ class LiveHistory:
         self._threads = threads_per_worker
         self._lock = threading.Lock()
         self._held: dict[tuple[int, str | None], HeldLease] = {}
+        self._asked: dict[int, int] = {}  # a process's latest acquire invoke
+        self._granted: list[Granted] = []  # every lease so far
         self.ops = 0
         self.cycles = 0
 
@@ -44,10 +49,13 @@ class LiveHistory:
             if event.type in COMPLETIONS:
                 self.ops += 1
                 self.cycles += event.f == RELEASE and event.type == OK
-            if event.f == ACQUIRE and event.type == OK:
+            if event.f == ACQUIRE and event.type == INVOKE:
+                self._asked[event.process] = event.time
+            elif event.f == ACQUIRE and event.type == OK:
                 grants = tuple((event.value or {}).get("grants") or ())
                 lease = HeldLease(event.key, event.process, event.token, grants, event.time)
                 self._held[(event.process, event.token)] = lease
+                self._granted.append((lease, self._asked.get(event.process, event.time)))
             elif event.f == RELEASE and event.type == INVOKE:
                 self._held.pop((event.process, event.token), None)
 
@@ -56,6 +64,12 @@ class LiveHistory:
         self.refresh()
         with self._lock:
             return max(self._held.values(), key=lambda lease: lease.since, default=None)
+
+    def granted(self) -> list[Granted]:
+        """Every lease granted so far, each with when its acquire was invoked."""
+        self.refresh()
+        with self._lock:
+            return list(self._granted)
 
     def holder_workers(self) -> list[int]:
         """Workers (1-based) with a client that holds a lease now."""

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from lockharness.checker import NodeHold, held_at, node_holds, read_node_record
+from lockharness.checker import GrantHeard, NodeHold, held_at, node_holds, read_node_record
 from lockharness.cluster.key_monitor import parse_monitor_line, record_lines
-from lockharness.core.history import HistoryError
+from lockharness.core.history import Event, HistoryError
+from lockharness.core.live import LiveHistory
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
 
@@ -371,3 +372,108 @@ def test_a_set_nx_at_the_held_keys_expiry_is_settled_by_its_own_later_compare() 
         cmd(400.2, "del", "k0", client="lua"),
     )
     assert [(h.value, h.ended) for h in early] == [("a", "expired")]
+
+
+def test_a_set_nx_at_the_held_keys_expiry_is_settled_by_the_grant_its_client_heard() -> None:
+    """At the ms a key expires MONITOR's stamps leave a SET NX in doubt both ways (the stamp
+    and the node's own reading of its clock differ, for the SET that set the key and for
+    this one). A grant its client heard from the node settles it taken, with no compare
+    after it (a plain DEL release makes none)."""
+    taken_at_the_edge = [
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "100"),  # expires at 110 ms
+        cmd(111.2, "set", "k0", "b", "NX", "PX", "1000", client="c2"),  # taken here
+        cmd(111.5, "set", "k0", "c", "NX", "PX", "1000", client="c3"),  # so refused here
+        cmd(300, "del", "k0", client="c3"),
+    ]
+    alone = node_holds("n1", taken_at_the_edge, ["k0"], int(600 * MS))
+    assert [(h.value, h.ended, h.until_ns) for h in alone] == [
+        ("a", "expired", 111 * MS),
+        ("b", "deleted", 300 * MS),
+    ]
+    # c's client heard the node grant it: the node refused b (its ms still 110) and took c.
+    heard_c = GrantHeard("k0", "c", int(111.4 * MS), 112 * MS)
+    settled = node_holds("n1", taken_at_the_edge, ["k0"], int(600 * MS), [heard_c])
+    assert [(h.value, h.ended, h.since_ns, h.until_ns, h.set_by) for h in settled] == [
+        ("a", "expired", 10 * MS, int(111.5 * MS), "c1"),
+        ("c", "deleted", int(111.5 * MS), 300 * MS, "c3"),
+    ]
+    # Both heard: the node cannot have granted both; the replay's decision stands.
+    heard_b = GrantHeard("k0", "b", 111 * MS, int(111.3 * MS))
+    both = node_holds("n1", taken_at_the_edge, ["k0"], int(600 * MS), [heard_b, heard_c])
+    assert [h.value for h in both] == ["a", "b"]
+    # b's own compare-and-pexpire found b there: the node took it, whatever is heard after.
+    compared = [
+        *taken_at_the_edge[:3],
+        cmd(111.3, "eval", "sha1:x", "1", "k0", "b", "1000", client="c2"),
+        cmd(111.35, "get", "k0", client="lua"),
+        cmd(111.4, "pexpire", "k0", "1000", client="lua"),
+        *taken_at_the_edge[3:],
+    ]
+    assert [h.value for h in node_holds("n1", compared, ["k0"], None, [heard_c])] == ["a", "b"]
+    # The same token heard for an acquire well after this SET (a token used again) is not
+    # this SET's grant.
+    later = GrantHeard("k0", "c", 200 * MS, 201 * MS)
+    assert [h.value for h in node_holds("n1", taken_at_the_edge, ["k0"], None, [later])] == [
+        "a",
+        "b",
+    ]
+
+    refused_at_the_edge = [
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "100"),
+        cmd(110.5, "set", "k0", "b", "NX", "PX", "1000", client="c2"),  # refused here
+        cmd(300, "del", "k0", client="c2"),  # a plain DEL: no compare settles it
+    ]
+    assert [(h.value, h.ended) for h in holds(*refused_at_the_edge)] == [("a", "expired")]
+    heard = GrantHeard("k0", "b", 110 * MS, 111 * MS)
+    out = node_holds("n1", refused_at_the_edge, ["k0"], int(600 * MS), [heard])
+    assert [(h.value, h.ended, h.since_ns, h.until_ns) for h in out] == [
+        ("a", "expired", 10 * MS, int(110.5 * MS)),
+        ("b", "deleted", int(110.5 * MS), 300 * MS),
+    ]
+    # A grant heard for a SET NX well before the expiry is no doubt: the replay stands.
+    early = [snapshot(0, {}), cmd(10, "set", "k0", "a", "NX", "PX", "100")]
+    early += [cmd(50, "set", "k0", "b", "NX", "PX", "1000", client="c2")]
+    wrong = GrantHeard("k0", "b", 49 * MS, 51 * MS)
+    assert [h.value for h in node_holds("n1", early, ["k0"], None, [wrong])] == ["a"]
+    # SETNX is SET NX: the same doubt, settled the same way.
+    old_style = [
+        line | {"args": ["setnx", "k0", "b"]}
+        if line.get("args", [""])[0] == "set" and line["args"][2] == "b"
+        else line
+        for line in refused_at_the_edge
+    ]
+    out = node_holds("n1", old_style, ["k0"], int(600 * MS), [heard])
+    assert [(h.value, h.since_ns) for h in out] == [("a", 10 * MS), ("b", int(110.5 * MS))]
+
+
+def test_the_live_history_keeps_every_lease_with_when_its_acquire_was_asked(
+    tmp_path: Path,
+) -> None:
+    """What the run's node record is given as grants heard: each acquire's ok with its own
+    invoke (not another process's, not a refused acquire's)."""
+    shard = tmp_path / "history.w1.jsonl"
+    events = [
+        Event(0, 0, "invoke", "acquire", 5 * MS, key="k0"),
+        Event(1, 1, "invoke", "acquire", 6 * MS, key="k0"),
+        Event(2, 0, "ok", "acquire", 7 * MS, key="k0", token="t0", value={"grants": ["n1"]}),
+        Event(3, 1, "fail", "acquire", 8 * MS, key="k0"),
+        Event(4, 0, "invoke", "release", 9 * MS, key="k0", token="t0"),
+        Event(5, 1, "invoke", "acquire", 10 * MS, key="k0"),
+    ]
+    shard.write_bytes(b"".join(e.to_line() for e in events))
+    live = LiveHistory([shard], 2)
+    assert [(lease.token, lease.grants, lease.since, asked) for lease, asked in live.granted()] == [
+        ("t0", ("n1",), 7 * MS, 5 * MS)
+    ]
+    with shard.open("ab") as f:  # p1's acquire is granted later: the next poll adds it
+        f.write(
+            Event(
+                6, 1, "ok", "acquire", 12 * MS, key="k0", token="t1", value={"grants": ["n1", "n2"]}
+            ).to_line()
+        )
+    assert [(lease.token, asked) for lease, asked in live.granted()] == [
+        ("t0", 5 * MS),
+        ("t1", 10 * MS),
+    ]

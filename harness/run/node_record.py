@@ -9,9 +9,10 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lockharness.checker import NodeHold, node_holds
+from lockharness.checker import GrantHeard, NodeHold, node_holds
 from lockharness.cluster.base import Cluster
 from lockharness.cluster.key_monitor import KeyMonitor, record_lines
+from lockharness.core.live import Granted, LiveHistory
 from lockharness.core.run_dir import RunDir
 
 log = logging.getLogger("lockharness.run")
@@ -64,20 +65,28 @@ class NodeRecord:
         if monitor is not None:
             monitor.snapshot_now()
 
-    def stop(self, run_dir: RunDir, end_ns: int) -> None:
+    def stop(self, run_dir: RunDir, end_ns: int, live: LiveHistory | None = None) -> None:
         """Stop every monitor and write what each node held (node-record.jsonl), derived
         from its copy of the stream (which then goes: MONITOR's thousands of lines a
-        second are what the record is made from, not what it keeps). A record with a node
-        missing or cut short is not written: checked against it, every lease that node
-        granted would seem false."""
+        second are what the record is made from, not what it keeps) and the grants clients
+        heard (``live``: the history's leases), which settle a SET NX at a key's expiry.
+        A record with a node missing or cut short is not written: checked against it,
+        every lease that node granted would seem false."""
         holds: list[NodeHold] = []
+        try:
+            granted = [] if live is None else live.granted()
+        except (OSError, ValueError) as e:  # the check says what is wrong with the history
+            log.warning("the node record settles no SET NX by its grant: %s", e)
+            granted = []
         for name, monitor in self.monitors.items():
             monitor.stop()
             if monitor.failed is not None:
                 self.problems.append(f"{name}'s record: {monitor.failed}")
             copy = run_dir.node_copy(name)
             try:
-                holds += node_holds(name, record_lines(copy, self.keys), self.keys, end_ns)
+                lines = record_lines(copy, self.keys)
+                heard = _heard_from(name, granted)
+                holds += node_holds(name, lines, self.keys, end_ns, heard)
                 copy.unlink()
             except (OSError, ValueError) as e:  # never in the way of the run's teardown
                 self.problems.append(f"{name}'s record could not be read: {e}")
@@ -91,6 +100,14 @@ class NodeRecord:
         except OSError as e:  # a full disk: no record, never a failed teardown
             self.problems.append(f"{RunDir.NODE_RECORD} not written: {e}")
             run_dir.node_record.unlink(missing_ok=True)
+
+
+def _heard_from(node: str, granted: Sequence[Granted]) -> list[GrantHeard]:
+    return [
+        GrantHeard(lease.key, lease.token, asked, lease.since)
+        for lease, asked in granted
+        if node in lease.grants and lease.key is not None and lease.token is not None
+    ]
 
 
 def write_holds(path: Path, holds: Sequence[NodeHold]) -> None:

@@ -319,6 +319,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
     recorder: Recorder | None = None
     node_record: NodeRecord | None = None
     gate: AnchorGate | None = None
+    live: LiveHistory | None = None
     try:
         cluster.start()
         # A fault anchored to a lease: the workers reach the nemesis through this gate.
@@ -389,7 +390,7 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
             for control in client_clocks.values():
                 control.close()
             if node_record is not None:  # after the last worker: the record ends complete
-                node_record.stop(run_dir, clock())  # it logs why, if it writes none
+                node_record.stop(run_dir, clock(), live)  # it logs why, if it writes none
             cluster.stop()
         if recorder is not None and recorder.failed is not None:
             execution.problems.append(
