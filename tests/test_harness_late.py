@@ -380,5 +380,10 @@ def test_an_overloaded_machine_never_makes_a_correct_lock_invalid(tmp_path: Path
     stats = results["stats"]
     assert stats["cycles"] > 0 and stats["max_lateness_ns"] >= 0, stats  # it was measured
     if results["verdict"] == "unknown":
-        assert any(r.startswith("harness late") for r in results["reasons"]), results["reasons"]
-        assert stats["harness_late_overlaps"] > 0
+        # Every reason is the starved harness's own: late, or too few cycles to vouch for
+        # the lock (a CI run closed 2 sections in its 6 s, under its floor of 3).
+        reasons = results["reasons"]
+        harness = ("harness late", "too little tested")
+        assert reasons and all(r.startswith(harness) for r in reasons), reasons
+        if any(r.startswith("harness late") for r in reasons):
+            assert stats["harness_late_overlaps"] > 0
