@@ -127,8 +127,8 @@ class _Node:
         self.script: list[str] = []  # the latest script's command line (EVAL sha n keys argv)
         self.script_read: set[str] = set()  # the keys it has read so far
         # Per key: a SET NX the replay refused within a ms of the held key's expiry (value,
-        # at, by, expiry µs); the node may have taken it (a SET's ms, as MONITOR stamps it,
-        # can be one past the node's own), which a later compare by its token settles.
+        # at, by, expiry µs); the node may have taken it (MONITOR's stamp and the node's
+        # own ms differ), which a grant heard or a later compare by its token settles.
         self.edge: dict[str, tuple[str, int, str, int | None]] = {}
         # Per key: the expiry (µs) of its latest hold that expired, and a SET NX the replay
         # took a ms after it (the hold's index in ``out`` before it, the value it set): the
@@ -346,7 +346,7 @@ class _Node:
         self, key: str, value: str, expire: int | None, by: str, at: int, ts: int, keep_ttl: bool
     ) -> None:
         """A SET NX. MONITOR stamps a command a little apart from the node's own reading of
-        its clock, so at the ms a held key expires at the node may have decided either way:
+        its clock, so at the ms a held key expires the node may have decided either way:
         a grant heard for this SET settles it taken; else a refused one stays in ``edge``
         (a later compare by its token settles it) and a taken one in ``doubt``."""
         held = self.held.get(key)
