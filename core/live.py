@@ -12,7 +12,7 @@ from lockharness.core.history import ACQUIRE, COMPLETIONS, INVOKE, OK, RELEASE, 
 from lockharness.core.shards import ShardTail
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HeldLease:
     key: str | None
     process: int
@@ -33,7 +33,8 @@ class LiveHistory:
         self._lock = threading.Lock()
         self._held: dict[tuple[int, str | None], HeldLease] = {}
         self._asked: dict[int, int] = {}  # a process's latest acquire invoke
-        self._granted: list[Granted] = []  # every lease so far
+        self._granted: list[Granted] = []  # every lease so far (for the node record)
+        self._grant_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
         self.ops = 0
         self.cycles = 0
 
@@ -53,6 +54,7 @@ class LiveHistory:
                 self._asked[event.process] = event.time
             elif event.f == ACQUIRE and event.type == OK:
                 grants = tuple((event.value or {}).get("grants") or ())
+                grants = self._grant_sets.setdefault(grants, grants)  # one copy of each set
                 lease = HeldLease(event.key, event.process, event.token, grants, event.time)
                 self._held[(event.process, event.token)] = lease
                 self._granted.append((lease, self._asked.get(event.process, event.time)))
