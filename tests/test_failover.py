@@ -134,9 +134,11 @@ def test_promote_unsafe_is_invalid_with_the_failover_in_the_witness(tmp_path: Pa
             chain.append(failover)
             master = failover["to"]
     assert chain and master == second, (first, second, witness["failovers"])
-    # The promotions' windows meet the time between the two grants.
+    # The promotions' windows meet the time between the two grants; or one promotion,
+    # done before both, from the first's master to the second's (a deposed master still
+    # taking writes: checker.failover).
     assert chain[-1]["began"] <= witness["second"]["start"]
-    assert chain[0]["time"] >= witness["first"]["start"]
+    assert chain[0]["time"] >= witness["first"]["start"] or len(chain) == 1
     # The summary shows the first three witnesses, and names a failover where one does
     # (a witness is longer than the console's 200 columns: it wraps, maybe mid-phrase).
     if any(w.get("failovers") for w in results["witnesses"][:3]):
