@@ -189,15 +189,24 @@ def test_reentrant_nesting_is_one_section_per_owner(tmp_path: Path) -> None:
 
 def test_redlock_extend_holds_past_one_ttl_by_extending(tmp_path: Path) -> None:
     code, results, run_dir, output = run(tmp_path, "redlock-extend-long-hold", "--duration", "8s")
-    assert code == 0, output
-    assert results["verdict"] == "valid" and results["stats"]["extend_ok"] > 0
+    # Valid; or, on a starved machine, unknown for the harness's lateness alone (a CI run:
+    # a holder's release came 25 ms past its deadline, which was when it meant to leave,
+    # and the next lease overlapped it): never the lock blamed.
+    if results["verdict"] == "unknown":
+        assert all(r.startswith("harness late") for r in results["reasons"]), output
+    else:
+        assert code == 0 and results["verdict"] == "valid", output
+    assert results["stats"]["extend_ok"] > 0
     history = read_history(run_dir / "history.jsonl")
     sections = [s for s in critical_sections(history) if s.closed]
     # Some holder kept the 1 s lock well past one TTL...
     assert max(s.end - s.start for s in sections) > 1_200_000_000
     # ...and every section ended by the latest deadline an extension gave it, give or
-    # take a scheduling delay (it stops 5 ms early; a loaded machine can wake it late).
-    assert all(s.deadline is not None and s.end - s.deadline < 50_000_000 for s in sections)
+    # take a scheduling delay (it stops 5 ms early; a loaded machine can wake it late:
+    # later than the lock allows, the run is unknown, above).
+    assert all(s.deadline is not None for s in sections)
+    if results["verdict"] == "valid":
+        assert all(s.end - s.deadline < 50_000_000 for s in sections if s.deadline)
     # Bounded: no lease was extended more than max_extensions (3) times.
     per_lease: dict[tuple[object, object], int] = {}
     for e in history:
