@@ -10,7 +10,7 @@ import yaml
 
 from lockharness.checker import critical_sections
 from lockharness.core.history import read_history
-from tests.conftest import REPO, lockharness, run, value
+from tests.conftest import REPO, lockharness, run, valid_unless_the_harness_was_late, value
 
 RUN_FLAGS = ("--duration", "3s", "--workers", "2", "--threads", "3")
 
@@ -189,13 +189,9 @@ def test_reentrant_nesting_is_one_section_per_owner(tmp_path: Path) -> None:
 
 def test_redlock_extend_holds_past_one_ttl_by_extending(tmp_path: Path) -> None:
     code, results, run_dir, output = run(tmp_path, "redlock-extend-long-hold", "--duration", "8s")
-    # Valid; or, on a starved machine, unknown for the harness's lateness alone (a CI run:
-    # a holder's release came 25 ms past its deadline, which was when it meant to leave,
-    # and the next lease overlapped it): never the lock blamed.
-    if results["verdict"] == "unknown":
-        assert all(r.startswith("harness late") for r in results["reasons"]), output
-    else:
-        assert code == 0 and results["verdict"] == "valid", output
+    # A CI run was unknown: a holder's release came 25 ms past its deadline, when it meant
+    # to leave, and the next lease overlapped it.
+    valid_unless_the_harness_was_late(code, results, output)
     assert results["stats"]["extend_ok"] > 0
     history = read_history(run_dir / "history.jsonl")
     sections = [s for s in critical_sections(history) if s.closed]
@@ -239,8 +235,8 @@ def test_redlock_naive_is_broken_by_latency_that_redlock_survives(tmp_path: Path
 
 def test_set_nx_watch_is_a_correct_single_instance_lock(tmp_path: Path) -> None:
     code, results, _, output = run(tmp_path, "set-nx-watch-expiry-race", "--duration", "4s")
-    assert code == 0, output
-    assert results["verdict"] == "valid" and results["stats"]["cycles"] >= 3
+    valid_unless_the_harness_was_late(code, results, output)  # each section ends at its edge
+    assert results["stats"]["cycles"] >= 3
 
 
 def test_a_node_restarted_empty_breaks_fencing_token_order(tmp_path: Path) -> None:
