@@ -364,15 +364,16 @@ class _Node:
                 self.doubt[key] = (before, value)
             return
         doubt = self.doubt.get(key)
-        taken_in_doubt = doubt is not None and doubt[1] == held.value
+        if doubt is not None and doubt[1] != held.value:
+            doubt = None  # the value taken in doubt is no longer the one held
         at_expiry = held.expire_us is not None and held.expire_us // 1000 - ts // 1000 <= _EDGE_MS
-        if held.value == value or not (taken_in_doubt or at_expiry):
+        if held.value == value or (doubt is None and not at_expiry):
             return  # refused, no doubt about it
         if not self._heard(key, value, at):
             if at_expiry:
                 self.edge[key] = (value, at, by, expire)
             return
-        if doubt is not None and taken_in_doubt:
+        if doubt is not None:
             # The node refused the SET NX the replay took at the expiry: the hold before it
             # lasted until this one, which the node took (its client heard so).
             self.held.pop(key)

@@ -198,11 +198,8 @@ def test_redlock_extend_holds_past_one_ttl_by_extending(tmp_path: Path) -> None:
     # Some holder kept the 1 s lock well past one TTL...
     assert max(s.end - s.start for s in sections) > 1_200_000_000
     # ...and every section ended by the latest deadline an extension gave it, give or
-    # take a scheduling delay (it stops 5 ms early; a loaded machine can wake it late:
-    # later than the lock allows, the run is unknown, above).
-    assert all(s.deadline is not None for s in sections)
-    if results["verdict"] == "valid":
-        assert all(s.end - s.deadline < 50_000_000 for s in sections if s.deadline)
+    # take a scheduling delay (it stops 5 ms early; a loaded machine can wake it late).
+    assert all(s.deadline is not None and s.end - s.deadline < 50_000_000 for s in sections)
     # Bounded: no lease was extended more than max_extensions (3) times.
     per_lease: dict[tuple[object, object], int] = {}
     for e in history:

@@ -74,10 +74,10 @@ class NodeRecord:
         every lease that node granted would seem false."""
         holds: list[NodeHold] = []
         try:
-            granted = [] if live is None else live.granted()
+            heard = _heard_by_node([] if live is None else live.granted())
         except (OSError, ValueError) as e:  # the check says what is wrong with the history
             log.warning("the node record settles no SET NX by its grant: %s", e)
-            granted = []
+            heard = {}
         for name, monitor in self.monitors.items():
             monitor.stop()
             if monitor.failed is not None:
@@ -85,8 +85,7 @@ class NodeRecord:
             copy = run_dir.node_copy(name)
             try:
                 lines = record_lines(copy, self.keys)
-                heard = _heard_from(name, granted)
-                holds += node_holds(name, lines, self.keys, end_ns, heard)
+                holds += node_holds(name, lines, self.keys, end_ns, heard.get(name, ()))
                 copy.unlink()
             except (OSError, ValueError) as e:  # never in the way of the run's teardown
                 self.problems.append(f"{name}'s record could not be read: {e}")
@@ -102,12 +101,16 @@ class NodeRecord:
             run_dir.node_record.unlink(missing_ok=True)
 
 
-def _heard_from(node: str, granted: Sequence[Granted]) -> list[GrantHeard]:
-    return [
-        GrantHeard(lease.key, lease.token, asked, lease.since)
-        for lease, asked in granted
-        if node in lease.grants and lease.key is not None and lease.token is not None
-    ]
+def _heard_by_node(granted: Sequence[Granted]) -> dict[str, list[GrantHeard]]:
+    """Each node's grants as their clients heard them, in one pass over the leases."""
+    heard: dict[str, list[GrantHeard]] = {}
+    for lease, asked in granted:
+        if lease.key is None or lease.token is None:
+            continue
+        grant = GrantHeard(lease.key, lease.token, asked, lease.since)
+        for node in lease.grants:
+            heard.setdefault(node, []).append(grant)
+    return heard
 
 
 def write_holds(path: Path, holds: Sequence[NodeHold]) -> None:
