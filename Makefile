@@ -7,18 +7,41 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: generated docs setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-fast test-all bench bench-quick lint docs clean
+.PHONY: generated docs lock setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-fast test-all bench bench-quick lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
 setup: python-env redis-server toxiproxy chromium ssh-hosts clients
 
 python-env: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py checker/_scan.c
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,clients]'
+# The venv is exactly the lock (docs/dependencies.md): every Python package, direct and
+# transitive, at the version and hashes in requirements.lock, so a fresh machine builds what
+# was tested. The installer and build backend (requirements-build.lock) come first, from
+# the same lock: redlock-py ships only a source archive, built here without isolation so
+# that its build backend is the pinned one too. `pip check`: the lock is whole.
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+$(VENV)/.installed: pyproject.toml setup.py checker/_scan.c requirements.lock requirements-build.lock
+	$(PYTHON) -m venv --clear $(VENV)
+	$(PIP) install --quiet --require-hashes --no-deps -r requirements-build.lock
+	$(PIP) install --quiet --require-hashes --no-deps --no-build-isolation -r requirements.lock
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	$(PIP) check
 	touch $@
+
+# `make lock`: resolve requirements.lock anew from pyproject.toml's ranges (the newest
+# releases they allow), for Python 3.11 and later on any platform, with uv (a pinned
+# release, in .tools/uv). Run `make test` on the new lock before committing it.
+UV_VERSION := 0.13.9
+UV := .tools/uv/bin/uv
+LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet \
+  --custom-compile-command 'make lock'
+$(UV):
+	$(PYTHON) -m venv .tools/uv && .tools/uv/bin/python -m pip install --quiet uv==$(UV_VERSION)
+
+lock: $(UV)
+	$(UV) pip compile pyproject.toml --extra dev --extra clients $(LOCK_FLAGS) -o requirements.lock
+	printf 'pip\nsetuptools\n' | $(UV) pip compile - --constraint requirements.lock $(LOCK_FLAGS) \
+	  -o requirements-build.lock
 
 # Debian's redis-server when none is found; apt must not start it as a service.
 redis-server:

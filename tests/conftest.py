@@ -95,9 +95,11 @@ def value(e: Event) -> dict[str, Any]:
     return e.value
 
 
-def lockharness(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, in its own process."""
-    env = {**os.environ, "COLUMNS": "200"}
+def lockharness(
+    *args: str, cwd: Path, timeout: float = 120, columns: int = 200
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in its own process, on a terminal ``columns`` wide."""
+    env = {**os.environ, "COLUMNS": str(columns)}
     argv = [sys.executable, "-m", "lockharness", *args]
     with subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -370,11 +370,20 @@ def test_run_warns_about_leftovers(
         dead_controller,
         [_record("redis-server n1", strays[-1], argv)],
     )
+    # On a terminal narrower than the warning's command: the command is never cut, so a
+    # user copies it whole (the terminal wraps the one line on screen only).
     done = lockharness(
-        "run", "single-baseline", "--duration", "1s", "--store", str(store), cwd=tmp_path
+        "run",
+        "single-baseline",
+        "--duration",
+        "1s",
+        "--store",
+        str(store),
+        cwd=tmp_path,
+        columns=40,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    warning = done.stderr.replace("\n", "")  # as wrapped to the terminal's width
+    (warning,) = [line for line in done.stderr.splitlines() if "lockharness: warning:" in line]
     assert "1 process of earlier runs is still running" in warning, done.stderr
-    assert f"lockharness gc --store {store}" in warning, done.stderr
+    assert f"`lockharness gc --store {store}` stops them." in warning, done.stderr
     assert strays[-1].poll() is None  # a warning, not a kill

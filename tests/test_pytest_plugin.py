@@ -174,8 +174,13 @@ def test_p_no_lockharness_turns_it_off(user_pytest: pytest.Pytester) -> None:
 
 
 def test_correct_locks_pass_and_a_broken_one_fails_with_its_witness(
-    user_pytest: pytest.Pytester,
+    user_pytest: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # pytest shows a failed assertion's explanation whole on CI (CI, BUILD_NUMBER set) and
+    # cuts it elsewhere: the inner session cuts it as on a user's own machine, so the lines
+    # a user needs must come before the cut.
+    for name in ("CI", "BUILD_NUMBER"):
+        monkeypatch.delenv(name, raising=False)
     user_pytest.makepyfile(locks=LOCKS)
     user_pytest.makepyfile(
         test_user_locks=f"""

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
+from lockharness.harness.cli.notice import notice
 from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.store import gc
 
@@ -47,8 +46,7 @@ def warn_leftovers(store: Path) -> None:
     shown = "; ".join(described[:5])
     more = f" and {len(described) - 5} more" if len(described) > 5 else ""
     verb = "is" if len(described) == 1 else "are"
-    Console(stderr=True).print(
+    notice(
         f"[yellow]lockharness: warning:[/] {' and '.join(counts)} of earlier runs {verb} still "
-        f"running: {shown}{more}. `lockharness gc --store {store}` stops them.",
-        highlight=False,
+        f"running: {shown}{more}. `lockharness gc --store {store}` stops them."
     )

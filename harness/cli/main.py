@@ -25,6 +25,7 @@ from lockharness.core.errors import (
 )
 from lockharness.core.interrupts import install_stop_handlers
 from lockharness.core.run_dir import RunDir
+from lockharness.harness.cli.notice import notice
 from lockharness.harness.explore.defaults import (
     DEFAULT_BUDGET_NS,
     DEFAULT_K,
@@ -525,12 +526,12 @@ def main(argv: list[str] | None = None) -> int:
         return module.command(args, console)
     except LockharnessError as e:
         kind = "bad input" if e.exit_code == EXIT_BAD_INPUT else "error"
-        Console(stderr=True).print(f"[red]lockharness: {kind}:[/] {e}", highlight=False)
+        notice(f"[red]lockharness: {kind}:[/] {e}")
         return e.exit_code
     except KeyboardInterrupt:
-        Console(stderr=True).print("lockharness: interrupted")
+        notice("lockharness: interrupted")
         return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
-        Console(stderr=True).print("[red]lockharness: internal error[/] (traceback above)")
+        notice("[red]lockharness: internal error[/] (traceback above)")
         return EXIT_INTERNAL

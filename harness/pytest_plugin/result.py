@@ -72,14 +72,18 @@ def evidence(
     run_dir: Path,
     exposure_lines: Sequence[str] = (),
 ) -> str:
-    """The lines a failed assertion on the verdict shows, below the comparison;
-    ``exposure_lines``: the exposure, and why a vacuous verdict says little, first."""
-    lines = [*exposure_lines]
-    if witness is not None:
-        more = f" (of {witnesses})" if witnesses > 1 else ""
-        lines.append(f"first witness{more}: {witness}")
-    else:
-        lines += [f"reason: {reason}" for reason in reasons[:2]]
-    lines.append(stats_line)
-    lines.append(f"run directory: {run_dir}")
-    return "\n".join(lines)
+    """The lines a failed assertion on the verdict shows, below the comparison.
+
+    pytest cuts a long explanation (its first 8 lines or 640 characters by default, fewer
+    if a project sets truncation_limit_*), so what a user needs comes first, a line each:
+    the first witness, the run's figures, its directory; then what may be cut:
+    ``exposure_lines`` (how the faults touched the leases) and the witness's story (its
+    lines after the first), which the report's lockharness section shows whole. Without a
+    witness the exposure comes first: it says why a vacuous verdict says little."""
+    if witness is None:
+        lines = [*exposure_lines, *(f"reason: {reason}" for reason in reasons[:2])]
+        return "\n".join([*lines, stats_line, f"run directory: {run_dir}"])
+    first, *story = witness.splitlines()
+    more = f" (of {witnesses})" if witnesses > 1 else ""
+    lines = [f"first witness{more}: {first}", stats_line, f"run directory: {run_dir}"]
+    return "\n".join([*lines, *exposure_lines, *story])
