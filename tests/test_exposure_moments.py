@@ -12,7 +12,8 @@ from lockharness.checker import MOMENT_KINDS, CheckResult, Exposure, Verdict, ch
 from lockharness.core.history import HistoryFile, write_history
 from lockharness.harness.explore.coverage import Corpus, cells
 from lockharness.harness.scenario import load_scenario
-from lockharness.harness.scenario.expectation import EXPOSURE_NAMES, require_exposure
+from lockharness.harness.scenario.expectation import EXPOSURE_NAMES
+from lockharness.harness.scenario.judgment import RunFacts, judge
 from tests.test_exposure import MS, History, S, _processes, many_calls
 from tests.test_scenario import GOOD, write
 
@@ -245,8 +246,8 @@ def test_a_scenario_may_require_a_moment(tmp_path: Path) -> None:
     unmet = _extending().fault("pause", 1400 * MS, 1500 * MS, ["n2"]).check()
     assert not expectation.unmet_exposure(met)
     assert [str(r) for r in expectation.unmet_exposure(unmet)] == ["during-extend >= 1"]
-    assert require_exposure(met, expectation) is met
-    assert require_exposure(unmet, expectation).verdict is Verdict.UNKNOWN
+    assert judge(met, RunFacts(expectation)) == met
+    assert judge(unmet, RunFacts(expectation)).verdict is Verdict.UNKNOWN
 
 
 def _trial(release_in_flight: bool) -> CheckResult:

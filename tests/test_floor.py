@@ -18,11 +18,9 @@ from lockharness.harness.pytest_plugin.runs import lock_run
 from lockharness.harness.run.console import print_summary
 from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import load_scenario, to_yaml, with_overrides
-from lockharness.harness.scenario.floor import (
-    DEFAULT_MIN_CYCLES,
-    require_floor,
-    scaled_floor,
-)
+from lockharness.harness.scenario.expectation import Expectation
+from lockharness.harness.scenario.floor import DEFAULT_MIN_CYCLES, scaled_floor
+from lockharness.harness.scenario.judgment import RunFacts, judge
 from lockharness.harness.suite.results import Case, CaseResult
 
 pytestmark = pytest.mark.unit
@@ -34,9 +32,15 @@ def result(
     return CheckResult(verdict, stats=Stats(cycles=cycles, attempts=attempts, info=info))
 
 
+def require_floor(checked: CheckResult, min_cycles: int, restarts: int | None) -> CheckResult:
+    """The one judgment (harness/scenario/judgment.py) with a floor and nothing else."""
+    facts = RunFacts(Expectation("valid"), min_cycles=min_cycles, restarts=restarts)
+    return judge(checked, facts)
+
+
 def test_a_valid_run_above_every_floor_stands() -> None:
     enough = result(cycles=10, attempts=40, info=20)  # half info is not most
-    assert require_floor(enough, 10, restarts=10) is enough
+    assert require_floor(enough, 10, restarts=10) == enough
 
 
 @pytest.mark.parametrize(
@@ -68,7 +72,7 @@ def test_an_invalid_or_unknown_verdict_stands() -> None:
     # One witness is proof: an invalid run needs no floor.
     for verdict in (Verdict.INVALID, Verdict.UNKNOWN):
         checked = result(cycles=0, attempts=5, info=5, verdict=verdict)
-        assert require_floor(checked, 10, restarts=100) is checked
+        assert require_floor(checked, 10, restarts=100) == checked
 
 
 # ---- min_cycles in the scenario file -----------------------------------------------------

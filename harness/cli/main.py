@@ -243,7 +243,8 @@ def _add_check(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 def _add_report(commands: argparse._SubParsersAction[_Parser]) -> None:
     report = commands.add_parser(
-        "report", help=f"redraw a stored run's {RunDir.TIMELINE} and graphs"
+        "report",
+        help=f"redraw a stored run's {RunDir.TIMELINE} and graphs; its verdict and exit code",
     )
     report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="e.g. store/latest")
 

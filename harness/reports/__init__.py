@@ -14,14 +14,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from lockharness.checker import CheckResult, check_history
+from lockharness.checker import CheckResult
 from lockharness.core.errors import BadInput, LockharnessError
 from lockharness.core.history import Event, HistoryError, HistoryFile
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.reports.analysis import periods_and_end
 from lockharness.harness.reports.timeline import write_timeline
 from lockharness.harness.scenario import Scenario, load_scenario
-from lockharness.harness.scenario.expectation import require_exposure
 
 log = logging.getLogger("lockharness.reports")
 
@@ -71,9 +70,11 @@ def write_reports(
     return written
 
 
-def _stored_result(path: Path) -> CheckResult | None:
-    """The run's own result from results.json (it has reasons a re-check cannot know);
-    None when there is no such file."""
+def stored_result(run_dir: Path) -> CheckResult | None:
+    """The run's own judged result from its results.json (it has reasons a re-check cannot
+    know); None when there is no such file (`report` then judges the history again, as
+    `check` does)."""
+    path = RunDir(run_dir).results
     try:
         raw: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -88,9 +89,9 @@ def _stored_result(path: Path) -> CheckResult | None:
         ) from None
 
 
-def rebuild_reports(run_dir: Path) -> list[Path]:
-    """Redraw the reports of a stored run from history.jsonl, scenario.yaml and
-    results.json (re-checking the history when results.json is missing)."""
+def rebuild_reports(run_dir: Path, result: CheckResult) -> list[Path]:
+    """Redraw the reports of a stored run from history.jsonl, scenario.yaml and the run's
+    judged ``result`` (its results.json's, or judged again)."""
     if not run_dir.is_dir():
         raise BadInput(f"{run_dir}: no such run directory")
     files = RunDir(run_dir)
@@ -103,9 +104,4 @@ def rebuild_reports(run_dir: Path) -> list[Path]:
             pass  # report that fails to draw
     except HistoryError as e:
         raise BadInput(str(e)) from None
-    result = _stored_result(files.results)
-    if result is None:
-        w = scenario.workload
-        result = check_history(history, expected_processes=range(w.workers * w.threads))
-        result = require_exposure(result, scenario.expectation)
     return write_reports(run_dir, history, result, scenario)

@@ -1,4 +1,6 @@
-"""What a stored run says about itself, so that `check RUN_DIR` agrees with `run`.
+"""What a stored run says about itself, so that `check RUN_DIR` and `report RUN_DIR` agree
+with `run`: the facts the run judged its history by, read back, and the one judgment
+(harness/scenario/judgment.py) applied to them again.
 
 A run whose execution had problems (interrupted, a worker died, a fault not healed, a disk
 full) cannot vouch for safety: a valid verdict becomes unknown, a violation still stands.
@@ -9,17 +11,20 @@ is a run that never finished (its controller was killed): the same rule, with th
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockharness.checker import CheckResult, NodeTruth, Verdict, read_node_record
+from lockharness.checker import CheckResult, EventError, NodeTruth, check_history, read_node_record
 from lockharness.core.errors import BadInput
-from lockharness.core.history import Event, HistoryError, HistoryFile
+from lockharness.core.history import Event, HistoryError, HistoryFile, line_of
 from lockharness.core.run_dir import RunDir
 from lockharness.core.shards import merge_into
+from lockharness.harness.scenario.expectation import Expectation
+from lockharness.harness.scenario.judgment import RunFacts, judge
+from lockharness.harness.store.compact import inflate
 
 if TYPE_CHECKING:
     from lockharness.harness.scenario.model import Scenario
@@ -28,14 +33,6 @@ UNFINISHED = (
     f"the run did not finish (no {RunDir.RESULTS}: its controller was killed?); "
     "the history covers only part of it"
 )
-
-
-def apply_run_problems(result: CheckResult, problems: list[str]) -> CheckResult:
-    """The run's problems first among the reasons; with any, valid becomes unknown."""
-    if not problems:
-        return result
-    verdict = Verdict.UNKNOWN if result.verdict is Verdict.VALID else result.verdict
-    return dataclasses.replace(result, verdict=verdict, reasons=[*problems, *result.reasons])
 
 
 def program_restarts(run_dir: Path) -> int | None:
@@ -133,3 +130,66 @@ def node_truth(scenario: Scenario, run_dir: RunDir, quorum: int | None = None) -
         quorum = node_quorum(scenario) or 1
     nodes = tuple(f"n{i}" for i in range(1, scenario.cluster.nodes + 1))
     return NodeTruth(read_node_record(run_dir.node_record), nodes, quorum)
+
+
+@dataclass(frozen=True)
+class Rechecked:
+    """A stored run directory (or a bare history file) checked and judged again."""
+
+    name: str  # the scenario's, or the file's
+    result: CheckResult
+    expectation: Expectation  # the run's own (valid for a bare history file)
+
+
+def recheck(target: Path) -> Rechecked:
+    """Check ``target`` again and judge it as its run did: a run directory with the facts
+    it stored (its problems, its exposure requirement, its floor, its node record), or a
+    history file alone, expected valid, without a floor. Bad input names the file (and the
+    line) that cannot be read."""
+    notes: list[str] = []  # what reading dropped, merged or inflated
+    history: Iterable[Event]
+    if target.is_dir():
+        notes += inflate(target)  # a compacted trial: its history and node record back
+        facts, truth, expected, name = _stored_facts(target)
+        history, source = run_history(target, notes)
+    elif not target.exists():
+        raise BadInput(f"{target}: no such run directory or history file")
+    else:
+        history, source = HistoryFile(target, notes), target
+        facts, truth, expected, name = RunFacts(Expectation("valid")), None, None, target.name
+    try:  # the history streams through the check: a bad line shows up here
+        checked = check_history(history, expected_processes=expected, truth=truth)
+    except EventError as e:  # a value of the wrong type, or a history that cannot be true
+        line = line_of(source, e.index) if source is not None and e.index is not None else None
+        raise BadInput(f"{source}:{line}: {e}" if line else str(e)) from None
+    except HistoryError as e:
+        raise BadInput(str(e)) from None
+    facts = RunFacts(
+        facts.expectation, facts.problems, facts.min_cycles, facts.restarts, tuple(notes)
+    )
+    return Rechecked(name, judge(checked, facts), facts.expectation)
+
+
+def _stored_facts(run_dir: Path) -> tuple[RunFacts, NodeTruth | None, range | None, str]:
+    """The facts a run directory keeps (its scenario.yaml and results.json), its node
+    record, its processes and its name; a directory without scenario.yaml is a history's
+    folder: expected valid, no floor."""
+    files = RunDir(run_dir)
+    if not files.scenario.exists():
+        return RunFacts(Expectation("valid")), None, None, run_dir.name
+    from lockharness.harness.scenario import load_scenario  # only for a run directory
+
+    scenario = load_scenario(str(files.scenario))
+    results = stored_results(run_dir)
+    facts = RunFacts(
+        expectation=scenario.expectation,
+        problems=tuple(stored_run_problems(run_dir, results)),
+        min_cycles=scenario.min_cycles,
+        restarts=program_restarts(run_dir),
+    )
+    try:
+        truth = node_truth(scenario, files, stored_node_quorum(results))
+    except HistoryError as e:  # a record that is not whole is bad input naming the file
+        raise BadInput(f"{files.node_record}: {e}") from None
+    w = scenario.workload
+    return facts, truth, range(w.workers * w.threads), scenario.name

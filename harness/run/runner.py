@@ -23,17 +23,11 @@ from typing import Any
 
 from rich.console import Console
 
-from lockharness.checker import CheckResult, Verdict, check_history
+from lockharness.checker import CheckResult, check_history
 from lockharness.cluster.base import Cluster, Replicated
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.clock import ClockControl
-from lockharness.core.errors import (
-    EXIT_AS_EXPECTED,
-    EXIT_INTERRUPTED,
-    EXIT_NOT_AS_EXPECTED,
-    EXIT_UNKNOWN,
-)
 from lockharness.core.history import INFO, NEMESIS, Event
 from lockharness.core.interrupts import shielded
 from lockharness.core.live import LiveHistory
@@ -50,17 +44,11 @@ from lockharness.harness.run.backends import make_cluster
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.node_record import NodeRecord
 from lockharness.harness.run.progress import ProgressLine
-from lockharness.harness.run.recheck import (
-    apply_run_problems,
-    node_quorum,
-    node_truth,
-    program_restarts,
-)
+from lockharness.harness.run.recheck import node_quorum, node_truth, program_restarts
 from lockharness.harness.run.replay import write_replay
 from lockharness.harness.run.runlog import run_log
 from lockharness.harness.scenario import Scenario, resolve_scenario, to_yaml
-from lockharness.harness.scenario.expectation import require_exposure
-from lockharness.harness.scenario.floor import require_floor
+from lockharness.harness.scenario.judgment import RunFacts, exit_code, judge
 from lockharness.harness.store.layout import create_run_dir, update_latest
 from lockharness.workloads.anchor_gate import GateTask
 from lockharness.workloads.plugins import PLUGIN_PATH_ENV
@@ -90,13 +78,7 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        if self.as_expected:
-            return EXIT_AS_EXPECTED
-        if self.result.verdict is Verdict.UNKNOWN:
-            return EXIT_UNKNOWN
-        return EXIT_NOT_AS_EXPECTED
+        return exit_code(self.result, self.scenario.expectation, self.interrupted)
 
 
 class WorkerDied(Exception):
@@ -472,12 +454,15 @@ def conclude(
             f"{RunDir.HISTORY} not written ({error.strerror or error}); `check` merges the shards"
         )
     truth = node_truth(scenario, files)
-    result = check_history(history, expected_processes=range(w.workers * w.threads), truth=truth)
-    result = apply_run_problems(result, problems)
-    result = require_exposure(result, scenario.expectation)
-    notes += [cut.describe() for cut in execution.logs_cut]  # said, never the verdict
-    result = require_floor(result, scenario.min_cycles, program_restarts(run_dir))
-    result = dataclasses.replace(result, reasons=[*result.reasons, *notes])
+    checked = check_history(history, expected_processes=range(w.workers * w.threads), truth=truth)
+    facts = RunFacts(
+        expectation=scenario.expectation,
+        problems=tuple(problems),
+        min_cycles=scenario.min_cycles,
+        restarts=program_restarts(run_dir),
+        notes=(*(cut.describe() for cut in execution.logs_cut), *notes),
+    )
+    result = judge(checked, facts)
     outcome = RunOutcome(
         run_dir,
         scenario,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from lockharness.checker import EXPOSURE_KINDS, CheckResult, Verdict
+from lockharness.checker import EXPOSURE_KINDS, CheckResult
 
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
 LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
@@ -94,7 +94,7 @@ class Expectation:
     liveness: str | None = None
     resource: str | None = None
     tokens: str | None = None
-    exposure: tuple[ExposureRequirement, ...] = ()  # for a valid run (require_exposure)
+    exposure: tuple[ExposureRequirement, ...] = ()  # for a valid run (judgment.py)
 
     def met_by(self, result: CheckResult) -> bool:
         """True if a run's safety verdict (and the other views, where expected) are as
@@ -128,22 +128,20 @@ class Expectation:
         return dataclasses.replace(self, exposure=tuple(r.scaled(ratio) for r in self.exposure))
 
 
-def require_exposure(result: CheckResult, expectation: Expectation) -> CheckResult:
-    """A valid run whose faults touched the leases less than the scenario requires cannot
-    vouch for them: unknown, with the reason. Invalid and unknown runs stand."""
-    if result.verdict is not Verdict.VALID:
-        return result
+def exposure_shortfall(result: CheckResult, expectation: Expectation) -> str | None:
+    """Why a valid run whose faults touched the leases less than the scenario requires
+    cannot vouch for them (None: the requirement is met, or there is none); judged by
+    harness/scenario/judgment.py."""
     unmet = expectation.unmet_exposure(result)
     if not unmet:
-        return result
+        return None
     shown = "; ".join(
         f"{r.name} was {r.measured(result)}, required {r.op} {r.count}" for r in unmet
     )
-    reason = (
+    return (
         f"exposure below what the scenario requires ({shown}): the faults did not test the "
         "lock as the claim needs, so this valid verdict cannot vouch for it"
     )
-    return dataclasses.replace(result, verdict=Verdict.UNKNOWN, reasons=[*result.reasons, reason])
 
 
 def resource_outcome(result: CheckResult) -> str | None:

@@ -15,11 +15,10 @@ An invalid verdict needs no floor: one witness is proof. An unknown one stands.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from fractions import Fraction
 
-from lockharness.checker import CheckResult, Verdict
+from lockharness.checker import CheckResult
 
 # The floor when a scenario states none. A healthy run of a built-in scenario makes
 # hundreds to thousands of lock cycles (30 to 70 a second); 10 is what a run makes in well
@@ -59,13 +58,11 @@ def too_little_tested(result: CheckResult, min_cycles: int, restarts: int | None
     return found
 
 
-def require_floor(result: CheckResult, min_cycles: int, restarts: int | None) -> CheckResult:
-    """A valid run that tested too little is unknown, with the reason (docs/scenarios.md,
-    "A run that tested almost nothing"). Invalid and unknown runs stand."""
-    if result.verdict is not Verdict.VALID:
-        return result
+def floor_shortfall(result: CheckResult, min_cycles: int, restarts: int | None) -> str | None:
+    """Why a valid run tested too little to vouch for the lock (docs/scenarios.md, "A run
+    that tested almost nothing"); None when it tested enough. Judged by
+    harness/scenario/judgment.py."""
     found = too_little_tested(result, min_cycles, restarts)
     if not found:
-        return result
-    reason = f"too little tested: {'; '.join(found)}; this valid verdict cannot vouch for the lock"
-    return dataclasses.replace(result, verdict=Verdict.UNKNOWN, reasons=[*result.reasons, reason])
+        return None
+    return f"too little tested: {'; '.join(found)}; this valid verdict cannot vouch for the lock"
