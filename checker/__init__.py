@@ -29,6 +29,7 @@ from lockharness.checker.evidence import (
     ms_text,
 )
 from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
+from lockharness.checker.kinds import KINDS, EvidenceKind, Findings, View
 from lockharness.checker.moments import MOMENT_KINDS
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.node_record import (
@@ -62,16 +63,19 @@ NATIVE_SCAN: bool = _scan is not None  # the one pass and the sweeps run in C (c
 
 __all__ = [
     "EXPOSURE_KINDS",
+    "KINDS",
     "MOMENT_KINDS",
     "NATIVE_SCAN",
     "BadValue",
     "CheckResult",
     "EventError",
+    "EvidenceKind",
     "Exposure",
     "Failover",
     "FalseClaim",
     "FaultExposure",
     "Fencing",
+    "Findings",
     "Grant",
     "GrantHeard",
     "HoldEnding",
@@ -92,6 +96,7 @@ __all__ = [
     "Stats",
     "StuckInterval",
     "Verdict",
+    "View",
     "Witness",
     "check_claims",
     "check_exposure",

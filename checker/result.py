@@ -23,7 +23,7 @@ import msgspec
 
 from lockharness.checker.claims import FalseClaim
 from lockharness.checker.evidence import Witness, first_violation_ns
-from lockharness.checker.views import Exposure, Fencing, Liveness, Stats
+from lockharness.checker.views import Exposure, Fencing, Liveness, Stats, View
 
 
 class Verdict(StrEnum):
@@ -45,6 +45,8 @@ class CheckResult:
     # verdict; and the nodes not judged (their values never held a token of the history).
     claims: list[FalseClaim] = field(default_factory=list)  # capped
     claims_unjudged: list[str] = field(default_factory=list)
+    # The kinds of evidence of their own (checker.kinds): each one's view, by name.
+    views: dict[str, View] = field(default_factory=dict)
 
     @property
     def vacuous(self) -> bool:
@@ -65,6 +67,8 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         """The result as results.json holds it: JSON-ready builtins."""
         encoded: dict[str, Any] = msgspec.to_builtins(self)
+        if not self.views:  # results.json's shape before kinds of one's own: unchanged
+            del encoded["views"]
         return encoded
 
     @classmethod
@@ -87,6 +91,7 @@ _ALLOWED = {
     "liveness": "an object (verdict, bound_ns, intervals)",
     "fencing": "an object (fenced, stale_writes_rejected, out_of_order, ...)",
     "exposure": "an object (faults, touched, counts, occurrences, ...)",
+    "views": "an object of kinds' views (outcome, text, counts)",
 }
 
 

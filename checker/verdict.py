@@ -22,6 +22,7 @@ from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.exposure import check_exposure
 from lockharness.checker.failover import with_failovers
 from lockharness.checker.fencing import check_fencing
+from lockharness.checker.kinds import Findings, views_of
 from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
 from lockharness.checker.result import CheckResult, Verdict
@@ -151,9 +152,21 @@ def _check(
     counts["false_claims"] = len(claims.found)
     stats = Stats(**counts)
 
+    views = views_of(Findings(found, grouped, end))  # the kinds of evidence of their own
+
     def result(verdict: Verdict, witnesses: list[Witness], reasons: list[str]) -> CheckResult:
-        evidence = (stats, liveness, fencing, exposure, claims.found[:cap], claims.unjudged)
-        return CheckResult(verdict, witnesses, reasons, *evidence)
+        return CheckResult(
+            verdict,
+            witnesses,
+            reasons,
+            stats=stats,
+            liveness=liveness,
+            fencing=fencing,
+            exposure=exposure,
+            claims=claims.found[:cap],
+            claims_unjudged=claims.unjudged,
+            views=views,
+        )
 
     if total:
         reasons = _violation_reasons(mutex, resource)

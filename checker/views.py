@@ -188,3 +188,12 @@ class Exposure(msgspec.Struct, frozen=True):
         """The count of an exposure kind (checker.exposure.EXPOSURE_KINDS), a moment's
         among them."""
         return self.counts.get(name, self.moments.get(name, 0))
+
+
+class View(msgspec.Struct, frozen=True):
+    """What a kind of its own found in one run: the word it came out as (None: not
+    measured, as an unfenced run's tokens), a line for people, and its counts."""
+
+    outcome: str | None
+    text: str = ""
+    counts: dict[str, int] = msgspec.field(default_factory=dict)

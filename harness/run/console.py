@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lockharness.checker import CheckResult, LivenessVerdict, Verdict, describe_fencing
+from lockharness.checker import KINDS, CheckResult, LivenessVerdict, Verdict, describe_fencing
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.scenario.expectation import Expectation
 
@@ -46,6 +46,9 @@ def print_summary(
         console.print(f"  {liveness.describe()}", highlight=False)
     if result.fencing.fenced:
         console.print(f"  {describe_fencing(result.fencing, result.stats)}", highlight=False)
+    for name in result.views:  # the kinds of evidence of their own (checker.kinds)
+        if name in KINDS:
+            console.print(f"  {KINDS[name].describe(result)}", highlight=False)
     for reason in result.reasons:
         console.print(f"  {reason}", highlight=False)
     for witness in result.witnesses[:3]:

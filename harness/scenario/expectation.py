@@ -6,16 +6,16 @@ import dataclasses
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from lockharness.checker import EXPOSURE_KINDS, CheckResult
+from lockharness.checker import EXPOSURE_KINDS, KINDS, CheckResult
 
 EXPECTATIONS: tuple[str, ...] = ("valid", "invalid")
-LIVENESS_EXPECTATIONS: tuple[str, ...] = ("ok", "stuck")
-RESOURCE_EXPECTATIONS: tuple[str, ...] = ("consistent", "inconsistent")
-TOKEN_EXPECTATIONS: tuple[str, ...] = ("ordered", "out-of-order")
+LIVENESS_EXPECTATIONS: tuple[str, ...] = KINDS["liveness"].words
+RESOURCE_EXPECTATIONS: tuple[str, ...] = KINDS["resource"].words
+TOKEN_EXPECTATIONS: tuple[str, ...] = KINDS["tokens"].words
 
 
 # What `expect: {exposure: {...}}` may count: each way a fault touches a live lease and
@@ -84,35 +84,64 @@ def parse_requirement(name: str, raw: object) -> ExposureRequirement | None:
     return ExposureRequirement(name, match[1], int(match[2])) if match else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Expectation:
-    """What a run should come out as: safety (valid, invalid) and, optionally, liveness
-    (ok, stuck), the fenced resource (consistent, inconsistent) and the fencing tokens
-    (ordered, out-of-order), which the checker reports apart from safety."""
+    """What a run should come out as: safety (valid, invalid) and, optionally, a word for
+    each kind of evidence beside it (checker.kinds: liveness ok or stuck, the fenced
+    resource consistent or inconsistent, the fencing tokens ordered or out-of-order, and
+    any kind of one's own), which the checker reports apart from safety."""
 
     safety: str
-    liveness: str | None = None
-    resource: str | None = None
-    tokens: str | None = None
-    exposure: tuple[ExposureRequirement, ...] = ()  # for a valid run (judgment.py)
+    views: tuple[tuple[str, str], ...]  # (kind, word) in the kinds' order
+    exposure: tuple[ExposureRequirement, ...]  # for a valid run (judgment.py)
+
+    def __init__(
+        self,
+        safety: str,
+        liveness: str | None = None,
+        resource: str | None = None,
+        tokens: str | None = None,
+        exposure: tuple[ExposureRequirement, ...] = (),
+        views: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    ) -> None:
+        # liveness, resource, tokens: the built-in kinds' words by name, as before kinds
+        # were declared; views: any kind's (a tuple of pairs, as dataclasses.replace gives).
+        words = {"liveness": liveness, "resource": resource, "tokens": tokens, **dict(views)}
+        unknown = [name for name in words if name not in KINDS]
+        if unknown:
+            raise ValueError(f"no kind of evidence named {', '.join(unknown)}")
+        ordered = tuple((n, w) for n in KINDS if (w := words.get(n)) is not None)
+        object.__setattr__(self, "safety", safety)
+        object.__setattr__(self, "views", ordered)
+        object.__setattr__(self, "exposure", exposure)
+
+    def expected(self, kind: str) -> str | None:
+        """The word expected of a kind of evidence; None: nothing expected of it."""
+        return dict(self.views).get(kind)
+
+    @property
+    def liveness(self) -> str | None:
+        return self.expected("liveness")
+
+    @property
+    def resource(self) -> str | None:
+        return self.expected("resource")
+
+    @property
+    def tokens(self) -> str | None:
+        return self.expected("tokens")
 
     def met_by(self, result: CheckResult) -> bool:
         """True if a run's safety verdict (and the other views, where expected) are as
         expected."""
-        liveness = result.liveness.verdict
-        return (
-            result.verdict.value == self.safety
-            and self.liveness in (None, liveness)
-            and self.resource in (None, resource_outcome(result))
-            and self.tokens in (None, tokens_outcome(result))
+        return result.verdict.value == self.safety and all(
+            KINDS[kind].outcome(result) == word for kind, word in self.views
         )
 
     def __str__(self) -> str:
         parts = (
             self.safety,
-            self.liveness,
-            self.resource and f"resource {self.resource}",
-            self.tokens and f"tokens {self.tokens}",
+            *(word if kind == "liveness" else f"{kind} {word}" for kind, word in self.views),
             self.exposure and "exposure " + ", ".join(map(str, self.exposure)),
         )
         return ", ".join(p for p in parts if p)
@@ -147,17 +176,13 @@ def exposure_shortfall(result: CheckResult, expectation: Expectation) -> str | N
 def resource_outcome(result: CheckResult) -> str | None:
     """consistent / inconsistent for a fenced run (did the resource ever take a write
     below the highest token it had seen?), None when no write carried a fencing token."""
-    if not result.fencing.fenced:
-        return None
-    return "consistent" if result.fencing.resource_consistent else "inconsistent"
+    return KINDS["resource"].outcome(result)
 
 
 def tokens_outcome(result: CheckResult) -> str | None:
     """ordered / out-of-order for a fenced run (was any token granted not above one granted
     before it?), None when no lease carried a fencing token."""
-    if not result.fencing.fenced:
-        return None
-    return "out-of-order" if result.stats.fencing_out_of_order else "ordered"
+    return KINDS["tokens"].outcome(result)
 
 
 def exposure_table() -> str:

@@ -10,7 +10,8 @@ giving its reason:
    put first among the reasons whatever the verdict;
 2. exposure below what the scenario requires (the faults did not test the claim);
 3. too little tested: fewer lock cycles than the scenario's floor, most acquires ``info``,
-   more client-program restarts than cycles (harness/scenario/floor.py).
+   more client-program restarts than cycles (harness/scenario/floor.py);
+4. a kind of evidence that says so (checker.kinds: ``EvidenceKind.downgrade``).
 
 Notes (a torn last line dropped, shards merged, logs cut) are said after the reasons and
 never change the verdict. `run`, `check`, `report`, `suite`, explore and the pytest
@@ -24,7 +25,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lockharness.checker import CheckResult, Verdict
+from lockharness.checker import KINDS, CheckResult, Verdict
 from lockharness.core.errors import (
     EXIT_AS_EXPECTED,
     EXIT_INTERRUPTED,
@@ -64,7 +65,14 @@ def _floor(result: CheckResult, facts: RunFacts) -> str | None:
     return floor_shortfall(result, facts.min_cycles, facts.restarts)
 
 
-DOWNGRADES: tuple[Downgrade, ...] = (_problems, _exposure, _floor)
+def _evidence(result: CheckResult, facts: RunFacts) -> str | None:
+    """A kind of evidence that keeps a valid verdict from standing (checker.kinds)."""
+    return next(
+        (why for kind in KINDS.values() if (why := kind.downgrade(result)) is not None), None
+    )
+
+
+DOWNGRADES: tuple[Downgrade, ...] = (_problems, _exposure, _floor, _evidence)
 
 
 def judge(checked: CheckResult, facts: RunFacts) -> CheckResult:

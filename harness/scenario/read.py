@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from lockharness.checker import KINDS
 from lockharness.core.typed_input import Invalid, convert, show
 from lockharness.faults.plan_doc import plugin_faults, prepared, read_plan, with_plugins
 from lockharness.faults.spec import Room
@@ -75,6 +76,10 @@ def read_expectation(value: object, path: str, name: str = "") -> Expectation:
                 "no exposure (a violation is evidence enough)",
             )
         value = {k: v for k, v in value.items() if k != "exposure"}
+    own: dict[str, str] = {}  # kinds of evidence of their own (checker.kinds)
+    if isinstance(value, dict):
+        own = _own_kinds(value, path, name)
+        value = {k: v for k, v in value.items() if k not in own}
     try:
         doc = ExpectDoc(value) if value in EXPECTATIONS else msgspec.convert(value, ExpectDoc)
     except (msgspec.ValidationError, TypeError):
@@ -84,7 +89,43 @@ def read_expectation(value: object, path: str, name: str = "") -> Expectation:
     # broke some other way (a dead worker, missing events) cannot pass as expected.
     if doc is None or (doc.safety == "unknown" and doc.liveness != "stuck"):
         raise Invalid(path, f"{name}{show(value)} is not an expectation; allowed: {EXPECT_ALLOWED}")
-    return Expectation(doc.safety, doc.liveness, doc.resource, doc.tokens, exposure)
+    return Expectation(doc.safety, doc.liveness, doc.resource, doc.tokens, exposure, own)
+
+
+def _own_kinds(value: dict[str, Any], path: str, name: str) -> dict[str, str]:
+    """The words ``expect`` says of kinds of evidence beyond the built-in keys (a kind
+    defined by a module imported before the scenario is read)."""
+    own = {}
+    for key, word in value.items():
+        kind = KINDS.get(key) if isinstance(key, str) else None
+        if kind is None or key in ExpectDoc.__struct_fields__:
+            continue
+        if word not in kind.words:
+            raise Invalid(
+                f"{path}.{key}",
+                f"{name}{show(word)} is not a word of {key}; allowed: {', '.join(kind.words)}",
+            )
+        own[key] = word
+    return own
+
+
+def _without_own_kinds(data: dict[str, Any]) -> dict[str, Any]:
+    """The scenario with ``expect``'s (and ``expect_clients``') kinds of their own taken
+    out, read already: the Structs know the built-in keys only."""
+
+    def plain(expect: object) -> object:
+        if not isinstance(expect, dict):
+            return expect
+        return {
+            k: v for k, v in expect.items() if k in ExpectDoc.__struct_fields__ or k not in KINDS
+        }
+
+    data = dict(data)
+    if "expect" in data:
+        data["expect"] = plain(data["expect"])
+    if isinstance(data.get("expect_clients"), dict):
+        data["expect_clients"] = {k: plain(v) for k, v in data["expect_clients"].items()}
+    return data
 
 
 def _expect_clients(value: object) -> dict[str, Expectation]:
@@ -109,7 +150,7 @@ def read_scenario(data: Any, stem: str, base: Path | None) -> Scenario:
     cluster: ClusterSpec = convert(data.get("cluster", {}), ClusterSpec, "cluster")
     workload: WorkloadSpec = convert(data.get("workload", {}), WorkloadSpec, "workload")
     room = Room(cluster.nodes, workload.workers, cluster.persistence, cluster.topology)
-    data, plugged = plugin_faults(prepared(data), room, base)  # plug-in kinds: their own
+    data, plugged = plugin_faults(prepared(_without_own_kinds(data)), room, base)
     doc: ScenarioDoc = convert(data, ScenarioDoc, "", room)
     client = read_client(doc.client, base)
     faults = read_plan(with_plugins(doc.faults or [], plugged), doc.timeline or [], room)

@@ -3,7 +3,6 @@ scenario file's JSON Schema, both from the Structs of model.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -19,9 +18,7 @@ from lockharness.workloads.client_doc import client_schema_types, client_to_plai
 
 
 def _expect(e: Expectation) -> object:
-    written: dict[str, object] = {
-        k: v for k, v in dataclasses.asdict(e).items() if v is not None and k != "exposure"
-    }
+    written: dict[str, object] = {"safety": e.safety, **dict(e.views)}
     if e.exposure:
         written["exposure"] = {r.name: f"{r.op} {r.count}" for r in e.exposure}
     return e.safety if len(written) == 1 else written

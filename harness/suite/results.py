@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from lockharness.checker import Exposure, Verdict
+from lockharness.checker import KINDS, Exposure, Verdict
 from lockharness.core.errors import (
     EXIT_AS_EXPECTED,
     EXIT_INTERRUPTED,
@@ -18,7 +18,6 @@ from lockharness.core.errors import (
 )
 from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import Scenario
-from lockharness.harness.scenario.expectation import resource_outcome, tokens_outcome
 
 
 @dataclass(frozen=True)
@@ -121,12 +120,8 @@ class CaseResult:
             return f"not run: {self.not_run or 'the suite stopped before this run'}"
         result, expect = o.result, self.case.scenario.expectation
         outcome = [result.verdict_text]
-        if expect.liveness is not None:
-            outcome.append(f"liveness {result.liveness.verdict}")
-        if expect.resource is not None:
-            outcome.append(f"resource {resource_outcome(result) or 'not fenced'}")
-        if expect.tokens is not None:
-            outcome.append(f"tokens {tokens_outcome(result) or 'not fenced'}")
+        for kind, _ in expect.views:  # each kind of evidence expected, as it came out
+            outcome.append(f"{kind} {KINDS[kind].outcome(result) or 'not measured'}")
         head = f"verdict {', '.join(outcome)}, expected {expect}"
         if o.interrupted:  # the run's reasons name the signal: "interrupted (SIGTERM): ..."
             how = next((r for r in result.reasons if r.startswith("interrupted (")), "interrupted")
