@@ -10,11 +10,23 @@ or ``ResourceWitness``), the ``reasons``, and beside safety ``liveness``, ``fenc
 history that cannot be checked raises a ``HistoryError``: at one event, an
 ``EventError``: ``BadValue`` (a value of the wrong type) or ``Impossible`` (a history no
 run can write: checker.rules). Everything outside the checker imports from here, never
-from its modules.
+from its modules; of what it imports, ``__all__`` is the stable surface (docs/api.md) and
+the rest (the node record's internals, the spans, the stories) is the project's own.
 """
 
-from lockharness.checker.claims import FalseClaim, NodeFate, NodeTruth, check_claims
-from lockharness.checker.digest import critical_sections
+from lockharness.checker.claims import (
+    FalseClaim,
+)
+from lockharness.checker.claims import (
+    NodeFate as NodeFate,
+)
+from lockharness.checker.claims import (
+    NodeTruth as NodeTruth,
+)
+from lockharness.checker.claims import (
+    check_claims as check_claims,
+)
+from lockharness.checker.digest import critical_sections as critical_sections
 from lockharness.checker.evidence import (
     Failover,
     Grant,
@@ -25,28 +37,51 @@ from lockharness.checker.evidence import (
     StaleWrite,
     StuckInterval,
     Witness,
-    first_violation_ns,
-    ms_text,
 )
-from lockharness.checker.exposure import EXPOSURE_KINDS, check_exposure
+from lockharness.checker.evidence import (
+    first_violation_ns as first_violation_ns,
+)
+from lockharness.checker.evidence import (
+    ms_text as ms_text,
+)
+from lockharness.checker.exposure import (
+    EXPOSURE_KINDS as EXPOSURE_KINDS,
+)
+from lockharness.checker.exposure import (
+    check_exposure as check_exposure,
+)
 from lockharness.checker.kinds import KINDS, EvidenceKind, Findings, View
-from lockharness.checker.moments import MOMENT_KINDS
+from lockharness.checker.moments import MOMENT_KINDS as MOMENT_KINDS
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.node_record import (
-    GrantHeard,
-    HoldEnding,
-    NodeHold,
-    held_at,
-    node_holds,
-    read_node_record,
-    tokens_of,
+    GrantHeard as GrantHeard,
 )
-from lockharness.checker.node_record import Value as HoldValue
+from lockharness.checker.node_record import (
+    HoldEnding as HoldEnding,
+)
+from lockharness.checker.node_record import HoldValue as HoldValue
+from lockharness.checker.node_record import (
+    NodeHold as NodeHold,
+)
+from lockharness.checker.node_record import (
+    held_at as held_at,
+)
+from lockharness.checker.node_record import (
+    node_holds as node_holds,
+)
+from lockharness.checker.node_record import (
+    read_node_record as read_node_record,
+)
+from lockharness.checker.node_record import (
+    tokens_of as tokens_of,
+)
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
-from lockharness.checker.sections import Section
-from lockharness.checker.spans import Span, fault_spans
-from lockharness.checker.stories import explain, telling
+from lockharness.checker.sections import Section as Section
+from lockharness.checker.spans import Span as Span
+from lockharness.checker.spans import fault_spans as fault_spans
+from lockharness.checker.stories import explain as explain
+from lockharness.checker.stories import telling as telling
 from lockharness.checker.values import BadValue, EventError
 from lockharness.checker.verdict import check_file, check_history
 from lockharness.checker.views import (
@@ -56,16 +91,19 @@ from lockharness.checker.views import (
     Liveness,
     LivenessVerdict,
     Stats,
-    describe_fencing,
+)
+from lockharness.checker.views import (
+    describe_fencing as describe_fencing,
 )
 
 NATIVE_SCAN: bool = _scan is not None  # the one pass and the sweeps run in C (checker/_scan.c)
 
+# The stable surface (docs/api.md, "Reading a verdict"): the front door's two functions,
+# the typed result and its evidence, the kinds of evidence, and what a bad history raises.
+# Every other name above is the project's own: its modules import it from here, and it may
+# change without notice.
 __all__ = [
-    "EXPOSURE_KINDS",
     "KINDS",
-    "MOMENT_KINDS",
-    "NATIVE_SCAN",
     "BadValue",
     "CheckResult",
     "EventError",
@@ -77,40 +115,19 @@ __all__ = [
     "Fencing",
     "Findings",
     "Grant",
-    "GrantHeard",
-    "HoldEnding",
-    "HoldValue",
     "Impossible",
     "Liveness",
     "LivenessVerdict",
-    "NodeFate",
-    "NodeHold",
-    "NodeTruth",
     "OutOfOrder",
     "Overlap",
     "ResourceWitness",
-    "Section",
     "Side",
-    "Span",
     "StaleWrite",
     "Stats",
     "StuckInterval",
     "Verdict",
     "View",
     "Witness",
-    "check_claims",
-    "check_exposure",
     "check_file",
     "check_history",
-    "critical_sections",
-    "describe_fencing",
-    "explain",
-    "fault_spans",
-    "first_violation_ns",
-    "held_at",
-    "ms_text",
-    "node_holds",
-    "read_node_record",
-    "telling",
-    "tokens_of",
 ]

@@ -33,6 +33,7 @@ DELETED, EXPIRED, OVERWRITTEN = "deleted", "expired", "overwritten"
 LOST, AT_THE_END = "lost in a restart", "held at the end"
 
 Value = str | tuple[str, ...] | None  # a string's value, a hash's fields; None: unknown
+HoldValue = Value  # the same, as the front door names it beside the holds
 
 
 class GrantHeard(NamedTuple):

@@ -136,3 +136,16 @@ def test_an_internal_import_is_caught() -> None:
     )
     assert internal_imports(snippet) == ["lockharness.core.x", "lockharness.workloads.protocol"]
     assert _snippets(REPO / "docs" / "clients.md"), "no python snippets found: the regex broke"
+
+
+def test_the_checkers_stable_names_are_the_documented_ones() -> None:
+    """lockharness.checker's __all__ is docs/api.md's table under "Reading a verdict": a
+    name added to or dropped from either is caught."""
+    import lockharness.checker as checker
+
+    page = (REPO / "docs" / "api.md").read_text()
+    table = page.split("## Reading a verdict", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\| `(\w+)` \|", table, flags=re.M)
+    assert sorted(documented) == sorted(checker.__all__)
+    for name in checker.__all__:
+        assert getattr(checker, name) is not None, name

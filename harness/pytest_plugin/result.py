@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the plug-in loads this at pytest's start: the checker only when it runs
-    from lockharness.checker import Exposure, Fencing, Liveness, Stats, Witness
+    from lockharness.checker import CheckResult, Exposure, Fencing, Liveness, Stats, Witness
 
 
 class RunVerdict(str):
@@ -33,8 +33,10 @@ class RunVerdict(str):
 class LockRun:
     """One scenario run, checked. ``verdict`` is safety alone; ``expectation_met`` also
     weighs the scenario's other expectations (liveness, fencing), as `lockharness run`'s
-    exit code does. ``vacuous``: valid, but no fault touched a live lease (``exposure``
-    says how the faults touched the leases), so the verdict says nothing about them."""
+    exit code does. ``result`` is the run's judged ``CheckResult`` itself (what
+    results.json holds); ``witnesses``, ``stats``, ``exposure`` and the other evidence are
+    read from it. ``vacuous``: valid, but no fault touched a live lease (``exposure`` says
+    how the faults touched the leases), so the verdict says nothing about them."""
 
     scenario: str
     client: str  # a built-in name, "module:ClassName", or the program a command runs
@@ -42,16 +44,42 @@ class LockRun:
     verdict: RunVerdict
     expected: str  # the scenario's expectation for this client, e.g. "valid, stuck"
     expectation_met: bool
-    witnesses: tuple[Witness, ...]  # as in results.json, typed; the first is explained
+    result: CheckResult  # the judged result, typed, as results.json has it
     first_witness: str | None  # the checker's witness, as `lockharness run` prints it
-    reasons: tuple[str, ...]  # why the verdict is what it is (unknown: why not decided)
-    stats: Stats
-    liveness: Liveness
-    fencing: Fencing
-    exposure: Exposure  # did the faults touch a live lease, and how
-    vacuous: bool  # valid, yet the faults touched no live lease
     run_dir: Path  # history.jsonl, results.json, timeline.html, logs
     summary: str  # what `lockharness run` prints at the end of a run
+
+    @property
+    def witnesses(self) -> tuple[Witness, ...]:
+        """As in results.json, typed; the first is explained."""
+        return tuple(self.result.witnesses)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the verdict is what it is (unknown: why not decided)."""
+        return tuple(self.result.reasons)
+
+    @property
+    def stats(self) -> Stats:
+        return self.result.stats
+
+    @property
+    def liveness(self) -> Liveness:
+        return self.result.liveness
+
+    @property
+    def fencing(self) -> Fencing:
+        return self.result.fencing
+
+    @property
+    def exposure(self) -> Exposure:
+        """Did the faults touch a live lease, and how."""
+        return self.result.exposure
+
+    @property
+    def vacuous(self) -> bool:
+        """Valid, yet the faults touched no live lease."""
+        return self.result.vacuous
 
     def __repr__(self) -> str:
         # Short: pytest shows it beside a failed `assert result.expectation_met`, cut to
