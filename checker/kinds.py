@@ -114,29 +114,32 @@ class LivenessKind(EvidenceKind):
         return result.liveness.describe()
 
 
-class ResourceKind(EvidenceKind):
+class _Fenced(EvidenceKind):
+    """A kind measured only on a fenced run (some lease or write carried a token)."""
+
+    def outcome(self, result: CheckResult) -> str | None:
+        return self.fenced_outcome(result) if result.fencing.fenced else None
+
+    def fenced_outcome(self, result: CheckResult) -> str:
+        raise NotImplementedError
+
+    def describe(self, result: CheckResult) -> str:
+        return f"{self.name} {self.outcome(result) or 'not fenced'}"
+
+
+class ResourceKind(_Fenced):
     name = "resource"
     words = ("consistent", "inconsistent")
     description = "whether the fenced resource ever took a write below its highest token"
 
-    def outcome(self, result: CheckResult) -> str | None:
-        if not result.fencing.fenced:
-            return None
+    def fenced_outcome(self, result: CheckResult) -> str:
         return "consistent" if result.fencing.resource_consistent else "inconsistent"
 
-    def describe(self, result: CheckResult) -> str:
-        return f"resource {self.outcome(result) or 'not fenced'}"
 
-
-class TokensKind(EvidenceKind):
+class TokensKind(_Fenced):
     name = "tokens"
     words = ("ordered", "out-of-order")
     description = "whether every fencing token granted was above those granted before it"
 
-    def outcome(self, result: CheckResult) -> str | None:
-        if not result.fencing.fenced:
-            return None
+    def fenced_outcome(self, result: CheckResult) -> str:
         return "out-of-order" if result.stats.fencing_out_of_order else "ordered"
-
-    def describe(self, result: CheckResult) -> str:
-        return f"tokens {self.outcome(result) or 'not fenced'}"

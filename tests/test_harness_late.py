@@ -304,25 +304,15 @@ def test_releases_say_when_the_worker_meant_to_leave(tmp_path: Path) -> None:
     assert all(e["value"]["planned_end"] <= deadlines[e["token"]] for e in releases)
 
 
-def test_a_dead_resource_is_the_harness_problem_not_the_locks(tmp_path: Path) -> None:
-    """A correct client while the resource redis dies mid-run: never invalid."""
+def resource_at_work(tmp_path: Path, seconds: str) -> tuple[subprocess.Popen[str], Path, int]:
+    """`lockharness run single-baseline` started into tmp_path/store, once its workers
+    have made some lock cycles: the controller, the store's latest link and the resource
+    redis's pid (the harness's own server, not the lock's)."""
     store = tmp_path / "store"
+    argv = [sys.executable, "-m", "lockharness", "run", "single-baseline"]
+    argv += ["--duration", seconds, "--store", str(store)]
     harness = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lockharness",
-            "run",
-            "single-baseline",
-            "--duration",
-            "6s",
-            "--store",
-            str(store),
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     latest = store / "latest"
 
@@ -342,6 +332,12 @@ def test_a_dead_resource_is_the_harness_problem_not_the_locks(tmp_path: Path) ->
     )
     pid = resource_pid()
     assert pid is not None
+    return harness, latest, pid
+
+
+def test_a_dead_resource_is_the_harness_problem_not_the_locks(tmp_path: Path) -> None:
+    """A correct client while the resource redis dies mid-run: never invalid."""
+    harness, latest, pid = resource_at_work(tmp_path, "6s")
     os.kill(pid, signal.SIGKILL)
     output = assert_nothing_left(tmp_path, harness)
     results = json.loads((latest.resolve() / "results.json").read_text())

@@ -9,17 +9,15 @@ import dataclasses
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from lockharness.harness.scenario import load_scenario, to_yaml
-from tests.conftest import REPO, lockharness, run
+from tests.conftest import lockharness, run
+from tests.test_harness_late import resource_at_work
 from tests.test_orphans import assert_nothing_left
-from tests.test_teardown import wait_for
 
 STOP_S = 2.0  # single-baseline's TTL is 1 s: room for the next holder's grant
 
@@ -88,30 +86,7 @@ def test_the_harness_late(tmp_path: Path) -> None:
     """The resource (the harness's own redis, not the lock's) stopped for 2 s under a
     correct lock: holders' exit calls hang past their deadlines, the next holder is let in,
     and the run is unknown for the harness's reasons, never invalid."""
-    store = tmp_path / "store"
-    argv = [sys.executable, "-m", "lockharness", "run", "single-baseline"]
-    argv += ["--duration", "6s", "--store", str(store)]
-    harness = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    latest = store / "latest"
-
-    def resource_pid() -> int | None:
-        try:
-            ledger = json.loads((latest.resolve() / "cluster.json").read_text())
-        except (OSError, ValueError):
-            return None
-        names = {p["name"]: p["pid"] for p in ledger.get("processes", [])}
-        return names.get("redis-server resource") if "worker-w1" in names else None
-
-    wait_for(lambda: resource_pid() is not None, 30, "workers at work")
-    wait_for(
-        lambda: any(p.stat().st_size > 5_000 for p in latest.resolve().glob("history.w*")),
-        30,
-        "some lock cycles",
-    )
-    pid = resource_pid()
-    assert pid is not None
+    harness, latest, pid = resource_at_work(tmp_path, "6s")
     os.kill(pid, signal.SIGSTOP)
     try:
         time.sleep(STOP_S)  # the fault itself: the resource stopped for longer than a lease
