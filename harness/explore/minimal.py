@@ -4,23 +4,13 @@ from) and recorded: its rate as written, and a run of it that failed, for the re
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
-from lockharness.core.run_dir import RunDir
 from lockharness.harness.explore.confirm import Confirmed
 from lockharness.harness.explore.record import MINIMAL, ORIGINAL, ExploreRecord, ViolationRecord
 from lockharness.harness.explore.reproduce import Reproduction
 from lockharness.harness.explore.shrink_edits import fault_entries
 from lockharness.harness.scenario import Scenario, to_yaml
-
-
-def _invalid(run_dir: Path) -> bool:
-    try:
-        verdict = json.loads(RunDir(run_dir).results.read_text())["verdict"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return bool(verdict == "invalid")
 
 
 def _description(v: ViolationRecord, reproduction: Reproduction, record: ExploreRecord) -> str:
@@ -57,6 +47,6 @@ def write_minimal(
     violation.minimal = str(folder / MINIMAL)
     violation.minimal_faults = fault_entries(minimal)
     violation.minimal_hit, violation.minimal_run = final.hits, final.runs
-    runs = [*final.run_dirs, *confirmed.shrinking.run_dirs]  # as written, then early-stopped
-    violation.minimal_witness = next((str(d) for d in runs if _invalid(d)), None)
+    hits = [*final.hit_dirs, *confirmed.shrinking.hit_dirs]  # as written, then early-stopped
+    violation.minimal_witness = str(hits[0]) if hits else None
     return minimal

@@ -53,6 +53,7 @@ class Reproduction:
     # shortly after it still gave every hit its violation. None: no hit said when.
     first_violation_ns: int | None = None
     stopped: str | None = None  # why it stopped before the answer was known
+    hit_dirs: tuple[Path, ...] = ()  # the invalid runs' directories, in run order
 
     @property
     def reproduced(self) -> bool:
@@ -88,6 +89,7 @@ def reproduce(
         raise ValueError(f"m={m}, k={k}: allowed: 1 <= m <= k")
     hits = unknown = 0
     run_dirs: list[Path] = []
+    hit_dirs: list[Path] = []
     violations: list[int] = []
     stopped: str | None = None
     while len(run_dirs) < k:
@@ -100,6 +102,7 @@ def reproduce(
         run_dirs.append(outcome.run_dir)
         if outcome.invalid:
             hits += 1
+            hit_dirs.append(outcome.run_dir)
             if outcome.first_violation_ns is not None:
                 violations.append(outcome.first_violation_ns)
         elif outcome.unknown:
@@ -113,4 +116,5 @@ def reproduce(
         unknown=unknown,
         first_violation_ns=max(violations, default=None),
         stopped=stopped,
+        hit_dirs=tuple(hit_dirs),
     )

@@ -63,12 +63,11 @@ class Violations:
     def found(self, trial: Trial, outcome: RunOutcome) -> None:
         """The trial came out invalid: keep it, replay it, shrink it."""
         violation = self._keep(trial, outcome)
-        replay_file = RunDir(outcome.run_dir).replay
-        if not replay_file.is_file():
+        replay_file, replay = RunDir(outcome.run_dir).replay, outcome.replay
+        if replay is None or not replay_file.is_file():
             self._note(violation, f"{trial.name} wrote no {RunDir.REPLAY}; not replayed")
             return
-        shutil.copyfile(replay_file, violation.replay)
-        replay = load_scenario(violation.replay)
+        shutil.copyfile(replay_file, violation.replay)  # for the reader; the run handed it back
         violation.original_faults = fault_entries(replay)
         replays = self._replay(violation, replay)
         if not self.request.shrink or self.stopping() is not None:

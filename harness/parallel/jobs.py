@@ -148,7 +148,7 @@ class JobPool:
         files = RunDir(job.run_dir)
         if files.results.is_file():
             try:
-                return load_outcome(job.run_dir)
+                return load_outcome(job.run_dir, with_replay=True)
             except BadInput as e:
                 why = f"the job's results could not be read back: {e}"
                 return failed_outcome(job.run_dir, job.scenario, why, self.stopping)

@@ -41,6 +41,10 @@ def replay_scenario(scenario: Scenario, run_dir: Path, schedule: Schedule) -> Sc
 
 
 def replay_yaml(scenario: Scenario, run_dir: Path, schedule: Schedule) -> str:
+    return _replay_text(replay_scenario(scenario, run_dir, schedule), run_dir, schedule)
+
+
+def _replay_text(replay: Scenario, run_dir: Path, schedule: Schedule) -> str:
     header = [
         "Replays the faults of the run in",
         f"  {run_dir}",
@@ -50,11 +54,14 @@ def replay_yaml(scenario: Scenario, run_dir: Path, schedule: Schedule) -> str:
     ]
     lines = schedule_lines(schedule) or ["(no fault occurrence ran)"]
     comment = "".join(f"# {line}\n" for line in header) + "".join(f"#   {x}\n" for x in lines)
-    return comment + to_yaml(replay_scenario(scenario, run_dir, schedule))
+    return comment + to_yaml(replay)
 
 
-def write_replay(scenario: Scenario, run_dir: Path) -> None:
-    """Write RUN_DIR/replay.yaml; raises what reading the shard or writing the file
-    raises (OSError, HistoryError, ScheduleError), for the caller to make a reason of."""
-    text = replay_yaml(scenario, run_dir, run_schedule(run_dir))
-    RunDir(run_dir).replay.write_text(text, encoding="utf-8")
+def write_replay(scenario: Scenario, run_dir: Path) -> Scenario:
+    """Write RUN_DIR/replay.yaml and hand back the scenario it holds; raises what reading
+    the shard or writing the file raises (OSError, HistoryError, ScheduleError), for the
+    caller to make a reason of."""
+    schedule = run_schedule(run_dir)
+    replay = replay_scenario(scenario, run_dir, schedule)
+    RunDir(run_dir).replay.write_text(_replay_text(replay, run_dir, schedule), encoding="utf-8")
+    return replay

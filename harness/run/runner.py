@@ -71,6 +71,8 @@ class RunOutcome:
     worker_exits: dict[int, int | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # the execution's: valid -> unknown
     logs_cut: list[LogCut] = field(default_factory=list)  # logs kept to their head (log cap)
+    # The scenario its replay.yaml holds (None: not written), handed back in memory.
+    replay: Scenario | None = None
 
     @property
     def as_expected(self) -> bool:
@@ -509,12 +511,12 @@ def _write_reports(outcome: RunOutcome, history: Iterable[Event]) -> RunOutcome:
 def _write_replay(outcome: RunOutcome) -> RunOutcome:
     """The scenario that replays the faults as they ran; a failure becomes a reason."""
     try:
-        write_replay(outcome.scenario, outcome.run_dir)
+        replay = write_replay(outcome.scenario, outcome.run_dir)
     except Exception as e:  # the schedule unreadable, a full disk: never the verdict
         log.exception("%s not written", RunDir.REPLAY)
         RunDir(outcome.run_dir).replay.unlink(missing_ok=True)  # half a scenario misleads
         return _with_reason(outcome, f"{RunDir.REPLAY} not written: {type(e).__name__}: {e}")
-    return outcome
+    return dataclasses.replace(outcome, replay=replay)
 
 
 def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:

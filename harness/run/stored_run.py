@@ -55,8 +55,10 @@ def _cuts(raw: object) -> list[LogCut]:
     ]
 
 
-def load_outcome(run_dir: Path) -> RunOutcome:
-    """The outcome of the finished run stored in ``run_dir``; BadInput if it is not one."""
+def load_outcome(run_dir: Path, with_replay: bool = False) -> RunOutcome:
+    """The outcome of the finished run stored in ``run_dir``; BadInput if it is not one.
+    ``with_replay``: its replay.yaml read too, as the run handed it back (explore's jobs;
+    a store's index of thousands of runs needs none)."""
     files = RunDir(run_dir)
     if not files.scenario.is_file():
         raise BadInput(f"{run_dir}: no {RunDir.SCENARIO} there, so it is not a run directory")
@@ -75,4 +77,5 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         worker_exits=_exits(raw.get("worker_exit_codes")),
         problems=[p for p in problems if isinstance(p, str)] if isinstance(problems, list) else [],
         logs_cut=_cuts(raw.get("logs_cut")),
+        replay=load_scenario(str(files.replay)) if with_replay and files.replay.is_file() else None,
     )
