@@ -132,7 +132,8 @@ def test_mutation_redraws_a_timing_inside_the_model() -> None:
         _inside_the_documented_ranges(m.scenario.workload)
         assert outside(model, m.scenario) == [] and list(scenario_problems(m.scenario)) == []
     assert redrawn == {"extend_at", "hold_end", "between"}
-    # A model without timings never redraws one.
+    # A model without timings never redraws one: the workload's other dimensions (extend
+    # too: the model allows it, and the client extends).
     none = model_with([])
     for seed in range(100):
         trial = draw(none, EXTENDING, seed, 1)
@@ -142,6 +143,7 @@ def test_mutation_redraws_a_timing_inside_the_model() -> None:
             "threads",
             "keys",
             "hold",
+            "extend",
         }
     w = draw(none, EXTENDING, 0, 1).scenario.workload
     for seed in range(50):
