@@ -19,13 +19,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection, Mapping
-from typing import Annotated, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import msgspec
-from msgspec import Meta
 
 from lockharness.harness.explore.bounds import WordSet
-from lockharness.harness.explore.dimension import Attempts, Dimension, Drawing, written
+from lockharness.harness.explore.dimension import (
+    Attempts,
+    Dimension,
+    Drawing,
+    described,
+    written,
+)
 from lockharness.harness.explore.shrink_edits import with_workload
 from lockharness.harness.explore.whole_ms import MS
 from lockharness.harness.scenario.model import Scenario
@@ -66,8 +71,7 @@ class Timing(Dimension):
         # One key for them all: its words are every sharer's, in their order.
         every = tuple(w for dim in sharing if isinstance(dim, Timing) for w in dim.words)
         timings = type("Timings", (WordSet,), {"words": every})
-        annotation = Annotated[timings, Meta(description=cls.meaning)]
-        return annotation, written(timings, list(every))
+        return described(timings, cls.meaning), written(timings, list(every))
 
     @property
     def name(self) -> str:

@@ -21,7 +21,7 @@ import copy
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Protocol, TypeVar
+from typing import Annotated, Any, ClassVar, Protocol, TypeVar, cast
 
 import msgspec
 from msgspec import Meta
@@ -40,6 +40,12 @@ def written(tp: type[_T], value: Any) -> _T:
     cannot encode a Bound; model_schema writes the value as written)."""
     default: _T = msgspec.field(default_factory=lambda: tp.decode(value))
     return default
+
+
+def described(tp: Any, meaning: str) -> Any:
+    """``tp`` (a type known only at run time) with the description the docs and the schema
+    show: Annotated, subscripted at run time, which a static type checker cannot follow."""
+    return cast(Any, Annotated)[tp, Meta(description=meaning)]
 
 
 class Attempts(Protocol):
@@ -110,7 +116,7 @@ class Dimension:
     def model_field(cls, sharing: list[Dimension]) -> tuple[Any, Any]:
         """The section's field for ``key``: its annotation and default. ``sharing``: every
         dimension declaring the same key (the client's timings share workload.timing)."""
-        annotation = Annotated[cls.bound, Meta(description=cls.meaning)]
+        annotation = described(cls.bound, cls.meaning)
         if isinstance(cls.bound, type) and issubclass(cls.bound, Written):
             return annotation, written(cls.bound, cls.default)
         if isinstance(cls.default, dict | list):

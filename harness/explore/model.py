@@ -207,7 +207,7 @@ def model_file_type(dims: tuple[Dimension, ...] = BUILT_IN) -> type[msgspec.Stru
         "(docs/explore.md#adding-a-trial-dimension); their keys join the sections'",
         extra={"allowed": "a list of module:Class paths"},
     )
-    fields: list[tuple[str, Any, Any]] = [
+    fields: list[tuple[Any, ...]] = [
         (
             "name",
             Annotated[
