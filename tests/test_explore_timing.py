@@ -16,6 +16,7 @@ import pytest
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid
 from lockharness.harness.explore.client_timing import non_default, redraw_one
+from lockharness.harness.explore.dim_registry import BUILT_IN
 from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.model import FaultModel, load_model, read_model
@@ -158,6 +159,7 @@ class Attempts:
         self.best, self.needs = s, needs
         self.tried: list[str] = []
         self.first_violation_ns: int | None = None
+        self.dimensions = BUILT_IN
 
     def attempt(self, candidate: Scenario, what: str) -> bool:
         self.tried.append(what)

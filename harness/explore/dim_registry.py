@@ -6,7 +6,8 @@ in the order those modules define them (a seed's trial is drawn in that order), 
 adding one is adding its class. A plug-in comes from outside the package: a fault model's
 ``dimensions: [module:Class]``, its module found as a plug-in fault kind's is (beside the
 model's file, the current directory, sys.path); it is checked as a built-in is, and added
-to that model's dimensions only: another model draws as before. The model file's keys
+to that model's dimensions only (FaultModel.dimensions, which shrinking is handed too):
+another model, even in the same process, draws and shrinks as before. The model file's keys
 (harness/explore/model.py), its JSON Schema and docs table, `--list-models`, drawing,
 mutation, fits and shrinking all read these declarations.
 """
@@ -71,7 +72,7 @@ def _built_in() -> tuple[Dimension, ...]:
 
 
 BUILT_IN: tuple[Dimension, ...] = _built_in()
-# The plug-ins loaded so far, by their module:Class: the registry's only other state.
+# The plug-ins loaded so far, by module:Class (each imported once): the only other state.
 _PLUGINS: dict[str, Dimension] = {}
 
 
@@ -89,9 +90,3 @@ def load_dimension(path: str, base: Path | None) -> Dimension:
     if any((d.key, d.name) == (dim.key, dim.name) for d in BUILT_IN):
         raise DimensionError(f"{path} sets {dim.key}, a built-in dimension's; expected: a new key")
     return _PLUGINS.setdefault(path, dim)
-
-
-def registered() -> tuple[Dimension, ...]:
-    """The built-ins, then every plug-in loaded (what shrinking tries: a plug-in's value
-    in a scenario it never drew is its default, which it leaves alone)."""
-    return (*BUILT_IN, *_PLUGINS.values())

@@ -57,6 +57,11 @@ class Attempts(Protocol):
     @property
     def first_violation_ns(self) -> int | None: ...
 
+    @property
+    def dimensions(self) -> tuple[Dimension, ...]:
+        """The fault model's (toward_defaults shrinks each)."""
+        ...
+
     def attempt(self, candidate: Scenario, what: str) -> bool: ...
 
 

@@ -27,9 +27,8 @@ import dataclasses
 from collections.abc import Callable
 
 from lockharness.faults.spec import FaultPlan, FaultSpec
-from lockharness.harness.explore.client_timing import Timing
+from lockharness.harness.explore.client_timing import TIMINGS
 from lockharness.harness.explore.ddmin import ddmin
-from lockharness.harness.explore.dim_registry import registered
 from lockharness.harness.explore.dimension import Attempts
 from lockharness.harness.explore.shrink_edits import (
     Unit,
@@ -142,20 +141,19 @@ def _end_after_last_fault(sh: Attempts) -> None:
 
 
 def toward_defaults(sh: Attempts) -> None:
-    """Each trial dimension nearer its default, as it declares (harness/explore/
-    dimension.py: fewer workers, threads and keys; extend off; nesting 0; each of the
-    client's timings back to its default; a plug-in's own): what the violation does not
-    need of them goes. The order is the registry's."""
-    for dim in registered():
+    """Each of the model's trial dimensions nearer its default, as it declares
+    (harness/explore/dimension.py: fewer workers, threads and keys; extend off; nesting
+    0; each of the client's timings back to its default; a plug-in's own): what the
+    violation does not need of them goes. The order is the registry's."""
+    for dim in sh.dimensions:
         dim.shrink(sh)
 
 
 def plain_timing(sh: Attempts) -> None:
     """The client's timing keys alone at their defaults (extend_at cadence, hold_end
     drawn, between 0s), one at a time: toward_defaults's part for them."""
-    for dim in registered():
-        if isinstance(dim, Timing):
-            dim.shrink(sh)
+    for timing in TIMINGS:
+        timing.shrink(sh)
 
 
 def _near_the_violation(s: Scenario, first: int | None) -> list[tuple[FaultSpec, int]]:
