@@ -19,14 +19,19 @@ the run and workload shapes an exploration draws inside them (docs/explore.md).
       hold: 0.02ttl..1.5ttl           # hold_min and hold_max are drawn inside it
       extend: true                    # sections may extend, where the client can
       timing: [fraction, margin, edge, between]   # the client timings drawn (all: default)
+      acquire_timeout: 300ms..1s      # a plug-in dimension's key (dimensions, below)
     faults:
       - kind: kill                    # a kind of faults.registry
         targets: [one, minority, holder, holder-minority]
         duration: 50ms..2s
         options: {power_loss: false}  # each option: a value, choices, or a range
+    dimensions: [acquire_timeout:AcquireTimeout]  # trial dimensions from outside, module:Class
 
 The file is read into msgspec Structs (ModelFile and its sections, below), which the JSON
 Schema (`lockharness schema --model`) and docs/explore.md's table of keys are made from.
+The sections' keys are the trial dimensions' (harness/explore/dimension.py: each declares
+its key, type, default and meaning), built-in and the model's own (``dimensions``), so a
+model with plug-ins is read by a Struct of its own (model_file_type).
 Each fault entry is checked against its kind's declaration (faults/base.py): the options it
 names must be the kind's, every value it allows must be one the kind accepts, and its
 targets must be words the kind's target class takes. A model names no concrete nodes: who
@@ -185,13 +190,14 @@ PluginPath = Annotated[str, Meta(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")]
 @functools.cache
 def model_file_type(dims: tuple[Dimension, ...] = BUILT_IN) -> type[msgspec.Struct]:
     """The model file's Struct for these dimensions (a model's plug-ins add their keys)."""
+    structs = {section: _section(section, dims) for section in SECTIONS}
     sections = [
         (
             section,
-            Annotated[_section(section, dims), _meaning(_SECTION_MEANING[section])],
-            msgspec.field(default_factory=_section(section, dims)),
+            Annotated[struct, _meaning(_SECTION_MEANING[section])],
+            msgspec.field(default_factory=struct),
         )
-        for section in SECTIONS
+        for section, struct in structs.items()
     ]
     faults_meta = Meta(
         min_length=1,
@@ -265,6 +271,16 @@ class FaultChoice:
         return f"{self.kind}: " + "; ".join(parts)
 
 
+class _Bound:
+    """A model key's bound, read by the name the rest of explore knows it by (model.ttl)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get__(self, model: FaultModel, owner: type | None = None) -> Bound:
+        return model.bound(self.key)
+
+
 @dataclass(frozen=True)
 class FaultModel:
     """A model as read: its file's decoded sections (``file``, of model_file_type(
@@ -293,16 +309,16 @@ class FaultModel:
         return value.bound
 
     # The keys the rest of explore reads by name (aim.py, the model's own checks).
-    nodes = property(lambda self: self.bound("cluster.nodes"))
-    persistence = property(lambda self: self.bound("cluster.persistence"))
-    duration = property(lambda self: self.bound("run.duration"))
-    fault_count = property(lambda self: self.bound("run.faults"))
-    workers = property(lambda self: self.bound("workload.workers"))
-    threads = property(lambda self: self.bound("workload.threads"))
-    keys = property(lambda self: self.bound("workload.keys"))
-    ttl = property(lambda self: self.bound("workload.ttl"))
-    hold = property(lambda self: self.bound("workload.hold"))
-    nesting = property(lambda self: self.bound("workload.nesting"))
+    nodes = _Bound("cluster.nodes")
+    persistence = _Bound("cluster.persistence")
+    duration = _Bound("run.duration")
+    fault_count = _Bound("run.faults")
+    workers = _Bound("workload.workers")
+    threads = _Bound("workload.threads")
+    keys = _Bound("workload.keys")
+    ttl = _Bound("workload.ttl")
+    hold = _Bound("workload.hold")
+    nesting = _Bound("workload.nesting")
 
     @property
     def extend(self) -> bool:
