@@ -303,7 +303,7 @@ BAD_MODELS = {
     ),
     "an unknown key in a section": (
         f"description: d\ncluster: {{nodez: 3}}\n{FAULT}",
-        ["unknown key 'cluster.nodez'", "allowed: nodes, persistence, restart_delay"],
+        ["unknown key 'cluster.nodez'", "allowed: persistence, restart_delay, nodes"],
     ),
     "no description": (FAULT, ["description: missing", "allowed: a non-empty string"]),
     "no faults": (

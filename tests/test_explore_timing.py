@@ -16,6 +16,7 @@ import pytest
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid
 from lockharness.harness.explore.client_timing import non_default, redraw_one
+from lockharness.harness.explore.dim_registry import BUILT_IN
 from lockharness.harness.explore.draw import draw
 from lockharness.harness.explore.fits import outside
 from lockharness.harness.explore.model import FaultModel, load_model, read_model
@@ -132,7 +133,8 @@ def test_mutation_redraws_a_timing_inside_the_model() -> None:
         _inside_the_documented_ranges(m.scenario.workload)
         assert outside(model, m.scenario) == [] and list(scenario_problems(m.scenario)) == []
     assert redrawn == {"extend_at", "hold_end", "between"}
-    # A model without timings never redraws one.
+    # A model without timings never redraws one: the workload's other dimensions (extend
+    # too: the model allows it, and the client extends).
     none = model_with([])
     for seed in range(100):
         trial = draw(none, EXTENDING, seed, 1)
@@ -142,6 +144,7 @@ def test_mutation_redraws_a_timing_inside_the_model() -> None:
             "threads",
             "keys",
             "hold",
+            "extend",
         }
     w = draw(none, EXTENDING, 0, 1).scenario.workload
     for seed in range(50):
@@ -156,6 +159,7 @@ class Attempts:
         self.best, self.needs = s, needs
         self.tried: list[str] = []
         self.first_violation_ns: int | None = None
+        self.dimensions = BUILT_IN
 
     def attempt(self, candidate: Scenario, what: str) -> bool:
         self.tried.append(what)

@@ -483,8 +483,9 @@ def test_faults_that_fire_without_an_entry_are_dropped_as_entries_are(tmp_path: 
 
 def test_a_pass_that_progresses_only_after_a_later_one_is_applied(scenario: Scenario) -> None:
     """pause-c is needed while there are more than two workers: neither the cut (pass 1)
-    nor ddmin (pass 2) can take it out until fewer_clients (pass 4) has run, so only a
-    second round of the passes (the fixpoint) finds that pause-a alone reproduces."""
+    nor ddmin (pass 2) can take it out until toward_defaults (pass 4: fewer workers) has
+    run, so only a second round of the passes (the fixpoint) finds that pause-a alone
+    reproduces."""
 
     def c_or_few_workers(s: Scenario) -> Outcome:
         enough = _has(s, "pause-c", C_AT) or s.workload.workers <= 2

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from dataclasses import dataclass
 
 from lockharness.core.typed_input import convert
 from lockharness.faults.spec import Anchor, AnchorCall, FaultPlan, FaultSpec
 from lockharness.harness.explore.aim import aim
-from lockharness.harness.explore.bounds import as_duration
-from lockharness.harness.explore.client_timing import draw_client_timing
+from lockharness.harness.explore.dimension import Drawing
 from lockharness.harness.explore.model import FaultChoice, FaultModel
 from lockharness.harness.explore.options import draw_options
 from lockharness.harness.explore.outage import leave_room
@@ -28,67 +26,8 @@ from lockharness.workloads.spec import WorkloadSpec
 _EDGE_NS = 300 * MS  # faults start this far inside the run, at least
 _PERIODIC = 0.25  # the chance a fault entry repeats (`every`) rather than occurring once
 _EVERY_GAP_NS = 200 * MS  # a periodic fault's occurrences are this far apart, at least
-_AT_DEADLINE = 1 / 3  # the chance the longest holds are drawn at the TTL (see _holds)
-_EXTEND = 0.5  # the chance sections extend, where the model and the client allow it
 _VALIDITY = 0.5  # an anchored fault's chance of a validity anchor rather than a call
 _LEAST_FRACTION = 0.5  # a validity anchor's fraction is drawn from here to 1: the edge
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The clients' numbers and hold times."""
-
-    workers: int
-    threads: int
-    keys: int
-    hold_min_ns: int
-    hold_max_ns: int
-
-
-def _ttl(model: FaultModel, client: ClientSpec, rng: random.Random) -> int:
-    step = client.info().ttl_step_ms * MS
-    drawn = whole_ms(as_duration(model.ttl.draw(rng, 0)))
-    return max(step, -(-drawn // step) * step)  # a whole number of the client's steps
-
-
-def _holds(model: FaultModel, rng: random.Random, ttl: int) -> tuple[int, int]:
-    """hold_min and hold_max inside the model's bound. A third of the time, where the bound
-    reaches the TTL, the longest holds run into the deadline: the boundary where a late
-    release meets an expired key (a fuzzer's "interesting values")."""
-    if model.hold.is_range and rng.random() < _AT_DEADLINE:
-        lo, hi = (int(end) for end in model.hold.span(ttl))
-        if hi >= ttl:
-            top = rng.randint(max(lo, ttl * 9 // 10), hi)
-            return whole_ms(rng.randint(lo, top)), whole_ms(top)
-    low, high = sorted(whole_ms(as_duration(model.hold.draw(rng, ttl))) for _ in range(2))
-    return low, high
-
-
-def draw_shape(model: FaultModel, rng: random.Random, ttl: int) -> Shape:
-    holds = _holds(model, rng, ttl)
-    workers = int(model.workers.draw(rng, whole=True))
-    threads = int(model.threads.draw(rng, whole=True))
-    keys = int(model.keys.draw(rng, whole=True))
-    return Shape(workers, least_threads(workers, threads), keys, *holds)
-
-
-def least_threads(workers: int, threads: int) -> int:
-    """``threads``, or 2 where the workers alone would be one client: mutual exclusion
-    needs two."""
-    return 2 if workers * threads < 2 else threads
-
-
-def _workload(model: FaultModel, client: ClientSpec, rng: random.Random, ttl: int) -> WorkloadSpec:
-    info, shape = client.info(), draw_shape(model, rng, ttl)
-    extend = bool(model.extend and info.extends and rng.random() < _EXTEND)
-    nesting = round(float(model.nesting.draw(rng)), 3) if info.reentrant else 0.0
-    return WorkloadSpec(
-        **dataclasses.asdict(shape),
-        ttl_ns=ttl,
-        honor_validity=True,  # a client that ignores its validity breaks any lock
-        extend=extend,
-        nesting=nesting,
-    )
 
 
 def draw_timing(
@@ -147,28 +86,22 @@ def as_read(client: ClientSpec) -> ClientSpec:
 def _bare(
     model: FaultModel, client: ClientSpec, rng: random.Random, name: str, seed: int
 ) -> Scenario:
-    """The trial without faults (drawn in this order: the seed's sequence depends on it)."""
-    ttl = _ttl(model, client, rng)
-    persistence = model.persistence.draw(rng)
-    duration = whole_ms(as_duration(model.duration.draw(rng)))
-    cluster = ClusterSpec(
-        nodes=int(model.nodes.draw(rng, whole=True)),
-        persistence=persistence,
-        restart_delay_ns=model.least_restart_delay_ns(persistence, ttl),
-    )
-    return Scenario(
+    """The trial without faults: each of the model's dimensions drawn in the registry's
+    order (the seed's sequence depends on it), each from its stream."""
+    s = Scenario(
         name=name,
         description="",
         expect_default=Expectation("valid"),  # the model is what the lock claims to tolerate
-        duration_ns=duration,
+        duration_ns=0,  # run.duration is drawn
         seed=seed,
-        cluster=cluster,
+        cluster=ClusterSpec(),
         client=as_read(client),
-        # The client's timing from an rng of its own: the rest draws as it did before it.
-        workload=draw_client_timing(
-            model, _workload(model, client, rng, ttl), random.Random(f"{seed}:explore-timing")
-        ),
+        workload=WorkloadSpec(honor_validity=True),  # a client that ignores it breaks any lock
     )
+    d = Drawing(model.values, client.info(), rng, seed)
+    for dim in model.dimensions:
+        s = dim.draw(d, s, d.rng_for(dim))
+    return s
 
 
 def draw(

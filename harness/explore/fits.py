@@ -2,10 +2,11 @@
 mutation, replay and shrinking step before it runs one, so that nothing outside the model
 the lock claims is ever injected (and what the property tests check over many seeds).
 
-Only what the lock claims to tolerate is checked: the cluster's persistence and restart
-delay, every fault (kind, options, targets, durations), and the client's timings the
-model names (workload.timing; the defaults always fit). The run's length and the
-workload's numbers are the explorer's choice of where to look, and shrinking cuts them.
+Only what the lock claims to tolerate is checked: every fault (kind, options, targets,
+durations), and what each trial dimension says of its own value (``Dimension.outside``:
+the cluster's nodes, persistence and restart delay, the client's timings the model
+names, whose defaults always fit). The run's length and the workload's numbers are the
+explorer's choice of where to look, and shrinking cuts them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultSpec
 from lockharness.faults.targets import majority_size, minority_size
 from lockharness.harness.explore.bounds import Bound, as_duration
-from lockharness.harness.explore.client_timing import non_default
 from lockharness.harness.explore.model import (
     SOME_WORKERS,
     FaultChoice,
@@ -100,20 +100,8 @@ def outside(model: FaultModel, s: Scenario) -> list[str]:
     c, ttl = s.cluster, s.workload.ttl_ns
     if c.topology != "masters":
         problems.append(f"cluster.topology {c.topology}: explore draws masters only")
-    if not model.nodes.holds(c.nodes):
-        problems.append(f"cluster.nodes {c.nodes} is outside {model.nodes.shown()}")
-    if not model.persistence.holds(c.persistence):
-        problems.append(
-            f"cluster.persistence {c.persistence} is outside {model.persistence.shown()}"
-        )
-    elif c.restart_delay_ns < (least := model.least_restart_delay_ns(c.persistence, ttl)):
-        problems.append(
-            f"cluster.restart_delay {c.restart_delay_ns} ns is below the model's {least} ns "
-            f"for persistence {c.persistence}"
-        )
-    for timing in [t for t in non_default(s.workload) if t not in model.timing]:
-        allowed = ", ".join(sorted(model.timing)) or "none"
-        problems.append(f"workload timing {timing} is not among the model's ({allowed})")
+    for dim in model.dimensions:  # each says what of its own lies outside
+        problems += dim.outside(model.values, s)
     fits_of: dict[str, FaultChoice] = {}
     for spec in s.faults.faults:
         if not model.choices_of(spec.kind):

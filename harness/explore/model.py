@@ -19,14 +19,19 @@ the run and workload shapes an exploration draws inside them (docs/explore.md).
       hold: 0.02ttl..1.5ttl           # hold_min and hold_max are drawn inside it
       extend: true                    # sections may extend, where the client can
       timing: [fraction, margin, edge, between]   # the client timings drawn (all: default)
+      acquire_timeout: 300ms..1s      # a plug-in dimension's key (dimensions, below)
     faults:
       - kind: kill                    # a kind of faults.registry
         targets: [one, minority, holder, holder-minority]
         duration: 50ms..2s
         options: {power_loss: false}  # each option: a value, choices, or a range
+    dimensions: [acquire_timeout:AcquireTimeout]  # trial dimensions from outside, module:Class
 
 The file is read into msgspec Structs (ModelFile and its sections, below), which the JSON
 Schema (`lockharness schema --model`) and docs/explore.md's table of keys are made from.
+The sections' keys are the trial dimensions' (harness/explore/dimension.py: each declares
+its key, type, default and meaning), built-in and the model's own (``dimensions``), so a
+model with plug-ins is read by a Struct of its own (model_file_type).
 Each fault entry is checked against its kind's declaration (faults/base.py): the options it
 names must be the kind's, every value it allows must be one the kind accepts, and its
 targets must be words the kind's target class takes. A model names no concrete nodes: who
@@ -40,7 +45,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_args, get_type_hints
+from typing import Annotated, Any, get_args, get_type_hints
 
 import msgspec
 from msgspec import Meta
@@ -54,17 +59,19 @@ from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import NODE_TARGETS, REPLICATED_TARGETS, WORKER_TARGETS, Room
 from lockharness.harness.explore.bounds import (
     Bound,
-    Chances,
     End,
-    FixedLengths,
     LeastDelay,
     Lengths,
     WholeNumbers,
-    Words,
-    WordSet,
     Written,
 )
-from lockharness.harness.scenario.model import PERSISTENCE_MODES
+from lockharness.harness.explore.dim_registry import (
+    BUILT_IN,
+    DimensionError,
+    load_dimension,
+)
+from lockharness.harness.explore.dimension import SECTIONS, Dimension, written
+from lockharness.harness.explore.trial_dims import least_restart_delay_ns
 
 SOME_WORKERS = "some"  # a worker-list option's choice: a random non-empty subset, drawn per trial
 MAX_MODEL_BYTES = 1 << 20
@@ -79,100 +86,51 @@ DRAWN_KINDS = tuple(k for k, c in KINDS.items() if not c.replicated_only)
 # keys are made from these.
 
 
-class Nodes(WholeNumbers):
-    least, most = 1, 15
-
-
-class Clients(WholeNumbers):  # workers, threads
-    least, most = 1, 64
-
-
-class Keys(WholeNumbers):
-    least, most = 1, 10_000
-
-
 class FaultCount(WholeNumbers):
     least, most = 0, 100
-
-
-class PersistenceModes(Words):
-    words = PERSISTENCE_MODES
-
-
-# The client's own timings a trial may draw beyond the defaults (cadence, drawn, 0s), which
-# are always allowed: workload extend_at (fraction, margin), hold_end (edge), between.
-TIMINGS = ("fraction", "margin", "edge", "between")
-
-
-class Timings(WordSet):
-    words = TIMINGS
-
-
-_T = TypeVar("_T", bound=Written)
-
-
-def written(tp: type[_T], value: Any) -> _T:
-    """A key's default, as a model file would write it (a factory: msgspec's JSON Schema
-    cannot encode a Bound; model_schema writes the value as written)."""
-    default: _T = msgspec.field(default_factory=lambda: tp.decode(value))
-    return default
 
 
 def _meaning(text: str) -> Meta:
     return Meta(description=text)
 
 
-class ClusterBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    nodes: Annotated[Nodes, _meaning("how many nodes (independent masters)")] = written(Nodes, 5)
-    persistence: Annotated[
-        PersistenceModes, _meaning("each trial's persistence mode, one of these")
-    ] = written(PersistenceModes, "none")
-    # Mappings of plain data, each value read in read_model: msgspec names no key of a
-    # mapping in its errors, and the message must say which one broke.
-    restart_delay: Annotated[
-        dict[str, Any],
-        Meta(
-            description="per persistence mode, the least time a killed node stays down "
-            "(a node without its data: past the TTL, 1.2ttl)",
-            extra={"allowed": f"a mapping of persistence modes to {LeastDelay.allowed()}"},
-            extra_json_schema={
-                "propertyNames": {"enum": list(PERSISTENCE_MODES)},
-                "additionalProperties": LeastDelay.json_schema(),
-            },
-        ),
-    ] = msgspec.field(default_factory=dict)
+# Keys of a section that no dimension declares: the run's fault count is drawn with the
+# faults (harness/explore/draw.py).
+_FIXED: dict[str, list[tuple[str, Any, Any]]] = {
+    "run": [
+        (
+            "faults",
+            Annotated[FaultCount, _meaning("fault entries per trial (a periodic one counts once)")],
+            written(FaultCount, "1..5"),
+        )
+    ]
+}
+_SECTION_MEANING = {
+    "cluster": "the cluster a trial runs on",
+    "run": "a trial's length and faults",
+    "workload": "the clients' work",
+}
 
 
-class RunBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    duration: Annotated[FixedLengths, _meaning("how long a trial runs")] = written(
-        FixedLengths, "4s..10s"
+def _section(section: str, dims: tuple[Dimension, ...]) -> type[msgspec.Struct]:
+    """A section's Struct: a field per key its dimensions declare (one for the keys they
+    share), in their order, then the fixed keys."""
+    sharing: dict[str, list[Dimension]] = {}
+    for dim in dims:
+        if dim.section == section:
+            sharing.setdefault(dim.key, []).append(dim)
+    fields: list[tuple[str, Any, Any]] = [
+        (key.partition(".")[2], *type(group[0]).model_field(group))
+        for key, group in sharing.items()
+    ]
+    return msgspec.defstruct(
+        f"{section.capitalize()}Bounds",
+        [*fields, *_FIXED.get(section, [])],
+        kw_only=True,
+        frozen=True,
+        forbid_unknown_fields=True,
+        module=__name__,
     )
-    faults: Annotated[
-        FaultCount, _meaning("fault entries per trial (a periodic one counts once)")
-    ] = written(FaultCount, "1..5")
-
-
-class WorkloadBounds(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    workers: Annotated[Clients, _meaning("worker processes")] = written(Clients, "2..4")
-    threads: Annotated[Clients, _meaning("client threads per worker")] = written(Clients, "1..3")
-    keys: Annotated[Keys, _meaning("keys the clients contend for")] = written(Keys, "1..2")
-    ttl: Annotated[FixedLengths, _meaning("the lock's TTL")] = written(FixedLengths, "500ms..2s")
-    hold: Annotated[
-        Lengths, _meaning("how long a holder works; hold_min and hold_max are drawn inside")
-    ] = written(Lengths, "0.01ttl..0.5ttl")
-    extend: Annotated[bool, _meaning("sections may extend their lease, where the client can")] = (
-        False
-    )
-    nesting: Annotated[
-        Chances, _meaning("the chance a holder acquires again (a reentrant client)")
-    ] = written(Chances, 0)
-    timing: Annotated[
-        Timings,
-        _meaning(
-            "the client's timings a trial may draw besides the defaults: extend_at a "
-            "fraction or a margin, hold_end edge, between a delay (docs/scenarios.md)"
-        ),
-    ] = written(Timings, list(TIMINGS))
 
 
 class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -226,40 +184,68 @@ ModelName = Annotated[
     str,
     Meta(pattern=r"^[A-Za-z0-9-]+$", extra={"allowed": "letters, digits and -"}),
 ]
+PluginPath = Annotated[str, Meta(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")]
 
 
-class ModelFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A fault model file (docs/explore.md#fault-models)."""
-
-    name: Annotated[
-        ModelName | None,
-        Meta(
-            description="the model's name (default: the file's)",
-            extra={"allowed": "letters, digits and -"},
+@functools.cache
+def model_file_type(dims: tuple[Dimension, ...] = BUILT_IN) -> type[msgspec.Struct]:
+    """The model file's Struct for these dimensions (a model's plug-ins add their keys)."""
+    structs = {section: _section(section, dims) for section in SECTIONS}
+    sections = [
+        (
+            section,
+            Annotated[struct, _meaning(_SECTION_MEANING[section])],
+            msgspec.field(default_factory=struct),
+        )
+        for section, struct in structs.items()
+    ]
+    faults_meta = Meta(
+        min_length=1,
+        description="the faults the lock claims to tolerate, with their bounds",
+        extra={
+            "allowed": "a list of fault entries (kind, targets, duration, options, weight, "
+            "anchored)",
+            "problem": "is not a list of one or more fault entries",
+        },
+    )
+    dimensions_meta = Meta(
+        description="trial dimensions from outside lockharness, each module:Class "
+        "(docs/explore.md#adding-a-trial-dimension); their keys join the sections'",
+        extra={"allowed": "a list of module:Class paths"},
+    )
+    fields: list[tuple[Any, ...]] = [
+        (
+            "name",
+            Annotated[
+                ModelName | None,
+                Meta(
+                    description="the model's name (default: the file's)",
+                    extra={"allowed": "letters, digits and -"},
+                ),
+            ],
+            None,
         ),
-    ] = None
-    description: Annotated[Text, _meaning("what the lock claims, in a sentence or two")]
-    cluster: Annotated[ClusterBounds, _meaning("the cluster a trial runs on")] = msgspec.field(
-        default_factory=ClusterBounds
-    )
-    run: Annotated[RunBounds, _meaning("a trial's length and faults")] = msgspec.field(
-        default_factory=RunBounds
-    )
-    workload: Annotated[WorkloadBounds, _meaning("the clients' work")] = msgspec.field(
-        default_factory=WorkloadBounds
-    )
-    faults: Annotated[
-        list[FaultEntry],
-        Meta(
-            min_length=1,
-            description="the faults the lock claims to tolerate, with their bounds",
-            extra={
-                "allowed": "a list of fault entries (kind, targets, duration, options, weight, "
-                "anchored)",
-                "problem": "is not a list of one or more fault entries",
-            },
+        ("description", Annotated[Text, _meaning("what the lock claims, in a sentence or two")]),
+        *sections,
+        ("faults", Annotated[list[FaultEntry], faults_meta]),
+        (
+            "dimensions",
+            Annotated[list[PluginPath], dimensions_meta],
+            msgspec.field(default_factory=list),
         ),
     ]
+    return msgspec.defstruct(
+        "ModelFile",
+        fields,
+        kw_only=True,
+        frozen=True,
+        forbid_unknown_fields=True,
+        module=__name__,
+        namespace={"__doc__": "A fault model file (docs/explore.md#fault-models)."},
+    )
+
+
+ModelFile = model_file_type()  # the built-in dimensions' (the JSON Schema, the docs table)
 
 
 @dataclass(frozen=True)
@@ -285,32 +271,72 @@ class FaultChoice:
         return f"{self.kind}: " + "; ".join(parts)
 
 
+class _Bound:
+    """A model key's bound, read by the name the rest of explore knows it by (model.ttl)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get__(self, model: FaultModel, owner: type | None = None) -> Bound:
+        return model.bound(self.key)
+
+
 @dataclass(frozen=True)
 class FaultModel:
+    """A model as read: its file's decoded sections (``file``, of model_file_type(
+    dimensions)), each key's value by its dotted key (``values``), the fault entries
+    checked against their kinds, and the dimensions a trial draws."""
+
     name: str
     description: str
     source: str
-    nodes: Bound
-    persistence: Bound
-    restart_delay: dict[str, End]  # persistence mode -> least time down
-    duration: Bound
-    fault_count: Bound
-    workers: Bound
-    threads: Bound
-    keys: Bound
-    ttl: Bound
-    hold: Bound
-    extend: bool
-    nesting: Bound
+    file: Any  # a model_file_type(dimensions) instance
     faults: tuple[FaultChoice, ...]
-    timing: frozenset[str] = frozenset(TIMINGS)  # of TIMINGS: what a trial may draw
+    dimensions: tuple[Dimension, ...] = BUILT_IN
+
+    @functools.cached_property
+    def values(self) -> dict[str, Any]:
+        """Every section key's value as read ("workload.ttl": a FixedLengths, ...)."""
+        return {
+            f"{section}.{f.name}": getattr(getattr(self.file, section), f.name)
+            for section in SECTIONS
+            for f in msgspec.structs.fields(getattr(self.file, section))
+        }
+
+    def bound(self, key: str) -> Bound:
+        value = self.values[key]
+        assert isinstance(value, Written), f"{key} is no bound"
+        return value.bound
+
+    # The keys the rest of explore reads by name (aim.py, the model's own checks).
+    nodes = _Bound("cluster.nodes")
+    persistence = _Bound("cluster.persistence")
+    duration = _Bound("run.duration")
+    fault_count = _Bound("run.faults")
+    workers = _Bound("workload.workers")
+    threads = _Bound("workload.threads")
+    keys = _Bound("workload.keys")
+    ttl = _Bound("workload.ttl")
+    hold = _Bound("workload.hold")
+    nesting = _Bound("workload.nesting")
+
+    @property
+    def extend(self) -> bool:
+        return bool(self.values["workload.extend"])
+
+    @property
+    def timing(self) -> frozenset[str]:
+        """The client's timings (their model words) a trial may draw besides the defaults."""
+        return frozenset(self.bound("workload.timing").choices)
+
+    @property
+    def restart_delay(self) -> dict[str, End]:
+        """Persistence mode -> the least time a killed node stays down."""
+        delays = self.values["cluster.restart_delay"]
+        return {mode: LeastDelay.decode(d).end for mode, d in delays.items()}
 
     def least_restart_delay_ns(self, persistence: str, ttl_ns: int) -> int:
-        end = self.restart_delay.get(persistence)
-        if end is None:
-            return 0
-        ms = -(-end.at(ttl_ns) // 1_000_000)  # whole ms, rounded up: never below the bound
-        return int(ms) * 1_000_000
+        return least_restart_delay_ns(self.values["cluster.restart_delay"], persistence, ttl_ns)
 
     def choices_of(self, kind: str) -> list[FaultChoice]:
         return [f for f in self.faults if f.kind == kind]
@@ -318,13 +344,12 @@ class FaultModel:
 
 # ---- what the Structs say: the JSON Schema and the docs' table of keys ----------------------
 
-_SECTIONS: tuple[tuple[str, type[msgspec.Struct]], ...] = (
-    ("", ModelFile),
-    ("cluster.", ClusterBounds),
-    ("run.", RunBounds),
-    ("workload.", WorkloadBounds),
-    ("faults[].", FaultEntry),
-)
+
+def _sections() -> list[tuple[str, type[msgspec.Struct]]]:
+    """The built-in model file's Structs, each with its keys' prefix."""
+    hints = get_type_hints(ModelFile, include_extras=True)
+    inner = [(f"{s}.", get_args(hints[s])[0]) for s in SECTIONS]
+    return [("", ModelFile), *inner, ("faults[].", FaultEntry)]
 
 
 def _default(field: msgspec.structs.FieldInfo) -> Any:
@@ -343,7 +368,7 @@ def _default(field: msgspec.structs.FieldInfo) -> Any:
 def model_schema() -> str:
     """The fault model file's JSON Schema, draft-07 (`lockharness schema --model`)."""
     schema = json.loads(json_schema(ModelFile, "lockharness fault model"))
-    for _, struct in _SECTIONS:  # the bounds' defaults, as written: msgspec cannot
+    for _, struct in _sections():  # the bounds' defaults, as written: msgspec cannot
         properties = schema["definitions"][struct.__name__]["properties"]
         for f in msgspec.structs.fields(struct):
             if (default := _default(f)) is not msgspec.NODEFAULT:
@@ -354,7 +379,7 @@ def model_schema() -> str:
 def model_table() -> str:
     """Markdown: every key of a model file, its type, default and meaning."""
     rows = ["| key | allowed | default | meaning |", "|---|---|---|---|"]
-    for prefix, struct in _SECTIONS:
+    for prefix, struct in _sections():
         hints = get_type_hints(struct, include_extras=True)
         for f in msgspec.structs.fields(struct):
             meaning = [m.description for m in get_args(hints[f.name])[1:] if m.description]
@@ -488,17 +513,6 @@ def _fault_choice(entry: FaultEntry, path: str) -> FaultChoice:
     )
 
 
-def _restart_delay(delays: dict[str, Any], path: str) -> dict[str, End]:
-    for mode in delays:
-        if mode not in PERSISTENCE_MODES:
-            raise Invalid(
-                f"{path}.{mode}",
-                "is not a persistence mode; allowed: a mapping of persistence modes "
-                f"({', '.join(PERSISTENCE_MODES)}) to {LeastDelay.allowed()}",
-            )
-    return {mode: convert(d, LeastDelay, f"{path}.{mode}").end for mode, d in delays.items()}
-
-
 def _load_plugin_kinds(faults: object, base: Path | None) -> None:
     """Import and register the plug-in kinds the entries name (faults.plugin), looked for
     beside the model's file: their declarations are what the entries are checked against."""
@@ -511,34 +525,42 @@ def _load_plugin_kinds(faults: object, base: Path | None) -> None:
                 raise Invalid(f"faults[{i}].kind", str(e)) from None
 
 
+def _load_dimensions(data: Any, base: Path | None) -> tuple[Dimension, ...]:
+    """The built-in dimensions, then the plug-ins the model names (``dimensions``)."""
+    named = data.get("dimensions") if isinstance(data, dict) else None
+    if named is None:
+        return BUILT_IN
+    if not isinstance(named, list) or not all(isinstance(p, str) for p in named):
+        raise Invalid("dimensions", "is not a list; allowed: a list of module:Class paths")
+    found: list[Dimension] = []
+    for i, path in enumerate(named):
+        try:
+            found.append(load_dimension(path, base))
+        except DimensionError as e:
+            raise Invalid(f"dimensions[{i}]", str(e)) from None
+    return (*BUILT_IN, *dict.fromkeys(found))
+
+
 def read_model(data: Any, source: str, stem: str) -> FaultModel:
     """Invalid at the first broken rule."""
-    # Plug-in kinds (module:Class) are registered first: their entries are read against
-    # their own declarations.
+    # Plug-in kinds (module:Class) and dimensions are loaded first: the entries are read
+    # against the kinds' own declarations, the sections with the dimensions' keys.
+    base = Path(source).parent if Path(source).is_file() else None
     faults = data.get("faults") if isinstance(data, dict) else None
-    _load_plugin_kinds(faults, Path(source).parent if Path(source).is_file() else None)
-    doc: ModelFile = convert(data, ModelFile)
+    _load_plugin_kinds(faults, base)
+    dims = _load_dimensions(data, base)
+    doc: Any = convert(data, model_file_type(dims))
     name: str = doc.name if doc.name is not None else convert(stem, ModelName, "name")
-    cluster, run, workload = doc.cluster, doc.run, doc.workload
     model = FaultModel(
         name=name,
         description=" ".join(doc.description.split()),
         source=source,
-        nodes=cluster.nodes.bound,
-        persistence=cluster.persistence.bound,
-        restart_delay=_restart_delay(cluster.restart_delay, "cluster.restart_delay"),
-        duration=run.duration.bound,
-        fault_count=run.faults.bound,
-        workers=workload.workers.bound,
-        threads=workload.threads.bound,
-        keys=workload.keys.bound,
-        ttl=workload.ttl.bound,
-        hold=workload.hold.bound,
-        extend=workload.extend,
-        nesting=workload.nesting.bound,
+        file=doc,
         faults=tuple(_fault_choice(f, f"faults[{i}]") for i, f in enumerate(doc.faults)),
-        timing=frozenset(workload.timing.bound.choices),
+        dimensions=dims,
     )
+    for dim in dims:
+        dim.check(model.values[dim.key], dim.key)
     _ranges_hold_at_every_ttl(model)
     if max(_ends(model.fault_count)) == 0:
         # Every trial fault-free: "no violation" would certify a claim never put to the test.
@@ -622,18 +644,19 @@ def load_model(ref: str) -> FaultModel:
 
 
 def model_lines(model: FaultModel) -> list[str]:
-    """What `explore --list-models` shows of one model."""
-    delays = ", ".join(
-        f"{mode} down at least {end.shown()}" for mode, end in model.restart_delay.items()
-    )
+    """What `explore --list-models` shows of one model: each section's dimensions as they
+    say themselves (the keys they share said once)."""
+    values = model.values
+
+    def said(section: str) -> list[str]:
+        parts = (dim.shown(values) for dim in model.dimensions if dim.section == section)
+        return list(dict.fromkeys(p for p in parts if p))
+
+    run = [*said("run"), f"{model.fault_count.shown()} faults"]
     return [
         f"{model.name}: {model.description}",
-        f"  cluster: nodes {model.nodes.shown()}, persistence {model.persistence.shown()}"
-        + (f" ({delays})" if delays else ""),
-        f"  runs: {model.duration.shown()}, {model.fault_count.shown()} faults; workers "
-        f"{model.workers.shown()} x threads {model.threads.shown()}, keys {model.keys.shown()}, "
-        f"ttl {model.ttl.shown()}, hold {model.hold.shown()}"
-        + (", sections extend" if model.extend else "")
-        + f"; timing {', '.join(t for t in TIMINGS if t in model.timing) or 'the defaults'}",
+        f"  cluster: {', '.join(said('cluster'))}",
+        f"  runs: {', '.join(run)}",
+        f"  workload: {', '.join(said('workload'))}",
         *(f"  - {choice.shown()}" for choice in model.faults),
     ]

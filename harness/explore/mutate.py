@@ -1,8 +1,8 @@
 """A mutant: an earlier trial changed by one to three typed edits of its scenario (a fault
 added, removed, retimed, an option or its targets redrawn, a fault spliced from another
-trial, the clients reshaped), each drawn inside the fault model as a fresh trial's parts
-are (harness/explore/draw.py), so that the mutant keeps the scenario's rules as a fresh
-draw does: checked once, never repaired."""
+trial, one of the model's trial dimensions redrawn), each drawn inside the fault model as
+a fresh trial's parts are (harness/explore/draw.py), so that the mutant keeps the
+scenario's rules as a fresh draw does: checked once, never repaired."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ import dataclasses
 import random
 from dataclasses import dataclass
 
-import msgspec
-
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultPlan, FaultSpec
-from lockharness.harness.explore.client_timing import redraw_one
-from lockharness.harness.explore.draw import draw_fault, draw_shape, draw_timing, least_threads
+from lockharness.harness.explore.dimension import Drawing
+from lockharness.harness.explore.draw import draw_fault, draw_timing
 from lockharness.harness.explore.model import FaultModel
 from lockharness.harness.explore.options import (
     admitted,
@@ -32,7 +30,6 @@ from lockharness.workloads.client_doc import ClientSpec
 # What a mutation does; one that does not apply (remove the only fault, redraw the options
 # of a fault without any, splice without a donor that fits) reshapes the clients instead.
 MUTATIONS = ("add", "remove", "retime", "options", "targets", "workload", "splice")
-_SHAPE_FIELDS = ("workers", "threads", "keys", "hold")
 
 
 @dataclass
@@ -43,6 +40,7 @@ class Mutant:
     drawn: dict[str, DrawnFault]
     model: FaultModel
     rng: random.Random
+    client: ClientSpec | None = None  # the exploration's (None: the scenario's, read back)
 
     @property
     def faults(self) -> tuple[FaultSpec, ...]:
@@ -128,26 +126,18 @@ def _splice(m: Mutant, donor: Trial) -> str:
 
 
 def _reshape(m: Mutant) -> str:
-    """One of the clients' numbers, the holds or (where the model draws any) one of the
-    client's timings redrawn, keeping the TTL the bounds follow; fewer workers, and the
-    faults' worker lists keep only those left."""
-    w = m.scenario.workload
-    fresh = draw_shape(m.model, m.rng, w.ttl_ns)
-    field = m.rng.choice(_SHAPE_FIELDS + ("timing",) * bool(m.model.timing))
-    if field == "timing":
-        w, key = redraw_one(m.model, w, m.rng)
-        m.scenario = dataclasses.replace(m.scenario, workload=w)
-        return f"workload {key} redrawn"
-    if field == "hold":
-        changes = {"hold_min_ns": fresh.hold_min_ns, "hold_max_ns": fresh.hold_max_ns}
-    else:
-        changes = {field: getattr(fresh, field)}
-    w = msgspec.structs.replace(w, **changes)
-    w = msgspec.structs.replace(w, threads=least_threads(w.workers, w.threads))
-    m.scenario = dataclasses.replace(m.scenario, workload=w)
-    if field == "workers":
-        m.set_faults([with_workers(f, w.workers) for f in m.faults])
-    return f"workload {field} redrawn"
+    """One of the model's dimensions that may be redrawn here (a workload number, the
+    holds, extend, nesting, persistence, a client's timing, a plug-in's) redrawn, keeping
+    the TTL the bounds follow; the faults' options follow what changed (fewer workers:
+    their worker lists keep only those left; another persistence: what it admits)."""
+    client = m.client if m.client is not None else m.scenario.client
+    d = Drawing(m.model.values, client.info(), m.rng)
+    dims = [dim for dim in m.model.dimensions if dim.mutable(d, m.scenario)]
+    dim = m.rng.choice(dims)  # the holds are always redrawable
+    m.scenario = dim.mutate(d, m.scenario, m.rng)
+    room, workers = room_of(m.scenario), m.scenario.workload.workers
+    m.set_faults([readmitted(with_workers(f, workers), room) for f in m.faults])
+    return f"{dim.section} {dim.name} redrawn"
 
 
 def apply_mutation(m: Mutant, kind: str, donor: Trial | None) -> str:
@@ -183,7 +173,7 @@ def mutate(
     the parent's scenario already holds."""
     rng = random.Random(f"{seed}:explore-mutation")
     named = dataclasses.replace(parent.scenario, name=trial_name(number), seed=seed)
-    m = Mutant(named, dict(parent.drawn), model, rng)
+    m = Mutant(named, dict(parent.drawn), model, rng, client)
     applied = [apply_mutation(m, rng.choice(MUTATIONS), donor) for _ in range(rng.randint(1, 3))]
     origin = f"mutated from {parent.name}: {', '.join(applied)}"
     m.set_faults(leave_room(m.scenario, m.faults, m.drawn))

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lockharness.harness.explore.defaults import DEFAULT_K, DEFAULT_M, DEFAULT_MAX_CANDIDATES
+from lockharness.harness.explore.dim_registry import BUILT_IN
+from lockharness.harness.explore.dimension import Dimension
 from lockharness.harness.explore.reproduce import (
     Reproduction,
     RunOnce,
@@ -82,6 +84,7 @@ class _Limits:
     fits: Callable[[Scenario], bool]
     max_candidates: int
     should_stop: ShouldStop
+    dimensions: tuple[Dimension, ...] = BUILT_IN
 
 
 class _Shrinker:
@@ -99,6 +102,10 @@ class _Shrinker:
     @property
     def accepted(self) -> int:
         return sum(1 for step in self.steps if step.accepted)
+
+    @property
+    def dimensions(self) -> tuple[Dimension, ...]:
+        return self.limits.dimensions
 
     def _why_skip(self, candidate: Scenario) -> str | None:
         if not self.limits.fits(candidate):
@@ -178,6 +185,7 @@ def shrink(
     fits: Callable[[Scenario], bool] = lambda s: True,
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     should_stop: ShouldStop = never_stop,
+    dimensions: tuple[Dimension, ...] = BUILT_IN,
 ) -> ShrinkResult:
     """The smallest scenario the passes find that still reproduces ``s``'s violation.
 
@@ -185,12 +193,14 @@ def shrink(
     latest among the hits of ``s``'s reproduction). ``reproduction``: of ``s``, if the caller
     made one (else it is made here, stopping early). ``max_candidates`` bounds the candidates
     run; ``should_stop`` is asked before every run (a truthy answer stops, with the best so
-    far; a str says why)."""
+    far; a str says why). ``dimensions``: the fault model's, each shrunk toward its default
+    as it declares."""
     if reproduction is None:
         reproduction = reproduce(s, run_once, k, m, should_stop=should_stop)
     if not reproduction.reproduced and reproduction.stopped is not None:
         return ShrinkResult(s, (), reproduction, reproduction.stopped)
-    sh = _Shrinker(s, reproduction, run_once, _Limits(k, m, fits, max_candidates, should_stop))
+    limits = _Limits(k, m, fits, max_candidates, should_stop, dimensions)
+    sh = _Shrinker(s, reproduction, run_once, limits)
     try:
         if (why := _focused_first(sh, reproduction, first_violation_ns)) is not None:
             return ShrinkResult(s, tuple(sh.steps), reproduction, why, tuple(sh.skipped))

@@ -10,10 +10,11 @@ repeats them, in this order, until a round accepts none:
    (anchored, periodic or once: one each), the empty schedule first;
 3. shorten each fault's window: to a floor (50 ms) at once, else by halving; then end the
    run shortly after the last one;
-4. fewer workers, threads and keys (halving toward the least the faults and mutual
-   exclusion allow);
-5. the client's timing back to the defaults, one key at a time (extend_at cadence,
-   hold_end drawn, between 0s): what the violation does not need of it goes.
+4. every trial dimension toward its default, in the registry's order, as each declares
+   (harness/explore/dimension.py): fewer workers, threads and keys (halving toward the
+   least the faults and mutual exclusion allow), extend off, nesting 0, the client's
+   timing back to the defaults one key at a time (extend_at cadence, hold_end drawn,
+   between 0s), a plug-in's own: what the violation does not need of them goes.
 
 Before the rounds, when the scenario fails only by chance (a miss among its runs), one more
 pass (``one_fault_repeated``): each fault in effect near the violation alone, repeating
@@ -24,14 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Protocol
 
-from lockharness.faults.plan_doc import workers_named
 from lockharness.faults.spec import FaultPlan, FaultSpec
+from lockharness.harness.explore.client_timing import TIMINGS
 from lockharness.harness.explore.ddmin import ddmin
+from lockharness.harness.explore.dimension import Attempts
 from lockharness.harness.explore.shrink_edits import (
     Unit,
-    ceil_div,
     ceil_ms,
     fault_entries,
     firing_alone,
@@ -43,7 +43,6 @@ from lockharness.harness.explore.shrink_edits import (
     with_workload,
 )
 from lockharness.harness.scenario import Scenario
-from lockharness.workloads.timing import Between, ExtendAt, HoldEnd
 
 _MS, _S = 1_000_000, 1_000_000_000
 MARGIN_NS = 1 * _S  # a cut run goes on this long after the violation or the last fault
@@ -51,18 +50,6 @@ FLOOR_NS = 50 * _MS  # the shortest fault window shrinking tries
 REPEAT_FROM_NS = 300 * _MS  # a repeated fault's first occurrence (explore draws none sooner)
 REPEAT_EVERY_NS = 1 * _S  # a repeated fault's spacing, at least (else 3 of its windows)
 REPEATED_TRIED = 3  # faults tried alone and repeated, the nearest the violation first
-
-
-class Attempts(Protocol):
-    """What a pass sees of the shrinker."""
-
-    @property
-    def best(self) -> Scenario: ...
-
-    @property
-    def first_violation_ns(self) -> int | None: ...
-
-    def attempt(self, candidate: Scenario, what: str) -> bool: ...
 
 
 def focus(sh: Attempts) -> None:
@@ -153,41 +140,20 @@ def _end_after_last_fault(sh: Attempts) -> None:
         sh.attempt(dataclasses.replace(s, duration_ns=end), what)
 
 
-def _fewest(sh: Attempts, key: str, least: int) -> None:
-    """Halve workload ``key`` toward ``least``: a binary search for the fewest that still
-    reproduces."""
-    now = getattr(sh.best.workload, key)
-    while least < now:
-        fewer = (least + now) // 2
-        if sh.attempt(with_workload(sh.best, **{key: fewer}), f"{key} {now} -> {fewer}"):
-            now = fewer
-        else:
-            least = fewer + 1
-
-
-def fewer_clients(sh: Attempts) -> None:
-    # Never fewer workers than the faults name (targets w3, options.workers [w3]): such
-    # candidates are not made, rather than dropping or renaming what the faults hit. Two
-    # clients at least: mutual exclusion needs two.
-    named = [w for w, _ in workers_named(sh.best.faults)]
-    _fewest(sh, "workers", max(1, ceil_div(2, sh.best.workload.threads), *named))
-    _fewest(sh, "threads", max(1, ceil_div(2, sh.best.workload.workers)))
-    _fewest(sh, "keys", 1)
+def toward_defaults(sh: Attempts) -> None:
+    """Each of the model's trial dimensions nearer its default, as it declares
+    (harness/explore/dimension.py: fewer workers, threads and keys; extend off; nesting
+    0; each of the client's timings back to its default; a plug-in's own): what the
+    violation does not need of them goes. The order is the registry's."""
+    for dim in sh.dimensions:
+        dim.shrink(sh)
 
 
 def plain_timing(sh: Attempts) -> None:
-    """Each of the client's timing keys at its default, if the violation does without: a
-    minimal scenario keeps only the timing it needs (a release at the deadline's edge,
-    say), and says so by keeping only that key."""
-    for key, default in (
-        ("extend_at", ExtendAt()),
-        ("hold_end", HoldEnd()),
-        ("between", Between()),
-    ):
-        now = getattr(sh.best.workload, key)
-        if now != default:
-            what = f"{key} {now.to_plain()} -> {default.to_plain()}"
-            sh.attempt(with_workload(sh.best, **{key: default}), what)
+    """The client's timing keys alone at their defaults (extend_at cadence, hold_end
+    drawn, between 0s), one at a time: toward_defaults's part for them."""
+    for timing in TIMINGS:
+        timing.shrink(sh)
 
 
 def _near_the_violation(s: Scenario, first: int | None) -> list[tuple[FaultSpec, int]]:
@@ -239,6 +205,5 @@ PASSES: tuple[Pass, ...] = (
     cut_after_violation,
     drop_faults,
     shorten_windows,
-    fewer_clients,
-    plain_timing,
+    toward_defaults,
 )

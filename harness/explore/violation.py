@@ -163,6 +163,7 @@ class Violations:
             reproduction=replays,
             fits=lambda s: not outside(self.request.model, s),
             should_stop=spent,
+            dimensions=self.request.model.dimensions,
         )
         violation.shrink_s = round(time.monotonic() - t0, 1)
         violation.shrink_stopped = result.stopped
