@@ -115,7 +115,8 @@ def _found(
     )
     result = _Result(1_000_000_000)
     trial = Trial(1, 3, "fresh", load_scenario(RunDir(run_dir).scenario), {})
-    violations.found(trial, cast(RunOutcome, _Outcome(run_dir, result)))
+    replay = load_scenario(RunDir(run_dir).replay)
+    violations.found(trial, cast(RunOutcome, _Outcome(run_dir, result, replay)))
     (v,) = record.violations
     return v, progress.lines
 
@@ -130,6 +131,7 @@ class _Result:
 class _Outcome:
     run_dir: Path
     result: _Result
+    replay: Scenario  # what the run handed back: the scenario its replay.yaml holds
 
 
 def test_a_violation_that_needs_the_anchor_shrinks_from_the_trial_as_drawn(
