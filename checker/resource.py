@@ -117,3 +117,38 @@ def _dead(
     if not holders:
         return False
     return all(process in died and died[process] <= at for process in holders)
+
+
+def doubted(
+    occupancy: list[ResourceWitness], errors: list[Event]
+) -> tuple[list[ResourceWitness], list[str]]:
+    """The occupancy witnesses that stand, and why each other one rests on the resource's
+    own failure, not on the lock: one of its leases had a call to the resource that was
+    never answered (its ``enter`` or ``exit`` info) at or before the witness. Such a call
+    may still be queued at the resource (a stopped or overloaded server), and land after
+    the next holder's ``enter``: the resource then counts a client who had left. Nothing
+    real is hidden: had the two held at once, their sections would overlap, and mutual
+    exclusion says so on the clients' own record."""
+    if not occupancy or not errors:
+        return occupancy, []
+    unanswered: dict[str, Event] = {}
+    for error in errors:
+        if error.token is not None:
+            unanswered.setdefault(error.token, error)
+    kept: list[ResourceWitness] = []
+    why: list[str] = []
+    for seen in occupancy:
+        tokens = [*seen.others, *([seen.token] if seen.token is not None else [])]
+        first = next(
+            (e for t in tokens if (e := unanswered.get(t)) is not None and e.time <= seen.time),
+            None,
+        )
+        if first is None:
+            kept.append(seen)
+            continue
+        why.append(
+            f"the resource's count of {seen.occupancy} inside at {seen.time / 1e9:.3f}s on "
+            f"{seen.key} rests on p{first.process}'s {first.f} it never answered (at "
+            f"{first.time / 1e9:.3f}s)"
+        )
+    return kept, why

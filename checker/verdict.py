@@ -25,6 +25,7 @@ from lockharness.checker.fencing import check_fencing
 from lockharness.checker.kinds import Findings, views_of
 from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
+from lockharness.checker.resource import doubted
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.sections import Section, by_key
 from lockharness.checker.spans import fault_spans, healed_at
@@ -123,7 +124,7 @@ def _check(
     mutex = with_failovers(check_mutual_exclusion(sections, grouped), found.failovers)
     # Overlaps that only a late harness caused are excused: they make a run unknown.
     attribution = attribute(mutex, view.occupancy, sections, history)
-    mutex, resource = attribution.mutex, attribution.resource
+    mutex, (resource, unanswered) = attribution.mutex, doubted(attribution.resource, view.errors)
     fencing = check_fencing(sections=sections, view=view, grouped=grouped)
     counts = digest_stats(found)
     counts.update(section_stats(sections))
@@ -179,7 +180,7 @@ def _check(
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")
         return result(Verdict.INVALID, witnesses, reasons)
     reasons = _unknown_reasons(found, expected_processes)
-    reasons += _harness_reasons(attribution.excused, view.errors)
+    reasons += _harness_reasons(attribution.excused, view.errors, unanswered)
     if reasons:
         return result(Verdict.UNKNOWN, [], reasons)
     return result(Verdict.VALID, [], [])
@@ -201,7 +202,9 @@ def _lateness_stats(
     }
 
 
-def _harness_reasons(excused: list[str], resource_errors: list[Event]) -> list[str]:
+def _harness_reasons(
+    excused: list[str], resource_errors: list[Event], unanswered: list[str]
+) -> list[str]:
     """Why a run without a violation still cannot vouch for safety: the harness itself."""
     reasons = []
     if excused:
@@ -215,10 +218,16 @@ def _harness_reasons(excused: list[str], resource_errors: list[Event]) -> list[s
         first = resource_errors[0]
         error = (first.value or {}).get("error", "no answer")
         calls = _plural(len(resource_errors), "call", "calls")
-        reasons.append(
+        reason = (
             f"the resource failed: {calls} to it errored (first at {first.time / 1e9:.2f} s: "
             f"{error}); its view of who was inside is incomplete"
         )
+        if unanswered:
+            resting = _plural(
+                len(unanswered), "occupancy witness rests", "occupancy witnesses rest"
+            )
+            reason += f"; {resting} on those calls, not on the lock (first: {unanswered[0]})"
+        reasons.append(reason)
     return reasons
 
 

@@ -231,7 +231,7 @@ def _explain(
 
 
 # A type msgspec does not know reads itself: Duration, a fault model's bounds
-# (harness/explore/bounds.py). Its classmethods: decode(value), which raises ValueError
+# (harness/explore/generate/bounds.py). Its classmethods: decode(value), which raises ValueError
 # saying what is wrong and what is allowed; allowed(); json_schema().
 
 

@@ -146,7 +146,7 @@ class Fault(ABC):
     needs_node_clocks: ClassVar[bool] = False
     needs_client_clocks: ClassVar[bool] = False
     # The option that delays each request by its value (latency's `latency`): explore
-    # draws it just longer than what a lease has left (harness/explore/aim.py).
+    # draws it just longer than what a lease has left (harness/explore/generate/aim.py).
     delays: ClassVar[str | None] = None
     # How the checker pairs its occurrences with live leases (docs/exposure.md); no
     # default: a kind that does not say is refused when it registers.
@@ -213,7 +213,7 @@ class Fault(ABC):
         """Whether an occurrence with these options takes its target nodes away from every
         client (a kill, a pause, an isolating partition): while it lasts on the nodes a lease
         needs, nobody locks, and explore keeps a trial's share of that within a budget
-        (harness/explore/outage.py)."""
+        (harness/explore/generate/outage.py)."""
         return False
 
     @abstractmethod

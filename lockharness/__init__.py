@@ -1,7 +1,8 @@
 """lockharness: a Jepsen-style fault-injection harness for Redis distributed locks.
 
 The names below are the stable surface (docs/api.md): what a lock-client plug-in
-implements and returns, and the types of the pytest plug-in's fixtures. Everything under
+implements and returns, what a fault kind and a trial dimension are written with, and the
+types of the pytest plug-in's fixtures. Everything under
 ``lockharness.<folder>`` is internal and may move.
 
 One import namespace. The repository keeps its layers as top-level folders (core/,
@@ -29,6 +30,14 @@ if TYPE_CHECKING:  # the same names as _WHERE, for type checkers and editors
     from lockharness.faults.base import Fault as Fault
     from lockharness.faults.base import FaultContext as FaultContext
     from lockharness.faults.spec import FaultOptions as FaultOptions
+    from lockharness.harness.explore.generate.bounds import FixedLengths as FixedLengths
+    from lockharness.harness.explore.generate.bounds import Lengths as Lengths
+    from lockharness.harness.explore.generate.dimension import Dimension as Dimension
+    from lockharness.harness.explore.generate.dimension import Drawing as Drawing
+    from lockharness.harness.explore.generate.dimension import Shrinking as Shrinking
+    from lockharness.harness.explore.generate.edits import secs as secs
+    from lockharness.harness.explore.generate.edits import with_workload as with_workload
+    from lockharness.harness.explore.generate.whole_ms import draw_ms as draw_ms
     from lockharness.harness.pytest_plugin import Explore as Explore
     from lockharness.harness.pytest_plugin import RunScenario as RunScenario
     from lockharness.harness.pytest_plugin.clusters import ClusterFactory as ClusterFactory
@@ -58,6 +67,15 @@ _WHERE: dict[str, str] = {
     "Fault": "lockharness.faults.base",
     "FaultContext": "lockharness.faults.base",
     "FaultOptions": "lockharness.faults.spec",
+    # A trial dimension of explore's (docs/explore.md, "Adding a trial dimension")
+    "Dimension": "lockharness.harness.explore.generate.dimension",
+    "Drawing": "lockharness.harness.explore.generate.dimension",
+    "Shrinking": "lockharness.harness.explore.generate.dimension",
+    "Lengths": "lockharness.harness.explore.generate.bounds",
+    "FixedLengths": "lockharness.harness.explore.generate.bounds",
+    "with_workload": "lockharness.harness.explore.generate.edits",
+    "draw_ms": "lockharness.harness.explore.generate.whole_ms",
+    "secs": "lockharness.harness.explore.generate.edits",
     # The pytest plug-in's fixtures, for annotations (docs/pytest-plugin.md)
     "RunScenario": "lockharness.harness.pytest_plugin",
     "LockRun": "lockharness.harness.pytest_plugin.result",
@@ -73,20 +91,28 @@ __all__ = [
     "Cluster",
     "ClusterFactory",
     "DeclaredClient",
+    "Dimension",
+    "Drawing",
     "Endpoint",
     "Explore",
     "ExploreResult",
     "Fault",
     "FaultContext",
     "FaultOptions",
+    "FixedLengths",
     "Lease",
+    "Lengths",
     "LockClient",
     "LockRun",
     "Nemesis",
     "Refused",
     "RunScenario",
+    "Shrinking",
     "Timeout",
+    "draw_ms",
+    "secs",
     "validity_deadline",
+    "with_workload",
 ]
 
 

@@ -23,13 +23,13 @@ def _schema() -> str:
 
 
 def _model_schema() -> str:
-    from lockharness.harness.explore.model import model_schema
+    from lockharness.harness.explore.generate.model import model_schema
 
     return model_schema()
 
 
 def _model_table() -> str:
-    from lockharness.harness.explore.model import model_table
+    from lockharness.harness.explore.generate.model import model_table
 
     return model_table()
 
@@ -72,7 +72,12 @@ def harness_rooms() -> str:
             folder = REPO / "harness" / room
             doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
             first = " ".join(doc.split("\n\n")[0].split())
-            names = sorted(m.stem for m in folder.glob("*.py") if m.name != "__init__.py")
+            # A room with rooms of its own (explore/generate, ...): each module by its path.
+            names = sorted(
+                m.relative_to(folder).with_suffix("").as_posix()
+                for m in folder.rglob("*.py")
+                if m.name != "__init__.py"
+            )
             shown = ", ".join(f"`{n}`" for n in names) or "(all in `__init__.py`)"
             rows.append(f"| {level} | `harness/{room}/` | {first} | {shown} |")
     return "\n".join(rows) + "\n"
@@ -84,7 +89,7 @@ SECTIONS: tuple[tuple[Path, str, Callable[[], str]], ...] = (
     (REPO / "docs" / "clients.md", "workloads/docs.py", _client_table),
     (REPO / "docs" / "exposure.md", "checker/exposure.py", _exposure_table),
     (REPO / "docs" / "layout.md", "tests/test_layers.py", harness_rooms),
-    (REPO / "docs" / "explore.md", "harness/explore/model.py", _model_table),
+    (REPO / "docs" / "explore.md", "harness/explore/generate/model.py", _model_table),
 )
 
 

@@ -1,5 +1,5 @@
 """The corpus carries over between nights (harness/store/corpus_file.py,
-harness/explore/carried.py): the second exploration of a client and model starts with the
+harness/explore/campaign/carried.py): the second exploration of a client and model starts with the
 first's cells and mutates its trials; --fresh starts empty; a corrupt corpus file is bad
 input naming it; merge unites the shards' corpora."""
 

@@ -1,4 +1,4 @@
-"""Explore's trials aimed at a lease's edge (harness/explore/aim.py): 3 in 4 fresh trials,
+"""Explore's trials aimed at a lease's edge (harness/explore/generate/aim.py): 3 in 4 fresh trials,
 where the model allows, put the holder's extend or release just before its deadline and
 time faults to it; every one stays inside the model."""
 
@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 
 from lockharness.harness.cli.explore import explore_client
-from lockharness.harness.explore.aim import LEAD_NS, ways
-from lockharness.harness.explore.campaign import FIRST_ROUND, Explorer
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.model import load_model
-from lockharness.harness.explore.options import option_values
-from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.explore.trial import Trial
+from lockharness.harness.explore.campaign.campaign import FIRST_ROUND, Explorer
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.generate.aim import LEAD_NS, ways
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.model import load_model
+from lockharness.harness.explore.generate.options import option_values
+from lockharness.harness.explore.generate.trial import Trial
 from lockharness.harness.run.binaries import Binaries
 from lockharness.workloads.validity import drift_ns
 from tests.test_explore_trials import assert_good_trial, client

@@ -11,11 +11,11 @@ import pytest
 
 from lockharness.core.errors import BadInput
 from lockharness.faults.spec import FaultPlan
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import load_model
-from lockharness.harness.explore.mutate import mutate
-from lockharness.harness.explore.trial import Trial
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.model import load_model
+from lockharness.harness.explore.generate.mutate import mutate
+from lockharness.harness.explore.generate.trial import Trial
 from lockharness.harness.scenario import Scenario
 from tests.test_explore_trials import assert_good_trial, client
 

@@ -17,12 +17,17 @@ import msgspec
 import pytest
 
 from lockharness.core.typed_input import Invalid
-from lockharness.harness.explore.dim_registry import BUILT_IN
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import FaultModel, load_model, model_lines, read_model
-from lockharness.harness.explore.mutate import mutate
-from lockharness.harness.explore.shrink import shrink
+from lockharness.harness.explore.generate.dim_registry import BUILT_IN
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.model import (
+    FaultModel,
+    load_model,
+    model_lines,
+    read_model,
+)
+from lockharness.harness.explore.generate.mutate import mutate
+from lockharness.harness.explore.shrink.shrinker import shrink
 from lockharness.harness.scenario import Scenario, load_scenario
 from lockharness.workloads.client_doc import ClientDoc, read_client
 from tests.conftest import REPO, lockharness

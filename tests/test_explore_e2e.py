@@ -22,9 +22,9 @@ import pytest
 
 from lockharness.cluster.process import pid_alive
 from lockharness.compose.project import project_name
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import load_model
-from lockharness.harness.explore.shrink_edits import fault_entries
+from lockharness.harness.explore.generate.edits import fault_entries
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.model import load_model
 from lockharness.harness.scenario import load_scenario
 from tests.conftest import REPO, lockharness
 from tests.test_teardown import started_pids, wait_for

@@ -1,6 +1,7 @@
-"""Fault models for `lockharness explore`: the bounds a model writes (harness/explore/bounds.py),
-the named models and model files (harness/explore/model.py), and bad model files rejected by
-the CLI before anything starts."""
+"""Fault models for `lockharness explore`: the bounds a model writes
+(harness/explore/generate/bounds.py), the named models and model files
+(harness/explore/generate/model.py), and bad model files rejected by the CLI before anything
+starts."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import yaml
 
 from lockharness.faults.drops import DROPS
 from lockharness.faults.registry import BUILT_IN_KINDS, KINDS
-from lockharness.harness.explore.bounds import RANGE_FORM, Bound, BoundError, read_bound
-from lockharness.harness.explore.model import (
+from lockharness.harness.explore.generate.bounds import RANGE_FORM, Bound, BoundError, read_bound
+from lockharness.harness.explore.generate.model import (
     load_model,
     model_names,
     model_schema,
@@ -399,9 +400,9 @@ def test_a_model_that_leaves_keys_out_gets_the_documented_defaults() -> None:
 
 
 def test_the_docs_table_and_the_shipped_schema_are_the_generated_ones() -> None:
-    assert section(REPO / "docs" / "explore.md", "harness/explore/model.py") == model_table(), (
-        "docs/explore.md's table of model keys is stale: run `make generated`"
-    )
+    assert (
+        section(REPO / "docs" / "explore.md", "harness/explore/generate/model.py") == model_table()
+    ), "docs/explore.md's table of model keys is stale: run `make generated`"
     assert MODEL_SCHEMA.read_text() == model_schema(), (
         f"{MODEL_SCHEMA} is stale: run `make generated`"
     )

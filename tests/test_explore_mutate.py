@@ -1,7 +1,7 @@
-"""Typed mutation (harness/explore/mutate.py): every mutation, of any trial of any named model,
-yields a scenario that keeps the scenario's rules (read back from its YAML as a scenario
-file is, so that msgspec's checks of the file run too) and stays inside the model; the
-options the kinds' rules refuse go back to their defaults, without a repair loop."""
+"""Typed mutation (harness/explore/generate/mutate.py): every mutation, of any trial of any
+named model, yields a scenario that keeps the scenario's rules (read back from its YAML as a
+scenario file is, so that msgspec's checks of the file run too) and stays inside the model;
+the options the kinds' rules refuse go back to their defaults, without a repair loop."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lockharness.faults.spec import FaultPlan, FaultSpec
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import FaultModel, load_model, model_names
-from lockharness.harness.explore.mutate import MUTATIONS, Mutant, apply_mutation, mutate
-from lockharness.harness.explore.options import readmitted, with_workers
-from lockharness.harness.explore.trial import Trial, checked, room_of
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.model import FaultModel, load_model, model_names
+from lockharness.harness.explore.generate.mutate import MUTATIONS, Mutant, apply_mutation, mutate
+from lockharness.harness.explore.generate.options import readmitted, with_workers
+from lockharness.harness.explore.generate.trial import Trial, checked, room_of
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.workloads.client_doc import ClientDoc, ClientSpec, read_client

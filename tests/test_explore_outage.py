@@ -1,6 +1,6 @@
-"""A trial leaves its lock room to work (harness/explore/outage.py): the faults that take the
-nodes a lease needs away from every client are planned for at most a third of the run,
-shortened within their entries, and the rest of the trial is as drawn."""
+"""A trial leaves its lock room to work (harness/explore/generate/outage.py): the faults that
+take the nodes a lease needs away from every client are planned for at most a third of the
+run, shortened within their entries, and the rest of the trial is as drawn."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 
 from lockharness.faults.registry import options_type
 from lockharness.faults.spec import Anchor, FaultSpec
-from lockharness.harness.explore import draw as draw_module
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.model import FaultModel, load_model
-from lockharness.harness.explore.mutate import mutate
-from lockharness.harness.explore.outage import BUDGET, cuts_off, planned_share
+from lockharness.harness.explore.generate import draw as draw_module
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.model import FaultModel, load_model
+from lockharness.harness.explore.generate.mutate import mutate
+from lockharness.harness.explore.generate.outage import BUDGET, cuts_off, planned_share
 from lockharness.harness.scenario import Scenario, load_scenario
 from tests.test_explore_trials import assert_good_trial, client
 

@@ -1,6 +1,7 @@
-"""What an exploration found: its exit code, what each source found (harness/explore/record.py),
-and the report it writes, report.json and an index.html whose links work from disk
-(harness/explore/report.py), on a constructed explore directory."""
+"""What an exploration found: its exit code, what each source found
+(harness/explore/campaign/record.py), and the report it writes, report.json and an
+index.html whose links work from disk (harness/explore/campaign/report.py), on a constructed
+explore directory."""
 
 from __future__ import annotations
 
@@ -19,7 +20,14 @@ from lockharness.core.errors import (
     EXIT_NOT_AS_EXPECTED,
     EXIT_UNKNOWN,
 )
-from lockharness.harness.explore.defaults import (
+from lockharness.harness.explore.campaign.record import (
+    ExploreRecord,
+    StepRecord,
+    TrialRecord,
+    ViolationRecord,
+)
+from lockharness.harness.explore.campaign.report import INDEX_HTML, REPORT_JSON, write_report
+from lockharness.harness.explore.generate.defaults import (
     DEFAULT_BUDGET_NS,
     DEFAULT_K,
     DEFAULT_M,
@@ -28,14 +36,7 @@ from lockharness.harness.explore.defaults import (
     DEFAULT_SHRINK_BUDGET_NS,
     DEFAULT_VIOLATIONS,
 )
-from lockharness.harness.explore.record import (
-    ExploreRecord,
-    StepRecord,
-    TrialRecord,
-    ViolationRecord,
-)
-from lockharness.harness.explore.report import INDEX_HTML, REPORT_JSON, write_report
-from lockharness.harness.explore.shrink_passes import FLOOR_NS, MARGIN_NS
+from lockharness.harness.explore.shrink.passes import FLOOR_NS, MARGIN_NS
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -317,7 +318,7 @@ def test_a_violation_settles_only_when_its_reproducer_fails_m_of_k(tmp_path: Pat
 
 
 def test_the_docs_state_the_defaults_and_exit_codes_defined_once() -> None:
-    """docs/explore.md says the numbers harness/explore/defaults.py and core/errors.py
+    """docs/explore.md says the numbers harness/explore/generate/defaults.py and core/errors.py
     define: a changed default fails here until the page says it too."""
     text = (REPO / "docs" / "explore.md").read_text(encoding="utf-8")
     said = [

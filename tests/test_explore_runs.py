@@ -12,10 +12,10 @@ from rich.console import Console
 
 from lockharness.core.history import INFO, INVOKE, NEMESIS, stream_history
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import load_model
-from lockharness.harness.explore.trial import Trial
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.model import load_model
+from lockharness.harness.explore.generate.trial import Trial
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.runner import run_scenario
 from lockharness.harness.scenario import ClientDoc, load_scenario

@@ -1,4 +1,4 @@
-"""Which scenario a violation's shrinking begins from (harness/explore/violation.py): the
+"""Which scenario a violation's shrinking begins from (harness/explore/campaign/violation.py): the
 trial's replay, or, when the trial has faults anchored to the leases and as drawn fails
 more often than its replay, the trial as drawn, whose anchors stay anchored. Runs are
 constructed (the rule of each test says which scenarios fail): the choice, not the lock,
@@ -14,13 +14,13 @@ from typing import Any, cast
 import pytest
 
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.explore import violation as violation_module
-from lockharness.harness.explore.model import load_model
-from lockharness.harness.explore.progress import ExploreProgress
-from lockharness.harness.explore.record import ORIGINAL, REPLAY, ExploreRecord
-from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.explore.trial import Trial
-from lockharness.harness.explore.violation import Violations
+from lockharness.harness.explore.campaign import violation as violation_module
+from lockharness.harness.explore.campaign.progress import ExploreProgress
+from lockharness.harness.explore.campaign.record import ORIGINAL, REPLAY, ExploreRecord
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.campaign.violation import Violations
+from lockharness.harness.explore.generate.model import load_model
+from lockharness.harness.explore.generate.trial import Trial
 from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import Scenario, load_scenario
 from tests.test_explore_trials import client

@@ -1,4 +1,4 @@
-"""The client's timing in explore (harness/explore/client_timing.py): the model says which
+"""The client's timing in explore (harness/explore/generate/client_timing.py): the model says which
 timings a trial may draw (workload.timing), draws stay inside the ranges documented there
 and the scenario's rules, mutation redraws them, fits refuses what the model leaves out,
 and shrinking takes each back to its default unless the violation needs it."""
@@ -15,13 +15,13 @@ import pytest
 
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid
-from lockharness.harness.explore.client_timing import non_default, redraw_one
-from lockharness.harness.explore.dim_registry import BUILT_IN
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import FaultModel, load_model, read_model
-from lockharness.harness.explore.mutate import Mutant, apply_mutation
-from lockharness.harness.explore.shrink_passes import plain_timing
+from lockharness.harness.explore.generate.client_timing import non_default, redraw_one
+from lockharness.harness.explore.generate.dim_registry import BUILT_IN
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.model import FaultModel, load_model, read_model
+from lockharness.harness.explore.generate.mutate import Mutant, apply_mutation
+from lockharness.harness.explore.shrink.passes import plain_timing
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.workloads.client_doc import ClientDoc, read_client
@@ -152,7 +152,7 @@ def test_mutation_redraws_a_timing_inside_the_model() -> None:
         assert non_default(again) == []
 
 
-class Attempts:
+class Shrinking:
     """A shrinker stand-in: a candidate reproduces when ``needs`` holds of it."""
 
     def __init__(self, s: Scenario, needs: Callable[[Scenario], bool]) -> None:
@@ -182,7 +182,7 @@ def _timed() -> Scenario:
 
 
 def test_shrinking_takes_each_timing_back_to_its_default() -> None:
-    sh = Attempts(_timed(), lambda s: True)
+    sh = Shrinking(_timed(), lambda s: True)
     plain_timing(sh)
     assert non_default(sh.best.workload) == []
     assert sh.tried == [
@@ -193,7 +193,7 @@ def test_shrinking_takes_each_timing_back_to_its_default() -> None:
 
 
 def test_shrinking_keeps_the_timing_the_violation_needs() -> None:
-    sh = Attempts(_timed(), lambda s: s.workload.hold_end.edge is not None)
+    sh = Shrinking(_timed(), lambda s: s.workload.hold_end.edge is not None)
     plain_timing(sh)
     assert non_default(sh.best.workload) == ["edge"]
     assert sh.best.workload.hold_end == HoldEnd((5 * MS, 20 * MS))

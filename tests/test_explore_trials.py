@@ -1,5 +1,5 @@
 """Trials of `lockharness explore` stay inside their fault model (the issue's property test,
-checked here apart from harness/explore/fits.py, which is tested on its own below), read as
+checked here apart from harness/explore/generate/fits.py, which is tested on its own below), read as
 scenarios, round-trip, and come from their seed alone; exposure cells as coverage."""
 
 from __future__ import annotations
@@ -19,13 +19,18 @@ from lockharness.checker import Exposure, FaultExposure
 from lockharness.core.durations import parse_duration
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultPlan, FaultSpec, TimelineEntry
-from lockharness.harness.explore.bounds import Bound
-from lockharness.harness.explore.coverage import Corpus, cells
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.model import FaultChoice, FaultModel, load_model, model_names
-from lockharness.harness.explore.mutate import mutate
-from lockharness.harness.explore.trial import Trial
+from lockharness.harness.explore.generate.bounds import Bound
+from lockharness.harness.explore.generate.coverage import Corpus, cells
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.model import (
+    FaultChoice,
+    FaultModel,
+    load_model,
+    model_names,
+)
+from lockharness.harness.explore.generate.mutate import mutate
+from lockharness.harness.explore.generate.trial import Trial
 from lockharness.harness.scenario import (
     ClientDoc,
     ClientSpec,

@@ -10,7 +10,7 @@ import pytest
 
 from lockharness.checker import MOMENT_KINDS, CheckResult, Exposure, Verdict, check_history
 from lockharness.core.history import HistoryFile, write_history
-from lockharness.harness.explore.coverage import Corpus, cells
+from lockharness.harness.explore.generate.coverage import Corpus, cells
 from lockharness.harness.scenario import load_scenario
 from lockharness.harness.scenario.expectation import EXPOSURE_NAMES
 from lockharness.harness.scenario.judgment import RunFacts, judge

@@ -283,6 +283,39 @@ def test_resource_errors_make_a_clean_run_unknown() -> None:
     assert any("the resource failed: 1 call" in r and "refused" in r for r in result.reasons)
 
 
+def _exit_then_next_enter(exit_answered: bool) -> History:
+    """A leaves by its deadline, its exit to the resource unanswered (info: a stopped or
+    overloaded resource) or answered; B, granted after A's release, enters, and the
+    resource counts A still inside (A's exit landed after B's enter)."""
+    h = History().lease(0, "a", start=10 * MS, end=100 * MS, deadline=150 * MS)
+    h.add(0, "invoke", "exit", 60 * MS, "a")
+    if exit_answered:
+        h.add(0, "ok", "exit", 61 * MS, "a", {"occupancy": 0})
+    else:
+        h.add(0, "info", "exit", 90 * MS, "a", {"error": "TimeoutError: Timeout reading"})
+    h.lease(5, "b", start=120 * MS, end=200 * MS, deadline=300 * MS)
+    h.add(5, "invoke", "enter", 130 * MS, "b")
+    h.add(5, "ok", "enter", 140 * MS, "b", {"occupancy": 2, "others": ["a"]})
+    return h
+
+
+def test_an_occupancy_resting_on_a_call_the_resource_never_answered_is_the_harness() -> None:
+    # CI: single-baseline with the resource redis stopped 2 s: A's exit timed out, A let
+    # go; B's enter and A's queued exit were served in that order once it went on.
+    result = check_history(_sorted(_exit_then_next_enter(exit_answered=False)))
+    assert result.verdict is Verdict.UNKNOWN, result.reasons
+    assert result.witnesses == [] and result.stats.resource_violations == 0
+    (reason,) = [r for r in result.reasons if r.startswith("the resource failed")]
+    assert "1 occupancy witness rests on those calls, not on the lock" in reason
+    assert "p0's exit it never answered (at 0.090s)" in reason
+
+
+def test_an_occupancy_the_resource_answered_for_stands() -> None:
+    result = check_history(_sorted(_exit_then_next_enter(exit_answered=True)))
+    assert result.verdict is Verdict.INVALID
+    assert result.stats.resource_violations == 1
+
+
 # -- real servers ----------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from lockharness.harness.cli.main import main
-from lockharness.harness.explore import report as explore_report
+from lockharness.harness.explore.campaign import report as explore_report
 from lockharness.harness.merge import store_index
 from lockharness.harness.merge import stores as merge_module
 from lockharness.harness.parallel.sharding import Shard

@@ -20,7 +20,7 @@ import lockharness.harness.pytest_plugin.explores  # noqa: F401
 from lockharness.checker import CheckResult, Overlap, Side, Verdict
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.explore.record import ExploreRecord, TrialRecord, ViolationRecord
+from lockharness.harness.explore.campaign.record import ExploreRecord, TrialRecord, ViolationRecord
 from lockharness.harness.pytest_plugin.explore_result import ExploreResult
 from lockharness.harness.pytest_plugin.explores import ExploreAsked, explore_result, request
 from lockharness.harness.pytest_plugin.runs import RunPlace

@@ -13,9 +13,9 @@ from rich.console import Console
 from lockharness.core.errors import BadInput
 from lockharness.harness.cli.explore import explore_client
 from lockharness.harness.cli.main import build_parser
-from lockharness.harness.explore.campaign import Explorer
-from lockharness.harness.explore.model import load_model
-from lockharness.harness.explore.request import ExploreRequest
+from lockharness.harness.explore.campaign.campaign import Explorer
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.generate.model import load_model
 from lockharness.harness.parallel.sharding import MAX_SHARDS, UNSHARDED, Shard, parse_shard
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.suite.plan import (

@@ -1,4 +1,4 @@
-"""Shrinking a failing scenario (harness/explore/shrink.py) against constructed run_once
+"""Shrinking a failing scenario (harness/explore/shrink/shrinker.py) against constructed run_once
 functions: which candidates run, which are accepted, and what is left."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from lockharness.harness.explore import shrink as shrink_module
-from lockharness.harness.explore.confirm import confirm
-from lockharness.harness.explore.ddmin import ddmin
-from lockharness.harness.explore.shrink import Reproduction, reproduce, shrink
-from lockharness.harness.explore.shrink_edits import fault_entries, with_timeline, with_workload
-from lockharness.harness.explore.shrink_passes import FLOOR_NS, MARGIN_NS
+from lockharness.harness.explore.campaign.confirm import confirm
+from lockharness.harness.explore.generate.edits import fault_entries, with_timeline, with_workload
+from lockharness.harness.explore.shrink import shrinker as shrink_module
+from lockharness.harness.explore.shrink.ddmin import ddmin
+from lockharness.harness.explore.shrink.passes import FLOOR_NS, MARGIN_NS
+from lockharness.harness.explore.shrink.shrinker import Reproduction, reproduce, shrink
 from lockharness.harness.scenario import Scenario, load_scenario, to_yaml
 
 pytestmark = pytest.mark.unit

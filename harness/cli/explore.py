@@ -13,13 +13,13 @@ from rich.console import Console
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.harness.cli.common import find_binaries, warn_leftovers
-from lockharness.harness.explore.campaign import Explorer, explore_directory
-from lockharness.harness.explore.carried import carried_corpus
-from lockharness.harness.explore.defaults import DEFAULT_BUDGET_NS
-from lockharness.harness.explore.known_replay import known_failures
-from lockharness.harness.explore.model import load_model, model_lines, model_names
-from lockharness.harness.explore.report import INDEX_HTML
-from lockharness.harness.explore.request import ExploreRequest
+from lockharness.harness.explore.campaign.campaign import Explorer, explore_directory
+from lockharness.harness.explore.campaign.carried import carried_corpus
+from lockharness.harness.explore.campaign.known_replay import known_failures
+from lockharness.harness.explore.campaign.report import INDEX_HTML
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.generate.defaults import DEFAULT_BUDGET_NS
+from lockharness.harness.explore.generate.model import load_model, model_lines, model_names
 from lockharness.harness.merge.nights import write_nights
 from lockharness.harness.parallel.job_slots import default_jobs
 from lockharness.harness.parallel.sharding import UNSHARDED

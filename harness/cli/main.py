@@ -26,7 +26,7 @@ from lockharness.core.errors import (
 from lockharness.core.interrupts import install_stop_handlers
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.cli.notice import notice
-from lockharness.harness.explore.defaults import (
+from lockharness.harness.explore.generate.defaults import (
     DEFAULT_BUDGET_NS,
     DEFAULT_K,
     DEFAULT_M,

@@ -9,7 +9,7 @@ import sys
 from rich.console import Console
 
 from lockharness.core.errors import EXIT_AS_EXPECTED
-from lockharness.harness.explore.model import model_schema
+from lockharness.harness.explore.generate.model import model_schema
 from lockharness.harness.scenario import json_schema
 
 

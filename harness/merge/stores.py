@@ -47,8 +47,8 @@ from lockharness.harness.suite.plan import (
 )
 from lockharness.harness.suite.results import Case, CaseResult
 
-EXPLORE = "explore"  # store/explore/<stamp>/: an exploration (harness/explore/campaign.py)
-# Its report.json and index.html (harness/explore/report.py, which this folder may not
+EXPLORE = "explore"  # store/explore/<stamp>/: an exploration (harness/explore/campaign/campaign.py)
+# Its report.json and index.html (harness/explore/campaign/report.py, which this folder may not
 # import: harness/explore imports harness).
 EXPLORE_REPORT, EXPLORE_INDEX = "report.json", "index.html"
 _NOT_RUNS = {SUITES, EXPLORE, LATEST, KNOWN, CORPUS}  # top-level names that hold no run

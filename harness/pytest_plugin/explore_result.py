@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the plug-in loads this at pytest's start: the explorer only when it runs
     from lockharness.checker import Witness
-    from lockharness.harness.explore.record import KnownRecord, ViolationRecord
+    from lockharness.harness.explore.campaign.record import KnownRecord, ViolationRecord
 
 
 @dataclass(frozen=True, repr=False)

@@ -19,19 +19,19 @@ from lockharness.core.durations import format_duration, parse_duration
 from lockharness.core.errors import BadInput
 from lockharness.core.run_dir import RunDir
 from lockharness.core.typed_input import Invalid
-from lockharness.harness.explore.campaign import Explorer, explore_directory
-from lockharness.harness.explore.carried import carried_corpus
-from lockharness.harness.explore.defaults import (
+from lockharness.harness.explore.campaign.campaign import Explorer, explore_directory
+from lockharness.harness.explore.campaign.carried import carried_corpus
+from lockharness.harness.explore.campaign.known_replay import known_failures
+from lockharness.harness.explore.campaign.record import ExploreRecord
+from lockharness.harness.explore.campaign.report import INDEX_HTML
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.generate.defaults import (
     DEFAULT_K,
     DEFAULT_M,
     DEFAULT_MODEL,
     DEFAULT_SHRINK_BUDGET_NS,
 )
-from lockharness.harness.explore.known_replay import known_failures
-from lockharness.harness.explore.model import FaultModel, load_model, model_names
-from lockharness.harness.explore.record import ExploreRecord
-from lockharness.harness.explore.report import INDEX_HTML
-from lockharness.harness.explore.request import ExploreRequest
+from lockharness.harness.explore.generate.model import FaultModel, load_model, model_names
 from lockharness.harness.pytest_plugin.clients import client_doc
 from lockharness.harness.pytest_plugin.explore_result import ExploreResult
 from lockharness.harness.pytest_plugin.runs import RunPlace

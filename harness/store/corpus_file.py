@@ -33,7 +33,7 @@ class CorpusFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     format: int
     client: str
     model: str
-    cells: list[list[str]]  # every exposure cell reached (harness/explore/coverage.py)
+    cells: list[list[str]]  # every exposure cell reached (harness/explore/generate/coverage.py)
     entries: list[CorpusEntry]
 
 

@@ -10,11 +10,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from lockharness.harness.explore.bounds import FixedLengths
-from lockharness.harness.explore.dimension import Attempts, Dimension, Drawing
-from lockharness.harness.explore.shrink_edits import secs, with_workload
-from lockharness.harness.explore.whole_ms import draw_ms
-from lockharness.harness.scenario.model import Scenario
+from lockharness import Dimension, Drawing, FixedLengths, Shrinking, draw_ms, secs, with_workload
+
+Scenario = Any  # the trial: a Scenario, frozen (with_workload makes a changed copy)
 
 DEFAULT_NS = 2_000_000_000  # the workload's own default (workloads/spec.py)
 
@@ -38,7 +36,7 @@ class AcquireTimeout(Dimension):
             return []
         return [f"{self.key} {now} ns is outside {bound.shown()}"]
 
-    def shrink(self, sh: Attempts) -> None:
+    def shrink(self, sh: Shrinking) -> None:
         if (now := sh.best.workload.acquire_timeout_ns) != DEFAULT_NS:
             what = f"acquire_timeout {secs(now)} -> {secs(DEFAULT_NS)}"
             sh.attempt(with_workload(sh.best, acquire_timeout_ns=DEFAULT_NS), what)

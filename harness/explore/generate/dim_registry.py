@@ -1,5 +1,5 @@
 """Every trial dimension, collected from the classes that declare themselves
-(harness/explore/dimension.py), as faults.registry collects the fault kinds.
+(harness/explore/generate/dimension.py), as faults.registry collects the fault kinds.
 
 A built-in dimension is a class of trial_dims.py or client_timing.py with its own ``key``,
 in the order those modules define them (a seed's trial is drawn in that order), so that
@@ -8,7 +8,7 @@ adding one is adding its class. A plug-in comes from outside the package: a faul
 model's file, the current directory, sys.path); it is checked as a built-in is, and added
 to that model's dimensions only (FaultModel.dimensions, which shrinking is handed too):
 another model, even in the same process, draws and shrinks as before. The model file's keys
-(harness/explore/model.py), its JSON Schema and docs table, `--list-models`, drawing,
+(harness/explore/generate/model.py), its JSON Schema and docs table, `--list-models`, drawing,
 mutation, fits and shrinking all read these declarations.
 """
 
@@ -18,12 +18,12 @@ import inspect
 from pathlib import Path
 
 from lockharness.core.declared import declared_in
-from lockharness.harness.explore import client_timing, trial_dims
-from lockharness.harness.explore.bounds import Written
-from lockharness.harness.explore.dimension import SECTIONS, Dimension
+from lockharness.harness.explore.generate import client_timing, trial_dims
+from lockharness.harness.explore.generate.bounds import Written
+from lockharness.harness.explore.generate.dimension import SECTIONS, Dimension
 from lockharness.workloads.plugins import PluginError, import_attribute
 
-_WHAT = "a trial dimension (a subclass of lockharness.harness.explore.dimension.Dimension)"
+_WHAT = "a trial dimension (a subclass of lockharness.harness.explore.generate.dimension.Dimension)"
 
 
 _BASE_FIELD = getattr(Dimension.model_field, "__func__", None)

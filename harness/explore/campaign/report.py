@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lockharness.core.atomic import write_atomically
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.explore.record import ORIGINAL, ExploreRecord, ViolationRecord
+from lockharness.harness.explore.campaign.record import ORIGINAL, ExploreRecord, ViolationRecord
 from lockharness.harness.store.compact import compacted
 
 REPORT_JSON = "report.json"

@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lockharness.harness.explore.client_identity import client_identity
-from lockharness.harness.explore.progress import ExploreProgress
-from lockharness.harness.explore.record import ExploreRecord, KnownRecord, ViolationRecord
-from lockharness.harness.explore.reproduce import RunOutcome as RunResult
-from lockharness.harness.explore.reproduce import reproduce
-from lockharness.harness.explore.request import ExploreRequest
+from lockharness.harness.explore.campaign.client_identity import client_identity
+from lockharness.harness.explore.campaign.progress import ExploreProgress
+from lockharness.harness.explore.campaign.record import ExploreRecord, KnownRecord, ViolationRecord
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.shrink.reproduce import RunOutcome as RunResult
+from lockharness.harness.explore.shrink.reproduce import reproduce
 from lockharness.harness.scenario import Scenario, load_scenario
 from lockharness.harness.store.known import (
     SCENARIO,

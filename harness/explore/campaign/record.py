@@ -168,7 +168,7 @@ class ExploreRecord:
     known: list[KnownRecord] = field(default_factory=list)  # replayed first
     carried_cells: int = 0  # exposure cells the corpus carried over had reached (0: fresh)
     carried_trials: int = 0  # trials of the corpus carried over, as parents to mutate
-    version: str = ""  # the client's version (harness/explore/client_identity.py)
+    version: str = ""  # the client's version (harness/explore/campaign/client_identity.py)
 
     @property
     def trials_per_minute(self) -> float:

@@ -16,13 +16,13 @@ from lockharness.core.typed_input import convert, duration_in
 from lockharness.faults.plan_doc import fault_problems, name_fields
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultOptions, FaultSpec, Room
-from lockharness.harness.explore.model import (
+from lockharness.harness.explore.generate.model import (
     SOME_WORKERS,
     FaultChoice,
     is_worker_list,
     option_fields,
 )
-from lockharness.harness.explore.whole_ms import draw_ms
+from lockharness.harness.explore.generate.whole_ms import draw_ms
 
 
 def _field(kind: str, name: str) -> msgspec.structs.FieldInfo:

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.text import Text
 
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.explore.record import ExploreRecord, TrialRecord
-from lockharness.harness.explore.trial import Trial
+from lockharness.harness.explore.campaign.record import ExploreRecord, TrialRecord
+from lockharness.harness.explore.generate.trial import Trial
 from lockharness.harness.run.progress import LiveStatus
 
 _MARK = {"invalid": "[red]✗[/]", "unknown": "[yellow]?[/]", "interrupted": "[yellow]![/]"}

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lockharness.harness.explore.record import StepRecord
-from lockharness.harness.explore.reproduce import Reproduction, RunOnce, reproduce
-from lockharness.harness.explore.shrink import ShrinkResult
-from lockharness.harness.explore.shrink_edits import fault_entries
+from lockharness.harness.explore.campaign.record import StepRecord
+from lockharness.harness.explore.generate.edits import fault_entries
+from lockharness.harness.explore.shrink.reproduce import Reproduction, RunOnce, reproduce
+from lockharness.harness.explore.shrink.shrinker import ShrinkResult
 from lockharness.harness.scenario import Scenario
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid
 from lockharness.core.yaml_read import input_document
-from lockharness.harness.explore.client_identity import client_identity
-from lockharness.harness.explore.coverage import Corpus
-from lockharness.harness.explore.fits import choice_for, outside
-from lockharness.harness.explore.model import FaultModel
-from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.explore.trial import DrawnFault, Trial
+from lockharness.harness.explore.campaign.client_identity import client_identity
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.generate.coverage import Corpus
+from lockharness.harness.explore.generate.fits import choice_for, outside
+from lockharness.harness.explore.generate.model import FaultModel
+from lockharness.harness.explore.generate.trial import DrawnFault, Trial
 from lockharness.harness.scenario.read import read_scenario
 from lockharness.harness.scenario.write import to_yaml
 from lockharness.harness.store.corpus_file import (

@@ -1,5 +1,5 @@
 """The built-in trial dimensions of the cluster, the run and the workload (the client's
-timings are in client_timing.py), one class each (harness/explore/dimension.py).
+timings are in client_timing.py), one class each (harness/explore/generate/dimension.py).
 
 They are defined in the order a fresh trial draws them from its one stream: the TTL
 first (the holds and the restart delay follow it), then persistence, the run's length,
@@ -19,7 +19,7 @@ from msgspec import Meta
 
 from lockharness.core.typed_input import Invalid, convert
 from lockharness.faults.plan_doc import workers_named
-from lockharness.harness.explore.bounds import (
+from lockharness.harness.explore.generate.bounds import (
     Chances,
     FixedLengths,
     LeastDelay,
@@ -28,9 +28,9 @@ from lockharness.harness.explore.bounds import (
     Words,
     as_duration,
 )
-from lockharness.harness.explore.dimension import Attempts, Dimension, Drawing
-from lockharness.harness.explore.shrink_edits import ceil_div, with_workload
-from lockharness.harness.explore.whole_ms import MS, whole_ms
+from lockharness.harness.explore.generate.dimension import Dimension, Drawing, Shrinking
+from lockharness.harness.explore.generate.edits import ceil_div, with_workload
+from lockharness.harness.explore.generate.whole_ms import MS, whole_ms
 from lockharness.harness.scenario.model import PERSISTENCE_MODES, Scenario
 from lockharness.workloads.timing import ExtendAt
 
@@ -249,7 +249,7 @@ class Count(Dimension):
     def least(self, s: Scenario) -> int:
         return 1
 
-    def shrink(self, sh: Attempts) -> None:
+    def shrink(self, sh: Shrinking) -> None:
         """A binary search for the fewest that still reproduces."""
         least, now = self.least(sh.best), getattr(sh.best.workload, self.name)
         while least < now:
@@ -319,7 +319,7 @@ class Extend(Dimension):
     def mutate(self, d: Drawing, s: Scenario, rng: random.Random) -> Scenario:
         return _extending(s, not s.workload.extend)
 
-    def shrink(self, sh: Attempts) -> None:
+    def shrink(self, sh: Shrinking) -> None:
         if sh.best.workload.extend and not _anchored_to_extend(sh.best):
             sh.attempt(_extending(sh.best, False), "extend true -> false")
 
@@ -354,7 +354,7 @@ class Nesting(Dimension):
         bound = d.bound(self.key)
         return d.client.reentrant and (bound.is_range or len(bound.choices) > 1)
 
-    def shrink(self, sh: Attempts) -> None:
+    def shrink(self, sh: Shrinking) -> None:
         if (now := sh.best.workload.nesting) != 0:
             sh.attempt(with_workload(sh.best, nesting=0.0), f"nesting {now:g} -> 0")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from lockharness.harness.explore.defaults import DEFAULT_K, DEFAULT_M
+from lockharness.harness.explore.generate.defaults import DEFAULT_K, DEFAULT_M
 from lockharness.harness.scenario import Scenario
 
 

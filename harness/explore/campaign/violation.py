@@ -1,7 +1,7 @@
 """A violation found by a trial, each job in a step of its own: kept (its scenario and replay
-in violation-N/), replayed k times for its rate, shrunk (harness/explore/shrink.py), the
-result confirmed as written (harness/explore/confirm.py) and written as minimal.yaml
-(harness/explore/minimal.py); each step says what it did on the progress lines."""
+in violation-N/), replayed k times for its rate, shrunk (harness/explore/shrink/shrinker.py), the
+result confirmed as written (harness/explore/campaign/confirm.py) and written as minimal.yaml
+(harness/explore/campaign/minimal.py); each step says what it did on the progress lines."""
 
 from __future__ import annotations
 
@@ -14,17 +14,22 @@ import msgspec
 
 from lockharness.checker import CheckResult, telling
 from lockharness.core.run_dir import RunDir
-from lockharness.harness.explore.confirm import confirm
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.minimal import write_minimal
-from lockharness.harness.explore.progress import ExploreProgress
-from lockharness.harness.explore.record import ORIGINAL, ExploreRecord, StepRecord, ViolationRecord
-from lockharness.harness.explore.reproduce import Reproduction, reproduce
-from lockharness.harness.explore.reproduce import RunOutcome as RunResult
-from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.explore.shrink import ShrinkResult, shrink
-from lockharness.harness.explore.shrink_edits import fault_entries
-from lockharness.harness.explore.trial import Trial
+from lockharness.harness.explore.campaign.confirm import confirm
+from lockharness.harness.explore.campaign.minimal import write_minimal
+from lockharness.harness.explore.campaign.progress import ExploreProgress
+from lockharness.harness.explore.campaign.record import (
+    ORIGINAL,
+    ExploreRecord,
+    StepRecord,
+    ViolationRecord,
+)
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.generate.edits import fault_entries
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.trial import Trial
+from lockharness.harness.explore.shrink.reproduce import Reproduction, reproduce
+from lockharness.harness.explore.shrink.reproduce import RunOutcome as RunResult
+from lockharness.harness.explore.shrink.shrinker import ShrinkResult, shrink
 from lockharness.harness.run.runner import RunOutcome
 from lockharness.harness.scenario import Scenario, load_scenario
 

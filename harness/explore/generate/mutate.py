@@ -1,7 +1,7 @@
 """A mutant: an earlier trial changed by one to three typed edits of its scenario (a fault
 added, removed, retimed, an option or its targets redrawn, a fault spliced from another
 trial, one of the model's trial dimensions redrawn), each drawn inside the fault model as
-a fresh trial's parts are (harness/explore/draw.py), so that the mutant keeps the
+a fresh trial's parts are (harness/explore/generate/draw.py), so that the mutant keeps the
 scenario's rules as a fresh draw does: checked once, never repaired."""
 
 from __future__ import annotations
@@ -12,18 +12,24 @@ from dataclasses import dataclass
 
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultPlan, FaultSpec
-from lockharness.harness.explore.dimension import Drawing
-from lockharness.harness.explore.draw import draw_fault, draw_timing
-from lockharness.harness.explore.model import FaultModel
-from lockharness.harness.explore.options import (
+from lockharness.harness.explore.generate.dimension import Drawing
+from lockharness.harness.explore.generate.draw import draw_fault, draw_timing
+from lockharness.harness.explore.generate.model import FaultModel
+from lockharness.harness.explore.generate.options import (
     admitted,
     draw_option,
     option_values,
     readmitted,
     with_workers,
 )
-from lockharness.harness.explore.outage import leave_room
-from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
+from lockharness.harness.explore.generate.outage import leave_room
+from lockharness.harness.explore.generate.trial import (
+    DrawnFault,
+    Trial,
+    finished,
+    room_of,
+    trial_name,
+)
 from lockharness.harness.scenario.model import Scenario
 from lockharness.workloads.client_doc import ClientSpec
 

@@ -48,7 +48,7 @@ nodes (a fault anchored to the acquire call, on a minority): a client that count
 earlier lease left behind holds a lease that outlives those keys. Holds are drawn from the
 model's least to most of a TTL, so that one lease may end early and the next run long.
 
-Everything stays inside the model (harness/explore/fits.py checks each trial): only
+Everything stays inside the model (harness/explore/generate/fits.py checks each trial): only
 entries that draw anchored faults are used, values are clipped into their bounds, and the
 timing keys only where the model's ``workload.timing`` names them.
 """
@@ -65,10 +65,10 @@ import msgspec
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import Anchor, AnchorCall, FaultSpec
 from lockharness.faults.targets import majority_size, most_nodes
-from lockharness.harness.explore.model import FaultChoice, FaultModel
-from lockharness.harness.explore.options import admitted, draw_option
-from lockharness.harness.explore.trial import DrawnFault, room_of
-from lockharness.harness.explore.whole_ms import MS, draw_ms
+from lockharness.harness.explore.generate.model import FaultChoice, FaultModel
+from lockharness.harness.explore.generate.options import admitted, draw_option
+from lockharness.harness.explore.generate.trial import DrawnFault, room_of
+from lockharness.harness.explore.generate.whole_ms import MS, draw_ms
 from lockharness.harness.scenario.model import Scenario
 from lockharness.workloads.spec import WorkloadSpec
 from lockharness.workloads.timing import Between, ExtendAt, HoldEnd

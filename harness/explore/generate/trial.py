@@ -1,7 +1,7 @@
 """A trial of `lockharness explore`: one scenario, drawn fresh inside a fault model
-(harness/explore/draw.py: Jepsen's combined nemesis, "throw broad faults, see what
-sticks") or mutated from an earlier trial (harness/explore/mutate.py: a coverage-guided
-fuzzer's, with exposure as the coverage, harness/explore/coverage.py), run as any scenario.
+(harness/explore/generate/draw.py: Jepsen's combined nemesis, "throw broad faults, see what
+sticks") or mutated from an earlier trial (harness/explore/generate/mutate.py: a coverage-guided
+fuzzer's, with exposure as the coverage, harness/explore/generate/coverage.py), run as any scenario.
 
 One representation, typed, from drawing to the record: a trial *is* its Scenario (the
 struct the shrinker edits, the runner runs, and to_yaml writes as the run directory's
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from lockharness.faults.plan_doc import fault_problems
 from lockharness.faults.spec import Room
-from lockharness.harness.explore.model import FaultChoice, FaultModel
+from lockharness.harness.explore.generate.model import FaultChoice, FaultModel
 from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.model import Scenario
 

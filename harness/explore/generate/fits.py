@@ -18,8 +18,8 @@ import msgspec
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultSpec
 from lockharness.faults.targets import majority_size, minority_size
-from lockharness.harness.explore.bounds import Bound, as_duration
-from lockharness.harness.explore.model import (
+from lockharness.harness.explore.generate.bounds import Bound, as_duration
+from lockharness.harness.explore.generate.model import (
     SOME_WORKERS,
     FaultChoice,
     FaultModel,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 
-from lockharness.harness.explore.bounds import Bound, as_duration
+from lockharness.harness.explore.generate.bounds import Bound, as_duration
 
 MS = 1_000_000
 

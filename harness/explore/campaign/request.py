@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockharness.harness.explore.defaults import (
+from lockharness.harness.explore.generate.defaults import (
     DEFAULT_K,
     DEFAULT_M,
     DEFAULT_SHRINK_BUDGET_NS,
     DEFAULT_VIOLATIONS,
 )
-from lockharness.harness.explore.model import FaultModel
+from lockharness.harness.explore.generate.model import FaultModel
 from lockharness.harness.parallel.sharding import UNSHARDED, Shard
 from lockharness.harness.store.known import FIXED_AFTER
 from lockharness.workloads.client_doc import ClientSpec

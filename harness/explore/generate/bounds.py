@@ -158,7 +158,7 @@ def as_duration(value: Any) -> int:
     return int(value)
 
 
-# ---- bounds as a model file's Structs read them (harness/explore/model.py) -----------------
+# ---- bounds as a model file's Structs read them (harness/explore/generate/model.py) ----
 
 
 class Written:

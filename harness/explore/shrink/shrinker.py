@@ -1,6 +1,6 @@
 """Shrinking a failing scenario (a failing trial's replay) to a minimal one that still fails.
 
-The passes (harness/explore/shrink_passes.py) run in order, each on the best scenario so
+The passes (harness/explore/shrink/passes.py) run in order, each on the best scenario so
 far, and repeat until a whole round of them accepts nothing: a fixpoint, as Hypothesis's
 shrinker reaches one, so that a pass that can make progress only after a later one ran
 (a fault that can go once there are fewer workers) still does. The first pass, focus, is
@@ -22,10 +22,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lockharness.harness.explore.defaults import DEFAULT_K, DEFAULT_M, DEFAULT_MAX_CANDIDATES
-from lockharness.harness.explore.dim_registry import BUILT_IN
-from lockharness.harness.explore.dimension import Dimension
-from lockharness.harness.explore.reproduce import (
+from lockharness.harness.explore.generate.defaults import (
+    DEFAULT_K,
+    DEFAULT_M,
+    DEFAULT_MAX_CANDIDATES,
+)
+from lockharness.harness.explore.generate.dim_registry import BUILT_IN
+from lockharness.harness.explore.generate.dimension import Dimension
+from lockharness.harness.explore.generate.edits import fault_entries
+from lockharness.harness.explore.shrink.passes import PASSES, focus, one_fault_repeated
+from lockharness.harness.explore.shrink.reproduce import (
     Reproduction,
     RunOnce,
     ShouldStop,
@@ -33,8 +39,6 @@ from lockharness.harness.explore.reproduce import (
     reproduce,
     stop_reason,
 )
-from lockharness.harness.explore.shrink_edits import fault_entries
-from lockharness.harness.explore.shrink_passes import PASSES, focus, one_fault_repeated
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.scenario.checks import scenario_problems
 
@@ -88,7 +92,7 @@ class _Limits:
 
 
 class _Shrinker:
-    """The best scenario so far, and every candidate tried: what the passes see (Attempts)."""
+    """The best scenario so far, and every candidate tried: what the passes see (Shrinking)."""
 
     def __init__(self, s: Scenario, reproduction: Reproduction, run_once: RunOnce, limits: _Limits):
         self.best, self.reproduction = s, reproduction
@@ -97,7 +101,7 @@ class _Shrinker:
         self.steps: list[ShrinkStep] = []
         self.skipped: list[str] = []
         self.tried: list[Scenario] = [s]  # a candidate equal to one of these is not run again
-        self.round = 0  # of the passes (harness/explore/shrink_passes.py)
+        self.round = 0  # of the passes (harness/explore/shrink/passes.py)
 
     @property
     def accepted(self) -> int:

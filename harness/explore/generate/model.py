@@ -29,7 +29,7 @@ the run and workload shapes an exploration draws inside them (docs/explore.md).
 
 The file is read into msgspec Structs (ModelFile and its sections, below), which the JSON
 Schema (`lockharness schema --model`) and docs/explore.md's table of keys are made from.
-The sections' keys are the trial dimensions' (harness/explore/dimension.py: each declares
+The sections' keys are the trial dimensions' (harness/explore/generate/dimension.py: each declares
 its key, type, default and meaning), built-in and the model's own (``dimensions``), so a
 model with plug-ins is read by a Struct of its own (model_file_type).
 Each fault entry is checked against its kind's declaration (faults/base.py): the options it
@@ -57,7 +57,7 @@ from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.plugin import FaultKindError, is_plugin_kind, load_kind, places
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import NODE_TARGETS, REPLICATED_TARGETS, WORKER_TARGETS, Room
-from lockharness.harness.explore.bounds import (
+from lockharness.harness.explore.generate.bounds import (
     Bound,
     End,
     LeastDelay,
@@ -65,13 +65,13 @@ from lockharness.harness.explore.bounds import (
     WholeNumbers,
     Written,
 )
-from lockharness.harness.explore.dim_registry import (
+from lockharness.harness.explore.generate.dim_registry import (
     BUILT_IN,
     DimensionError,
     load_dimension,
 )
-from lockharness.harness.explore.dimension import SECTIONS, Dimension, written
-from lockharness.harness.explore.trial_dims import least_restart_delay_ns
+from lockharness.harness.explore.generate.dimension import SECTIONS, Dimension, written
+from lockharness.harness.explore.generate.trial_dims import least_restart_delay_ns
 
 SOME_WORKERS = "some"  # a worker-list option's choice: a random non-empty subset, drawn per trial
 MAX_MODEL_BYTES = 1 << 20
@@ -95,7 +95,7 @@ def _meaning(text: str) -> Meta:
 
 
 # Keys of a section that no dimension declares: the run's fault count is drawn with the
-# faults (harness/explore/draw.py).
+# faults (harness/explore/generate/draw.py).
 _FIXED: dict[str, list[tuple[str, Any, Any]]] = {
     "run": [
         (
@@ -608,7 +608,7 @@ def _named_files() -> dict[str, Any]:
     try:
         folder = resources.files("lockharness.harness.explore") / "models"
     except NotADirectoryError:  # as harness.scenario._builtins: an editable install on 3.11
-        folder = Path(__file__).parent / "models"
+        folder = Path(__file__).parent.parent / "models"
     return {p.name.removesuffix(".yaml"): p for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 

@@ -1,5 +1,5 @@
-"""The shrinking passes, each on the best scenario so far through ``Attempts.attempt`` (run
-the candidate; True, and it is the best, if it reproduces). harness/explore/shrink.py
+"""The shrinking passes, each on the best scenario so far through ``Shrinking.attempt`` (run
+the candidate; True, and it is the best, if it reproduces). harness/explore/shrink/shrinker.py
 repeats them, in this order, until a round accepts none:
 
 0. focus the workload: every hold the longest it draws, on one key (also tried first, on
@@ -11,7 +11,7 @@ repeats them, in this order, until a round accepts none:
 3. shorten each fault's window: to a floor (50 ms) at once, else by halving; then end the
    run shortly after the last one;
 4. every trial dimension toward its default, in the registry's order, as each declares
-   (harness/explore/dimension.py): fewer workers, threads and keys (halving toward the
+   (harness/explore/generate/dimension.py): fewer workers, threads and keys (halving toward the
    least the faults and mutual exclusion allow), extend off, nesting 0, the client's
    timing back to the defaults one key at a time (extend_at cadence, hold_end drawn,
    between 0s), a plug-in's own: what the violation does not need of them goes.
@@ -27,10 +27,9 @@ import dataclasses
 from collections.abc import Callable
 
 from lockharness.faults.spec import FaultPlan, FaultSpec
-from lockharness.harness.explore.client_timing import TIMINGS
-from lockharness.harness.explore.ddmin import ddmin
-from lockharness.harness.explore.dimension import Attempts
-from lockharness.harness.explore.shrink_edits import (
+from lockharness.harness.explore.generate.client_timing import TIMINGS
+from lockharness.harness.explore.generate.dimension import Shrinking
+from lockharness.harness.explore.generate.edits import (
     Unit,
     ceil_ms,
     fault_entries,
@@ -42,6 +41,7 @@ from lockharness.harness.explore.shrink_edits import (
     with_window,
     with_workload,
 )
+from lockharness.harness.explore.shrink.ddmin import ddmin
 from lockharness.harness.scenario import Scenario
 
 _MS, _S = 1_000_000, 1_000_000_000
@@ -52,7 +52,7 @@ REPEAT_EVERY_NS = 1 * _S  # a repeated fault's spacing, at least (else 3 of its 
 REPEATED_TRIED = 3  # faults tried alone and repeated, the nearest the violation first
 
 
-def focus(sh: Attempts) -> None:
+def focus(sh: Shrinking) -> None:
     """Every hold the longest the scenario draws, on one key. A violation of mutual
     exclusion needs two clients on one key at the end of a lease; this makes that the rule
     instead of a coincidence of the draws (a violation that needs a lease to reach its
@@ -71,7 +71,7 @@ def focus(sh: Attempts) -> None:
         sh.attempt(with_workload(sh.best, **changes), "focus: " + ", ".join(parts))
 
 
-def cut_after_violation(sh: Attempts) -> None:
+def cut_after_violation(sh: Shrinking) -> None:
     s, first = sh.best, sh.first_violation_ns
     if first is None:
         return
@@ -88,7 +88,7 @@ def cut_after_violation(sh: Attempts) -> None:
     sh.attempt(dataclasses.replace(with_timeline(s, kept), duration_ns=end), what)
 
 
-def drop_faults(sh: Attempts) -> None:
+def drop_faults(sh: Shrinking) -> None:
     """ddmin over the timeline's entries and the faults that fire alone (anchored ones
     stay anchored: a replay's fixed times meet the leases' edges by chance, an anchor on
     every lease)."""
@@ -106,7 +106,7 @@ def drop_faults(sh: Attempts) -> None:
         ddmin(units, fails)
 
 
-def _set_window(sh: Attempts, i: int, new: int) -> bool:
+def _set_window(sh: Shrinking, i: int, new: int) -> bool:
     s = sh.best
     entry = s.faults.timeline[i]
     what = f"fault {i + 1} ({entry.fault} at {secs(entry.at_ns)}) window "
@@ -114,7 +114,7 @@ def _set_window(sh: Attempts, i: int, new: int) -> bool:
     return sh.attempt(with_window(s, i, new), what)
 
 
-def shorten_windows(sh: Attempts) -> None:
+def shorten_windows(sh: Shrinking) -> None:
     # Each window: the floor at once (one candidate when the length does not matter),
     # else halvings while they reproduce.
     for i in range(len(sh.best.faults.timeline)):
@@ -128,7 +128,7 @@ def shorten_windows(sh: Attempts) -> None:
     _end_after_last_fault(sh)
 
 
-def _end_after_last_fault(sh: Attempts) -> None:
+def _end_after_last_fault(sh: Shrinking) -> None:
     s = sh.best
     if not s.faults.timeline:
         return
@@ -140,16 +140,16 @@ def _end_after_last_fault(sh: Attempts) -> None:
         sh.attempt(dataclasses.replace(s, duration_ns=end), what)
 
 
-def toward_defaults(sh: Attempts) -> None:
+def toward_defaults(sh: Shrinking) -> None:
     """Each of the model's trial dimensions nearer its default, as it declares
-    (harness/explore/dimension.py: fewer workers, threads and keys; extend off; nesting
+    (harness/explore/generate/dimension.py: fewer workers, threads and keys; extend off; nesting
     0; each of the client's timings back to its default; a plug-in's own): what the
     violation does not need of them goes. The order is the registry's."""
     for dim in sh.dimensions:
         dim.shrink(sh)
 
 
-def plain_timing(sh: Attempts) -> None:
+def plain_timing(sh: Shrinking) -> None:
     """The client's timing keys alone at their defaults (extend_at cadence, hold_end
     drawn, between 0s), one at a time: toward_defaults's part for them."""
     for timing in TIMINGS:
@@ -178,7 +178,7 @@ def _near_the_violation(s: Scenario, first: int | None) -> list[tuple[FaultSpec,
     return list(found.values())
 
 
-def one_fault_repeated(sh: Attempts) -> None:
+def one_fault_repeated(sh: Shrinking) -> None:
     """Each fault in effect near the violation alone, repeating through the run (its
     window every second, or every 3 windows if longer). A violation one of many faults
     could have caused, each by meeting a moment by chance (a node pause longer than the
@@ -199,7 +199,7 @@ def one_fault_repeated(sh: Attempts) -> None:
             return
 
 
-Pass = Callable[[Attempts], None]
+Pass = Callable[[Shrinking], None]
 PASSES: tuple[Pass, ...] = (
     focus,
     cut_after_violation,

@@ -7,12 +7,12 @@ subclass, or bool), its default as a model file writes it and what it means (the
 Schema and docs/explore.md's table are made from these); and, as methods, how a fresh
 trial draws it, whether and how a mutation redraws it, why a trial's value is outside
 the model (fits), how shrinking takes it back toward its default, and how
-`explore --list-models` shows it. harness/explore/dim_registry.py collects the built-in
+`explore --list-models` shows it. harness/explore/generate/dim_registry.py collects the built-in
 classes (trial_dims.py, client_timing.py) and a model's plug-ins (``dimensions:
 [module:Class]``); draw, mutate, fits and the shrinking passes loop over them, naming none.
 
 Dimensions see the model only as its values by key (``Drawing.values``): they stand below
-harness/explore/model.py, which builds the model file's sections from them.
+harness/explore/generate/model.py, which builds the model file's sections from them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Annotated, Any, ClassVar, Protocol, TypeVar, cast
 import msgspec
 from msgspec import Meta
 
-from lockharness.harness.explore.bounds import Bound, Written
+from lockharness.harness.explore.generate.bounds import Bound, Written
 from lockharness.harness.scenario.model import Scenario
 from lockharness.workloads.client_info import ClientInfo
 
@@ -48,8 +48,8 @@ def described(tp: Any, meaning: str) -> Any:
     return cast(Any, Annotated)[tp, Meta(description=meaning)]
 
 
-class Attempts(Protocol):
-    """What a shrinking pass sees of the shrinker (harness/explore/shrink.py)."""
+class Shrinking(Protocol):
+    """What a shrinking pass sees of the shrinker (harness/explore/shrink/shrinker.py)."""
 
     @property
     def best(self) -> Scenario: ...
@@ -156,6 +156,6 @@ class Dimension:
         the workload's numbers are the explorer's choice of where to look, not the claim."""
         return []
 
-    def shrink(self, sh: Attempts) -> None:
+    def shrink(self, sh: Shrinking) -> None:
         """Try ``sh.best`` with it nearer its default (each candidate through
         ``sh.attempt``). By default not shrunk."""

@@ -1,5 +1,5 @@
 """The exploration loop: trials drawn fresh or mutated from the corpus until the budget,
-each an ordinary run; a violation goes to harness/explore/violation.py (replayed, shrunk).
+each an ordinary run; a violation goes to harness/explore/campaign/violation.py (replayed, shrunk).
 Ctrl-C stops it cleanly: the report is written with what was found.
 """
 
@@ -20,24 +20,24 @@ from rich.console import Console
 from lockharness.checker import Verdict
 from lockharness.core.atomic import disk_full
 from lockharness.core.interrupts import deferred, shielded, stopped_by
-from lockharness.harness.explore.carried import corpus_to_keep, restore
-from lockharness.harness.explore.client_identity import client_identity, client_version
-from lockharness.harness.explore.coverage import Corpus, cells
-from lockharness.harness.explore.draw import draw
-from lockharness.harness.explore.fits import outside
-from lockharness.harness.explore.known_replay import Known, KnownFailures
-from lockharness.harness.explore.mutate import mutate
-from lockharness.harness.explore.progress import ExploreProgress
-from lockharness.harness.explore.record import (
+from lockharness.harness.explore.campaign.carried import corpus_to_keep, restore
+from lockharness.harness.explore.campaign.client_identity import client_identity, client_version
+from lockharness.harness.explore.campaign.known_replay import Known, KnownFailures
+from lockharness.harness.explore.campaign.progress import ExploreProgress
+from lockharness.harness.explore.campaign.record import (
     ExploreRecord,
     TrialRecord,
     ViolationRecord,
 )
-from lockharness.harness.explore.report import write_report
-from lockharness.harness.explore.reproduce import RunOutcome as RunResult
-from lockharness.harness.explore.request import ExploreRequest
-from lockharness.harness.explore.trial import Trial, trial_name
-from lockharness.harness.explore.violation import Violations, first_signature
+from lockharness.harness.explore.campaign.report import write_report
+from lockharness.harness.explore.campaign.request import ExploreRequest
+from lockharness.harness.explore.campaign.violation import Violations, first_signature
+from lockharness.harness.explore.generate.coverage import Corpus, cells
+from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.fits import outside
+from lockharness.harness.explore.generate.mutate import mutate
+from lockharness.harness.explore.generate.trial import Trial, trial_name
+from lockharness.harness.explore.shrink.reproduce import RunOutcome as RunResult
 from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.runner import RunOutcome, run_scenario
@@ -53,7 +53,7 @@ from lockharness.harness.store.layout import stamped_directory
 
 _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
 # The first round: every other trial of the first 2 x FIRST_ROUND is fresh and aimed at
-# each way of aiming in turn (harness/explore/aim.py's ``ways``), so that a bug that needs
+# each way of aiming in turn (harness/explore/generate/aim.py's ``ways``), so that a bug that needs
 # one of them is met in the first minutes, not when chance draws it; the others are drawn
 # as ever (a bug any fault shows is found as early as before).
 FIRST_ROUND = 7

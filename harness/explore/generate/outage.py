@@ -27,8 +27,8 @@ from collections.abc import Collection, Mapping, Sequence
 from lockharness.faults.registry import KINDS
 from lockharness.faults.spec import FaultSpec
 from lockharness.faults.targets import majority_size, most_nodes
-from lockharness.harness.explore.trial import DrawnFault
-from lockharness.harness.explore.whole_ms import MS
+from lockharness.harness.explore.generate.trial import DrawnFault
+from lockharness.harness.explore.generate.whole_ms import MS
 from lockharness.harness.scenario.model import Scenario
 
 BUDGET = 1 / 3  # the most of a run a trial plans its lock out of reach

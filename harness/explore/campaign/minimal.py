@@ -6,10 +6,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lockharness.harness.explore.confirm import Confirmed
-from lockharness.harness.explore.record import MINIMAL, ORIGINAL, ExploreRecord, ViolationRecord
-from lockharness.harness.explore.reproduce import Reproduction
-from lockharness.harness.explore.shrink_edits import fault_entries
+from lockharness.harness.explore.campaign.confirm import Confirmed
+from lockharness.harness.explore.campaign.record import (
+    MINIMAL,
+    ORIGINAL,
+    ExploreRecord,
+    ViolationRecord,
+)
+from lockharness.harness.explore.generate.edits import fault_entries
+from lockharness.harness.explore.shrink.reproduce import Reproduction
 from lockharness.harness.scenario import Scenario, to_yaml
 
 

@@ -2,7 +2,7 @@
 (a Scenario, its workload a WorkloadSpec, each fault a FaultSpec with its kind's Options),
 so that it keeps the scenario's rules by construction: holds in order, a TTL in the
 client's steps, features only where the client has them, options that the kind's rules
-admit in the drawn cluster (harness/explore/options.py)."""
+admit in the drawn cluster (harness/explore/generate/options.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,19 @@ import random
 
 from lockharness.core.typed_input import convert
 from lockharness.faults.spec import Anchor, AnchorCall, FaultPlan, FaultSpec
-from lockharness.harness.explore.aim import aim
-from lockharness.harness.explore.dimension import Drawing
-from lockharness.harness.explore.model import FaultChoice, FaultModel
-from lockharness.harness.explore.options import draw_options
-from lockharness.harness.explore.outage import leave_room
-from lockharness.harness.explore.trial import DrawnFault, Trial, finished, room_of, trial_name
-from lockharness.harness.explore.whole_ms import MS, draw_ms, whole_ms
+from lockharness.harness.explore.generate.aim import aim
+from lockharness.harness.explore.generate.dimension import Drawing
+from lockharness.harness.explore.generate.model import FaultChoice, FaultModel
+from lockharness.harness.explore.generate.options import draw_options
+from lockharness.harness.explore.generate.outage import leave_room
+from lockharness.harness.explore.generate.trial import (
+    DrawnFault,
+    Trial,
+    finished,
+    room_of,
+    trial_name,
+)
+from lockharness.harness.explore.generate.whole_ms import MS, draw_ms, whole_ms
 from lockharness.harness.scenario.expectation import Expectation
 from lockharness.harness.scenario.model import ClusterSpec, Scenario
 from lockharness.workloads.client_doc import ClientDoc, ClientSpec, client_to_plain, read_client
@@ -108,7 +114,7 @@ def draw(
     model: FaultModel, client: ClientSpec, seed: int, number: int, first: int | None = None
 ) -> Trial:
     """A fresh trial: everything drawn from ``seed``; ``first``: its place in the
-    exploration's first round of aims (harness/explore/aim.py)."""
+    exploration's first round of aims (harness/explore/generate/aim.py)."""
     rng = random.Random(f"{seed}:explore-trial")
     s = _bare(model, client, rng, trial_name(number), seed)
     faults: list[FaultSpec] = []

@@ -1,5 +1,5 @@
 """The client's own timing in a trial (workload extend_at, hold_end, between:
-workloads/timing.py), one dimension each (harness/explore/dimension.py), drawn where the
+workloads/timing.py), one dimension each (harness/explore/generate/dimension.py), drawn where the
 fault model's ``workload.timing`` names its words, from a stream of its own: the rest of
 a seed's trial is drawn as before these keys existed.
 
@@ -23,16 +23,16 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-from lockharness.harness.explore.bounds import WordSet
-from lockharness.harness.explore.dimension import (
-    Attempts,
+from lockharness.harness.explore.generate.bounds import WordSet
+from lockharness.harness.explore.generate.dimension import (
     Dimension,
     Drawing,
+    Shrinking,
     described,
     written,
 )
-from lockharness.harness.explore.shrink_edits import with_workload
-from lockharness.harness.explore.whole_ms import MS
+from lockharness.harness.explore.generate.edits import with_workload
+from lockharness.harness.explore.generate.whole_ms import MS
 from lockharness.harness.scenario.model import Scenario
 from lockharness.workloads.spec import WorkloadSpec
 from lockharness.workloads.timing import FRACTION_MAX, FRACTION_MIN, Between, ExtendAt, HoldEnd
@@ -101,7 +101,7 @@ class Timing(Dimension):
             if word not in model
         ]
 
-    def shrink(self, sh: Attempts) -> None:
+    def shrink(self, sh: Shrinking) -> None:
         """Back to the default, if the violation does without: a minimal scenario keeps
         only the timing it needs (a release at the deadline's edge, say)."""
         now = getattr(sh.best.workload, self.name)

@@ -1,0 +1,2 @@
+"""Generating trials: the fault model and its trial dimensions, drawing, mutating, aiming at
+leases, what fits the model, coverage."""

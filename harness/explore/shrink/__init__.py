@@ -1,0 +1,1 @@
+"""Shrinking a violation: reproducing it, the passes, delta debugging."""
