@@ -96,3 +96,61 @@ def test_two_shards_corpora_are_united(tmp_path: Path) -> None:
     assert united is not None
     assert united.cells == [["by", "kill", "a"], ["count", "b", "1"]]
     assert [e.name for e in united.entries] == ["s1-trial-0001", "s2-trial-0002"]
+
+
+# ---- the typed trial, kept and carried back (no server) ----------------------------------
+
+
+def _kept_and_back(tmp_path: Path, entry_of: object = None) -> tuple[list, list]:
+    """Drawn trials of a named model kept as tonight's corpus, written, read back and
+    restored as the next night does; ``entry_of`` rewrites each entry first."""
+    from lockharness.harness.explore.campaign.carried import corpus_to_keep, restore
+    from lockharness.harness.explore.campaign.request import ExploreRequest
+    from lockharness.harness.explore.generate.coverage import Corpus
+    from lockharness.harness.explore.generate.draw import draw
+    from lockharness.harness.explore.generate.model import load_model
+    from tests.test_explore_trials import client
+
+    model = load_model("redlock")
+    trials = {t.name: t for t in (draw(model, client("redlock"), seed, seed) for seed in (1, 2, 3))}
+    corpus = Corpus(entries=list(trials))
+    kept = corpus_to_keep(ExploreRequest(client("redlock"), model, 1), corpus, trials, "S", {})
+    if callable(entry_of):
+        kept.entries = [entry_of(e, trials[e.name.removeprefix("S-")]) for e in kept.entries]
+    path = tmp_path / "corpus.json"
+    write_corpus(path, kept)
+    carried = read_corpus(path)
+    assert carried is not None and carried.format == FORMAT
+    return list(trials.values()), restore(carried, model, path, Corpus())
+
+
+def test_a_kept_trial_comes_back_as_it_was_drawn(tmp_path: Path) -> None:
+    drawn, back = _kept_and_back(tmp_path)
+    assert len(back) == len(drawn)
+    for before, after in zip(drawn, back, strict=True):
+        assert after.scenario.faults == before.scenario.faults
+        assert after.scenario.workload == before.scenario.workload
+        assert after.scenario.cluster == before.scenario.cluster
+        assert {n: d.number for n, d in after.drawn.items()} == {
+            n: d.number for n, d in before.drawn.items()
+        }
+        assert {n: d.choice for n, d in after.drawn.items()} == {
+            n: d.choice for n, d in before.drawn.items()
+        }
+
+
+def test_a_format_1_corpus_still_carries_over(tmp_path: Path) -> None:
+    from lockharness.harness.scenario.write import to_yaml
+
+    def as_format_1(entry: CorpusEntry, trial: object) -> CorpusEntry:
+        return CorpusEntry(name=entry.name, scenario=to_yaml(trial.scenario))  # type: ignore[attr-defined]
+
+    drawn, back = _kept_and_back(tmp_path, as_format_1)
+    assert [t.scenario.faults for t in back] == [t.scenario.faults for t in drawn]
+    assert [sorted(t.drawn) for t in back] == [sorted(t.drawn) for t in drawn]
+    # The file as format 1 wrote it is read too (and written back as the current format).
+    old = tmp_path / "old.json"
+    raw = json.loads((tmp_path / "corpus.json").read_text())
+    old.write_text(json.dumps({**raw, "format": 1}))
+    read = read_corpus(old)
+    assert read is not None and read.format == 1 and len(read.entries) == len(drawn)

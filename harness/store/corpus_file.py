@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -19,14 +20,21 @@ from lockharness.core.atomic import write_atomically
 from lockharness.harness.store.records import read_record_file
 
 CORPUS = "corpus"  # store/corpus/
-FORMAT = 1
+FORMAT = 2  # 1: each entry's scenario as YAML text, its faults' numbers in their names
+FORMATS = (1, 2)  # what is read: an older night's corpus carries over too
 MAX_ENTRIES = 400  # about 1 MB of scenarios
 _MAX_FILE_BYTES = 8 << 20
 
 
 class CorpusEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One trial, typed as the explorer holds it: its scenario as data (a scenario file's
+    keys, read back through the scenario's own Structs) and what the trial knows beyond
+    it, each drawn fault's number (a mutation's added fault takes the next)."""
+
     name: str  # <exploration stamp>-<trial>: unique across nights, a valid scenario name
-    scenario: str  # the trial's scenario, as its run directory's scenario.yaml has it
+    # The scenario as to_plain gives it; format 1 wrote the YAML text of scenario.yaml.
+    scenario: dict[str, Any] | str
+    numbers: dict[str, int] = {}  # fault name -> its number; format 1 had it in the name
 
 
 class CorpusFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -46,12 +54,13 @@ def read_corpus(path: Path) -> CorpusFile | None:
     """The corpus file, None when there is none; BadInput naming it when it is not one."""
     if not path.is_file():
         return None
-    corpus = read_record_file(path, CorpusFile, _MAX_FILE_BYTES, "a corpus", FORMAT)
+    corpus = read_record_file(path, CorpusFile, _MAX_FILE_BYTES, "a corpus", FORMATS)
     return corpus
 
 
 def write_corpus(path: Path, corpus: CorpusFile) -> None:
     corpus.entries = corpus.entries[-MAX_ENTRIES:]
+    corpus.format = FORMAT  # a format-1 file's entries are read as they are, and kept
     write_atomically(path, msgspec.json.encode(corpus) + b"\n")
 
 

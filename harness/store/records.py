@@ -15,9 +15,11 @@ from lockharness.core.yaml_read import read_input_file
 _Record = TypeVar("_Record", bound=msgspec.Struct)
 
 
-def read_record_file(path: Path, tp: type[_Record], most: int, what: str, fmt: int) -> _Record:
-    """``path`` as a ``tp`` of format ``fmt``, at most ``most`` bytes; ``what`` names the
-    kind of file in the messages ("a corpus")."""
+def read_record_file(
+    path: Path, tp: type[_Record], most: int, what: str, fmt: int | tuple[int, ...]
+) -> _Record:
+    """``path`` as a ``tp`` of format ``fmt`` (or one of them), at most ``most`` bytes;
+    ``what`` names the kind of file in the messages ("a corpus")."""
     text = read_input_file(path, str(path), most, what)
     try:
         record: _Record = convert(msgspec.json.decode(text), tp)
@@ -25,6 +27,8 @@ def read_record_file(path: Path, tp: type[_Record], most: int, what: str, fmt: i
         raise BadInput(f"{path}: not JSON ({e}); allowed: {what} lockharness wrote") from None
     except Invalid as e:
         raise BadInput(f"{path}: {e}; allowed: {what} lockharness wrote") from None
-    if getattr(record, "format", None) != fmt:
-        raise BadInput(f"{path}: format: {getattr(record, 'format', None)!r}; allowed: {fmt}")
+    formats = fmt if isinstance(fmt, tuple) else (fmt,)
+    if getattr(record, "format", None) not in formats:
+        allowed = ", ".join(map(str, formats))
+        raise BadInput(f"{path}: format: {getattr(record, 'format', None)!r}; allowed: {allowed}")
     return record

@@ -20,7 +20,7 @@ from lockharness.harness.explore.generate.fits import choice_for, outside
 from lockharness.harness.explore.generate.model import FaultModel
 from lockharness.harness.explore.generate.trial import DrawnFault, Trial
 from lockharness.harness.scenario.read import read_scenario
-from lockharness.harness.scenario.write import to_yaml
+from lockharness.harness.scenario.write import to_plain
 from lockharness.harness.store.corpus_file import (
     FORMAT,
     CorpusEntry,
@@ -31,6 +31,12 @@ from lockharness.harness.store.corpus_file import (
 
 _NUMBER = re.compile(r"-(\d+)\Z")  # a drawn fault's name: <kind>-<number>
 CARRIED = "carried over"  # a carried trial's origin
+
+
+def _number_in(name: str) -> int | None:
+    """A format-1 entry's fault number, from its name (format 2 keeps it as a number)."""
+    found = _NUMBER.search(name)
+    return int(found[1]) if found else None
 
 
 def carried_corpus(store: Path, request: ExploreRequest) -> CorpusFile | None:
@@ -45,7 +51,9 @@ def _trial(entry: CorpusEntry, model: FaultModel, source: Path) -> Trial | None:
     """A carried trial rebuilt as a parent to mutate; None when tonight's model no longer
     holds it (the model file was edited) or its faults cannot be matched to the model."""
     try:
-        data, _ = input_document(entry.scenario, f"{source}: {entry.name}")
+        data = entry.scenario
+        if isinstance(data, str):  # format 1: the YAML text
+            data, _ = input_document(data, f"{source}: {entry.name}")
         scenario = read_scenario(data, entry.name, None)
     except (BadInput, Invalid):
         return None
@@ -55,10 +63,10 @@ def _trial(entry: CorpusEntry, model: FaultModel, source: Path) -> Trial | None:
     drawn: dict[str, DrawnFault] = {}
     for spec in scenario.faults.faults:
         choice = choice_for(model, spec, scenario.workload.ttl_ns)
-        number = _NUMBER.search(spec.name)
+        number = entry.numbers.get(spec.name, _number_in(spec.name))
         if choice is None or number is None:
             return None
-        drawn[spec.name] = DrawnFault(int(number[1]), choice)
+        drawn[spec.name] = DrawnFault(number, choice)
     seed = scenario.seed if scenario.seed is not None else 0
     return Trial(0, seed, CARRIED, scenario, drawn)
 
@@ -89,7 +97,9 @@ def corpus_to_keep(
             continue
         if name not in written:
             kept = name if trial.origin == CARRIED else f"{stamp}-{name}"
-            written[name] = CorpusEntry(name=kept, scenario=to_yaml(trial.scenario))
+            numbers = {fault: d.number for fault, d in trial.drawn.items()}
+            plain = to_plain(dataclasses.replace(trial.scenario, name=kept))
+            written[name] = CorpusEntry(name=kept, scenario=plain, numbers=numbers)
         entries.append(written[name])
     return CorpusFile(
         format=FORMAT,
