@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -154,20 +155,13 @@ def _check(
     stats = Stats(**counts)
 
     views = views_of(Findings(found, grouped, end))  # the kinds of evidence of their own
+    evidence = CheckResult(
+        Verdict.VALID, stats=stats, liveness=liveness, fencing=fencing, exposure=exposure,
+        claims=claims.found[:cap], claims_unjudged=claims.unjudged, views=views,
+    )  # fmt: skip
 
     def result(verdict: Verdict, witnesses: list[Witness], reasons: list[str]) -> CheckResult:
-        return CheckResult(
-            verdict,
-            witnesses,
-            reasons,
-            stats=stats,
-            liveness=liveness,
-            fencing=fencing,
-            exposure=exposure,
-            claims=claims.found[:cap],
-            claims_unjudged=claims.unjudged,
-            views=views,
-        )
+        return replace(evidence, verdict=verdict, witnesses=witnesses, reasons=reasons)
 
     if total:
         reasons = _violation_reasons(mutex, resource)
