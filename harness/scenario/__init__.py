@@ -1,5 +1,6 @@
 """Scenarios: a YAML file read through msgspec Structs (model.py), whose errors name the
-file, the key path, what is allowed and the line; built-ins in harness/scenarios/.
+file, the key path, what is allowed and the line; built-ins in harness/scenarios/; and
+the one judgment of a run by its scenario (judgment.py).
 
 Faults (faults/spec.py shows the YAML) declare their own options and rules
 (faults/registry.py), and clients theirs (workloads/registry.py, or the plug-in's class);
