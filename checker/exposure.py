@@ -11,9 +11,10 @@ whichever comes first: its grants are in force and its holder is inside. It expi
 validity deadline; a lease whose client gives none, at its acquire's invoke plus the TTL
 asked; without either, never (live until its release, or the history's end).
 A lease is *held* from its acquire ok until its release is invoked (what the holder
-believes). An occurrence is *in effect* from its start ``info`` to its stop ``info`` (or
-the history's end). Each way of touching, by the exposure category a fault kind declares
-(the nemesis writes it into each of its events; the built-in kinds' are named here):
+believes). An occurrence (core.occurrences pairs its events) is *in effect* from its start
+``info`` to its stop ``info`` (or the heal's decision, or the history's end). Each way of
+touching, by the exposure category a fault kind declares (the nemesis writes it into each
+of its events; the built-in kinds' are named here):
 
 - kill-of-grant-node (kill): a node that granted a lease was killed while the lease was
   live (at the kill's decision, when its proxies begin to refuse: ``_down_from``). Of
