@@ -28,7 +28,8 @@ from typing import Any
 from rich.console import Console
 
 from bench import exposure
-from lockharness.core.history import INFO, nemesis_event, read_history
+from lockharness.core.history import read_history
+from lockharness.core.occurrences import occurrences
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.run.binaries import REDIS_SERVER, TOXIPROXY_SERVER, Binaries, find_binary
 from lockharness.harness.run.runner import RunOutcome, run_scenario
@@ -49,10 +50,10 @@ def first_violation_s(outcome: RunOutcome) -> float | None:
 def fault_delays_ms(run_dir: Path) -> dict[str, list[float]]:
     """Per kind: in-effect time minus decision time of every fault start in the history."""
     delays: dict[str, list[float]] = defaultdict(list)
-    for event in read_history(RunDir(run_dir).history):
-        record = nemesis_event(event) if event.type == INFO else None
-        if record is not None and "decided_at" in record.details and "error" not in record.details:
-            delays[record.kind].append((event.time - record.details["decided_at"]) / 1e6)
+    for o in occurrences(read_history(RunDir(run_dir).history)).in_effect():
+        decided, in_effect = o.started.decided_at, o.in_effect_ns
+        if decided is not None and in_effect is not None and o.error is None:
+            delays[o.kind].append((in_effect - decided) / 1e6)
     return delays
 
 

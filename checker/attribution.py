@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.sections import Section
@@ -60,6 +59,7 @@ from lockharness.core.history import (
     Event,
     nemesis_event,
 )
+from lockharness.core.occurrences import FaultRecord, Occurrence, Pairing, Said
 
 # The category of a fault that freezes its targets' clients (client-pause, as declared).
 _FREEZES = "holder-paused"
@@ -95,34 +95,46 @@ class _Facts:
         return min(across, key=lambda c: c.refused, default=None)
 
 
-def _pause_processes(details: dict[str, Any], worker: str) -> list[int | str]:
-    processes = details.get("processes")
-    named = processes.get(worker) if isinstance(processes, dict) else None
-    if isinstance(named, list) and all(type(p) is int for p in named):
-        return list(named)
-    return [_EVERYONE]
+def _pause_processes(started: Said, worker: str) -> list[int | str]:
+    named = started.processes.get(worker) if started.processes is not None else None
+    return list(named) if named is not None else [_EVERYONE]
+
+
+def _pauses(faults: FaultRecord, facts: _Facts) -> None:
+    """Who was frozen when, from the occurrences that freeze clients. A client pause
+    stops its workers at its decision and resumes them at its stop, whatever else still
+    holds them: a worker is paused from a decision while it runs until the next pause on
+    it is taken out (whom: as the last start in effect on it said it froze)."""
+    marks: list[tuple[int, int, str, Occurrence]] = []  # (time, step, worker, occurrence)
+    for o in faults.ran:
+        if o.category != _FREEZES:
+            continue
+        for worker in o.targets:
+            for step, at in enumerate((o.decided_ns, o.in_effect_ns, o.stopped_ns)):
+                if at is not None:
+                    marks.append((at, step, worker, o))
+    marks.sort(key=lambda mark: mark[:2])
+    paused_since: dict[str, int] = {}  # worker -> when its pause was decided
+    froze: dict[str, list[int | str]] = {}
+    for at, step, worker, o in marks:
+        if step == 0:
+            paused_since.setdefault(worker, at)
+        elif step == 1:  # in effect: it says whom it froze
+            froze[worker] = _pause_processes(o.started, worker)
+        elif worker in paused_since:
+            _add_pause(facts, froze.get(worker, [_EVERYONE]), paused_since.pop(worker), at)
+    for worker, since in paused_since.items():  # never resumed within the history
+        _add_pause(facts, froze.get(worker, [_EVERYONE]), since, float("inf"))
 
 
 def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
     facts = _Facts()
-    paused_since: dict[str, int] = {}  # worker -> when its pause was decided
-    froze: dict[str, list[int | str]] = {}
+    faults = Pairing()  # the nemesis's events, paired as they come (core.occurrences)
     open_calls: dict[int | str, int] = {}
     end = float("inf")
     for event in history:
         if event.process == NEMESIS:
-            record = nemesis_event(event)
-            if record is None or record.exposure != _FREEZES:
-                continue
-            for worker in record.targets:
-                if record.phase == "start" and event.type == INVOKE:
-                    paused_since.setdefault(worker, event.time)
-                elif record.phase == "start":  # in effect: it says whom it froze
-                    froze[worker] = _pause_processes(record.details, worker)
-                elif record.phase == "stop" and event.type == INFO and worker in paused_since:
-                    _add_pause(
-                        facts, froze.get(worker, [_EVERYONE]), paused_since.pop(worker), event.time
-                    )
+            faults.add(event, nemesis_event(event))
         elif event.process in processes and event.f == ENTER and event.token is not None:
             facts.entered.add(event.token)
         elif event.process in processes and event.f in _CLIENT_CALLS:
@@ -139,8 +151,7 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
                 refused = event.type in (FAIL, INFO)
                 call = _Call(began, began if called is None else called, event.time, refused)
                 facts.calls.setdefault(event.process, []).append(call)
-    for worker, since in paused_since.items():  # never resumed within the history
-        _add_pause(facts, froze.get(worker, [_EVERYONE]), since, end)
+    _pauses(faults.record(), facts)
     for process, began in open_calls.items():  # never completed
         facts.calls.setdefault(process, []).append(_Call(began, began, end, refused=False))
     return facts

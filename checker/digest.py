@@ -43,7 +43,7 @@ from typing import Any
 
 from lockharness.checker.attempts import Attempts, KeyAttempts
 from lockharness.checker.evidence import Failover, ResourceWitness
-from lockharness.checker.failover import failover
+from lockharness.checker.failover import seen
 from lockharness.checker.native import scan as _scan
 from lockharness.checker.resource import ResourceView, forget_the_dead, take_answer
 from lockharness.checker.rules import Impossible, refuse
@@ -66,7 +66,10 @@ from lockharness.core.history import (
     RELEASE,
     Event,
     HistoryFile,
+    NemesisEvent,
+    nemesis_event,
 )
+from lockharness.core.occurrences import FaultRecord, Pairing
 
 _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
 # An open section: its acquire ok, the deadline, grants and token it states, and when
@@ -90,6 +93,8 @@ class Digest:
     resource: ResourceView = field(default_factory=ResourceView)
     failovers: list[Failover] = field(default_factory=list)
     nemesis: list[Event] = field(default_factory=list)  # every nemesis event, in order
+    pairing: Pairing = field(default_factory=Pairing)  # their occurrences, as they come
+    occurrences: FaultRecord = field(default_factory=FaultRecord)  # once the pass is over
     events: int = 0
     first_time: int | None = None
     last_time: int | None = None
@@ -119,14 +124,15 @@ class FaultWindow:
     open: set[int] = field(default_factory=set)
     last: int | float = -math.inf
 
-    def note(self, event: Event) -> bool:
-        """Read a nemesis event; whether calls answered from now on must be kept."""
-        value = event.value or {}
-        phase, number = value.get("phase"), value.get("occurrence")
+    def note(self, event: Event, record: NemesisEvent | None) -> bool:
+        """Read a nemesis event (``record``: its nemesis_event); whether calls answered
+        from now on must be kept."""
+        phase = None if record is None else record.phase
+        number = None if record is None else record.occurrence
         if phase == "heal":
             self.open.clear()
-        elif phase in ("start", "stop") and "skipped" not in value:  # skipped: never began
-            if type(number) is not int:
+        elif record is not None and "skipped" not in record.details:  # skipped: never began
+            if number is None:
                 self.everything = True
             elif phase == "start":
                 self.open.add(number)
@@ -396,19 +402,20 @@ def _died_event(d: Digest, process: int | str, t: int) -> Event:
 
 
 def _nemesis_event(d: Digest, event: Event) -> bool:
-    """A nemesis event is kept (checker.exposure reads the faults from them), and a
-    failover it records is read (checker.failover). Whether calls answered from now on
-    are kept (``FaultWindow``)."""
+    """A nemesis event is kept, decoded once and paired into its fault occurrence (what
+    checker.exposure and checker.spans read), and a failover it records is read
+    (checker.failover: Sentinel's, or a promote's start). Whether calls answered from now
+    on are kept (``FaultWindow``)."""
     d.nemesis.append(event)
-    if event.type == INFO and event.value and "to" in event.value:
-        found = failover(event)
-        if found is not None:
-            d.failovers.append(found)
+    record = nemesis_event(event)
+    found = seen(event, record, d.pairing.add(event, record))
+    if found is not None:
+        d.failovers.append(found)
     if event.f == DIED and event.type == INFO and event.value:
         for process in _processes(event, event.value) or ():
             known = d.deaths.get(process)
             d.deaths[process] = event.time if known is None else min(known, event.time)
-    return d.faults.note(event)
+    return d.faults.note(event, record)
 
 
 def _finish(
@@ -435,6 +442,7 @@ def _finish(
         end = died[process] if process in died else last[process]
         d.sections.append(_close(opened, end, None, moved))
     d.sections.sort(key=_acquire_index)
+    d.occurrences = d.pairing.record()
     d.processes = set(last) | ({NEMESIS} if d.nemesis_events else set())
     if died and d.resource.occupancy:
         forget_the_dead(d.resource, _owners(d.sections), died)

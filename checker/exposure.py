@@ -11,9 +11,10 @@ whichever comes first: its grants are in force and its holder is inside. It expi
 validity deadline; a lease whose client gives none, at its acquire's invoke plus the TTL
 asked; without either, never (live until its release, or the history's end).
 A lease is *held* from its acquire ok until its release is invoked (what the holder
-believes). An occurrence is *in effect* from its start ``info`` to its stop ``info`` (or
-the history's end). Each way of touching, by the exposure category a fault kind declares
-(the nemesis writes it into each of its events; the built-in kinds' are named here):
+believes). An occurrence (core.occurrences pairs its events) is *in effect* from its start
+``info`` to its stop ``info`` (or the heal's decision, or the history's end). Each way of
+touching, by the exposure category a fault kind declares (the nemesis writes it into each
+of its events; the built-in kinds' are named here):
 
 - kill-of-grant-node (kill): a node that granted a lease was killed while the lease was
   live (at the kill's decision, when its proxies begin to refuse: ``_down_from``). Of
@@ -58,7 +59,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,10 +67,9 @@ from lockharness.checker.digest import Call
 from lockharness.checker.evidence import Failover
 from lockharness.checker.moments import MOMENT_KINDS, Reach, at_edge, during, in_flight
 from lockharness.checker.sections import Section
-from lockharness.checker.values import names_field
-from lockharness.checker.values import processes_field as _processes
 from lockharness.checker.views import Exposure, FaultExposure
-from lockharness.core.history import INFO, Event, nemesis_event
+from lockharness.core.history import Event
+from lockharness.core.occurrences import FaultRecord, Occurrence, occurrences
 
 # Every way a fault can touch a lease, and what it means (docs, the expectation's check).
 EXPOSURE_KINDS: dict[str, str] = {
@@ -96,20 +96,25 @@ _KEY_SEPARATORS = (":", "/", "_", ".", "-", "{", "}")
 
 
 @dataclass
-class _Occurrence:
-    number: int
-    name: str
-    kind: str
-    category: str  # the kind's declared exposure category (core.history.ExposureCategory)
+class _Tally:
+    """How one occurrence in effect (core.occurrences) touched leases, gathered as the
+    pairing goes."""
+
+    occurrence: Occurrence
+    number: int  # the nemesis's; an older history's unnumbered: -1, -2, ... in order
     start: int  # in effect
-    end: int | None  # taken out; None until its stop is seen
-    targets: tuple[str, ...]
-    started: dict[str, Any]
-    event: Event  # its start info: what a BadValue names
-    stopped: dict[str, Any] = field(default_factory=dict)
+    end: int  # out of effect: taken out, else the heal's decision, else the history's end
     touched: set[str] = field(default_factory=set)
     leases: set[int] = field(default_factory=set)  # acquire indexes
     moments: set[str] = field(default_factory=set)  # checker.moments's kinds it reached
+
+    @property
+    def category(self) -> str:
+        return self.occurrence.category
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return self.occurrence.targets
 
     def touch(self, how: str, lease: Section) -> None:
         self.touched.add(how)
@@ -127,56 +132,15 @@ class _Lease:
         return self.section.start
 
 
-def _occurrences(nemesis: Iterable[Event], end: int) -> tuple[list[_Occurrence], int, int | None]:
-    """The occurrences put in effect, in order; how many were skipped (no target); and when
-    the nemesis began to heal (a fault never stopped is out by then)."""
-    found: list[_Occurrence] = []
-    by_number: dict[int, _Occurrence] = {}
-    unnumbered: dict[str, list[_Occurrence]] = defaultdict(list)  # older histories: FIFO
-    skipped = 0
-    heal: int | None = None
-    for event in nemesis:
-        record = nemesis_event(event)
-        if record is None:
-            continue
-        if record.phase == "heal" and heal is None:
-            heal = event.time
-        if event.type != INFO or record.phase == "heal":
-            continue
-        number, value = record.occurrence, event.value or {}
-        if record.phase == "start":
-            if "skipped" in record.details:
-                skipped += 1
-                continue
-            assert record.exposure is not None  # a start's: declared, or its kind's of old
-            occurrence = _Occurrence(
-                number if number is not None else -len(found) - 1,
-                event.f,
-                record.kind,
-                record.exposure,
-                event.time,
-                None,
-                record.targets,
-                value,
-                event,
-            )
-            found.append(occurrence)
-            if number is not None:
-                by_number[number] = occurrence
-            else:
-                unnumbered[event.f].append(occurrence)
-            continue
-        if number is not None:
-            stopped = by_number.pop(number, None)
-        else:
-            waiting = unnumbered.get(event.f)
-            stopped = waiting.pop(0) if waiting else None
-        if stopped is not None and stopped.end is None:
-            stopped.end, stopped.stopped = event.time, value
-    for occurrence in found:
-        if occurrence.end is None:
-            occurrence.end = heal if heal is not None and heal >= occurrence.start else end
-    return found, skipped, heal
+def _tallies(record: FaultRecord, end: int) -> list[_Tally]:
+    """The occurrences put in effect, in the order they were (a fault never stopped is
+    out once the heal was decided)."""
+    found: list[_Tally] = []
+    for o in record.in_effect():
+        assert o.in_effect_ns is not None
+        number = o.number if o.number is not None else -len(found) - 1
+        found.append(_Tally(o, number, o.in_effect_ns, o.out_ns(record.heal_ns, end)))
+    return found
 
 
 def _leases(sections: Sequence[Section], end: int, ttl_ns: dict[str | None, int]) -> list[_Lease]:
@@ -250,29 +214,27 @@ def _names_key(stored: str, key: str) -> bool:
 
 
 # A grant a kill took from a lease: (from, until, node, the kill), until exclusive.
-_Loss = tuple[int, int, str, _Occurrence]
+_Loss = tuple[int, int, str, _Tally]
 
 
 def _kill(
-    occurrence: _Occurrence,
+    occurrence: _Tally,
     index: _Index,
     losses: dict[int, list[_Loss]],
     tokens: frozenset[str],
     ttl_ns: dict[str | None, int],
 ) -> None:
-    started, stopped, event = occurrence.started, occurrence.stopped, occurrence.event
-    killed = set(
-        names_field(event, started, "killed") if "killed" in started else occurrence.targets
-    )
-    back = set(names_field(event, stopped, "restarted")) if "restarted" in stopped else set()
-    keys: dict[str, Any] = stopped["keys"] if type(stopped.get("keys")) is dict else {}
+    stopped = occurrence.occurrence.ended
+    killed = set(_killed(occurrence))
+    back = set(stopped.restarted)
+    keys: dict[str, Any] = stopped.keys or {}
     at, came_back = _down_from(occurrence), occurrence.end
     for lease in index.meeting(at, at + 1):
         s = lease.section
         for node in sorted(killed.intersection(s.grants)):
             occurrence.touch("kill-of-grant-node", s)
             lost_until = lease.live_end  # down to the end, or back without the key
-            if node in back and came_back is not None:
+            if node in back:
                 expiry = _expiry(s, ttl_ns)
                 if expiry is None or came_back < expiry:
                     occurrence.touch("restart-before-expiry", s)
@@ -288,15 +250,21 @@ def _kill(
             losses[s.acquire_index].append((at, max(lost_until, at + 1), node, occurrence))
 
 
-def _down_from(occurrence: _Occurrence) -> int:
+def _down_from(occurrence: _Tally) -> int:
     """When a kill took its nodes away: at its decision (the start invoke, ``decided_at``).
     A kill disables every proxy to its nodes, then kills them (faults.process.Kill), and
     its start info comes after both, tens of ms later under load, by when a lease that
     lost the node may have been released already. Older histories without it: the info."""
-    decided = occurrence.started.get("decided_at")
-    if type(decided) is int and decided <= occurrence.start:
+    decided = occurrence.occurrence.started.decided_at
+    if decided is not None and decided <= occurrence.start:
         return decided
     return occurrence.start
+
+
+def _killed(occurrence: _Tally) -> tuple[str, ...]:
+    """The nodes a kill took: as its start says, else its targets."""
+    killed = occurrence.occurrence.started.killed
+    return killed if killed is not None else occurrence.targets
 
 
 def _expiry(s: Section, ttl_ns: dict[str | None, int]) -> int | None:
@@ -321,22 +289,22 @@ def _grants_majority(losses: dict[int, list[_Loss]], index: _Index) -> None:
                 occurrence.touch("grants-majority-lost", s)
 
 
-def _on_grant_nodes(occurrence: _Occurrence, index: _Index, how: str) -> None:
+def _on_grant_nodes(occurrence: _Tally, index: _Index, how: str) -> None:
     nodes = set(occurrence.targets)
-    end = occurrence.end if occurrence.end is not None else occurrence.start + 1
+    end = occurrence.end
     for lease in index.meeting(occurrence.start, max(end, occurrence.start + 1)):
         if nodes.intersection(lease.section.grants):
             occurrence.touch(how, lease.section)
 
 
-def _holder_links(occurrence: _Occurrence, index: _Index, how: str, links_field: str) -> bool:
-    """A network fault on links from a holder's worker to its grant nodes; False when the
-    history does not say whose links they are."""
-    processes = _processes(occurrence.event, occurrence.started)
-    links = set(names_field(occurrence.event, occurrence.started, links_field))
+def _holder_links(occurrence: _Tally, index: _Index, how: str) -> bool:
+    """A network fault on links from a holder's worker to its grant nodes (its start's
+    ``cut`` or ``links``); False when the history does not say whose links they are."""
+    processes = occurrence.occurrence.started.workers()
+    links = set(occurrence.occurrence.started.links)
     if processes is None or not links:
         return False
-    end = occurrence.end if occurrence.end is not None else occurrence.start + 1
+    end = occurrence.end
     for lease in index.meeting(occurrence.start, max(end, occurrence.start + 1)):
         s = lease.section
         worker = processes.get(s.process) if isinstance(s.process, int) else None
@@ -345,14 +313,14 @@ def _holder_links(occurrence: _Occurrence, index: _Index, how: str, links_field:
     return True
 
 
-def _holder_processes(occurrence: _Occurrence, index: _Index, dead: set[int]) -> bool:
+def _holder_processes(occurrence: _Tally, index: _Index, dead: set[int]) -> bool:
     """A client fault on holders; a process an earlier client kill took is dead, and
     nothing touches it again (its lease stays held, unreleased, to the end)."""
-    processes = _processes(occurrence.event, occurrence.started)
+    processes = occurrence.occurrence.started.workers()
     if processes is None:
         return False
     start = occurrence.start
-    end = occurrence.end if occurrence.end is not None else start + 1
+    end = occurrence.end
     kills = occurrence.category == "holder-killed"
     if kills:
         end = start + 1  # an instant: the kill
@@ -372,8 +340,8 @@ def _holder_processes(occurrence: _Occurrence, index: _Index, dead: set[int]) ->
     return True
 
 
-def _any_live(occurrence: _Occurrence, index: _Index) -> None:
-    end = occurrence.end if occurrence.end is not None else occurrence.start + 1
+def _any_live(occurrence: _Tally, index: _Index) -> None:
+    end = occurrence.end
     for lease in index.meeting(occurrence.start, max(end, occurrence.start + 1)):
         occurrence.touch("fault-during-lease", lease.section)
 
@@ -395,31 +363,28 @@ def _failovers(failovers: Sequence[Failover], index: _Index) -> tuple[int, set[i
 
 # Each category's reach for the moments (checker.moments): whom its occurrences touch.
 _NODE_CATEGORIES = ("kill-of-grant-node", "pause-of-grant-node", "clock-change-of-grant-node")
-_LINK_FIELDS = {"holder-partitioned": "cut", "holder-latency": "links"}
+_LINK_CATEGORIES = ("holder-partitioned", "holder-latency")
 _CLIENT_CATEGORIES = ("holder-paused", "holder-killed")
 
 
-def _reach(occurrence: _Occurrence) -> Reach:
+def _reach(occurrence: _Tally) -> Reach:
     """When an occurrence was in effect and whom it touched, as its category decides
     for leases: a kill from its decision (``_down_from``) on the nodes it killed, a client
     kill for an instant; what the record does not say, anyone."""
-    start, category = occurrence.start, occurrence.category
-    end = occurrence.end if occurrence.end is not None else start + 1
-    event, started = occurrence.event, occurrence.started
+    start, category, end = occurrence.start, occurrence.category, occurrence.end
+    started = occurrence.occurrence.started
     if category == "kill-of-grant-node":
         start = _down_from(occurrence)
-        killed = names_field(event, started, "killed") if "killed" in started else None
-        nodes = frozenset(killed if killed is not None else occurrence.targets)
-        return Reach(start, max(end, start + 1), nodes=nodes)
+        return Reach(start, max(end, start + 1), nodes=frozenset(_killed(occurrence)))
     if category in _NODE_CATEGORIES:
         return Reach(start, max(end, start + 1), nodes=frozenset(occurrence.targets))
-    if category in _LINK_FIELDS:
-        workers = _processes(event, started)
-        links = frozenset(names_field(event, started, _LINK_FIELDS[category]))
+    if category in _LINK_CATEGORIES:
+        workers = started.workers()
+        links = frozenset(started.links)
         if workers is not None and links:
             return Reach(start, max(end, start + 1), links=links, workers=workers)
     if category in _CLIENT_CATEGORIES:
-        processes = _processes(event, started)
+        processes = started.workers()
         if category == "holder-killed":
             end = start + 1  # an instant: the kill
         if processes is not None:
@@ -428,7 +393,7 @@ def _reach(occurrence: _Occurrence) -> Reach:
 
 
 def _moments(
-    occurrences: list[_Occurrence],
+    occurrences: list[_Tally],
     index: _Index,
     calls: Sequence[Call],
     deaths: Mapping[int | str, int],
@@ -462,7 +427,7 @@ class _Pairing:
     dead: set[int] = field(default_factory=set)  # processes a client kill took, so far
 
 
-def _or_any_live(paired: bool, occurrence: _Occurrence, p: _Pairing) -> None:
+def _or_any_live(paired: bool, occurrence: _Tally, p: _Pairing) -> None:
     """A fault whose record does not say whose links or processes it touched (older
     histories, shared links) counts when it met any live lease."""
     if not paired:
@@ -472,18 +437,16 @@ def _or_any_live(paired: bool, occurrence: _Occurrence, p: _Pairing) -> None:
 # Each exposure category (core.history.ExposureCategory): how its occurrences are paired.
 # A failover is paired with leases after all occurrences (``_failovers``), so its own
 # occurrence adds nothing here.
-_PAIR: dict[str, Callable[[_Occurrence, _Pairing], None]] = {
+_PAIR: dict[str, Callable[[_Tally, _Pairing], None]] = {
     "kill-of-grant-node": lambda o, p: _kill(o, p.index, p.losses, p.tokens, p.ttl_ns),
     "pause-of-grant-node": lambda o, p: _on_grant_nodes(o, p.index, "pause-of-grant-node"),
     "clock-change-of-grant-node": lambda o, p: _on_grant_nodes(
         o, p.index, "clock-change-of-grant-node"
     ),
     "holder-partitioned": lambda o, p: _or_any_live(
-        _holder_links(o, p.index, "holder-partitioned", "cut"), o, p
+        _holder_links(o, p.index, "holder-partitioned"), o, p
     ),
-    "holder-latency": lambda o, p: _or_any_live(
-        _holder_links(o, p.index, "holder-latency", "links"), o, p
-    ),
+    "holder-latency": lambda o, p: _or_any_live(_holder_links(o, p.index, "holder-latency"), o, p),
     "holder-paused": lambda o, p: _or_any_live(_holder_processes(o, p.index, p.dead), o, p),
     "holder-killed": lambda o, p: _or_any_live(_holder_processes(o, p.index, p.dead), o, p),
     "failover-during-lease": lambda o, p: None,
@@ -493,43 +456,46 @@ _PAIR: dict[str, Callable[[_Occurrence, _Pairing], None]] = {
 
 def check_exposure(
     sections: Sequence[Section],
-    nemesis: Sequence[Event],
+    nemesis: Sequence[Event] | FaultRecord,
     failovers: Sequence[Failover] = (),
     end: int = 0,
     ttl_ns: dict[str | None, int] | None = None,
     calls: Sequence[Call] = (),
     deaths: Mapping[int | str, int] | None = None,
 ) -> Exposure:
-    """How the faults recorded in ``nemesis`` (the nemesis's events, in order) touched the
+    """How the faults recorded in ``nemesis`` (the nemesis's events, in order, or their
+    occurrences as the checker's digest paired them: core.occurrences) touched the
     ``sections`` live while they were in effect; ``end`` is the history's last time and
     ``ttl_ns`` the TTL the acquires of each key asked for (for leases without a deadline).
     ``calls`` (checker.digest's) and ``deaths`` (each dead process's) give the moments."""
     end = max(end, max((s.end for s in sections), default=end))
     ttl_ns = ttl_ns or {}
-    if not nemesis and not failovers:  # no faults: nothing to pair (and a long history's
-        leases = _leases(sections, end, ttl_ns)  # check pays for no index)
+    record = nemesis if isinstance(nemesis, FaultRecord) else occurrences(nemesis)
+    if not record.ran and not record.skipped and not failovers:
+        # No faults: nothing to pair (and a long history's check pays for no index).
+        leases = _leases(sections, end, ttl_ns)
         return Exposure(leases=sum(1 for lease in leases if lease.live_end > lease.start))
-    occurrences, skipped, _ = _occurrences(nemesis, end)
+    tallies = _tallies(record, end)
     index = _Index(_leases(sections, end, ttl_ns))
     losses: dict[int, list[_Loss]] = defaultdict(list)
     tokens = frozenset(s.token for s in sections if s.token is not None)
     pairing = _Pairing(index, losses, tokens, ttl_ns)
-    for occurrence in occurrences:
-        _PAIR[occurrence.category](occurrence, pairing)
+    for tally in tallies:
+        _PAIR[tally.category](tally, pairing)
     _grants_majority(losses, index)
-    _moments(occurrences, index, calls, deaths or {}, end, ttl_ns)
+    _moments(tallies, index, calls, deaths or {}, end, ttl_ns)
     failed_over, failover_leases = _failovers(failovers, index)
-    for occurrence in occurrences:  # a promote is a failover: touched when its failover was
-        if occurrence.category == "failover-during-lease" and failed_over:
-            window = index.meeting(occurrence.start, occurrence.start + 1)
+    for tally in tallies:  # a promote is a failover: touched when its failover was
+        if tally.category == "failover-during-lease" and failed_over:
+            window = index.meeting(tally.start, tally.start + 1)
             for lease in window:
                 if lease.section.acquire_index in failover_leases:
-                    occurrence.touch("failover-during-lease", lease.section)
-    return _summary(occurrences, skipped, index, failed_over, failover_leases)
+                    tally.touch("failover-during-lease", lease.section)
+    return _summary(tallies, len(record.skipped), index, failed_over, failover_leases)
 
 
 def _summary(
-    occurrences: list[_Occurrence],
+    occurrences: list[_Tally],
     skipped: int,
     index: _Index,
     failed_over: int,
@@ -551,10 +517,10 @@ def _summary(
     shown = [
         FaultExposure(
             occurrence=o.number,
-            fault=o.name,
-            kind=o.kind,
+            fault=o.occurrence.fault,
+            kind=o.occurrence.kind,
             start=o.start,
-            end=o.end if o.end is not None else o.start,
+            end=o.end,
             targets=list(o.targets),
             touched=sorted(o.touched),
             leases=len(o.leases),

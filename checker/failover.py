@@ -20,51 +20,65 @@ import msgspec
 
 from lockharness.checker.evidence import Failover, Overlap, Witness
 from lockharness.checker.values import BadValue
-from lockharness.core.history import INFO, NEMESIS, Event, nemesis_event
+from lockharness.core.history import INFO, NEMESIS, Event, NemesisEvent, nemesis_event
+from lockharness.core.occurrences import Occurrence, Pairing
 
 W = TypeVar("W", bound=Witness)
 
 
 def failover(event: Event) -> Failover | None:
-    """The failover a nemesis ``info`` event records, if it records one."""
+    """The failover Sentinel's switch records (a nemesis ``info`` event that is no fault's
+    start or stop: the harness saw +switch-master), if it records one."""
     value = event.value or {}
-    if "to" not in value:
+    if "to" not in value or event.f != "failover":
         return None
-    if event.f == "failover" or _promoted(event, value):
-        by = value.get("by", "nemesis promote")
-        began = value.get("began") or value.get("decided_at") or event.time
-        if type(began) is not int:
-            raise BadValue(event, "began" if "began" in value else "decided_at", "an integer")
-        old, new = value.get("from"), value["to"]
-        if old is not None and type(old) is not str:
-            raise BadValue(event, "from", "a node's name or null")
-        if type(new) is not str:
-            raise BadValue(event, "to", "a node's name")
-        if type(by) is not str:
-            raise BadValue(event, "by", "a string")
-        return Failover(began, event.time, old, new, by, event.index)
-    return None
+    by = value.get("by", "nemesis promote")
+    began = value.get("began") or value.get("decided_at") or event.time
+    if type(began) is not int:
+        raise BadValue(event, "began" if "began" in value else "decided_at", "an integer")
+    old, new = value.get("from"), value["to"]
+    if old is not None and type(old) is not str:
+        raise BadValue(event, "from", "a node's name or null")
+    if type(new) is not str:
+        raise BadValue(event, "to", "a node's name")
+    if type(by) is not str:
+        raise BadValue(event, "by", "a string")
+    return Failover(began, event.time, old, new, by, event.index)
 
 
-def _promoted(event: Event, value: dict[str, object]) -> bool:
-    """A fault's start that says it made a new master (and did not fail)."""
-    record = nemesis_event(event)
-    return (
-        record is not None
-        and record.phase == "start"
-        and record.exposure == "failover-during-lease"
-        and "error" not in value
+def promoted(occurrence: Occurrence) -> Failover | None:
+    """The failover an occurrence in effect made: a start that made a new master (its
+    kind declares failover-during-lease, and it did not fail: core.occurrences reads
+    its ``promotion``)."""
+    promotion, time = occurrence.started.promotion, occurrence.in_effect_ns
+    if promotion is None or time is None or occurrence.category != "failover-during-lease":
+        return None
+    return Failover(
+        promotion.began, time, promotion.from_, promotion.to, promotion.by, occurrence.index
     )
+
+
+def seen(event: Event, record: NemesisEvent | None, changed: Occurrence | None) -> Failover | None:
+    """The failover a nemesis event records, given its nemesis_event (``record``) and the
+    occurrence it changed (core.occurrences.Pairing.add): a promote's start in effect, or
+    Sentinel's switch."""
+    if event.type != INFO:
+        return None
+    if record is None:
+        return failover(event)
+    return promoted(changed) if changed is not None and record.phase == "start" else None
 
 
 def failovers(history: Iterable[Event]) -> list[Failover]:
     found = []
+    pairing = Pairing()
     for event in history:
-        if event.process != NEMESIS or event.type != INFO:
+        if event.process != NEMESIS:
             continue  # first, and cheap: almost every event is a client's
-        record = failover(event)
-        if record is not None:
-            found.append(record)
+        record = nemesis_event(event)
+        known = seen(event, record, pairing.add(event, record))
+        if known is not None:
+            found.append(known)
     return found
 
 

@@ -5,7 +5,8 @@ An occurrence is certainly in effect from its start ``info`` (the nemesis writes
 the fault is in place) until its stop is decided (the stop's ``invoke``: nothing is
 undone before it), or until the heal is decided, or the history's end. Its ``info`` of
 stop comes after the fault is out, so it would claim too much: a request answered between
-the two may have crossed. A start that failed (``error``) or was skipped is no span.
+the two may have crossed. A start that failed (``error``) or was skipped is no span. A
+span is a view of one occurrence, as core.occurrences pairs the events.
 
 A network cut (exposure category ``holder-partitioned``) names the links it cut (``cut``:
 ``<worker>-<node>``) and the processes of each worker (``processes``): a request made
@@ -18,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lockharness.checker.values import names_field, processes_field
-from lockharness.core.history import INFO, INVOKE, Event, nemesis_event
+from lockharness.core.history import Event
+from lockharness.core.occurrences import FaultRecord, Occurrence, occurrences
 
 CUT_CATEGORY = "holder-partitioned"
 
@@ -46,44 +47,31 @@ class Span:
         return f"{self.name}{on}, {self.start / 1e9:.3f}s→{self.end / 1e9:.3f}s"
 
 
-def healed_at(nemesis: Iterable[Event]) -> int | None:
+def healed_at(nemesis: Iterable[Event] | FaultRecord) -> int | None:
     """When the nemesis began its final heal (its ``heal`` invoke), if it did."""
-    for event in nemesis:
-        record = nemesis_event(event)
-        if record is not None and record.phase == "heal":
-            return event.time
-    return None
+    record = nemesis if isinstance(nemesis, FaultRecord) else occurrences(nemesis)
+    return record.heal_ns
 
 
-def fault_spans(nemesis: Sequence[Event], end: int) -> list[Span]:
-    """Every occurrence's span, in order of start (the module's rules)."""
-    started: dict[int | str, tuple[Event, dict[str, object]]] = {}
-    ends: dict[int | str, int] = {}
-    order: list[int | str] = []
-    heal = healed_at(nemesis)
-    for event in nemesis:
-        record = nemesis_event(event)
-        if record is None or record.phase == "heal":
-            continue
-        number: int | str = record.occurrence if record.occurrence is not None else event.f
-        value = event.value or {}
-        if record.phase == "start" and event.type == INFO:
-            if "error" in record.details or "skipped" in record.details:
-                continue
-            started[number] = (event, value)
-            order.append(number)
-        elif record.phase == "stop" and event.type == INVOKE and number in started:
-            ends.setdefault(number, event.time)
-    found = []
-    for number in order:
-        event, value = started[number]
-        record = nemesis_event(event)
-        assert record is not None and record.kind is not None
-        stop = ends.get(number, heal if heal is not None and heal >= event.time else end)
-        links: frozenset[str] = frozenset()
-        workers: Mapping[int, str] = {}
-        if record.exposure == CUT_CATEGORY:
-            links = frozenset(names_field(event, value, "cut"))
-            workers = processes_field(event, value) or {}
-        found.append(Span(event.f, record.kind, record.targets, event.time, stop, links, workers))
-    return found
+def certain_span(occurrence: Occurrence, heal: int | None, end: int) -> Span | None:
+    """When ``occurrence`` was certainly in effect (the module's rules); None if never."""
+    start = occurrence.in_effect_ns
+    if start is None or occurrence.error is not None:
+        return None
+    stop = occurrence.stop_decided_ns
+    if stop is None:
+        stop = heal if heal is not None and heal >= start else end
+    links: frozenset[str] = frozenset()
+    workers: Mapping[int, str] = {}
+    if occurrence.category == CUT_CATEGORY:
+        links = frozenset(occurrence.started.links)
+        workers = occurrence.started.workers() or {}
+    return Span(occurrence.fault, occurrence.kind, occurrence.targets, start, stop, links, workers)
+
+
+def fault_spans(nemesis: Sequence[Event] | FaultRecord, end: int) -> list[Span]:
+    """Every occurrence's span, in order of start (the module's rules): of the nemesis's
+    events, or of their occurrences (core.occurrences) as the checker's digest paired them."""
+    record = nemesis if isinstance(nemesis, FaultRecord) else occurrences(nemesis)
+    spans = (certain_span(o, record.heal_ns, end) for o in record.in_effect())
+    return [span for span in spans if span is not None]

@@ -142,10 +142,10 @@ def _check(
     counts["resource_violations"] = len(resource)
     ttl_ns = {k: a.ttl_ms * 1_000_000 for k, a in found.attempts.by_key.items() if a.ttl_ms}
     exposure = check_exposure(
-        sections, found.nemesis, found.failovers, end, ttl_ns, found.calls, found.deaths
+        sections, found.occurrences, found.failovers, end, ttl_ns, found.calls, found.deaths
     )
     # Against the cuts always (the nemesis's record), against the nodes' record when given.
-    in_effect, healed = fault_spans(found.nemesis, end), healed_at(found.nemesis)
+    in_effect, healed = fault_spans(found.occurrences, end), healed_at(found.occurrences)
     if truth is not None:
         holds, nodes, quorum = truth.holds, truth.nodes, truth.quorum
         claims = check_claims(sections, holds, nodes, quorum, in_effect, healed, ttl_ns)

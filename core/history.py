@@ -83,6 +83,39 @@ class BadValue(EventError):
         )
 
 
+def names_field(event: Event, value: dict[str, Any], name: str) -> tuple[str, ...]:
+    raw = value.get(name)
+    if raw is None:
+        return ()
+    if type(raw) is list and all(type(item) is str for item in raw):
+        return tuple(raw)
+    raise BadValue(event, name, "a list of strings (node or token names) or null")
+
+
+def workers_field(event: Event, value: dict[str, Any]) -> dict[str, tuple[int, ...]] | None:
+    """``processes`` ({"w1": [0, 1, 2]}) as written: each worker's processes; None when
+    absent."""
+    raw = value.get("processes")
+    if raw is None:
+        return None
+    if type(raw) is not dict or not all(
+        type(ps) is list and all(type(p) is int for p in ps) for ps in raw.values()
+    ):
+        raise BadValue(event, "processes", 'a mapping of worker names to process lists ("w1")')
+    return {worker: tuple(ps) for worker, ps in raw.items()}
+
+
+def worker_of(workers: dict[str, tuple[int, ...]]) -> dict[int, str]:
+    """Each process's worker, from each worker's processes."""
+    return {p: worker for worker, ps in workers.items() for p in ps}
+
+
+def processes_field(event: Event, value: dict[str, Any]) -> dict[int, str] | None:
+    """``processes`` ({"w1": [0, 1, 2]}) as process -> worker name; None when absent."""
+    workers = workers_field(event, value)
+    return None if workers is None else worker_of(workers)
+
+
 class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """One history event. ``gc=False``: events hold no cycles, and a million of them
     tracked by the cyclic GC would be rescanned again and again while a history is read."""

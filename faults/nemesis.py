@@ -8,7 +8,8 @@ effect (or has been taken out), so the history shows both moments:
 
 This is the one writer of those values: each a core.history.NemesisEvent, which carries
 the kind's declared exposure category to the checker (which knows no kind by name), and
-which core.history.nemesis_event reads back for every consumer.
+which core.history.nemesis_event reads back and core.occurrences pairs into one
+Occurrence each, for every consumer.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ targets, when it was due and how long it was to last), its start `info` (in effe
 `error`) and its stop `invoke`/`info`, all carrying the occurrence's number. From those,
 ``read_schedule`` gives the occurrences in the order they were decided, and ``replay_plan``
 the FaultPlan that injects each of them again on the same targets, at the moment it was
-decided, for as long as it was planned to last.
+decided, for as long as it was planned to last. The occurrences are core.occurrences's,
+paired by its rule; a replay needs their numbers, so an older history is refused.
 
 Pure: events in, values out; no files, no clock.
 """
@@ -18,9 +19,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from lockharness.core.history import INFO, INVOKE, Event, NemesisEvent, nemesis_event
+from lockharness.core.history import Event
+from lockharness.core.occurrences import Occurrence, Skipped, occurrences
 from lockharness.faults.spec import FaultPlan, TimelineEntry
 
 
@@ -29,99 +30,58 @@ class ScheduleError(ValueError):
 
 
 @dataclass(frozen=True)
-class RanOccurrence:
-    """One fault occurrence the nemesis put in effect (or tried to: ``error``)."""
-
-    number: int  # the nemesis's own numbering, which pairs a start with its stop
-    fault: str  # the FaultSpec's name
-    kind: str
-    targets: tuple[str, ...]  # concrete: n2, n5 or w1, w3
-    due_ns: int  # when the schedule had it due
-    decided_ns: int  # the start invoke's time: targets chosen, about to start
-    duration_ns: int  # how long it was planned to last
-    in_effect_ns: int | None = None  # the start info's time; None: the run ended first
-    stopped_ns: int | None = None  # the stop info's time; None: never taken out
-    error: str | None = None  # starting it failed (it may have been partly in effect)
-
-
-@dataclass(frozen=True)
-class SkippedOccurrence:
-    """An occurrence that found no target (no lease held then): nothing was injected."""
-
-    number: int
-    fault: str
-    due_ns: int
-    at_ns: int  # when the nemesis found nothing to hit
-
-
-@dataclass(frozen=True)
 class Schedule:
-    ran: tuple[RanOccurrence, ...] = ()  # in the order they were decided
-    skipped: tuple[SkippedOccurrence, ...] = ()
+    ran: tuple[Occurrence, ...] = ()  # put in effect (or tried: ``error``), in the order decided
+    skipped: tuple[Skipped, ...] = ()  # found no target: nothing was injected
 
 
-def _number(event: Event, record: NemesisEvent) -> int:
-    if record.occurrence is None:
-        raise ScheduleError(
-            f"nemesis event {event.index} ({event.f} {record.phase}) has no occurrence "
-            "number: a history written before the nemesis numbered its occurrences"
-        )
-    return record.occurrence
+_OLD = "a history written before the nemesis numbered its occurrences"
 
 
-def _field(event: Event, record: NemesisEvent, key: str) -> Any:
-    if key not in record.details:
-        raise ScheduleError(f"nemesis event {event.index} ({event.f}) does not say its {key}")
-    return record.details[key]
+def _checked(o: Occurrence) -> Occurrence:
+    """``o``, if a replay can inject it again: numbered, decided, due and planned."""
+    if o.number is None:
+        raise ScheduleError(f"nemesis event {o.index} ({o.fault}) has no occurrence number: {_OLD}")
+    if o.decided_ns is None:
+        raise ScheduleError(f"nemesis event {o.index}: occurrence {o.number} never started")
+    for key, given in (("at_ns", o.due_ns), ("duration_ns", o.duration_ns)):
+        if given is None:
+            raise ScheduleError(f"occurrence {o.number} ({o.fault}) does not say its {key}")
+    return o
 
 
 def read_schedule(events: Iterable[Event]) -> Schedule:
-    """The occurrences the nemesis events of a run describe, in one pass (other events,
-    the final heal and Sentinel's failovers are passed over)."""
-    ran: dict[int, RanOccurrence] = {}
-    skipped: list[SkippedOccurrence] = []
-    for event in events:
-        record = nemesis_event(event)
-        if record is None or record.phase == "heal":
-            continue
-        number, phase, details = _number(event, record), record.phase, record.details
-        if phase == "start" and event.type == INVOKE:
-            for key in ("kind", "targets"):
-                if key not in (event.value or {}):
-                    raise ScheduleError(
-                        f"nemesis event {event.index} ({event.f}) does not say its {key}"
-                    )
-            ran[number] = RanOccurrence(
-                number=number,
-                fault=event.f,
-                kind=record.kind,
-                targets=record.targets,
-                due_ns=_field(event, record, "at_ns"),
-                decided_ns=event.time,
-                duration_ns=_field(event, record, "duration_ns"),
-            )
-        elif phase == "start" and event.type == INFO and "skipped" in details:
-            due = _field(event, record, "at_ns")
-            skipped.append(SkippedOccurrence(number, event.f, due, event.time))
-        elif number not in ran:
-            raise ScheduleError(f"nemesis event {event.index}: occurrence {number} never started")
-        elif phase == "start" and event.type == INFO:
-            error = details.get("error")
-            ran[number] = dataclasses.replace(ran[number], in_effect_ns=event.time, error=error)
-        elif phase == "stop" and event.type == INFO:
-            ran[number] = dataclasses.replace(ran[number], stopped_ns=event.time)
-    ordered = sorted(ran.values(), key=lambda o: (o.decided_ns, o.number))
-    return Schedule(tuple(ordered), tuple(skipped))
+    """The occurrences the nemesis events of a run describe (core.occurrences pairs them),
+    in one pass (other events, the final heal and Sentinel's failovers are passed over)."""
+    faults = occurrences(events)
+    for s in faults.skipped:
+        if s.number is None:
+            raise ScheduleError(f"a skipped start of {s.fault} has no occurrence number: {_OLD}")
+        if s.due_ns is None:
+            raise ScheduleError(f"occurrence {s.number} ({s.fault}) does not say its at_ns")
+    ran = sorted(map(_checked, faults.ran), key=_decided)
+    return Schedule(tuple(ran), faults.skipped)
 
 
-def replay_at(occurrence: RanOccurrence) -> int:
+def _decided(o: Occurrence) -> tuple[int, int]:
+    assert o.decided_ns is not None and o.number is not None  # _checked
+    return o.decided_ns, o.number
+
+
+def _lasts(o: Occurrence) -> int:
+    assert o.duration_ns is not None  # _checked
+    return o.duration_ns
+
+
+def replay_at(occurrence: Occurrence) -> int:
     """When the replay has ``occurrence`` due: the moment it was decided; but one due at the
     run's start stays at 0, which the nemesis puts in effect before any client acts (its
     decision time, a few microseconds in, would let clients act before it)."""
+    assert occurrence.decided_ns is not None  # read_schedule's
     return 0 if occurrence.due_ns == 0 else occurrence.decided_ns
 
 
-def replay_plan(plan: FaultPlan, ran: Sequence[RanOccurrence]) -> FaultPlan:
+def replay_plan(plan: FaultPlan, ran: Sequence[Occurrence]) -> FaultPlan:
     """The plan that injects ``ran`` again: each occurrence as a timeline entry on its
     concrete targets at ``replay_at``, lasting what it was planned to last.
 
@@ -144,10 +104,8 @@ def replay_plan(plan: FaultPlan, ran: Sequence[RanOccurrence]) -> FaultPlan:
         if spec.name in used
     )
     timeline = tuple(
-        TimelineEntry(
-            at_ns=replay_at(o), fault=o.fault, targets=o.targets, duration_ns=o.duration_ns
-        )
-        for o in sorted(ran, key=lambda o: (o.decided_ns, o.number))
+        TimelineEntry(at_ns=replay_at(o), fault=o.fault, targets=o.targets, duration_ns=_lasts(o))
+        for o in sorted(ran, key=_decided)
     )
     return FaultPlan(faults, timeline)
 
@@ -167,7 +125,7 @@ def schedule_lines(schedule: Schedule) -> list[str]:
         line += f"[{', '.join(o.targets)}]"
         if o.error is not None:
             line += f"  start failed: {o.error}"
-        lines.append((o.decided_ns, line))
+        lines.append((_decided(o)[0], line))
     for s in schedule.skipped:
         line = f"{_seconds(s.at_ns)}  {s.fault}  skipped: no target then (not replayed)"
         lines.append((s.at_ns, line))

@@ -17,12 +17,13 @@ import pytest
 from lockharness.cluster.base import Cluster
 from lockharness.core.history import NEMESIS, Event, nemesis_event, read_history
 from lockharness.core.live import HeldLease
+from lockharness.core.occurrences import Occurrence
 from lockharness.faults.anchor import AnchorGate, gate_task
 from lockharness.faults.base import Fault, FaultContext
 from lockharness.faults.nemesis import Nemesis
 from lockharness.faults.plan_doc import plan_to_plain
 from lockharness.faults.registry import KINDS
-from lockharness.faults.replay import RanOccurrence, replay_plan
+from lockharness.faults.replay import replay_plan
 from lockharness.faults.schedule import build_schedule
 from lockharness.faults.spec import Anchor, FaultPlan, FaultSpec
 from lockharness.faults.workers import WorkerFault
@@ -147,7 +148,17 @@ def test_anchored_entries_take_no_clock_slot_and_leave_the_others_draws_alone() 
 
 def test_a_replay_plan_drops_the_anchor_and_pins_each_occurrence() -> None:
     spec = FaultSpec("pause", "edge", targets="holders", anchor=Anchor(call="extend"))
-    ran = RanOccurrence(3, "edge", "pause", ("n2",), 912 * MS, 913 * MS, 50 * MS)
+    ran = Occurrence(
+        number=3,
+        fault="edge",
+        kind="pause",
+        category="pause-of-grant-node",
+        targets=("n2",),
+        index=0,
+        due_ns=912 * MS,
+        decided_ns=913 * MS,
+        duration_ns=50 * MS,
+    )
     plan = replay_plan(FaultPlan((spec,)), [ran])
     assert [f.anchor for f in plan.faults] == [None]
     assert [(e.at_ns, e.fault, e.targets) for e in plan.timeline] == [(913 * MS, "edge", ("n2",))]

@@ -23,6 +23,7 @@ from lockharness.checker import (
     check_history,
     explain,
 )
+from lockharness.checker.attribution import _facts
 from lockharness.checker.digest import check_resource, critical_sections, resource_view
 from lockharness.checker.failover import attach_failovers, with_failovers
 from lockharness.checker.fencing import check_fencing
@@ -890,3 +891,31 @@ def test_a_lease_from_a_master_already_deposed_is_lost_in_that_failover() -> Non
     # A failover before both between other nodes explains nothing.
     elsewhere = msgspec.structs.replace(before, from_="n2")
     assert with_failovers([o], [elsewhere])[0].failovers == []
+
+
+def test_a_worker_paused_twice_at_once_runs_again_at_the_first_stop() -> None:
+    # client-pause's stop resumes its workers whatever else holds them (SIGCONT): the
+    # attribution's pause of w1 runs from the first decision to the first taking-out, for
+    # whom the last start in effect said it froze; one never taken out, to the end.
+    def pause(ms: int, type_: EventType, phase: str, number: int, **more: Any) -> Event:
+        value = {"phase": phase, "kind": "client-pause", "targets": ["w1"], **more}
+        return Event(0, "nemesis", type_, "gc", ms * MS, value={**value, "occurrence": number})
+
+    history = [
+        pause(0, "invoke", "start", 1),
+        pause(1, "info", "start", 1, processes={"w1": [0]}),
+        pause(10, "invoke", "start", 2),
+        pause(11, "info", "start", 2, processes={"w1": [0, 1]}),
+        pause(20, "invoke", "stop", 1),
+        pause(21, "info", "stop", 1),
+        pause(30, "invoke", "stop", 2),
+        pause(31, "info", "stop", 2),
+        pause(40, "invoke", "start", 3),
+        pause(41, "info", "start", 3),  # says nobody: everyone
+    ]
+    history = [replace(e, index=i) for i, e in enumerate(history)]
+    assert _facts(history, set()).pauses == {
+        0: [(0, 21 * MS)],
+        1: [(0, 21 * MS)],
+        "*": [(40 * MS, float("inf"))],
+    }

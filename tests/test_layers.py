@@ -43,7 +43,13 @@ HARNESS_ROOMS: tuple[tuple[str, ...], ...] = (
     ("cli",),  # the command line: the parser and one module per command
 )
 ROOMS = tuple(room for level in HARNESS_ROOMS for room in level)
-CHECKER_MAY_IMPORT = ("lockharness.checker", "lockharness.core.history")
+# The checker reads only the history model: the events (core.history) and their fault
+# occurrences, typed and paired once (core.occurrences).
+CHECKER_MAY_IMPORT = (
+    "lockharness.checker",
+    "lockharness.core.history",
+    "lockharness.core.occurrences",
+)
 
 
 def layer(folder: str) -> int:

@@ -12,11 +12,10 @@ import pytest
 import yaml
 
 from lockharness.core.history import Event
+from lockharness.core.occurrences import Occurrence, Said, Skipped
 from lockharness.core.run_dir import RunDir
 from lockharness.faults.replay import (
-    RanOccurrence,
     ScheduleError,
-    SkippedOccurrence,
     read_schedule,
     replay_plan,
     schedule_lines,
@@ -169,25 +168,28 @@ def test_the_schedule_is_each_occurrence_that_ran_in_the_order_decided() -> None
         (7, "restart-holder-node", ("n1", "n5"), 5_500_200_000),
     ]
     kill = schedule.ran[1]
-    assert kill == RanOccurrence(
+    assert kill == Occurrence(
         number=3,
         fault="restart-holder-node",
         kind="kill",
+        category="kill-of-grant-node",
         targets=("n2", "n3"),
+        index=4,  # its start's info
         due_ns=2_500 * MS,
         decided_ns=2_500_400_000,
         duration_ns=100 * MS,
         in_effect_ns=2_504_000_000,
+        stop_decided_ns=2_700_000_000,
         stopped_ns=2_701_000_000,  # the stop's info: taken out
+        started=Said(decided_at=2_500_400_000),
+        ended=Said(restarted=("n2", "n3")),
     )
     failed = schedule.ran[3]
     assert failed.error == "ClusterError: n4 would not die" and failed.stopped_ns == 5_601_000_000
     # Overlapping: 7 was in effect before 5 was taken out; each keeps its own times.
     assert schedule.ran[5].in_effect_ns < schedule.ran[3].stopped_ns  # type: ignore[operator]
     assert schedule.ran[5].stopped_ns == 5_701_000_000
-    assert schedule.skipped == (
-        SkippedOccurrence(2, "restart-holder-node", 1 * S, 1 * S + 300_000),
-    )
+    assert schedule.skipped == (Skipped(2, "restart-holder-node", 1 * S, 1 * S + 300_000),)
 
 
 def test_an_occurrence_the_run_ended_before_it_took_effect_has_no_times() -> None:

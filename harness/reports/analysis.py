@@ -14,7 +14,8 @@ import numpy
 from numpy.typing import NDArray
 
 from lockharness.checker import Overlap, Section, Witness
-from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, NemesisEvent, nemesis_event
+from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, nemesis_event
+from lockharness.core.occurrences import Occurrence, Pairing
 
 MAX_OPS = 10_000  # about 1.5 MB of HTML: a browser lays it out in well under a second
 _MIN_WINDOW_OPS = 100  # however many violations share the budget, each gets some context
@@ -39,15 +40,30 @@ class Op:
 
 @dataclass(frozen=True, slots=True)
 class FaultPeriod:
-    """A fault in effect: from its start ``info`` to its stop ``info``."""
+    """A stretch the reports shade: an occurrence (core.occurrences) from its start
+    ``info`` to its stop ``info``, or the final heal (``ran`` None)."""
 
-    name: str
-    kind: str
-    targets: tuple[str, ...]
     start: int
     end: int
     ended: bool  # False when the history ends with the fault still in effect
-    occurrence: int | None = None  # the nemesis's number for it, when the history has one
+    ran: Occurrence | None = None  # None: the heal
+
+    @property
+    def name(self) -> str:
+        return "heal" if self.ran is None else self.ran.fault
+
+    @property
+    def kind(self) -> str:
+        return "heal" if self.ran is None else self.ran.kind
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return () if self.ran is None else self.ran.targets
+
+    @property
+    def occurrence(self) -> int | None:
+        """The nemesis's number for it, when the history has one."""
+        return None if self.ran is None else self.ran.number
 
 
 def _open_op(invoke: Event, end: int) -> Op:
@@ -122,54 +138,24 @@ def fault_periods(history: Iterable[Event]) -> list[FaultPeriod]:
 def periods_and_end(history: Iterable[Event]) -> tuple[list[FaultPeriod], int]:
     """The fault periods, and the history's last time, in one pass.
 
-    Each fault occurrence from its start ``info`` to its stop ``info``, plus the final heal.
-
-    A stop is paired with its start by the occurrence's number where the nemesis recorded
-    one; else occurrences of one fault on the same targets, which may overlap, are paired
-    first in, first out. A skipped occurrence (no target) was never in effect, so it has no
-    period.
+    Each fault occurrence from its start ``info`` to its stop ``info`` (to the history's
+    end while still in effect), paired as core.occurrences pairs them, plus the final
+    heal. A skipped occurrence (no target) was never in effect, so it has no period.
     """
-    opened: dict[tuple[str, tuple[str, ...]] | int, list[tuple[Event, NemesisEvent]]] = {}
-    periods: list[FaultPeriod] = []
-    heal_started: int | None = None
+    pairing = Pairing()
     last = 0  # the history's last time (it is in time order)
     for event in history:
         last = event.time
-        record = nemesis_event(event)
-        if record is None:
-            continue
-        if record.phase == "heal":
-            if event.type == INVOKE:
-                heal_started = event.time
-            elif event.type == INFO:
-                start = event.time if heal_started is None else heal_started
-                periods.append(FaultPeriod(event.f, "heal", (), start, event.time, True))
-            continue
-        if event.type != INFO:
-            continue
-        pairing = _pairing(event.f, record)
-        if record.phase == "start" and "skipped" not in record.details:
-            opened.setdefault(pairing, []).append((event, record))
-        elif record.phase == "stop":
-            starts = opened.get(pairing)
-            if starts:
-                periods.append(_period(*starts.pop(0), event.time, True))
-    for starts in opened.values():
-        periods += [_period(began, record, last, False) for began, record in starts]
+        if event.process == NEMESIS:
+            pairing.add(event, nemesis_event(event))
+    faults = pairing.record()
+    periods = [FaultPeriod(h.began_ns, h.done_ns, True) for h in faults.heals]
+    for o in faults.in_effect():
+        assert o.in_effect_ns is not None
+        ended = o.stopped_ns is not None
+        periods.append(FaultPeriod(o.in_effect_ns, o.out_ns(None, last), ended, o))
     periods.sort(key=lambda p: (p.start, p.name))
     return periods, last
-
-
-def _pairing(name: str, record: NemesisEvent) -> tuple[str, tuple[str, ...]] | int:
-    """What pairs a start with its stop: the occurrence's number, else name and targets."""
-    number = record.occurrence
-    return number if number is not None else (name, record.targets)
-
-
-def _period(began: Event, record: NemesisEvent, end: int, ended: bool) -> FaultPeriod:
-    return FaultPeriod(
-        began.f, record.kind, record.targets, began.time, end, ended, record.occurrence
-    )
 
 
 # ---- which parts of a long history to draw ----------------------------------------------
