@@ -213,6 +213,14 @@ def _heard_of_late(late: Section, other: Section, facts: _Facts) -> str | None:
     )
 
 
+def _in_order(a: Section, b: Section) -> tuple[Section, Section]:
+    """The earlier lease first, as an overlap names them. A resource's witness names who
+    was inside and who entered, and the one entering may hold the older lease: its
+    ``enter`` held up at a stopped resource while its lease ran out and the next was
+    granted (CI: the resource served the newer holder's enter first)."""
+    return (a, b) if a.start <= b.start else (b, a)
+
+
 def _excuse_pair(first: Section, second: Section, facts: _Facts) -> str | None:
     return (
         _excuse(first, second, facts)
@@ -260,7 +268,7 @@ def attribute(
     waited: list[str] = []
     witnesses: list[Witness] = [*mutex, *resource]
     for witness, (firsts, second) in zip(witnesses, pairs, strict=True):
-        reasons = [_excuse_pair(first, second, facts) for first in firsts] if second else [None]
+        reasons = [_excuse_pair(*_in_order(f, second), facts) for f in firsts] if second else [None]
         if reasons and all(isinstance(reason, _Waited) for reason in reasons):
             waited.append("; ".join(r for r in reasons if r))
         elif reasons and all(reason is not None for reason in reasons):

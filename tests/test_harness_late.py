@@ -216,6 +216,29 @@ def test_the_resources_witness_is_attributed_the_same_way() -> None:
     assert lock.stats.resource_violations == 1
 
 
+def test_a_resource_witness_whose_entering_lease_is_the_older_late_one_is_excused() -> None:
+    # CI, the resource stopped 2 s: A's enter (its lease the older) was held up there past
+    # A's deadline; B, granted after it, entered first once the resource went on, and A's
+    # enter was then counted beside B.
+    h = _late_pair()
+    h.add(5, "invoke", "enter", 121 * MS, "b")
+    h.add(5, "ok", "enter", 121 * MS + 1, "b", {"occupancy": 1, "others": []})
+    h.add(0, "invoke", "enter", 11 * MS, "a")
+    h.add(0, "ok", "enter", 122 * MS, "a", {"occupancy": 2, "others": ["b"]})
+    h.add(0, "invoke", "exit", 140 * MS, "a").add(0, "ok", "exit", 141 * MS, "a")
+    late = check_history(_sorted(h))
+    assert late.verdict is Verdict.UNKNOWN, late.reasons
+    assert late.stats.harness_late_overlaps == 2 and late.stats.resource_violations == 0
+    # The same when B was granted within A's lease: the lock let both in.
+    h = _late_pair(second_invoke=90 * MS, second_ok=99 * MS)
+    h.add(5, "invoke", "enter", 99 * MS + 1, "b")
+    h.add(5, "ok", "enter", 100 * MS, "b", {"occupancy": 1, "others": []})
+    h.add(0, "invoke", "enter", 11 * MS, "a")
+    h.add(0, "ok", "enter", 122 * MS, "a", {"occupancy": 2, "others": ["b"]})
+    lock = check_history(_sorted(h))
+    assert lock.verdict is Verdict.INVALID and lock.stats.resource_violations == 1
+
+
 def test_a_genuine_violation_stands_beside_an_excused_one() -> None:
     h = _late_pair()
     for e in _late_pair(
