@@ -19,9 +19,8 @@ from typing import TypeVar
 import msgspec
 
 from lockharness.checker.evidence import Failover, Overlap, Witness
-from lockharness.checker.values import BadValue
 from lockharness.core.history import INFO, NEMESIS, Event, NemesisEvent, nemesis_event
-from lockharness.core.occurrences import Occurrence, Pairing
+from lockharness.core.occurrences import Occurrence, Pairing, promotion_of
 
 W = TypeVar("W", bound=Witness)
 
@@ -32,18 +31,10 @@ def failover(event: Event) -> Failover | None:
     value = event.value or {}
     if "to" not in value or event.f != "failover":
         return None
-    by = value.get("by", "nemesis promote")
-    began = value.get("began") or value.get("decided_at") or event.time
-    if type(began) is not int:
-        raise BadValue(event, "began" if "began" in value else "decided_at", "an integer")
-    old, new = value.get("from"), value["to"]
-    if old is not None and type(old) is not str:
-        raise BadValue(event, "from", "a node's name or null")
-    if type(new) is not str:
-        raise BadValue(event, "to", "a node's name")
-    if type(by) is not str:
-        raise BadValue(event, "by", "a string")
-    return Failover(began, event.time, old, new, by, event.index)
+    promotion = promotion_of(event, value)
+    return Failover(
+        promotion.began, event.time, promotion.from_, promotion.to, promotion.by, event.index
+    )
 
 
 def promoted(occurrence: Occurrence) -> Failover | None:

@@ -158,7 +158,9 @@ def _int(details: dict[str, Any], name: str) -> int | None:
     return raw if type(raw) is int else None
 
 
-def _promotion(event: Event, details: dict[str, Any]) -> Promotion:
+def promotion_of(event: Event, details: dict[str, Any]) -> Promotion:
+    """The new master an event's details name (``to``, ``from``, ``by``, ``began``), each
+    checked: a promote's start, or Sentinel's switch (checker.failover)."""
     began = details.get("began") or details.get("decided_at") or event.time
     if type(began) is not int:
         raise BadValue(event, "began" if "began" in details else "decided_at", "an integer")
@@ -190,7 +192,7 @@ def said(event: Event, record: NemesisEvent) -> Said:
     processes = workers_field(event, details) if category in _PROCESSES else None
     promotion = None
     if category == _FAILOVER and "to" in details and "error" not in details:
-        promotion = _promotion(event, details)
+        promotion = promotion_of(event, details)
     return Said(
         error=error,
         decided_at=_int(details, "decided_at"),
