@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -31,6 +31,7 @@ from lockharness.harness.explore.shrink.shrinker import shrink
 from lockharness.harness.scenario import Scenario, load_scenario
 from lockharness.workloads.client_doc import ClientDoc, read_client
 from tests.conftest import REPO, lockharness
+from tests.test_shrink import Outcome  # a run's outcome as the shrinker reads it
 
 DIMENSION = REPO / "tests" / "data" / "dimension" / "acquire_timeout.py"
 SLOW_RELEASE = REPO / "tests" / "data" / "explore-slow-release.yaml"
@@ -133,14 +134,6 @@ def test_fits_refuses_it_outside_its_bound_and_takes_its_default(tmp_path: Path)
     assert outside(model, at(5 * S)) == [f"{KEY} {5 * S} ns is outside 300ms..1s"]
     assert outside(model, at(DEFAULT_NS)) == []
     assert outside(plain, at(5 * S)) == []  # a model without the dimension checks nothing
-
-
-@dataclass(frozen=True)
-class Outcome:
-    invalid: bool
-    unknown: bool = False
-    run_dir: Path = Path("/nonexistent/run")
-    first_violation_ns: int | None = None
 
 
 @pytest.mark.unit
