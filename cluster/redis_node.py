@@ -214,8 +214,8 @@ class LocalRedisNode(ServerProcess, AofWatch):
                         return True
                 except redis.exceptions.BusyLoadingError:
                     pass  # loading its data set; keep waiting
-                except redis.exceptions.ConnectionError:
-                    pass
+                except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+                    pass  # not listening yet, or too busy starting to answer in 0.5 s
                 time.sleep(0.01)
             return False
         finally:
