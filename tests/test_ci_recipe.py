@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -88,17 +89,27 @@ def _night(
     (save,) = uses(merge_job, "actions/cache/save")
     assert restore["with"]["path"] == save["with"]["path"] == "memory"
     assert restore["with"]["restore-keys"] in save["with"]["key"]
-    said = []
-    for k in shards:
+
+    def shard(k: int) -> list[str]:
+        """Shard k's machine: its job's commands in order, what each said."""
         machine = tmp_path / f"night-{night}" / f"machine-{k}"
         machine.mkdir(parents=True)
         if cache.is_dir():  # actions/cache/restore: last night's key, by its prefix
             shutil.copytree(cache, machine / "memory")
+        said: list[str] = []
         for command in _job_steps(shard_job, k, n):
             done = bash(command, machine, TINY)
             said.append(done.stdout + done.stderr)
             suite = "lockharness suite" in command
             assert done.returncode in ((0,) if suite else (0, 1)), f"{command}\n{said[-1]}"
+        return said
+
+    # The shards' machines run at once, as the matrix's jobs do (each its own ports, store
+    # and memory); a shard's failed assertion is raised here.
+    with ThreadPoolExecutor(max_workers=n) as machines:
+        said = [text for texts in machines.map(shard, shards) for text in texts]
+    for k in shards:
+        machine = tmp_path / f"night-{night}" / f"machine-{k}"
         name = expand(upload["with"]["name"], {"matrix.shard": str(k)})
         assert re.fullmatch(pattern.replace("*", ".*"), name)
         shutil.copytree(

@@ -2,9 +2,11 @@
 acquire_timeout.py: the clients' acquire timeout, a workload key the workers take), named
 by a fault model: its key joins the model file, every trial draws it (the built-ins drawing
 as they do without it), mutations redraw it, fits refuses a value outside its bound, and
-shrinking takes it back to its default. The last two tests run explorations on real
-servers: the trials run with the drawn timeouts, and a violation found is shrunk with the
-timeout back at its default."""
+shrinking takes it back to its default. The last test runs an exploration on real
+servers: the trials run with the drawn timeouts. That a violation found is shrunk with the
+timeout back at its default is held by tests/test_explore_e2e.py's exploration of an
+unsafe release, which takes this dimension (``with_acquire_timeout``): one exploration for
+both."""
 
 from __future__ import annotations
 
@@ -34,7 +36,6 @@ from tests.conftest import REPO, lockharness
 from tests.test_shrink import Outcome  # a run's outcome as the shrinker reads it
 
 DIMENSION = REPO / "tests" / "data" / "dimension" / "acquire_timeout.py"
-SLOW_RELEASE = REPO / "tests" / "data" / "explore-slow-release.yaml"
 KEY = "workload.acquire_timeout"
 MS, S = 1_000_000, 1_000_000_000
 DEFAULT_NS = 2 * S
@@ -186,26 +187,18 @@ def test_an_exploration_runs_its_trials_with_it(tmp_path: Path) -> None:
         assert 300 * MS <= _timeout(ran) <= S, (trial["name"], _timeout(ran))
 
 
-def test_a_violation_found_is_shrunk_with_it_back_at_its_default(tmp_path: Path) -> None:
-    """unsafe-del under the end-to-end model's slow releases (tests/test_explore_e2e.py),
-    with the clients' acquire timeout drawn: the violation does not need it, and the
-    minimal scenario has it at 2s again."""
-    text = SLOW_RELEASE.read_text(encoding="utf-8")
-    text = text.replace(
-        "  hold: 0.9ttl..1.2ttl\n", "  hold: 0.9ttl..1.2ttl\n  acquire_timeout: 1s..1500ms\n"
-    )
-    path = _write(tmp_path / "model", text + PLUGIN)
-    store = tmp_path / "store"
-    flags = ["--model", str(path), "--trials", "4", "--seed", "1", "--store", str(store)]
-    flags += ["--replays", "3", "--reproduce", "2", "--shrink-budget", "150s"]
-    done = lockharness("explore", "--client", "unsafe-del", *flags, cwd=tmp_path, timeout=400)
-    assert done.returncode == 1, done.stdout + done.stderr  # a violation found
-    report = _report(store)
-    shrunk = [v for v in report["violations"] if v["minimal"]]
-    assert shrunk, report["violations"]
-    v = shrunk[0]
-    trial = next(t for t in report["trials"] if t["name"] == v["trial"])
-    found = load_scenario(Path(trial["run_dir"]) / "scenario.yaml")
+def with_acquire_timeout(folder: Path, model: Path) -> Path:
+    """``model`` (the end-to-end test's slow releases, tests/test_explore_e2e.py) with the
+    clients' acquire timeout drawn below its default, by the dimension, in ``folder``."""
+    text = model.read_text(encoding="utf-8")
+    bounded = "  hold: 0.9ttl..1.2ttl\n  acquire_timeout: 1s..1500ms\n"
+    return _write(folder, text.replace("  hold: 0.9ttl..1.2ttl\n", bounded) + PLUGIN)
+
+
+def shrunk_back_to_its_default(v: dict, found: Scenario, minimal: Scenario) -> None:
+    """A violation found by such an exploration (its report entry ``v``, the trial's
+    scenario ``found``): the trial drew the timeout, the violation does not need it, and
+    shrinking took it back to 2s (tests/test_explore_e2e.py runs the exploration)."""
     assert S <= _timeout(found) <= 1500 * MS  # the trial drew it
     steps = [s for s in v["steps"] if str(s["what"]).startswith("acquire_timeout ")]
     assert steps and steps[-1]["accepted"], v["steps"]
@@ -217,4 +210,4 @@ def test_a_violation_found_is_shrunk_with_it_back_at_its_default(tmp_path: Path)
     back = sum(1 for s in v["steps"] if str(s["what"]).endswith("back one step"))
     standing = accepted[: len(accepted) - back]
     expected = DEFAULT_NS if steps[-1]["what"] in standing else _timeout(found)
-    assert _timeout(load_scenario(v["minimal"])) == expected, v["steps"]
+    assert _timeout(minimal) == expected, v["steps"]

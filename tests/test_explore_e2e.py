@@ -27,6 +27,7 @@ from lockharness.harness.explore.generate.fits import outside
 from lockharness.harness.explore.generate.model import load_model
 from lockharness.harness.scenario import load_scenario
 from tests.conftest import REPO, lockharness
+from tests.test_explore_dimension_plugin import shrunk_back_to_its_default, with_acquire_timeout
 from tests.test_teardown import started_pids, wait_for
 
 MODEL = REPO / "tests" / "data" / "explore-slow-release.yaml"
@@ -38,10 +39,14 @@ def _report(store: Path) -> tuple[Path, dict]:
 
 
 def test_explore_finds_replays_and_shrinks_an_unsafe_release(tmp_path: Path) -> None:
+    """With a trial dimension from outside the package in the model (the clients' acquire
+    timeout, tests/test_explore_dimension_plugin.py): the violation does not need it, and
+    shrinking takes it back to its default. One exploration for both: each costs minutes."""
+    model = with_acquire_timeout(tmp_path / "model", MODEL)
     store = tmp_path / "store"
-    flags = ["--model", str(MODEL), "--trials", "4", "--seed", "1", "--store", str(store)]
-    flags += ["--replays", "3", "--reproduce", "2", "--shrink-budget", "100s"]
-    done = lockharness("explore", "--client", "unsafe-del", *flags, cwd=tmp_path, timeout=300)
+    flags = ["--model", str(model), "--trials", "4", "--seed", "1", "--store", str(store)]
+    flags += ["--replays", "3", "--reproduce", "2", "--shrink-budget", "150s"]
+    done = lockharness("explore", "--client", "unsafe-del", *flags, cwd=tmp_path, timeout=400)
     assert done.returncode == 1, done.stdout + done.stderr  # a violation found
     assert re.search(r"VIOLATIONS? FOUND", done.stdout), done.stdout  # one, or more
     directory, report = _report(store)
@@ -58,7 +63,7 @@ def test_explore_finds_replays_and_shrinks_an_unsafe_release(tmp_path: Path) -> 
     accepted = [s for s in v["steps"] if s["accepted"]]
     assert all(s["hits"] >= 2 for s in accepted)  # every step kept still reproduced m of k
     minimal = load_scenario(v["minimal"])
-    assert outside(load_model(str(MODEL)), minimal) == []  # shrinking never leaves the model
+    assert outside(load_model(str(model)), minimal) == []  # shrinking never leaves the model
     # Its size as the report counts it: timeline entries, and faults firing without one
     # (a fault found alone and repeated: one entry, however often it fires).
     assert fault_entries(minimal) == v["minimal_faults"]
@@ -68,6 +73,7 @@ def test_explore_finds_replays_and_shrinks_an_unsafe_release(tmp_path: Path) -> 
     # The trial that found it is an ordinary run directory, with its replay.
     trial_dir = Path(next(t["run_dir"] for t in report["trials"] if t["name"] == v["trial"]))
     assert (trial_dir / "replay.yaml").is_file() and (trial_dir / "timeline.html").is_file()
+    shrunk_back_to_its_default(v, load_scenario(trial_dir / "scenario.yaml"), minimal)
 
 
 def test_a_cause_found_again_is_listed_under_its_violation_not_replayed(tmp_path: Path) -> None:
