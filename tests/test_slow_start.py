@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lockharness.core.errors import ClusterError
 from lockharness.cluster.redis_node import LocalRedisNode
+from lockharness.core.errors import ClusterError
 
 STALLED_S = 1.5  # past the PING's 0.5 s socket timeout, several times
 

@@ -42,6 +42,7 @@ from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.reports import write_reports
 from lockharness.harness.run.backends import make_cluster
 from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.cluster_start import ClusterNotStarted, start_cluster
 from lockharness.harness.run.node_record import NodeRecord
 from lockharness.harness.run.progress import ProgressLine
 from lockharness.harness.run.recheck import node_quorum, node_truth, program_restarts
@@ -287,9 +288,12 @@ class Execution:
     interrupted: bool = False
     exits: dict[int, int | None] = field(default_factory=dict)
     logs_cut: list[LogCut] = field(default_factory=list)  # set once every writer is gone
+    cluster: Cluster | None = None  # the one started (or the last tried), for results.json
 
 
-def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Console) -> Execution:
+def _execute(
+    scenario: Scenario, build: Callable[[], Cluster], run_dir: RunDir, console: Console
+) -> Execution:
     """Cluster up, workers and nemesis go, faults healed, everything down: always."""
     w, seed = scenario.workload, scenario.seed
     assert seed is not None
@@ -304,8 +308,9 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
     node_record: NodeRecord | None = None
     gate: AnchorGate | None = None
     live: LiveHistory | None = None
+    cluster: Cluster | None = None
     try:
-        cluster.start()
+        cluster = execution.cluster = start_cluster(build, console)
         # A fault anchored to a lease: the workers reach the nemesis through this gate.
         gate = AnchorGate.for_plan(scenario.faults)
         gate_task = None if gate is None else gate.task
@@ -360,6 +365,9 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
     except WorkerDied as e:
         execution.problems.append(str(e))
         log.error("%s", e)
+    except ClusterNotStarted as e:  # torn down already: no client ran, nothing was tested
+        execution.cluster = e.cluster
+        execution.problems.append(str(e))
     except OSError as e:  # e.g. a full disk: the run stops here, what it recorded is checked
         execution.problems.append(f"the run stopped: {e}")
         log.error("the run stopped: %s", e)
@@ -375,7 +383,8 @@ def _execute(scenario: Scenario, cluster: Cluster, run_dir: RunDir, console: Con
                 control.close()
             if node_record is not None:  # after the last worker: the record ends complete
                 node_record.stop(run_dir, clock(), live)  # it logs why, if it writes none
-            cluster.stop()
+            if cluster is not None:
+                cluster.stop()
         if recorder is not None and recorder.failed is not None:
             execution.problems.append(
                 f"the nemesis's events were not all written: {recorder.failed}"
@@ -410,13 +419,17 @@ def run_scenario(
         log.info(
             "run %s client %s seed %s in %s", scenario.name, client, scenario.seed, run_dir.path
         )
-        cluster = make_cluster(scenario.backend, scenario, binaries, run_dir.path)
-        execution = _execute(scenario, cluster, run_dir, console)
+
+        def build() -> Cluster:
+            return make_cluster(scenario.backend, scenario, binaries, run_dir.path)
+
+        execution = _execute(scenario, build, run_dir, console)
+        assert execution.cluster is not None  # started, or the last tried
         execution.logs_cut = logs.cuts()  # the cluster and workers are down: logs are whole
         if note := concluding_note(run_dir.path):
             console.print(note, highlight=False)
         with shielded() as shield:  # checking what was recorded is not cut short either
-            outcome = conclude(scenario, run_dir.path, execution, cluster.describe())
+            outcome = conclude(scenario, run_dir.path, execution, execution.cluster.describe())
         if shield.received:  # the check is whole: stop after this run, keep the verdict
             outcome = dataclasses.replace(outcome, interrupted=True)
         log.info("verdict %s (expected %s)", outcome.result.verdict, scenario.expectation)

@@ -1,0 +1,60 @@
+"""A run's cluster started, or why it could not be: a start that failed (a redis-server too
+slow to answer PING on a loaded machine, a port another program took) is torn down and
+tried once more afresh, on new ports. The second failure is no internal error: the run
+says it could not test the lock (unknown, exit 2) with the reason, and nothing is left
+running."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from rich.console import Console
+
+from lockharness.cluster.base import Cluster
+from lockharness.core.errors import ClusterError
+from lockharness.core.interrupts import shielded
+
+log = logging.getLogger("lockharness")
+
+ATTEMPTS = 2
+
+
+class ClusterNotStarted(Exception):
+    """Every attempt failed; ``cluster`` is the last one (stopped), for the run's record."""
+
+    def __init__(self, reason: str, cluster: Cluster) -> None:
+        super().__init__(reason)
+        self.cluster = cluster
+
+
+def _stop(cluster: Cluster) -> None:
+    with shielded():  # no signal cuts a teardown short
+        cluster.stop()
+
+
+def start_cluster(build: Callable[[], Cluster], console: Console) -> Cluster:
+    """A new cluster from ``build``, started; ClusterNotStarted after ``ATTEMPTS`` failed
+    starts, each torn down before the next."""
+    for attempt in range(1, ATTEMPTS + 1):
+        cluster = build()
+        try:
+            cluster.start()
+            return cluster
+        except ClusterError as e:
+            _stop(cluster)
+            first_line = str(e).splitlines()[0].rstrip(":")  # the log tail is in the log
+            log.error("cluster start %d of %d failed: %s", attempt, ATTEMPTS, e)
+            if attempt == ATTEMPTS:
+                raise ClusterNotStarted(
+                    f"the cluster did not start ({ATTEMPTS} attempts): {first_line}", cluster
+                ) from e
+            console.print(
+                f"[yellow]the cluster did not start[/] ({first_line}); trying once more, "
+                "on fresh ports",
+                highlight=False,
+            )
+        except BaseException:
+            _stop(cluster)
+            raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
