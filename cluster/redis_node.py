@@ -159,8 +159,12 @@ class LocalRedisNode(ServerProcess, AofWatch):
                 self.spawn()
                 continue
             break
+        code = None if self._process is None else self._process.exit_code()
+        what = (
+            "did not answer PING" if code is None else f"exited (code {code}) before answering PING"
+        )
         raise ClusterError(
-            f"redis-server {self.name} did not answer PING within {timeout_s:.0f}s; "
+            f"redis-server {self.name} {what} within {timeout_s:.0f}s; "
             f"last log lines of {self.log_path}:\n{self._tail()}"
         )
 

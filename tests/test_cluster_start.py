@@ -80,3 +80,28 @@ def test_a_cluster_that_never_starts_makes_the_run_unknown_with_the_reason(
     reason = "the cluster did not start (2 attempts): redis-server n1 did not answer PING"
     assert any(r.startswith(reason) for r in results["reasons"]), results["reasons"]
     _nothing_left(run_dir)
+
+
+def test_an_exploration_whose_clusters_never_start_stops_unknown_after_three(
+    tmp_path: Path,
+) -> None:
+    """Each trial whose cluster does not start is unknown for that reason and the night
+    goes on; three in a row stop it, exit 2, saying why."""
+    real = shutil.which("redis-server")
+    broken = tmp_path / "redis-server"  # answers --version, then exits at every start
+    broken.write_text(f'#!/bin/sh\n[ "$1" = --version ] && exec "{real}" "$@"\nexit 1\n')
+    broken.chmod(broken.stat().st_mode | stat.S_IXUSR)
+    store = tmp_path / "store"
+    flags = ["--model", "single-instance", "--trials", "10", "--seed", "1", "--no-shrink"]
+    flags += ["--store", str(store), "--redis-server", str(broken), "--jobs", "1"]
+    done = lockharness("explore", "--client", "single", *flags, cwd=tmp_path, timeout=120)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, said
+    assert "Traceback" not in said
+    (directory,) = (store / "explore").iterdir()
+    report = json.loads((directory / "report.json").read_text())
+    assert report["stopped"].startswith("3 trials in a row could not run: the cluster did not")
+    assert [t["verdict"] for t in report["trials"]] == ["unknown"] * 3
+    assert "3 trials in a row could not run" in said
+    for trial in report["trials"]:
+        _nothing_left(Path(trial["run_dir"]))

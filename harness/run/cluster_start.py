@@ -18,6 +18,7 @@ from lockharness.core.interrupts import shielded
 log = logging.getLogger("lockharness")
 
 ATTEMPTS = 2
+NOT_STARTED = "the cluster did not start"  # how a run's reason begins (explore counts them)
 
 
 class ClusterNotStarted(Exception):
@@ -47,10 +48,10 @@ def start_cluster(build: Callable[[], Cluster], console: Console) -> Cluster:
             log.error("cluster start %d of %d failed: %s", attempt, ATTEMPTS, e)
             if attempt == ATTEMPTS:
                 raise ClusterNotStarted(
-                    f"the cluster did not start ({ATTEMPTS} attempts): {first_line}", cluster
+                    f"{NOT_STARTED} ({ATTEMPTS} attempts): {first_line}", cluster
                 ) from e
             console.print(
-                f"[yellow]the cluster did not start[/] ({first_line}); trying once more, "
+                f"[yellow]{NOT_STARTED}[/] ({first_line}); trying once more, "
                 "on fresh ports",
                 highlight=False,
             )

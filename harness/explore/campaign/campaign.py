@@ -40,6 +40,7 @@ from lockharness.harness.explore.generate.trial import Trial, trial_name
 from lockharness.harness.explore.shrink.reproduce import RunOutcome as RunResult
 from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries
+from lockharness.harness.run.cluster_start import NOT_STARTED
 from lockharness.harness.run.runner import RunOutcome, run_scenario
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.store.compact import compact
@@ -58,6 +59,7 @@ _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
 # as ever (a bug any fault shows is found as early as before).
 FIRST_ROUND = 7
 _JOB_POLL_S = 0.1
+HARNESS_FAILURES_IN_A_ROW = 3  # trials whose cluster did not start: then the night stops
 
 
 @dataclass
@@ -183,6 +185,9 @@ class Explorer:
             return _interrupted()
         if self.record.store_full:
             return self.record.store_full
+        if (failing := self._harness_failing()) is not None:
+            self.record.harness_failing = failing
+            return failing
         if self._enough_found():
             return f"{self._settled()} violation(s) found that replay"
         count = len(self.record.trials) if started is None else started
@@ -192,6 +197,21 @@ class Explorer:
         if left is not None and left <= 0:
             return "budget spent"
         return None
+
+    def _harness_failing(self) -> str | None:
+        """Why exploring cannot go on: the last trials' clusters all failed to start (a
+        machine too loaded, a binary that does not run); one such trial is only unknown."""
+        last = self.record.trials[-HARNESS_FAILURES_IN_A_ROW:]
+        failed = [
+            reason
+            for t in last
+            if t.verdict == "unknown"
+            for reason in t.reasons[:1]
+            if reason.startswith(NOT_STARTED)
+        ]
+        if len(failed) < HARNESS_FAILURES_IN_A_ROW:
+            return None
+        return f"{len(failed)} trials in a row could not run: {failed[-1]}"
 
     def _settled(self) -> int:
         """Distinct causes with a reproducer: settled violations, one per signature (each

@@ -165,6 +165,7 @@ class ExploreRecord:
     stopped: str = ""  # why exploring stopped: budget, trials, violations, Ctrl-C
     shard: str | None = None  # "K/N" when this is one shard of an exploration (--shard)
     store_full: str | None = None  # why drawing stopped early: the store took no more
+    harness_failing: str | None = None  # why it stopped early: trials the harness could not run
     known: list[KnownRecord] = field(default_factory=list)  # replayed first
     carried_cells: int = 0  # exposure cells the corpus carried over had reached (0: fresh)
     carried_trials: int = 0  # trials of the corpus carried over, as parents to mutate
@@ -194,7 +195,8 @@ class ExploreRecord:
         (interrupted before one, or too many trials unknown to say), else valid."""
         if self.violations or self.still_failing:
             return "invalid"
-        return "unknown" if self.interrupted or self.store_full or self.too_unknown else "valid"
+        stopped_short = self.store_full or self.harness_failing
+        return "unknown" if self.interrupted or stopped_short or self.too_unknown else "valid"
 
     @property
     def exit_code(self) -> int:
@@ -202,7 +204,8 @@ class ExploreRecord:
             return EXIT_INTERRUPTED
         if self.violations or self.still_failing:
             return EXIT_NOT_AS_EXPECTED
-        return EXIT_UNKNOWN if self.store_full or self.too_unknown else EXIT_AS_EXPECTED
+        stopped_short = self.store_full or self.harness_failing
+        return EXIT_UNKNOWN if stopped_short or self.too_unknown else EXIT_AS_EXPECTED
 
     def by_signature(self) -> dict[str, list[int]]:
         """The violations' numbers under each signature (those without one: unexplained),
@@ -230,11 +233,12 @@ class ExploreRecord:
     def unknown_lines(self) -> list[str]:
         """Why each unknown trial is unknown (its first reason): said beside the verdict,
         which only counts them."""
-        return [
+        lines = [
             f"{t.name} unknown: {t.reasons[0]}"
             for t in self.trials
             if t.verdict == "unknown" and t.reasons
         ]
+        return lines + ([f"stopped: {self.harness_failing}"] if self.harness_failing else [])
 
     def verdict_line(self) -> str:
         n, found = len(self.trials), len(self.violations)
@@ -244,7 +248,7 @@ class ExploreRecord:
             head = f"VIOLATION{'S' if found > 1 else ''} FOUND"
         elif self.still_failing:
             head = "KNOWN FAILURE STILL FAILS"
-        elif self.too_unknown or self.store_full:
+        elif self.too_unknown or self.store_full or self.harness_failing:
             head = "UNKNOWN"
         else:
             head = "NO VIOLATION"
