@@ -51,8 +51,7 @@ def start_cluster(build: Callable[[], Cluster], console: Console) -> Cluster:
                     f"{NOT_STARTED} ({ATTEMPTS} attempts): {first_line}", cluster
                 ) from e
             console.print(
-                f"[yellow]{NOT_STARTED}[/] ({first_line}); trying once more, "
-                "on fresh ports",
+                f"[yellow]{NOT_STARTED}[/] ({first_line}); trying once more, on fresh ports",
                 highlight=False,
             )
         except BaseException:
