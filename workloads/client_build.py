@@ -29,15 +29,20 @@ def typed_options(cls: type, options: dict[str, Any]) -> ClientOptions:
 
 
 def client_builder(
-    class_path: str, *, plugin: bool, command: Sequence[str], options: dict[str, Any]
+    class_path: str,
+    *,
+    plugin: bool,
+    command: Sequence[str],
+    options: dict[str, Any],
+    abilities: Sequence[str] = (),
 ) -> Builder:
     """What builds this worker's clients: a user's program speaking
-    docs/client-protocol.md (``command``), or a class (a plug-in's module is imported now,
-    through LOCKHARNESS_PLUGIN_PATH)."""
+    docs/client-protocol.md (``command``; ``abilities``, those its client file declares),
+    or a class (a plug-in's module is imported now, through LOCKHARNESS_PLUGIN_PATH)."""
     if command:
-        argv = list(command)
+        argv, declared = list(command), tuple(abilities)
         return lambda nodes, clock, discovery: start_program_client(
-            argv, nodes, clock, options, discovery
+            argv, nodes, clock, options, discovery, declared
         )
     cls = load_plugin(class_path).info.factory() if plugin else imported(class_path)
     assert isinstance(cls, type), f"{class_path} is not a class"

@@ -14,7 +14,13 @@ from msgspec import Meta
 from lockharness.core.typed_input import Invalid, Text, convert, plain, show
 from lockharness.workloads.client_info import ClientInfo, ClientOptions, Timeout
 from lockharness.workloads.plugins import PluginError, is_plugin_path, load_plugin, locate_plugin
-from lockharness.workloads.programs import REQUEST_TIMEOUT, command_client, request_timeout_ns
+from lockharness.workloads.programs import (
+    PROGRAM_ABILITIES,
+    REQUEST_TIMEOUT,
+    ProgramAbility,
+    command_client,
+    request_timeout_ns,
+)
 from lockharness.workloads.registry import CLIENTS
 from lockharness.workloads.task import ClientTask
 
@@ -28,7 +34,8 @@ else:
 CLIENT_ALLOWED = (
     f"a client name ({', '.join(CLIENTS)}) or a mapping with keys name, options; "
     "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options; "
-    "for a program in any language, a mapping with keys command ([program, args...]), options"
+    "for a program in any language, a mapping with keys command ([program, args...]), "
+    f"options, abilities (of {', '.join(PROGRAM_ABILITIES)})"
 )
 CLIENT_META = Meta(extra={"allowed": CLIENT_ALLOWED, "problem": "is not a client"})
 
@@ -39,6 +46,7 @@ class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     class_: Text | None = msgspec.field(name="class", default=None)  # "module:ClassName"
     path: str | list[str] | None = None  # a plug-in's module directories
     command: list[Text] | None = None  # a program speaking docs/client-protocol.md
+    abilities: list[ProgramAbility] | None = None  # a program's optional requests served
 
 
 # A client's options as the harness holds them: its declared Options, defaults filled in;
@@ -60,6 +68,9 @@ class ClientSpec:
     # then: reading a scenario runs none of a plug-in's code, so its options stay plain
     # data and the checks that need its declaration wait for the run.
     declared: ClientInfo | None = field(default=None, compare=False, repr=False)
+    # A program's optional requests, as its client file declares them (``extend``): known
+    # before it runs, so a plan may use them; its init must say them too.
+    abilities: tuple[str, ...] = ()
 
     @property
     def resolved(self) -> bool:
@@ -86,12 +97,13 @@ class ClientSpec:
             plugin=self.plugin,
             command=self.command,
             options=options_plain(self.options),
+            abilities=self.abilities,
         )
 
     def info(self) -> ClientInfo:
         """What the registry knows of it; a plug-in's, once resolve_client imported it."""
         if self.command:
-            return command_client(self.command)
+            return command_client(self.command, self.abilities)
         if self.plugin:
             if self.declared is None:
                 raise RuntimeError(f"plug-in {self.name} is not imported yet: resolve_client()")
@@ -170,6 +182,12 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
         value = ClientDoc(name=value)
     if value.command is not None:
         return _command_client(value, base)
+    if value.abilities is not None:
+        raise Invalid(
+            "client.abilities",
+            f"only with client.command; allowed: a program's abilities "
+            f"({', '.join(PROGRAM_ABILITIES)}); a class declares its own in its code",
+        )
     if value.class_ is not None:
         # Located, not imported: its options stay plain data until resolve_client.
         return ClientSpec(value.class_, _plain_options(value.options or {}), _plugin(value, base))
@@ -248,7 +266,8 @@ def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
     program, *args = doc.command
     if "/" in program and not Path(program).is_absolute():
         program = str(((base or Path.cwd()) / program).resolve())
-    info = command_client((program, *args))
+    abilities = tuple(dict.fromkeys(doc.abilities or ()))  # each once, in the file's order
+    info = command_client((program, *args), abilities)
     if problem := info.unavailable:
         raise Invalid(
             "client.command", f"{problem}; allowed: a program that speaks docs/client-protocol.md"
@@ -258,7 +277,7 @@ def _command_client(doc: ClientDoc, base: Path | None) -> ClientSpec:
         request_timeout_ns(options)
     except ValueError as e:
         raise Invalid(f"client.options.{REQUEST_TIMEOUT}", str(e)) from None
-    return ClientSpec(info.name, options, command=(program, *args))
+    return ClientSpec(info.name, options, command=(program, *args), abilities=abilities)
 
 
 def switch_client(
@@ -322,6 +341,7 @@ class ProgramCommandClient(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
 
     command: list[Text]
     options: dict[str, Any] | None = None  # the program's own, as written
+    abilities: list[ProgramAbility] | None = None  # the optional requests it serves
 
 
 def client_schema_types() -> tuple[type, ...]:
@@ -346,5 +366,6 @@ def client_to_plain(c: ClientSpec) -> dict[str, Any]:
     if c.plugin:  # where it was found, so the written scenario finds it again
         return {"class": c.name, "path": list(c.path), "options": options}
     if c.command:
-        return {"command": list(c.command), "options": options}
+        written = {"command": list(c.command), "options": options}
+        return written | ({"abilities": list(c.abilities)} if c.abilities else {})
     return {"name": c.name, "options": options}

@@ -184,7 +184,11 @@ class _Session:
     said it can do, and the ids of the requests sent to it."""
 
     def __init__(
-        self, command: Sequence[str], nodes: Sequence[Endpoint], options: dict[str, object]
+        self,
+        command: Sequence[str],
+        nodes: Sequence[Endpoint],
+        options: dict[str, object],
+        declared: Sequence[str] = (),
     ) -> None:
         self.program = _Running(command)
         self.last_id = 0
@@ -208,6 +212,14 @@ class _Session:
                 raise ProgramError(
                     f"{self.program.name}: init's abilities must be a list of "
                     f"strings, not {abilities!r}"
+                )
+            if missing := [a for a in declared if a not in abilities]:
+                # The plan was drawn for what the file promised: a program that cannot
+                # keep it would make each of those steps an error, not a test.
+                raise ProgramError(
+                    f"{self.program.name}: its client file declares abilities "
+                    f"{list(declared)}, but its init said {abilities}: {', '.join(missing)} "
+                    "missing; allowed: only abilities the program serves"
                 )
         except ProgramError:
             self.program.stop()
@@ -441,9 +453,11 @@ def start_program_client(
     clock: Clock,
     options: dict[str, object],
     discovery: Discovery | None = None,
+    declared: Sequence[str] = (),
 ) -> ProgramClient:
     """A client for a user's program ``command`` (options as written), of the class its
-    abilities call for (the Extending protocol only for a program that said it can)."""
-    session = _Session(command, nodes, _split(options)[1])
+    abilities call for (the Extending protocol only for a program that said it can);
+    ``declared``: the abilities its client file promised, which its init must say."""
+    session = _Session(command, nodes, _split(options)[1], declared)
     cls = ExtendingProgramClient if "extend" in session.abilities else ProgramClient
     return cls(nodes, clock, options, discovery, command=command, session=session)

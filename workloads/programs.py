@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal, get_args
 
 from lockharness.core.durations import duration_type
 from lockharness.workloads.client_info import ClientInfo
@@ -21,6 +22,10 @@ _REPO = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT = "request_timeout"
 DEFAULT_REQUEST_TIMEOUT_NS = 5_000_000_000
 RequestTimeout = duration_type("RequestTimeout", positive=True)
+# What a program given by ``command`` may declare in its client file: the optional requests
+# of docs/client-protocol.md it serves (programs are not reentrant).
+ProgramAbility = Literal["extend"]
+PROGRAM_ABILITIES: tuple[str, ...] = get_args(ProgramAbility)
 
 
 def request_timeout_ns(options: Mapping[str, object]) -> int:
@@ -46,14 +51,16 @@ def not_runnable(command: Sequence[str], *, reference: bool) -> str | None:
     return None
 
 
-def command_client(command: Sequence[str]) -> ClientInfo:
-    """A user's own program: options pass through as written; no extension assumed (the
-    program says what it can do only when it starts)."""
+def command_client(command: Sequence[str], abilities: Sequence[str] = ()) -> ClientInfo:
+    """A user's own program: options pass through as written; it extends only if its
+    client file declares so (``abilities: [extend]``), since it says what it can do only
+    once it starts (and a worker holds it to the declaration then)."""
     return ClientInfo(
         f"command:{Path(command[0]).name}",
         f"a program: {' '.join(command)}",
         FACTORY,
         options_type=None,
+        extends="extend" in abilities,
         command=tuple(command),
         unavailable=not_runnable(command, reference=False),
     )

@@ -27,6 +27,7 @@ class ClientTask(msgspec.Struct, frozen=True, kw_only=True):
     plugin: bool = False
     command: tuple[str, ...] = ()
     options: dict[str, Any] = {}
+    abilities: tuple[str, ...] = ()  # a program's, as its client file declares them
 
 
 class WorkerTask(msgspec.Struct, frozen=True, kw_only=True):

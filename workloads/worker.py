@@ -415,7 +415,11 @@ def client_factory(task: WorkerTask) -> Builder:
     """What builds this worker's clients (workloads.client_build)."""
     client = task.client
     return client_builder(
-        client.class_path, plugin=client.plugin, command=client.command, options=client.options
+        client.class_path,
+        plugin=client.plugin,
+        command=client.command,
+        options=client.options,
+        abilities=client.abilities,
     )
 
 

@@ -15,6 +15,7 @@ Version 1 unless the mode says 2; broken on purpose with one argument:
     tiny_lock.py slow-start     sleeps 2 s before reading init
     tiny_lock.py wrong-id       replies to acquire with another id
     tiny_lock.py refuse-init    refuses init
+    tiny_lock.py no-abilities   says no abilities at init (it extends if asked, all the same)
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def main() -> int:
             first = request["nodes"][0]
             node = redis.Redis(host=first["host"], port=first["port"], socket_timeout=1)
             log(f"init: {first['name']} at {first['host']}:{first['port']}")
-            ready = {"id": rid, "ok": True, "name": f"tiny-lock ({mode})", "abilities": ["extend"]}
+            abilities = [] if mode == "no-abilities" else ["extend"]
+            ready = {"id": rid, "ok": True, "name": f"tiny-lock ({mode})", "abilities": abilities}
             if v2 or mode == "protocol-3":
                 ready["protocol"] = 3 if mode == "protocol-3" else 2
             reply(ready)
