@@ -67,39 +67,54 @@ class OpValue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=
     """The value of the events ``ops`` names. ``gc=False``: values hold no cycles."""
 
     ops: ClassVar[tuple[Op, ...]] = ()
+    # A field written whenever another is (null too), though left out with it otherwise.
+    written_with: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for op in cls.ops:
-            if op in _REGISTRY:
-                raise TypeError(f"{cls.__name__}: {op} is already {_REGISTRY[op].__name__}'s")
-            _REGISTRY[op] = cls
+        ops = vars(cls).get("ops", ())  # its own: a subclass is the value of no other event
+        taken = [op for op in ops if op in _REGISTRY]
+        if taken:
+            raise TypeError(f"{cls.__name__}: {taken[0]} is {_REGISTRY[taken[0]].__name__}'s")
+        _REGISTRY.update(dict.fromkeys(ops, cls))
 
     def to_value(self) -> dict[str, Any] | None:
         """The event's value as the history holds it; None when it says nothing."""
-        return msgspec.to_builtins(self, enc_hook=as_builtin) or None
+        value: dict[str, Any] = msgspec.to_builtins(self, enc_hook=as_builtin)
+        if self.written_with:
+            also = {name for name, other in self.written_with.items() if other in value}
+            value = {
+                name: value[name] if name in value else getattr(self, name)
+                for name in self.__struct_fields__
+                if name in value or name in also
+            }
+        return value or None
 
 
 class Asked(OpValue, frozen=True):
-    """An acquire's or an extend's invoke: the TTL it asks for."""
+    """An acquire's or an extend's invoke: the TTL it asks for (ms)."""
 
     ops = ((ACQUIRE, INVOKE), (EXTEND, INVOKE))
     ttl_ms: Integer
 
 
 class Granted(OpValue, frozen=True):
-    """An acquire's ok: the lease as the client states it."""
+    """An acquire's ok: the lease as the client states it: until when it may be trusted
+    (ns since the run began; null: the client gives no deadline), the nodes that granted
+    it, its fencing token (where the lock hands one out), how many times its owner now
+    holds the key (a reentrant lock), and, when the anchor gate held the call, when the
+    call into the client began (checker.attribution)."""
 
     ops = ((ACQUIRE, OK),)
-    deadline: Integer  # until when it may be trusted, ns since the run began; null: none given
-    grants: Names  # the nodes that said yes
-    fencing: Integer  # the lease's fencing token, where the lock hands one out
-    depth: Depth = 1  # how many times the owner now holds the key (a reentrant lock)
-    called: Integer = None  # when the call into the client began, if the anchor gate held it
+    deadline: Integer
+    grants: Names
+    fencing: Integer
+    depth: Depth = 1
+    called: Integer = None
 
 
 class Extended(OpValue, frozen=True):
-    """An extend's ok: the lease's new deadline."""
+    """An extend's ok: the lease's new deadline and its nodes."""
 
     ops = ((EXTEND, OK),)
     deadline: Integer
@@ -108,8 +123,8 @@ class Extended(OpValue, frozen=True):
 
 
 class Releasing(OpValue, frozen=True):
-    """A release's invoke: an inner one's depth, or when the worker meant to leave (at the
-    latest, if the harness is on time: checker.attribution)."""
+    """A release's invoke: an inner release's depth, or when the worker meant to leave at
+    the latest, if the harness is on time (checker.attribution)."""
 
     ops = ((RELEASE, INVOKE),)
     depth: Depth = 1
@@ -124,8 +139,8 @@ class Released(OpValue, frozen=True):
 
 
 class Refusal(OpValue, frozen=True):
-    """A lock call that certainly did not happen: the client's reason, if it said one, and
-    whether it says the lock is gone (``lost``: an extend)."""
+    """A lock call that certainly did not happen (``fail``): the client's reason, if it
+    gave one, and whether it says the lock is gone (``lost``: an extend)."""
 
     ops = ((ACQUIRE, FAIL), (EXTEND, FAIL), (RELEASE, FAIL))
     refused: Text = None
@@ -134,7 +149,8 @@ class Refusal(OpValue, frozen=True):
 
 
 class Trouble(OpValue, frozen=True):
-    """A call whose outcome is unknown (``info``): the exception, or the client's bug."""
+    """A call whose outcome is unknown (``info``): the exception, or the client's bug (a
+    lease the history cannot hold)."""
 
     ops = ((ACQUIRE, INFO), (EXTEND, INFO), (RELEASE, INFO), (ENTER, INFO), (EXIT, INFO))
     error: Text
@@ -143,24 +159,21 @@ class Trouble(OpValue, frozen=True):
 
 class Entered(OpValue, frozen=True):
     """An enter's ok: how many the resource counts inside, the others' tokens, and, for a
-    lease with a fencing token, whether it took the write and the highest token before."""
+    lease with a fencing token, whether it took the write and the highest token it had
+    seen before (null: none)."""
 
     ops = ((ENTER, OK),)
+    written_with = {"highest": "fencing"}
     occupancy: Integer
     others: Names
     fencing: Integer = None
     accepted: Flag = None
     highest: Integer = None
 
-    def to_value(self) -> dict[str, Any] | None:
-        value = super().to_value()
-        if value is not None and self.fencing is not None:
-            value["highest"] = self.highest  # written with its token, null too: none before
-        return value
-
 
 class Exited(OpValue, frozen=True):
-    """An exit's ok (written only for a lease with a fencing token): the last write's."""
+    """An exit's ok, written only for a lease with a fencing token: the resource's check of
+    the section's last write."""
 
     ops = ((EXIT, OK),)
     fencing: Integer
