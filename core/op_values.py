@@ -9,7 +9,8 @@ checker/_scan.c, given the names and types of the fields from here (``scanned_na
 ``scanned_shapes``) so that both loops check what this module says.
 
 Writing: a field with no default is written always (null too); one with a default is left
-out at its default; a value with nothing to say is written as none.
+out at its default (but for one ``written_with`` another, which is there whenever that one
+is); a value with nothing to say is written as none.
 
 Reading keeps the format's rules: keys a struct does not name are ignored (a tool may say
 more); null is allowed for every field, and an absent field reads as its default, or as
@@ -202,15 +203,14 @@ def value_of(event: Event) -> OpValue | None:
 
 def read(cls: type[V], event: Event) -> V:
     """``event``'s value (not empty) as ``cls``; BadValue for its first field of the wrong
-    type. The digest's loop inlines the common path: ``msgspec.convert``, then ``reread``
-    when that raises."""
+    type, in the value's order of keys."""
     try:
         return msgspec.convert(event.value, cls)
     except msgspec.ValidationError as error:
-        return reread(cls, event, error)
+        return _reread(cls, event, error)
 
 
-def reread(cls: type[V], event: Event, error: msgspec.ValidationError) -> V:
+def _reread(cls: type[V], event: Event, error: msgspec.ValidationError) -> V:
     """After ``error`` reading ``event``'s value as ``cls``: the value read with the fields
     the worker always writes but this one leaves out as null, or BadValue."""
     value = event.value or {}
