@@ -170,9 +170,9 @@ class ClientLoop:
     def acquire(self, key: str) -> Lease | None:
         """Attempts until one succeeds, the acquire timeout passes or the run ends."""
         ttl_ms = self.workload.ttl_ms
+        asked = Asked(ttl_ms=ttl_ms)
         give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
-            asked = Asked(ttl_ms=ttl_ms)
             invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value=asked)
             called = self._ask(ACQUIRE, key, None, invoked, ())
             try:
