@@ -82,7 +82,6 @@ from lockharness.checker.spans import Span as Span
 from lockharness.checker.spans import fault_spans as fault_spans
 from lockharness.checker.stories import explain as explain
 from lockharness.checker.stories import telling as telling
-from lockharness.checker.values import BadValue, EventError
 from lockharness.checker.verdict import check_file, check_history
 from lockharness.checker.views import (
     Exposure,
@@ -95,6 +94,7 @@ from lockharness.checker.views import (
 from lockharness.checker.views import (
     describe_fencing as describe_fencing,
 )
+from lockharness.core.history import BadValue, EventError
 
 NATIVE_SCAN: bool = _scan is not None  # the one pass and the sweeps run in C (checker/_scan.c)
 

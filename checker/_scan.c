@@ -10,12 +10,16 @@ file, and the checker's speed target (issue 10) leaves no room for them. The Pyt
 the definition; each function here follows its Python statement by statement, and
 tests/test_scan.py holds the two equal on random histories and sections.
 
+The client values are core.op_values's: the module is given, once, the names of the value
+fields it reads and the fields and kinds of each operation's value (use_fields, called by
+checker/native.py), and checks every field of a value as the Python reads it, whole.
+
 What the loop leaves to Python, by calling back: every error message (a value field of the
-wrong type: the helpers raise BadValue as the Python loop does), every nemesis event,
-a resource answer that says more than "one occupant, no fencing", and new KeyAttempts. An
-event or section of a shape this code does not take (made by hand: not the reader's types,
-ints beyond int64) raises Irregular, and the caller runs the Python instead, from the start
-of the history or the sections. */
+wrong type: core.op_values.value_of raises BadValue as the Python loop does), every nemesis
+event, a resource answer that says more than "one occupant, no fencing", and new
+KeyAttempts. An event or section of a shape this code does not take (made by hand: not the
+reader's types, ints beyond int64) raises Irregular, and the caller runs the Python instead,
+from the start of the history or the sections. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,9 +34,42 @@ static const char *const FIELD_NAMES[N_FIELDS] = {
 enum { T_INVOKE, T_OK, T_FAIL, T_INFO };
 enum { F_ACQUIRE, F_RELEASE, F_EXTEND, F_ENTER, F_EXIT, F_OTHER };
 
-/* Interned names: dict lookups with them hash once. */
-static PyObject *s_nemesis, *s_ttl_ms, *s_deadline, *s_depth, *s_grants, *s_fencing,
-    *s_planned_end, *s_occupancy, *s_highest, *s_accepted, *s_invokes, *s_dones, *s_error;
+/* Interned names: dict lookups with them hash once. These are no value fields: the
+   nemesis's process, and KeyAttempts's attributes. */
+static PyObject *s_nemesis, *s_invokes, *s_dones, *s_most_ttl;
+
+/* The value fields this loop reads, by name: core.op_values.scanned_names(), in this order
+   (use_fields). */
+enum {
+    R_TTL_MS, R_DEADLINE, R_DEPTH, R_GRANTS, R_FENCING, R_PLANNED_END, R_OCCUPANCY, R_HIGHEST,
+    R_ACCEPTED, R_ERROR, N_READS
+};
+static PyObject *reads[N_READS];
+#define s_ttl_ms reads[R_TTL_MS]
+#define s_deadline reads[R_DEADLINE]
+#define s_depth reads[R_DEPTH]
+#define s_grants reads[R_GRANTS]
+#define s_fencing reads[R_FENCING]
+#define s_planned_end reads[R_PLANNED_END]
+#define s_occupancy reads[R_OCCUPANCY]
+#define s_highest reads[R_HIGHEST]
+#define s_accepted reads[R_ACCEPTED]
+#define s_error reads[R_ERROR]
+
+/* Each operation's value, by (f, type): its fields and what each may hold, as
+   core.op_values.fields_of says (use_fields). Null is allowed for every field. */
+enum { K_INT, K_STRS, K_BOOL, K_STR };
+typedef struct {
+    PyObject *name;
+    int kind, bounded;
+    long long least; /* K_INT: the lowest allowed, when bounded */
+} Check;
+typedef struct {
+    Py_ssize_t n;
+    Check *checks;
+} Shape;
+static Shape shapes[F_OTHER][4];
+static int fields_given;
 
 typedef struct {
     PyObject_HEAD
@@ -46,8 +83,7 @@ typedef struct {
        deadline, the releases of leases it did not hold */
     PyObject *previous, *gives, *unmatched;
     /* callbacks and types */
-    PyObject *key_attempts, *take_answer, *on_nemesis, *int_field, *names_field, *depth_of,
-        *section, *unset, *refuse;
+    PyObject *key_attempts, *take_answer, *on_nemesis, *value_of, *section, *unset, *refuse;
     /* each lock call answered that a fault may have met: (f, type, process, key, token,
        invoked, answered); digest.py's FaultWindow, as the nemesis callback last said */
     PyObject *calls;
@@ -153,15 +189,59 @@ nonempty(PyObject *value)
     return value != Py_None && PyDict_GET_SIZE(value) > 0;
 }
 
-/* The Python helper, which raises BadValue naming the event and field. */
+/* An int at least `least`: 1, else 0 (an exact int: checked before). */
 static int
-raise_with(PyObject *helper, PyObject *ev, PyObject *value, PyObject *name)
+at_least(PyObject *o, long long least)
 {
-    PyObject *r = PyObject_CallFunctionObjArgs(helper, ev, value, name, NULL);
-    if (r == NULL) return -1;
-    Py_DECREF(r); /* it did not raise: a shape this loop misjudged */
-    PyErr_SetString(Irregular, "a value field the helper took");
-    return -1;
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return overflow > 0 || (overflow == 0 && n >= least);
+}
+
+/* A list (or tuple) of exact strs. */
+static int
+strings(PyObject *o)
+{
+    if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o)) return 0;
+    PyObject **items = PySequence_Fast_ITEMS(o);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+        if (!PyUnicode_CheckExact(items[i])) return 0;
+    return 1;
+}
+
+static int
+of_kind(PyObject *raw, const Check *check)
+{
+    switch (check->kind) {
+    case K_INT: return PyLong_CheckExact(raw) && (!check->bounded || at_least(raw, check->least));
+    case K_STRS: return strings(raw);
+    case K_BOOL: return raw == Py_True || raw == Py_False;
+    default: return PyUnicode_CheckExact(raw);
+    }
+}
+
+/* core.op_values.read, checked here: 0 when each field of the value `ev` has for its (f,
+   type) is absent, null or of its kind (the loop then reads them unchecked); else
+   value_of(ev) raises BadValue naming the first bad one, and -1. */
+static int
+check_value(Scanner *self, PyObject *ev, PyObject *value, int f, int type)
+{
+    const Shape *shape = &shapes[f][type];
+    if (shape->n == 0 || !nonempty(value)) return 0;
+    for (Py_ssize_t i = 0; i < shape->n; i++) {
+        PyObject *raw = PyDict_GetItemWithError(value, shape->checks[i].name);
+        if (raw == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (raw == Py_None || of_kind(raw, &shape->checks[i])) continue;
+        PyObject *r = PyObject_CallOneArg(self->value_of, ev);
+        if (r == NULL) return -1;
+        Py_DECREF(r); /* it took the value: a shape this loop misjudged */
+        PyErr_SetString(Irregular, "a value field core.op_values took");
+        return -1;
+    }
+    return 0;
 }
 
 /* checker.rules.refuse: raises Impossible for `ev` breaking `rule` (measured against
@@ -205,32 +285,23 @@ gives_otherwise(Scanner *self, PyObject *process, int has)
     return known == NULL ? -1 : known != said;
 }
 
-/* checker.values.int_field: None or an exact int, new reference; NULL on error */
+/* A checked field (check_value): its value, None when absent; a new reference, NULL on
+   error */
 static PyObject *
-int_field(Scanner *self, PyObject *ev, PyObject *value, PyObject *name)
+checked_field(PyObject *value, PyObject *name)
 {
     PyObject *raw = get(value, name);
     if (raw == NULL && PyErr_Occurred()) return NULL;
-    if (raw == NULL || raw == Py_None) Py_RETURN_NONE;
-    if (PyLong_CheckExact(raw)) return Py_NewRef(raw);
-    raise_with(self->int_field, ev, value, name);
-    return NULL;
+    return Py_NewRef(raw == NULL ? Py_None : raw);
 }
 
-/* checker.values.depth_of(...) > 1: 1 or 0, -1 on error */
+/* The checked depth (absent, null or an int from 1) above 1: 1 or 0, -1 on error */
 static int
-deeper(Scanner *self, PyObject *ev, PyObject *value)
+deeper(PyObject *value)
 {
     PyObject *raw = get(value, s_depth);
-    if (raw == NULL && PyErr_Occurred()) return -1;
-    if (raw == NULL || raw == Py_None) return 0;
-    if (PyLong_CheckExact(raw)) {
-        int overflow;
-        long long depth = PyLong_AsLongLongAndOverflow(raw, &overflow);
-        if (overflow > 0) return 1;
-        if (overflow == 0 && depth >= 1) return depth > 1;
-    }
-    return raise_with(self->depth_of, ev, value, NULL), -1;
+    if (raw == NULL) return PyErr_Occurred() ? -1 : 0;
+    return raw != Py_None && at_least(raw, 2);
 }
 
 static int
@@ -282,13 +353,12 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t,
         PyObject *ttl = get(value, s_ttl_ms);
         if (ttl == NULL) return PyErr_Occurred() ? -1 : 0;
         if (ttl == Py_None) return 0;
-        if (!PyLong_CheckExact(ttl)) return raise_with(self->int_field, ev, value, s_ttl_ms);
-        PyObject *most = PyObject_GetAttr(attempts, s_ttl_ms);
+        PyObject *most = PyObject_GetAttr(attempts, s_most_ttl);
         if (most == NULL) return -1;
         int above = most == Py_None ? 1 : PyObject_RichCompareBool(ttl, most, Py_GT);
         Py_DECREF(most);
         if (above < 0) return -1;
-        return above ? PyObject_SetAttr(attempts, s_ttl_ms, ttl) : 0;
+        return above ? PyObject_SetAttr(attempts, s_most_ttl, ttl) : 0;
     }
     PyObject *latency = NULL, *paired = pop(self->pending, process);
     if (paired == NULL && PyErr_Occurred()) return -1;
@@ -304,7 +374,7 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t,
     self->counts[type]++;
     if (type != T_OK) {
         Py_XDECREF(latency);
-        PyObject *error = nonempty(value) ? get(value, s_error) : NULL;
+        PyObject *error = type == T_INFO && nonempty(value) ? get(value, s_error) : NULL;
         if (error == NULL) return PyErr_Occurred() ? -1 : 0;
         PyObject *r = PyObject_CallOneArg(self->note_error, error);
         Py_XDECREF(r);
@@ -326,10 +396,8 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t,
         deadline = get(value, s_deadline);
         if (deadline == NULL && PyErr_Occurred()) return -1;
         if (deadline == NULL) deadline = Py_None;
-        if (deadline != Py_None && !PyLong_CheckExact(deadline))
-            return raise_with(self->int_field, ev, value, s_deadline);
-        if ((depth_above_one = deeper(self, ev, value)) < 0) return -1;
-        if ((fencing = int_field(self, ev, value, s_fencing)) == NULL) return -1;
+        if ((depth_above_one = deeper(value)) < 0) return -1;
+        if ((fencing = checked_field(value, s_fencing)) == NULL) return -1;
         if (negative(fencing)) {
             refuse(self, "fencing", ev, NULL);
             goto fail;
@@ -365,25 +433,12 @@ acquire(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t,
         r = 0;
         goto done;
     }
-    if (nonempty(value)) {
-        PyObject *raw = get(value, s_grants);
-        if (raw == NULL && PyErr_Occurred()) goto fail;
-        if (raw == NULL || raw == Py_None) {
-            grants = PyTuple_New(0);
-        } else if (PyList_CheckExact(raw)) {
-            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raw); i++)
-                if (!PyUnicode_CheckExact(PyList_GET_ITEM(raw, i))) {
-                    raise_with(self->names_field, ev, value, s_grants);
-                    goto fail;
-                }
-            grants = PyList_AsTuple(raw);
-        } else {
-            raise_with(self->names_field, ev, value, s_grants);
-            goto fail;
-        }
-    } else {
+    PyObject *raw = nonempty(value) ? get(value, s_grants) : NULL;
+    if (raw == NULL && PyErr_Occurred()) goto fail;
+    if (raw == NULL || raw == Py_None) /* checked: a list or a tuple of strs, or none */
         grants = PyTuple_New(0);
-    }
+    else
+        grants = PyList_CheckExact(raw) ? PyList_AsTuple(raw) : Py_NewRef(raw);
     if (grants == NULL) goto fail;
     opened = PyTuple_Pack(5, ev, deadline, grants, fencing, since);
     if (opened == NULL || PyDict_SetItem(self->held, lease, opened) < 0) goto fail;
@@ -436,10 +491,10 @@ release(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *t)
     if (type == T_INVOKE) {
         PyObject *planned;
         if (nonempty(value)) {
-            int deep = deeper(self, ev, value);
+            int deep = deeper(value);
             if (deep < 0) return -1;
             if (deep) return PySet_Add(self->nested_release, process); /* still inside */
-            if ((planned = int_field(self, ev, value, s_planned_end)) == NULL) return -1;
+            if ((planned = checked_field(value, s_planned_end)) == NULL) return -1;
         } else {
             planned = Py_NewRef(Py_None);
         }
@@ -480,7 +535,7 @@ extend(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *earli
     PyObject *value = FIELD(self, ev, VALUE);
     self->extends[type]++;
     if (type != T_OK) return 0;
-    PyObject *moved_to = nonempty(value) ? int_field(self, ev, value, s_deadline) : Py_NewRef(Py_None);
+    PyObject *moved_to = nonempty(value) ? checked_field(value, s_deadline) : Py_NewRef(Py_None);
     if (moved_to == NULL) return -1;
     int r = 0;
     if (moved_to != Py_None) { /* the sequence rule made `earlier` its extend invoke */
@@ -491,15 +546,11 @@ extend(Scanner *self, PyObject *ev, int type, PyObject *process, PyObject *earli
         r = gives_otherwise(self, process, moved_to != Py_None);
         if (r > 0) r = refuse(self, "deadline-sometimes", ev, NULL);
     }
-    if (r == 0 && nonempty(value)) {
-        r = PyDict_Contains(value, s_deadline);
-        if (r > 0) {
-            PyObject *lease =
-                PyTuple_Pack(3, process, FIELD(self, ev, KEY), FIELD(self, ev, TOKEN));
-            r = lease == NULL ? -1 : PyDict_Contains(self->held, lease);
-            if (r > 0) r = PyDict_SetItem(self->extended, lease, moved_to);
-            Py_XDECREF(lease);
-        }
+    if (r == 0 && nonempty(value)) { /* it moves the deadline, to none if it states none */
+        PyObject *lease = PyTuple_Pack(3, process, FIELD(self, ev, KEY), FIELD(self, ev, TOKEN));
+        r = lease == NULL ? -1 : PyDict_Contains(self->held, lease);
+        if (r > 0) r = PyDict_SetItem(self->extended, lease, moved_to);
+        Py_XDECREF(lease);
     }
     Py_DECREF(moved_to);
     return r < 0 ? -1 : 0;
@@ -544,7 +595,7 @@ answer(Scanner *self, PyObject *ev, int type, int f)
     if (type != T_OK || !nonempty(value)) return 0;
     int plain = plain_answer(value, f);
     if (plain != 0) return plain < 0 ? -1 : 0;
-    PyObject *r = PyObject_CallFunctionObjArgs(self->take_answer, ev, value, NULL);
+    PyObject *r = PyObject_CallOneArg(self->take_answer, ev);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -634,6 +685,7 @@ Scanner_feed(Scanner *self, PyObject *batch)
             r = refuse(self, "completion", ev, earlier);
         else
             r = PyDict_SetItem(self->previous, process, ev);
+        if (r == 0) r = check_value(self, ev, FIELD(self, ev, VALUE), f, type);
         if (r == 0) {
             switch (f) {
             case F_ACQUIRE: r = acquire(self, ev, type, process, t, earlier); break;
@@ -663,7 +715,7 @@ Scanner_totals(Scanner *self, PyObject *Py_UNUSED(ignored))
         self->hi);
 }
 
-enum { N_MEMBERS = 26 };
+enum { N_MEMBERS = 24 };
 
 /* The addresses of the Python objects a Scanner holds besides event_type, for traverse and
  * clear; the array's size makes the compiler refuse a list longer than N_MEMBERS. */
@@ -675,8 +727,8 @@ members(Scanner *self, PyObject **slots[N_MEMBERS])
         &self->by_key, &self->latencies, &self->ok_latencies, &self->holding,
         &self->nested_release, &self->sections, &self->resource_errors, &self->previous,
         &self->gives, &self->unmatched, &self->key_attempts, &self->take_answer,
-        &self->on_nemesis, &self->int_field, &self->names_field, &self->depth_of,
-        &self->section, &self->unset, &self->refuse, &self->calls, &self->note_error,
+        &self->on_nemesis, &self->value_of, &self->section, &self->unset, &self->refuse,
+        &self->calls, &self->note_error,
     };
     memcpy(slots, all, sizeof all);
 }
@@ -716,20 +768,24 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs)
         "ordered", "event_type", "held", "extended", "invoked", "last", "pending", "by_key",
         "latencies", "ok_latencies", "holding", "nested_release", "sections",
         "resource_errors", "previous", "gives", "unmatched", "key_attempts", "take_answer",
-        "on_nemesis", "int_field", "names_field", "depth_of", "section", "unset", "refuse",
-        "calls", "note_error", NULL,
+        "on_nemesis", "value_of", "section", "unset", "refuse", "calls", "note_error", NULL,
     };
     PyObject *got[N_MEMBERS + 1]; /* event_type, then the members in their order */
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOOOO!O", names, &self->ordered,
+            args, kwargs, "pO!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!OOOOOOOO!O", names, &self->ordered,
             &PyType_Type, &got[0], &PyDict_Type, &got[1], &PyDict_Type, &got[2], &PyDict_Type,
             &got[3], &PyDict_Type, &got[4], &PyDict_Type, &got[5], &PyDict_Type, &got[6],
             &PyList_Type, &got[7], &PyList_Type, &got[8], &PySet_Type, &got[9], &PySet_Type,
             &got[10], &PyList_Type, &got[11], &PyList_Type, &got[12], &PyDict_Type, &got[13],
             &PyDict_Type, &got[14], &PyList_Type, &got[15], &got[16], &got[17], &got[18],
-            &got[19], &got[20], &got[21], &got[22], &got[23], &got[24], &PyList_Type,
-            &got[25], &got[26]))
+            &got[19], &got[20], &got[21], &got[22], &PyList_Type, &got[23], &got[24]))
         return -1;
+    if (!fields_given) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "checker._scan.use_fields was never called: the loop does not know "
+                        "the value fields (checker/native.py gives them from core.op_values)");
+        return -1;
+    }
     PyTypeObject *event_type = (PyTypeObject *)got[0];
     for (int k = 0; k < N_FIELDS; k++) {
         PyObject *descr = PyDict_GetItemString(event_type->tp_dict, FIELD_NAMES[k]);
@@ -1024,7 +1080,117 @@ long_free_periods(PyObject *Py_UNUSED(module), PyObject *args)
     return periods;
 }
 
+/* ---- the value fields, from core.op_values ----------------------------------------------- */
+
+static void
+forget_fields(void)
+{
+    for (int f = 0; f < F_OTHER; f++)
+        for (int t = 0; t < 4; t++) {
+            Shape *shape = &shapes[f][t];
+            for (Py_ssize_t i = 0; i < shape->n; i++) Py_DECREF(shape->checks[i].name);
+            PyMem_Free(shape->checks);
+            shape->n = 0, shape->checks = NULL;
+        }
+    for (int i = 0; i < N_READS; i++) Py_CLEAR(reads[i]);
+    fields_given = 0;
+}
+
+static int
+kind_code(PyObject *s)
+{
+    if (is(s, "int", 3)) return K_INT;
+    if (is(s, "strs", 4)) return K_STRS;
+    if (is(s, "bool", 4)) return K_BOOL;
+    if (is(s, "str", 3)) return K_STR;
+    return -1;
+}
+
+/* `name` interned, a new reference; NULL for a name that is no str */
+static PyObject *
+interned_name(PyObject *name)
+{
+    if (!PyUnicode_CheckExact(name)) {
+        PyErr_Format(PyExc_TypeError, "a value field's name is a str, not %R", name);
+        return NULL;
+    }
+    Py_INCREF(name);
+    PyUnicode_InternInPlace(&name);
+    return name;
+}
+
+/* One operation's value: (f, type, ((name, kind, least), ...)). */
+static int
+take_shape(PyObject *entry)
+{
+    PyObject *f_name, *type_name, *fields;
+    if (!PyTuple_Check(entry) ||
+        !PyArg_ParseTuple(entry, "UUO!", &f_name, &type_name, &PyTuple_Type, &fields)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a shape is (f, type, fields)");
+        return -1;
+    }
+    int f = f_code(f_name), type = type_code(type_name);
+    if (f == F_OTHER || type < 0 || shapes[f][type].checks != NULL) {
+        PyErr_Format(PyExc_ValueError, "%R %R: no operation and type of this loop's, or twice",
+                     f_name, type_name);
+        return -1;
+    }
+    Shape *shape = &shapes[f][type];
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    if ((shape->checks = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Check))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(fields, i), *name, *kind, *least;
+        Check *check = &shape->checks[i];
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "UUO", &name, &kind, &least)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a field is (name, kind, least)");
+            return -1;
+        }
+        if ((check->kind = kind_code(kind)) < 0 || (least != Py_None && check->kind != K_INT)) {
+            PyErr_Format(PyExc_ValueError, "%R: a kind this loop does not check (%R, least %R)",
+                         name, kind, least);
+            return -1;
+        }
+        if ((check->bounded = least != Py_None)) {
+            check->least = PyLong_AsLongLong(least);
+            if (check->least == -1 && PyErr_Occurred()) return -1;
+        }
+        if ((check->name = interned_name(name)) == NULL) return -1;
+        shape->n = i + 1;
+    }
+    return 0;
+}
+
+/* use_fields(names, shapes): core.op_values's scanned_names() (the fields this loop reads,
+   in the order of R_*) and scanned_shapes() (each operation's value: its fields and their
+   kinds). checker/native.py calls it at import; a Scanner refuses to run before. */
+static PyObject *
+use_fields(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *names, *given;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &names, &PyTuple_Type, &given))
+        return NULL;
+    if (PyTuple_GET_SIZE(names) != N_READS)
+        return PyErr_Format(PyExc_ValueError, "%d value field names, not %zd (R_* in _scan.c)",
+                            N_READS, PyTuple_GET_SIZE(names));
+    forget_fields();
+    for (int i = 0; i < N_READS; i++)
+        if ((reads[i] = interned_name(PyTuple_GET_ITEM(names, i))) == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(given); i++)
+        if (take_shape(PyTuple_GET_ITEM(given, i)) < 0) goto fail;
+    fields_given = 1;
+    Py_RETURN_NONE;
+fail:
+    forget_fields();
+    return NULL;
+}
+
 static PyMethodDef module_methods[] = {
+    {"use_fields", use_fields, METH_VARARGS,
+     "use_fields(names, shapes): the value fields, from core.op_values"},
     {"kth_smallest", kth_smallest, METH_VARARGS,
      "kth_smallest(values: list[int], ranks: tuple[int, ...]) -> tuple[int, ...]"},
     {"overlaps", overlaps, METH_VARARGS, "checker.mutex._check_key's witness pairs"},
@@ -1043,12 +1209,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
-    PyObject **interned[] = {&s_nemesis, &s_ttl_ms, &s_deadline, &s_depth, &s_grants,
-                             &s_fencing, &s_planned_end, &s_occupancy, &s_highest, &s_accepted,
-                             &s_invokes, &s_dones, &s_error};
-    const char *texts[] = {"nemesis", "ttl_ms", "deadline", "depth", "grants", "fencing",
-                           "planned_end", "occupancy", "highest", "accepted", "invokes", "dones",
-                           "error"};
+    PyObject **interned[] = {&s_nemesis, &s_invokes, &s_dones, &s_most_ttl};
+    const char *texts[] = {"nemesis", "invokes", "dones", "ttl_ms"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         if ((*interned[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
     if (PyType_Ready(&ScannerType) < 0) return NULL;

@@ -28,16 +28,20 @@ class Scanner:
         key_attempts: Callable[[], Any],
         take_answer: Callable[..., Any],
         on_nemesis: Callable[..., Any],
-        int_field: Callable[..., Any],
-        names_field: Callable[..., Any],
-        depth_of: Callable[..., Any],
+        value_of: Callable[..., Any],
         section: Callable[..., Any],
         unset: object,
         refuse: Callable[..., Any],
+        calls: list[Any],
+        note_error: Callable[..., Any],
     ) -> None: ...
     def feed(self, batch: list[Any]) -> None: ...
     def totals(self) -> dict[str, int]: ...
 
+def use_fields(
+    names: tuple[str, ...],
+    shapes: tuple[tuple[str, str, tuple[tuple[str, str, int | None], ...]], ...],
+) -> None: ...
 def kth_smallest(values: list[int], ranks: tuple[int, ...]) -> tuple[int, ...]: ...
 def overlaps(section_type: type, sections: list[Any]) -> list[tuple[int, int]]: ...
 def out_of_order(section_type: type, granted: list[Any]) -> list[tuple[int, int]]: ...

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.sections import Section
-from lockharness.checker.values import BadValue, int_field
 from lockharness.core.history import (
     ACQUIRE,
     ENTER,
@@ -56,10 +55,12 @@ from lockharness.core.history import (
     INVOKE,
     NEMESIS,
     RELEASE,
+    BadValue,
     Event,
     nemesis_event,
 )
 from lockharness.core.occurrences import FaultRecord, Occurrence, Pairing, Said
+from lockharness.core.op_values import value_of
 
 # The category of a fault that freezes its targets' clients (client-pause, as declared).
 _FREEZES = "holder-paused"
@@ -144,8 +145,8 @@ def _facts(history: Iterable[Event], processes: set[int | str]) -> _Facts:
                 began = open_calls.pop(event.process)
                 # A call an anchored fault held (workloads.anchor_gate) began only when the
                 # gate let it: the wait before was the harness's, not the client's.
-                value = event.value if isinstance(event.value, dict) else {}
-                called = int_field(event, value, "called")
+                # Each answer of a lock call may say it (core.op_values: ``called``).
+                called: int | None = getattr(value_of(event), "called", None)
                 if called is not None and not began <= called <= event.time:
                     raise BadValue(event, "called", "a time between the call's invoke and this")
                 refused = event.type in (FAIL, INFO)

@@ -9,9 +9,10 @@ attempts pair), ``checker.resource`` (what the resource said), ``checker.failove
 ``checker.stats``.
 
 It is one loop, not one pass per module, because on a large history the loop is the cost:
-each event is dispatched once on ``f``. Values the checkers read are type-checked here, as
-they are read: a wrong type is a ``BadValue`` naming the event, the field and what it may
-hold (a grant list given as a number must not quietly become "no grants").
+each event is dispatched once on ``f``. Each client value is read here as its operation's
+struct (core.op_values), whole: a field of the wrong type is a ``BadValue`` naming the
+event, the field and what it may hold (a grant list given as a number must not quietly
+become "no grants").
 
 Histories that cannot be true (checker.rules: an answer with no invoke, a deadline before
 its call, a negative fencing token...) are refused as they are read, an ``Impossible``
@@ -45,13 +46,9 @@ from lockharness.checker.attempts import Attempts, KeyAttempts
 from lockharness.checker.evidence import Failover, ResourceWitness
 from lockharness.checker.failover import seen
 from lockharness.checker.native import scan as _scan
-from lockharness.checker.resource import ResourceView, forget_the_dead, take_answer
+from lockharness.checker.resource import ResourceView, answer_of, forget_the_dead
 from lockharness.checker.rules import Impossible, refuse
 from lockharness.checker.sections import Section, new_section
-from lockharness.checker.values import depth_of as _depth
-from lockharness.checker.values import int_field as _int
-from lockharness.checker.values import names_field as _names
-from lockharness.checker.values import processes_field as _processes
 from lockharness.core.history import (
     ACQUIRE,
     DIED,
@@ -69,7 +66,17 @@ from lockharness.core.history import (
     NemesisEvent,
     nemesis_event,
 )
+from lockharness.core.history import processes_field as _processes
 from lockharness.core.occurrences import FaultRecord, Pairing
+from lockharness.core.op_values import (
+    Asked,
+    Extended,
+    Granted,
+    Releasing,
+    Trouble,
+    read,
+    value_of,
+)
 
 _Lease = tuple[int | str, str | None, str | None]  # (process, key, token)
 # An open section: its acquire ok, the deadline, grants and token it states, and when
@@ -247,11 +254,10 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                         key_attempts = by_key[event.key] = KeyAttempts()
                     pending[process] = key_attempts
                     key_attempts.invokes.append(t)
-                    if value and (ttl := value.get("ttl_ms")) is not None:
-                        if type(ttl) is not int:
-                            _int(event, value, "ttl_ms")  # raises, naming the field
-                        if key_attempts.ttl_ms is None or ttl > key_attempts.ttl_ms:
-                            key_attempts.ttl_ms = ttl
+                    ttl = read(Asked, event).ttl_ms if value else None
+                    most = key_attempts.ttl_ms
+                    if ttl is not None and (most is None or ttl > most):
+                        key_attempts.ttl_ms = ttl
                     continue
                 paired = pending.pop(process, None)
                 if paired is not None:
@@ -261,10 +267,12 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                 if kind != OK:
                     if kind == FAIL:
                         n_fail += 1
+                        if value:
+                            value_of(event)  # read whole: a field of the wrong type is refused
                     else:
                         n_info += 1
-                    if value and "error" in value:
-                        attempts.note_error(value["error"])
+                        if value:
+                            attempts.note_error(read(Trouble, event).error)
                     continue
                 n_ok += 1
                 if paired is not None:
@@ -273,17 +281,13 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                 holding.add((process, token))
                 lease = (process, event.key, token)
                 if value:
-                    deadline = value.get("deadline")
-                    if deadline is not None and type(deadline) is not int:
-                        _int(event, value, "deadline")  # raises
-                    depth = value.get("depth", 1)
-                    if type(depth) is not int or depth < 1:
-                        depth = _depth(event, value)  # raises, or None: 1
-                    fencing = _int(event, value, "fencing")
+                    granted = read(Granted, event)
+                    deadline, fencing, grants = granted.deadline, granted.fencing, granted.grants
+                    depth = granted.depth or 1  # null: the outermost
                     if fencing is not None and fencing < 0:
                         refuse("fencing", event)
                 else:
-                    deadline, depth, fencing = None, 1, None
+                    deadline, depth, fencing, grants = None, 1, None, None
                 if deadline is not None and deadline < invoked[process]:
                     refuse("deadline-before", event, earlier)
                 has = deadline is not None
@@ -297,21 +301,24 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                     continue
                 # The outermost ok opens the section, and so does a nested one (depth >= 2)
                 # with no outer hold seen: the client believes it holds, so it can overlap.
-                grants = _names(event, value, "grants") if value else ()
-                held[lease] = (event, deadline, grants, fencing, invoked[process])
+                held[lease] = (event, deadline, grants or (), fencing, invoked[process])
             elif f in (ENTER, EXIT):
                 if kind == OK:
                     if value:
-                        take_answer(view, event, value)
-                elif kind == INFO:
-                    view.errors.append(event)  # the resource did not answer: its view has a gap
+                        answer_of(view, event)
+                else:
+                    if value:
+                        value_of(event)  # read whole: a field of the wrong type is refused
+                    if kind == INFO:
+                        view.errors.append(event)  # the resource did not answer: a gap
             elif f == RELEASE:
                 if kind == INVOKE:
                     if value:
-                        if _depth(event, value) > 1:
+                        releasing = read(Releasing, event)
+                        if releasing.depth is not None and releasing.depth > 1:
                             nested_release.add(process)  # an inner release leaves it inside
                             continue
-                        planned = _int(event, value, "planned_end")
+                        planned = releasing.planned_end
                     else:
                         planned = None
                     nested_release.discard(process)
@@ -322,28 +329,33 @@ def _python_digest(history: Iterable[Event]) -> Digest:
                         sections.append(_close(opened, t, event.index, moved, planned))
                     else:  # closed by a nested release (its lease expired), or never granted
                         unmatched.append(event)
-                elif process in nested_release:
-                    nested_release.discard(process)  # an inner release ends no cycle
-                elif kind == OK:
-                    # Discard, so a duplicated release ok is not counted as a second cycle.
-                    owned = (process, event.token)
-                    if owned in holding:
-                        holding.discard(owned)
-                        d.cycles += 1
+                else:
+                    if value:
+                        value_of(event)  # read whole: a field of the wrong type is refused
+                    if process in nested_release:
+                        nested_release.discard(process)  # an inner release ends no cycle
+                    elif kind == OK:
+                        # Discard, so a duplicated release ok is not counted as a second cycle.
+                        owned = (process, event.token)
+                        if owned in holding:
+                            holding.discard(owned)
+                            d.cycles += 1
             elif f == EXTEND:
                 extends[kind] += 1
                 if kind == OK:
-                    moved_to = _int(event, value, "deadline") if value else None
+                    moved_to = read(Extended, event).deadline if value else None
                     if moved_to is not None and moved_to < earlier.time:  # type: ignore[union-attr]
                         refuse("deadline-before", event, earlier)
                     has = moved_to is not None
                     if gives.setdefault(process, has) is not has:
                         refuse("deadline-sometimes", event)
-                    if value and "deadline" in value:
+                    if value:
                         # An extension moves the deadline: an overrun is measured against it.
                         lease = (process, event.key, event.token)
                         if lease in held:
                             extended[lease] = moved_to
+                elif value:
+                    value_of(event)  # read whole: a field of the wrong type is refused
     counts = attempts.counts
     counts[INVOKE], counts[OK], counts[FAIL], counts[INFO] = n_invoke, n_ok, n_fail, n_info
     d.events, d.nemesis_events = events, nemesis
@@ -496,11 +508,9 @@ def _c_digest(history: HistoryFile | list[Event]) -> Digest:
         gives={},
         unmatched=unmatched,
         key_attempts=KeyAttempts,
-        take_answer=partial(take_answer, view),
+        take_answer=partial(answer_of, view),
         on_nemesis=partial(_nemesis_event, d),
-        int_field=_int,
-        names_field=_names,
-        depth_of=_depth,
+        value_of=value_of,
         section=Section,
         unset=_UNSET,
         refuse=refuse,

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
-from typing import Any
 
 import msgspec
 
 from lockharness.checker.evidence import ResourceWitness, StaleKind, StaleWrite
 from lockharness.checker.rules import negative, refuse
-from lockharness.checker.values import BadValue, int_field, names_field
 from lockharness.core.history import ENTER, Event
+from lockharness.core.op_values import Entered, Exited, read
 
 
 @dataclass
@@ -57,11 +56,11 @@ def write_record(
     )
 
 
-def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None:
-    """What the resource said at an enter or exit: who else was inside, and whether it
-    took the write's fencing token."""
-    if event.f == ENTER:
-        occupancy = int_field(event, value, "occupancy")
+def take_answer(view: ResourceView, event: Event, answer: Entered | Exited) -> None:
+    """What the resource said at an enter or exit (``answer``, its value): who else was
+    inside, and whether it took the write's fencing token."""
+    if isinstance(answer, Entered):
+        occupancy = answer.occupancy
         if occupancy is not None and occupancy > 1:
             view.occupancy.append(
                 ResourceWitness(
@@ -71,22 +70,26 @@ def take_answer(view: ResourceView, event: Event, value: dict[str, Any]) -> None
                     event.time,
                     event.index,
                     occupancy,
-                    list(names_field(event, value, "others")),
+                    list(answer.others or ()),
                 )
             )
-    fencing, highest = int_field(event, value, "fencing"), int_field(event, value, "highest")
+    fencing, highest, accepted = answer.fencing, answer.highest, answer.accepted
     if negative(fencing) or negative(highest):
         refuse("fencing", event)
     if fencing is not None:
         view.fenced = True
-    accepted = value.get("accepted")
-    if accepted is not None and type(accepted) is not bool:
-        raise BadValue(event, "accepted", "true, false or null")
     # ``accepted`` absent: the resource does not check tokens, so the write went in.
     if accepted is False:
         view.stale_rejected.append(write_record("stale-write-rejected", event, fencing, highest))
     elif fencing is not None and highest is not None and fencing < highest:
         view.stale_accepted.append(write_record("stale-write-accepted", event, fencing, highest))
+
+
+def answer_of(view: ResourceView, event: Event) -> None:
+    """``take_answer`` for an enter or exit ok whose value is not empty, read from the event
+    (checker/_scan.c calls it for an answer that says more than one occupant)."""
+    answer = read(Entered, event) if event.f == ENTER else read(Exited, event)
+    take_answer(view, event, answer)
 
 
 def forget_the_dead(

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from lockharness.checker.values import EventError
-from lockharness.core.history import Event
+from lockharness.core.history import Event, EventError
+from lockharness.core.op_values import Entered, Exited, Extended, Granted, value_of
 
 
 class Impossible(EventError):
@@ -56,7 +56,6 @@ def refuse(rule: str, event: Event, earlier: Event | None = None) -> NoReturn:
     """Raise ``Impossible`` for ``event`` breaking ``rule``; ``earlier`` is the event it is
     measured against: its process's previous operation, or the acquire invoke (the C loop
     calls this too, so that both loops say the same)."""
-    value = event.value or {}
     if rule == "completion":
         why = (
             f"it answers no {event.f} invoke ({_lease(event)}) of its process (its previous "
@@ -66,19 +65,19 @@ def refuse(rule: str, event: Event, earlier: Event | None = None) -> NoReturn:
     elif rule == "deadline-before":
         invoked = "?" if earlier is None else earlier.time
         why = (
-            f"value.deadline {value.get('deadline')} is before its {event.f} was invoked (at "
+            f"value.deadline {_deadline(event)} is before its {event.f} was invoked (at "
             f"{invoked}): a lease valid until before it was asked for"
         )
     elif rule == "deadline-sometimes":
-        has = value.get("deadline") is not None
+        deadline = _deadline(event)
+        has = deadline is not None
         why = (
-            f"value.deadline is {value.get('deadline')!r}, yet this process's earlier leases "
+            f"value.deadline is {deadline!r}, yet this process's earlier leases "
             f"{'had none' if has else 'state one'}: a client gives a deadline with every "
             "lease and extension, or with none"
         )
     elif rule == "fencing":
-        shown = {n: value[n] for n in ("fencing", "highest") if n in value}
-        why = f"a negative fencing token ({shown}); tokens count up from 0"
+        why = f"a negative fencing token ({_tokens(event)}); tokens count up from 0"
     elif rule == "never-granted":
         why = f"a release of a lease ({_lease(event)}) never granted to its process before it"
     elif rule == "after-death":
@@ -87,6 +86,27 @@ def refuse(rule: str, event: Event, earlier: Event | None = None) -> NoReturn:
     else:  # pragma: no cover  (the loops name only these)
         raise AssertionError(rule)
     raise Impossible(rule, event, why)
+
+
+# What a message quotes of a value, read (core.op_values) after the loop has read it: of the
+# right types. Only the completion rule is checked before, and its message quotes none.
+
+
+def _deadline(event: Event) -> int | None:
+    """The deadline an acquire's or an extension's ok states."""
+    answer = value_of(event)
+    return answer.deadline if isinstance(answer, Granted | Extended) else None
+
+
+def _tokens(event: Event) -> dict[str, int]:
+    """The fencing tokens a value states (an acquire's, or those the resource reports)."""
+    answer = value_of(event)
+    stated: dict[str, int | None] = {}
+    if isinstance(answer, Granted):
+        stated = {"fencing": answer.fencing}
+    elif isinstance(answer, Entered | Exited):
+        stated = {"fencing": answer.fencing, "highest": answer.highest}
+    return {name: token for name, token in stated.items() if token is not None}
 
 
 def negative(number: object) -> bool:

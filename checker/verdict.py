@@ -34,6 +34,7 @@ from lockharness.checker.stats import digest_stats, section_stats
 from lockharness.checker.stories import explained
 from lockharness.checker.views import Fencing, Liveness, Stats
 from lockharness.core.history import FAIL, INFO, OK, Event, HistoryFile
+from lockharness.core.op_values import Trouble, value_of
 
 
 def _plural(count: int, one: str, many: str) -> str:
@@ -210,7 +211,8 @@ def _harness_reasons(
         )
     if resource_errors:
         first = resource_errors[0]
-        error = (first.value or {}).get("error", "no answer")
+        trouble = value_of(first)
+        error = trouble.error if isinstance(trouble, Trouble) and trouble.error else "no answer"
         calls = _plural(len(resource_errors), "call", "calls")
         reason = (
             f"the resource failed: {calls} to it errored (first at {first.time / 1e9:.2f} s: "

@@ -141,14 +141,14 @@ class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
         return bytes(buffer)
 
 
-def _as_builtin(obj: Any) -> Any:
+def as_builtin(obj: Any) -> Any:
     """An int subclass (a typed duration from a scenario) is written as the int it is."""
     if isinstance(obj, int):
         return int(obj)
     raise NotImplementedError(f"cannot write {type(obj).__name__} into a history")
 
 
-_ENCODER = msgspec.json.Encoder(enc_hook=_as_builtin)
+_ENCODER = msgspec.json.Encoder(enc_hook=as_builtin)
 _DECODER = msgspec.json.Decoder(Event)
 _time = attrgetter("time")
 _JSON_SPACE = b" \t\r\n"  # what JSON calls whitespace: a line of only these is blank

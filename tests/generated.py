@@ -59,6 +59,12 @@ def _exposure_table() -> str:
     return exposure_table()
 
 
+def _value_table() -> str:
+    from lockharness.core.docs import value_table
+
+    return value_table()
+
+
 def harness_rooms() -> str:
     """docs/layout.md's table of harness/'s rooms, in tests/test_layers.py's order, each
     with the first line of its docstring and its modules as they are on disk."""
@@ -90,6 +96,7 @@ SECTIONS: tuple[tuple[Path, str, Callable[[], str]], ...] = (
     (REPO / "docs" / "exposure.md", "checker/exposure.py", _exposure_table),
     (REPO / "docs" / "layout.md", "tests/test_layers.py", harness_rooms),
     (REPO / "docs" / "explore.md", "harness/explore/generate/model.py", _model_table),
+    (REPO / "docs" / "run-directory.md", "core/docs.py", _value_table),
 )
 
 

@@ -43,12 +43,14 @@ HARNESS_ROOMS: tuple[tuple[str, ...], ...] = (
     ("cli",),  # the command line: the parser and one module per command
 )
 ROOMS = tuple(room for level in HARNESS_ROOMS for room in level)
-# The checker reads only the history model: the events (core.history) and their fault
-# occurrences, typed and paired once (core.occurrences).
+# The checker reads only the history model: the events (core.history), their fault
+# occurrences, typed and paired once (core.occurrences), and the clients' values, typed
+# (core.op_values).
 CHECKER_MAY_IMPORT = (
     "lockharness.checker",
     "lockharness.core.history",
     "lockharness.core.occurrences",
+    "lockharness.core.op_values",
 )
 
 

@@ -24,6 +24,13 @@ from lockharness.checker.resource import ResourceView
 from lockharness.checker.sections import Section, by_key
 from lockharness.checker.stats import _latency_ms, percentile
 from lockharness.core.history import Event, EventType, HistoryError, HistoryFile, write_history
+from lockharness.core.op_values import (
+    ValueField,
+    fields_of,
+    registered,
+    scanned_names,
+    scanned_shapes,
+)
 from tests.test_exposure import MS, S, many_calls
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -53,33 +60,37 @@ def outcome(run: Any, history: Any) -> tuple[str, Any]:
         return type(e).__name__, str(e)
 
 
-# Values of the right type, at the edges the rules care about (depth 1 or more, one
-# occupant or more), and of each wrong type a reader lets through (JSON). One history in
-# four may hold wrong ones: both loops must then raise the same error.
-WRONG = [True, "1", 1.5, [1], {"a": 1}, -(2**70), 2**70]
-INTS = [None, 0, 1, 2, 3, -1, 2**63]
-DEPTHS = [None, 1, 1, 2, 3, 2**63]  # below 1 is wrong: among WRONG
-NAMES = [None, [], ["n1"], ["n1", "n2"]]
-BOOLS = [None, True, False]
-FIELDS: dict[str, dict[str, list[Any]]] = {
-    "acquire": {"ttl_ms": INTS, "deadline": INTS, "depth": DEPTHS, "grants": NAMES,
-                "fencing": INTS, "error": [None, "exited", "timed out", 3]},
-    "release": {"depth": DEPTHS, "planned_end": INTS},
-    "extend": {"deadline": INTS},
-    "enter": {"occupancy": INTS, "others": NAMES, "fencing": INTS, "highest": INTS,
-              "accepted": BOOLS},
-    "exit": {"occupancy": INTS, "fencing": INTS, "highest": INTS, "accepted": BOOLS},
-    "other": {"x": INTS},
-}  # fmt: skip
+# Values from their definitions (core.op_values): each field of the struct of an event's
+# operation and type, of the right type at the edges the rules care about (depth 1 or more,
+# one occupant or more, ints past int64), and of each wrong type a reader lets through
+# (JSON). A field added to a struct is drawn here as it is. One history in four may hold
+# wrong ones: both loops must then raise the same error. Any value may carry keys no struct
+# names, and an event with no value defined any field of another's: both ignore them.
+WRONG = [True, "1", 1.5, [1], {"a": 1}, -(2**70), 2**70, 0, -1, ["n1", 2], "x"]
+RIGHT: dict[str, list[Any]] = {
+    "int": [None, 0, 1, 2, 3, -1, 2**63, 2**70],
+    "strs": [None, [], ["n1"], ["a", "n2"]],  # a and b: tokens of the histories' leases
+    "bool": [None, True, False],
+    "str": [None, "exited", "timed out", ""],
+}
+OTHERS = sorted({f.name for cls in registered().values() for f in fields_of(cls)} | {"x"})
+
+
+def right(field: ValueField) -> list[Any]:
+    if field.least is not None:  # at its bound and above
+        return [None, field.least, field.least, field.least + 1, field.least + 2, 2**63]
+    return RIGHT[field.kind]
 
 
 @st.composite
-def values(draw: st.DrawFn, f: str, wrong: bool) -> dict[str, Any] | None:
+def values(draw: st.DrawFn, f: str, kind: str, wrong: bool) -> dict[str, Any] | None:
     if draw(st.integers(0, 3)) == 0:
         return None
-    fields = FIELDS[f]
+    cls = registered().get((f, kind))
+    fields = {v.name: right(v) for v in fields_of(cls)} if cls is not None else {}
+    fields |= {name: RIGHT["int"] for name in (["x"] if fields else OTHERS) if name not in fields}
     chosen = draw(st.lists(st.sampled_from(sorted(fields)), max_size=len(fields), unique=True))
-    bad = [*WRONG, 0, -1, ["n1", 2]] if wrong else []
+    bad = WRONG if wrong else []
     return {name: draw(st.sampled_from(fields[name] + bad)) for name in chosen}
 
 
@@ -127,7 +138,7 @@ def histories(draw: st.DrawFn) -> list[Event]:
             else:
                 kind = "invoke"
                 outstanding[process] = (f, key, token)
-        value = draw(values(f if f in FIELDS else "other", wrong))
+        value = draw(values(f, kind, wrong))
         events.append(Event(index, process, kind, f, t, t, key, token, value))
     return events
 
@@ -206,6 +217,22 @@ def test_an_out_of_order_file_is_refused_with_its_line(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(HistoryError, match=r"history.jsonl:2: time 3 is before"):
         digest(HistoryFile(path))
+
+
+def test_the_c_loop_runs_only_once_given_the_value_fields() -> None:
+    # checker/native.py gives them at import, from core.op_values; a bad call forgets them.
+    scan = digest_module._scan
+    assert scan is not None
+    try:
+        with pytest.raises(ValueError, match="value field names"):
+            scan.use_fields(("ttl_ms",), scanned_shapes())
+        with pytest.raises(ValueError, match="a kind this loop does not check"):
+            scan.use_fields(scanned_names(), (("acquire", "ok", (("deadline", "float", None),)),))
+        with pytest.raises(RuntimeError, match="use_fields was never called"):
+            _c_digest([])
+    finally:
+        scan.use_fields(scanned_names(), scanned_shapes())
+    assert _c_digest([]).events == 0
 
 
 def test_the_same_error_names_the_same_event() -> None:

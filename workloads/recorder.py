@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lockharness.core.history import Event, EventType, Process
+from lockharness.core.op_values import OpValue
 
 
 def _nothing() -> None:
@@ -43,9 +44,12 @@ class Recorder:
         f: str,
         key: str | None = None,
         token: str | None = None,
-        value: dict[str, Any] | None = None,
+        value: OpValue | dict[str, Any] | None = None,
     ) -> int:
-        """Append one event stamped now; returns its time."""
+        """Append one event stamped now; returns its time. A client's ``value`` is its
+        operation's struct (core.op_values); the nemesis's is a dict."""
+        if isinstance(value, OpValue):
+            value = value.to_value()
         with self._lock:  # stamp and write together so a shard is in time order
             now = self._clock()
             if self.failed is not None:

@@ -34,7 +34,6 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -50,6 +49,17 @@ from lockharness.core.history import (
     OK,
     RELEASE,
     EventType,
+)
+from lockharness.core.op_values import (
+    Asked,
+    Entered,
+    Exited,
+    Extended,
+    Granted,
+    Refusal,
+    Released,
+    Releasing,
+    Trouble,
 )
 from lockharness.core.run_dir import RunDir
 from lockharness.workloads.anchor_gate import GATE_WAIT_S, GateClient
@@ -76,12 +86,12 @@ HISTORY_FAILED_EXIT_CODE = 74  # EX_IOERR: it could not write its history shard;
 CLIENT_START_EXIT_CODE = 78  # EX_CONFIG: a client program would not start or refused init
 
 
-def _error(e: BaseException) -> dict[str, Any]:
-    return {"error": f"{type(e).__name__}: {e}"}
+def _error(e: BaseException, called: int | None = None) -> Trouble:
+    return Trouble(error=f"{type(e).__name__}: {e}", called=called)
 
 
-def _refused(e: Refused) -> dict[str, Any]:
-    return {"refused": e.reason, "lost": True} if e.lost else {"refused": e.reason}
+def _refused(e: Refused, called: int | None) -> Refusal:
+    return Refusal(refused=e.reason, lost=e.lost, called=called)
 
 
 class ClientLoop:
@@ -160,33 +170,34 @@ class ClientLoop:
     def acquire(self, key: str) -> Lease | None:
         """Attempts until one succeeds, the acquire timeout passes or the run ends."""
         ttl_ms = self.workload.ttl_ms
+        asked = Asked(ttl_ms=ttl_ms)
         give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
-            invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value={"ttl_ms": ttl_ms})
+            invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value=asked)
             called = self._ask(ACQUIRE, key, None, invoked, ())
             try:
                 lease = self.client.acquire(key, ttl_ms)
             except Refused as e:
-                self.rec.record(self.process, FAIL, ACQUIRE, key, value=_refused(e) | called)
+                self.rec.record(self.process, FAIL, ACQUIRE, key, value=_refused(e, called))
                 lease = None
             except Exception as e:
-                self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e) | called)
+                self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e, called))
                 lease = None
             else:
-                if lease is not None and (broken := self._broken(lease, invoked)):
-                    self.rec.record(self.process, INFO, ACQUIRE, key, value=broken | called)
+                if lease is not None and (broken := self._broken(lease, invoked, called)):
+                    self.rec.record(self.process, INFO, ACQUIRE, key, value=broken)
                     lease = None  # as an exception: held in Redis, maybe, until its TTL
                 elif lease is not None:
                     self.gives_deadlines = lease.deadline is not None
-                    value = {
-                        "deadline": lease.deadline,
-                        "grants": list(lease.grants),
-                        "fencing": lease.fencing,
-                    }
-                    if lease.depth != 1:  # reentrant: nested by the same owner
-                        value["depth"] = lease.depth
+                    granted = Granted(
+                        deadline=lease.deadline,
+                        grants=tuple(lease.grants),
+                        fencing=lease.fencing,
+                        depth=lease.depth,  # written when not 1: reentrant, nested by its owner
+                        called=called,
+                    )
                     self.granted_at = self.rec.record(
-                        self.process, OK, ACQUIRE, key, lease.token, value | called
+                        self.process, OK, ACQUIRE, key, lease.token, granted
                     )
                     if self.gate is not None and lease.depth == 1:  # a lease, not a nesting
                         self.gate.granted(
@@ -200,7 +211,7 @@ class ClientLoop:
                         )
                     return lease
                 else:
-                    self.rec.record(self.process, FAIL, ACQUIRE, key, value=called or None)
+                    self.rec.record(self.process, FAIL, ACQUIRE, key, value=Refusal(called=called))
             delay = self.rng.uniform(
                 self.workload.retry_delay_min_ns, self.workload.retry_delay_max_ns
             )
@@ -217,23 +228,25 @@ class ClientLoop:
         invoked: int,
         grants: Sequence[str],
         leave_by: int | None = None,
-    ) -> dict[str, int]:
+    ) -> int | None:
         """Let the anchor gate start a fault before ``call``, waiting no later than
-        ``leave_by`` (when a holder must leave); when it held the call, ``{"called": when
-        the call into the client began}`` for the completion's value: the wait is the
+        ``leave_by`` (when a holder must leave); when it held the call, when the call into
+        the client began, for the completion's value (``called``): the wait is the
         harness's, not the client's (checker.attribution)."""
         if self.gate is None:
-            return {}
+            return None
         wait_s = GATE_WAIT_S if leave_by is None else max(0, leave_by - self.clock()) / 1e9
         if not self.gate.ask(call, key, token, invoked, grants, wait_s):
-            return {}
-        return {"called": self.clock()}
+            return None
+        return self.clock()
 
-    def _broken(self, lease: Lease, invoked: int) -> dict[str, str] | None:
+    def _broken(self, lease: Lease, invoked: int, called: int | None) -> Trouble | None:
         """A lease the client should not have handed back (workloads.lease_rules), as the
         ``info`` value that records it instead; None for a lease the history can hold."""
         broken = broken_rule(lease, invoked, self.gives_deadlines)
-        return None if broken is None else {"error": f"client bug: the lease it gave: {broken}"}
+        if broken is None:
+            return None
+        return Trouble(error=f"client bug: the lease it gave: {broken}", called=called)
 
     def critical_section(self, lease: Lease) -> tuple[Lease, int]:
         """Enter, hold, exit; the lease as it stands at the end (extensions move it), and
@@ -256,15 +269,15 @@ class ClientLoop:
         except Exception as e:
             self.rec.record(self.process, INFO, ENTER, key, token, _error(e))
         else:
-            others = [t for t in entry.occupants if t != token]
-            value: dict[str, Any] = {"occupancy": len(entry.occupants), "others": others}
-            if lease.fencing is not None:
-                value |= {
-                    "fencing": lease.fencing,
-                    "accepted": entry.accepted,
-                    "highest": entry.highest,
-                }
-            self.rec.record(self.process, OK, ENTER, key, token, value)
+            fenced = lease.fencing is not None  # the resource's check is written with a token
+            entered = Entered(
+                occupancy=len(entry.occupants),
+                others=tuple(t for t in entry.occupants if t != token),
+                fencing=lease.fencing,
+                accepted=entry.accepted if fenced else None,
+                highest=entry.highest if fenced else None,
+            )
+            self.rec.record(self.process, OK, ENTER, key, token, entered)
         if self.workload.nesting and self.rng.random() < self.workload.nesting:
             self.nested(lease, self.stop_at(lease, hold_end, margin))
         lease = self.hold(lease, hold_end, granted_at, margin)
@@ -324,7 +337,7 @@ class ClientLoop:
         assert isinstance(self.client, Extending), "extend asked of a client that cannot"
         ttl_ms = self.workload.ttl_ms
         invoked = self.rec.record(
-            self.process, INVOKE, EXTEND, lease.key, lease.token, {"ttl_ms": ttl_ms}
+            self.process, INVOKE, EXTEND, lease.key, lease.token, Asked(ttl_ms=ttl_ms)
         )
         # A holder honouring validity waits for the fault no later than it must leave.
         leave_by = None
@@ -334,24 +347,24 @@ class ClientLoop:
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Refused as e:
-            self._not_extended(lease, FAIL, _refused(e) | called)
+            self._not_extended(lease, FAIL, _refused(e, called))
             if e.lost:  # the library says the lock is gone: the holder stops working now
                 return dataclasses.replace(lease, deadline=self.clock())
             return None
         except Exception as e:
-            self._not_extended(lease, INFO, _error(e) | called)
+            self._not_extended(lease, INFO, _error(e, called))
             return None
         if extended is None:
-            self._not_extended(lease, FAIL, called or None)
+            self._not_extended(lease, FAIL, Refusal(called=called))
             return None
-        if broken := self._broken(extended, invoked):
-            self._not_extended(lease, INFO, broken | called)
+        if broken := self._broken(extended, invoked, called):
+            self._not_extended(lease, INFO, broken)
             return None
-        value = {"deadline": extended.deadline, "grants": list(extended.grants)} | called
+        value = Extended(deadline=extended.deadline, grants=tuple(extended.grants), called=called)
         self.granted_at = self.rec.record(self.process, OK, EXTEND, lease.key, lease.token, value)
         return extended
 
-    def _not_extended(self, lease: Lease, type_: EventType, value: dict[str, Any] | None) -> None:
+    def _not_extended(self, lease: Lease, type_: EventType, value: Refusal | Trouble) -> None:
         """Record an extend the client refused or gave up on; answered past the lease's
         deadline, the holder waited for it and leaves on it."""
         answered = self.rec.record(self.process, type_, EXTEND, lease.key, lease.token, value)
@@ -369,12 +382,10 @@ class ClientLoop:
             self.rec.record(self.process, INFO, EXIT, key, token, _error(e))
             return
         value = None
-        if lease.fencing is not None:
-            value = {
-                "fencing": lease.fencing,
-                "accepted": written.accepted,
-                "highest": written.highest,
-            }
+        if lease.fencing is not None:  # the resource's check, written with a token only
+            value = Exited(
+                fencing=lease.fencing, accepted=written.accepted, highest=written.highest
+            )
         self.rec.record(self.process, OK, EXIT, key, token, value)
 
     def nested(self, outer: Lease, end: int) -> None:
@@ -389,11 +400,8 @@ class ClientLoop:
         self.release(inner)
 
     def release(self, lease: Lease, planned_end: int | None = None) -> None:
-        value: dict[str, Any] | None = None
-        if lease.depth != 1:
-            value = {"depth": lease.depth}
-        elif planned_end is not None:
-            value = {"planned_end": planned_end}
+        # An inner release says its depth; the outermost when its worker meant to leave.
+        value = Releasing(depth=lease.depth, planned_end=planned_end if lease.depth == 1 else None)
         invoked = self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
         if self.gate is not None and lease.depth == 1:
             self.gate.released(lease.key, lease.token)
@@ -402,13 +410,12 @@ class ClientLoop:
         try:
             released = self.client.release(lease)
         except Refused as e:
-            self.rec.record(self.process, FAIL, RELEASE, key, token, _refused(e) | called)
+            self.rec.record(self.process, FAIL, RELEASE, key, token, _refused(e, called))
         except Exception as e:
-            self.rec.record(self.process, INFO, RELEASE, key, token, _error(e) | called)
+            self.rec.record(self.process, INFO, RELEASE, key, token, _error(e, called))
         else:
-            self.rec.record(
-                self.process, OK if released else FAIL, RELEASE, key, token, called or None
-            )
+            answer = Released(called=called) if released else Refusal(called=called)
+            self.rec.record(self.process, OK if released else FAIL, RELEASE, key, token, answer)
 
 
 def client_factory(task: WorkerTask) -> Builder:
