@@ -150,9 +150,9 @@ def written(tmp_path: Path, gated: bool) -> list[Event]:
         held, planned_end = loop.critical_section(held)
         loop.release(held, planned_end)
     client.acquired = lease(depth=2)  # a reentrant client's nested hold
-    nested = loop.acquire("k0")
+    nested = loop.acquire("k0", leave_by=loop.clock() + 10**9)
     assert nested is not None
-    loop.release(nested)
+    loop.release(nested, leave_by=loop.clock() + 10**9, inner=True)
     for extended in (lease(), None, Refused("no"), Refused("lost", lost=True), OSError(), broken):
         client.extended = extended
         loop.extend(lease())

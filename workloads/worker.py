@@ -167,14 +167,17 @@ class ClientLoop:
         if self.gate is not None:
             self.gate.close()
 
-    def acquire(self, key: str) -> Lease | None:
-        """Attempts until one succeeds, the acquire timeout passes or the run ends."""
+    def acquire(self, key: str, leave_by: int | None = None) -> Lease | None:
+        """Attempts until one succeeds, the acquire timeout passes or the run ends. A holder
+        acquiring again (``leave_by``: when it must stop working) tries once, and waits for
+        an anchored fault no later than then: it holds the key, so a refusal is an answer,
+        and retrying would keep it inside its section past its lease."""
         ttl_ms = self.workload.ttl_ms
         asked = Asked(ttl_ms=ttl_ms)
         give_up = self.clock() + self.workload.acquire_timeout_ns
         while self.running():
             invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value=asked)
-            called = self._ask(ACQUIRE, key, None, invoked, ())
+            called = self._ask(ACQUIRE, key, None, invoked, (), leave_by)
             try:
                 lease = self.client.acquire(key, ttl_ms)
             except Refused as e:
@@ -199,7 +202,7 @@ class ClientLoop:
                     self.granted_at = self.rec.record(
                         self.process, OK, ACQUIRE, key, lease.token, granted
                     )
-                    if self.gate is not None and lease.depth == 1:  # a lease, not a nesting
+                    if self.gate is not None and leave_by is None:  # a lease, not a nesting
                         self.gate.granted(
                             key,
                             lease.token,
@@ -215,7 +218,7 @@ class ClientLoop:
             delay = self.rng.uniform(
                 self.workload.retry_delay_min_ns, self.workload.retry_delay_max_ns
             )
-            if self.clock() + delay >= give_up:
+            if leave_by is not None or self.clock() + delay >= give_up:
                 return None
             self.stop.wait(delay / 1e9)
         return None
@@ -390,22 +393,37 @@ class ClientLoop:
 
     def nested(self, outer: Lease, end: int) -> None:
         """Re-acquire the lock we hold (a reentrant client: depth + 1), hold it for part of
-        the section, release it back to the outer depth."""
-        inner = self.acquire(outer.key)
+        the section, release it back to the outer depth; neither call waits for an
+        anchored fault past ``end``, when the work stops. An answer that came past the
+        outer lease's deadline kept the holder waiting: it leaves on it (as on an extend's)."""
+        inner = self.acquire(outer.key, leave_by=end)
+        answered = self.clock()
+        if outer.deadline is not None and answered >= outer.deadline:
+            self.refused_at = max(self.refused_at, answered)
         if inner is None:
             return
         remaining = (end - self.clock()) // 2
         if remaining > 0:
             time.sleep(remaining / 1e9)
-        self.release(inner)
+        self.release(inner, leave_by=end, inner=True)
 
-    def release(self, lease: Lease, planned_end: int | None = None) -> None:
-        # An inner release says its depth; the outermost when its worker meant to leave.
-        value = Releasing(depth=lease.depth, planned_end=planned_end if lease.depth == 1 else None)
+    def release(
+        self,
+        lease: Lease,
+        planned_end: int | None = None,
+        leave_by: int | None = None,
+        inner: bool = False,
+    ) -> None:
+        """An inner release (``inner``: of a nested acquire) says its depth; the outermost,
+        when its worker meant to leave. The outermost ends the worker's section whatever
+        depth the client counted: a lease can come back at depth 2 when an earlier release
+        failed and the key survived it, and its release then leaves the section all the
+        same (the key stays held until its TTL, which is the lock's affair)."""
+        value = Releasing(depth=lease.depth) if inner else Releasing(planned_end=planned_end)
         invoked = self.rec.record(self.process, INVOKE, RELEASE, lease.key, lease.token, value)
-        if self.gate is not None and lease.depth == 1:
+        if self.gate is not None and not inner:
             self.gate.released(lease.key, lease.token)
-        called = self._ask(RELEASE, lease.key, lease.token, invoked, lease.grants)
+        called = self._ask(RELEASE, lease.key, lease.token, invoked, lease.grants, leave_by)
         key, token = lease.key, lease.token
         try:
             released = self.client.release(lease)
