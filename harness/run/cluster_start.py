@@ -22,11 +22,7 @@ NOT_STARTED = "the cluster did not start"  # how a run's reason begins (explore 
 
 
 class ClusterNotStarted(Exception):
-    """Every attempt failed; ``cluster`` is the last one (stopped), for the run's record."""
-
-    def __init__(self, reason: str, cluster: Cluster) -> None:
-        super().__init__(reason)
-        self.cluster = cluster
+    """Every attempt failed (each stopped); the message is the run's reason."""
 
 
 def _stop(cluster: Cluster) -> None:
@@ -34,11 +30,15 @@ def _stop(cluster: Cluster) -> None:
         cluster.stop()
 
 
-def start_cluster(build: Callable[[], Cluster], console: Console) -> Cluster:
+def start_cluster(
+    build: Callable[[], Cluster], made: Callable[[Cluster], None], console: Console
+) -> Cluster:
     """A new cluster from ``build``, started; ClusterNotStarted after ``ATTEMPTS`` failed
-    starts, each torn down before the next."""
+    starts, each torn down before the next. ``made`` is told of each as it is built, before
+    its start: a run interrupted while it starts still says which one it had."""
     for attempt in range(1, ATTEMPTS + 1):
         cluster = build()
+        made(cluster)
         try:
             cluster.start()
             return cluster
@@ -47,9 +47,7 @@ def start_cluster(build: Callable[[], Cluster], console: Console) -> Cluster:
             first_line = str(e).splitlines()[0].rstrip(":")  # the log tail is in the log
             log.error("cluster start %d of %d failed: %s", attempt, ATTEMPTS, e)
             if attempt == ATTEMPTS:
-                raise ClusterNotStarted(
-                    f"{NOT_STARTED} ({ATTEMPTS} attempts): {first_line}", cluster
-                ) from e
+                raise ClusterNotStarted(f"{NOT_STARTED} ({ATTEMPTS} attempts): {first_line}") from e
             console.print(
                 f"[yellow]{NOT_STARTED}[/] ({first_line}); trying once more, on fresh ports",
                 highlight=False,

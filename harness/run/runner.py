@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -310,7 +311,7 @@ def _execute(
     live: LiveHistory | None = None
     cluster: Cluster | None = None
     try:
-        cluster = execution.cluster = start_cluster(build, console)
+        cluster = start_cluster(build, partial(setattr, execution, "cluster"), console)
         # A fault anchored to a lease: the workers reach the nemesis through this gate.
         gate = AnchorGate.for_plan(scenario.faults)
         gate_task = None if gate is None else gate.task
@@ -366,7 +367,6 @@ def _execute(
         execution.problems.append(str(e))
         log.error("%s", e)
     except ClusterNotStarted as e:  # torn down already: no client ran, nothing was tested
-        execution.cluster = e.cluster
         execution.problems.append(str(e))
     except OSError as e:  # e.g. a full disk: the run stops here, what it recorded is checked
         execution.problems.append(f"the run stopped: {e}")
