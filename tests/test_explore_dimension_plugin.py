@@ -201,7 +201,10 @@ def shrunk_back_to_its_default(v: dict, found: Scenario, minimal: Scenario) -> N
     shrinking took it back to 2s (tests/test_explore_e2e.py runs the exploration)."""
     assert S <= _timeout(found) <= 1500 * MS  # the trial drew it
     steps = [s for s in v["steps"] if str(s["what"]).startswith("acquire_timeout ")]
-    assert steps and steps[-1]["accepted"], v["steps"]
+    assert steps, v["steps"]  # shrinking tried the default
+    if not steps[-1]["accepted"]:  # it failed too seldom on real servers then: kept
+        assert _timeout(minimal) == _timeout(found), v["steps"]
+        return
     # The minimal scenario is the shrink's result unless it failed less than m of k when
     # checked as written (harness/explore/campaign/confirm.py): then each "back one step"
     # is one accepted step undone, and the timeout is back at its default only if its

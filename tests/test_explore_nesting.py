@@ -16,13 +16,13 @@ from lockharness.harness.scenario import load_scenario
 from tests.conftest import REPO, lockharness
 
 UNCOUNTED = REPO / "tests" / "data" / "reentrant" / "uncounted.py"
-FLAGS = ["--model", "single-instance", "--trials", "2", "--seed", "3", "--no-shrink"]
+FLAGS = ["--model", "single-instance", "--seed", "3", "--no-shrink"]
 FLAGS += ["--replays", "1", "--reproduce", "1"]
 
 
-def _explore(tmp_path: Path, client: str) -> tuple[int, str, dict]:
+def _explore(tmp_path: Path, client: str, trials: int) -> tuple[int, str, dict]:
     store = tmp_path / "store"
-    flags = [*FLAGS, "--store", str(store)]
+    flags = [*FLAGS, "--trials", str(trials), "--store", str(store)]
     done = lockharness("explore", "--client", client, *flags, cwd=tmp_path, timeout=300)
     (directory,) = (store / "explore").iterdir()
     return (
@@ -47,7 +47,8 @@ def test_an_uncounted_reentrant_release_is_found_under_single_instance(tmp_path:
     (tmp_path / "uncounted.yaml").write_text(
         'client: {class: "uncounted:UncountedRelease"}\n', encoding="utf-8"
     )
-    code, said, report = _explore(tmp_path, str(tmp_path / "uncounted.yaml"))
+    # It stops at the violation: the first trial that nests enough finds it.
+    code, said, report = _explore(tmp_path, str(tmp_path / "uncounted.yaml"), trials=4)
     assert code == 1, said
     (violation, *_) = report["violations"]
     trial = next(t for t in report["trials"] if t["name"] == violation["trial"])
@@ -57,7 +58,7 @@ def test_an_uncounted_reentrant_release_is_found_under_single_instance(tmp_path:
 
 
 def test_the_counted_reentrant_client_nests_and_passes(tmp_path: Path) -> None:
-    code, said, report = _explore(tmp_path, "reentrant")
+    code, said, report = _explore(tmp_path, "reentrant", trials=1)
     assert code in (0, 2), said  # never a violation (2: a trial the harness could not vouch for)
     assert report["violations"] == []
     nested = 0

@@ -143,7 +143,7 @@ def histories(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_the_c_loop_agrees_with_the_python_loop(events: list[Event]) -> None:
     assert outcome(_c_digest, events) == outcome(_python_digest, events)
@@ -273,7 +273,7 @@ def verdict_of(history: list[Event]) -> tuple[str, Any]:
         return type(e).__name__, str(e)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories(), st.randoms(use_true_random=False), st.booleans())
 def test_the_whole_check_agrees_with_the_python_one(
     events: list[Event], random: Any, shuffled: bool
