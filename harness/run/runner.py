@@ -424,12 +424,13 @@ def run_scenario(
             return make_cluster(scenario.backend, scenario, binaries, run_dir.path)
 
         execution = _execute(scenario, build, run_dir, console)
-        assert execution.cluster is not None  # started, or the last tried
+        # The cluster started, or the last tried; none only if interrupted while building one.
+        cluster = {} if execution.cluster is None else execution.cluster.describe()
         execution.logs_cut = logs.cuts()  # the cluster and workers are down: logs are whole
         if note := concluding_note(run_dir.path):
             console.print(note, highlight=False)
         with shielded() as shield:  # checking what was recorded is not cut short either
-            outcome = conclude(scenario, run_dir.path, execution, execution.cluster.describe())
+            outcome = conclude(scenario, run_dir.path, execution, cluster)
         if shield.received:  # the check is whole: stop after this run, keep the verdict
             outcome = dataclasses.replace(outcome, interrupted=True)
         log.info("verdict %s (expected %s)", outcome.result.verdict, scenario.expectation)
