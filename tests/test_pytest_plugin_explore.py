@@ -93,7 +93,12 @@ def test_an_unsafe_lock_fails_with_its_reproducer_and_a_safe_one_passes(
             result = lockharness_explore(client="single", **NARROW)
             assert result.trials == 3 and result.violations == ()
             assert result.reproducer is None and result.witness is None
-            assert result.valid
+            # Valid; or, on a machine too loaded to keep time, unknown for that alone:
+            # every unknown trial's reason is the harness's lateness, never the lock's.
+            why = [line for line in result.explanation.splitlines() if " unknown: " in line]
+            late = result.verdict == "unknown" and len(why) == result.unknown > 0
+            late = late and all(" unknown: harness late: " in line for line in why)
+            assert result.valid or late, result.explanation
         """
     )
     result = user_pytest.runpytest_subprocess(timeout=INNER_TIMEOUT_S)
