@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: generated docs lock setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-fast test-all bench bench-quick lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
-setup: python-env redis-server toxiproxy chromium ssh-hosts clients
+setup: python-env redis-server toxiproxy chromium ssh-hosts clients client-versions
 
 python-env: $(VENV)/.installed
 

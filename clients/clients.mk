@@ -12,7 +12,7 @@ printf '#!/bin/sh\n# %s: a lockharness reference client (clients/README.md)\nher
   $(1) '$(2)' > $(CLIENTS_DIR)/bin/$(1) && chmod +x $(CLIENTS_DIR)/bin/$(1)
 endef
 
-.PHONY: clients client-redsync client-node-redlock client-redisson
+.PHONY: clients client-redsync client-node-redlock client-redisson client-versions
 
 clients: client-redsync client-node-redlock client-redisson
 	@echo "client launchers in $(CLIENTS_DIR)/bin:"; ls -1 $(CLIENTS_DIR)/bin 2>/dev/null | sed 's/^/  /'
@@ -49,3 +49,14 @@ client-redisson:
 	$(call launcher,redisson-redlock,java $(JAVA_FLAGS) -jar "$$here/../redisson.jar" redisson-redlock) && \
 	$(call launcher,redisson-rlock,java $(JAVA_FLAGS) -jar "$$here/../redisson.jar" redisson-rlock) && \
 	echo "built redisson (redisson-redlock, redisson-rlock)"
+
+# Other releases of the clients' libraries (NAME@VERSION, workloads/versions/), built once
+# into .tools/versions/ by the harness itself, as a run's first use would: the ones
+# tests/test_client_versions.py runs. A missing toolchain skips that one (said).
+CLIENT_VERSIONS ?= redsync@v4.17.0 node-redlock@5.0.0-beta.1 redisson-rlock@3.40.0 \
+  pottery-redlock@3.0.0
+client-versions: python-env
+	@for client in $(CLIENT_VERSIONS); do \
+	  $(CURDIR)/.venv/bin/python -m lockharness build-client $$client \
+	    || echo "skipped $$client: could not build it here (above)"; \
+	done

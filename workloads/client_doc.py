@@ -4,6 +4,7 @@ ClientSpec the harness and its workers run, and written back."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
@@ -23,6 +24,7 @@ from lockharness.workloads.programs import (
 )
 from lockharness.workloads.registry import CLIENTS
 from lockharness.workloads.task import ClientTask
+from lockharness.workloads.versions import VersionError, check_version, prepared, worker_env
 
 __all__ = ["Timeout"]  # the workload's acquire_timeout is one (harness/scenario/model.py)
 
@@ -32,7 +34,8 @@ else:
     ClientName = Literal[tuple(CLIENTS)]
 
 CLIENT_ALLOWED = (
-    f"a client name ({', '.join(CLIENTS)}) or a mapping with keys name, options; "
+    f"a client name ({', '.join(CLIENTS)}), NAME@VERSION for another release of its "
+    "library, or a mapping with keys name, version, options; "
     "for a plug-in class, a mapping with keys class ('module:ClassName'), path, options; "
     "for a program in any language, a mapping with keys command ([program, args...]), "
     f"options, abilities (of {', '.join(PROGRAM_ABILITIES)})"
@@ -43,6 +46,7 @@ CLIENT_META = Meta(extra={"allowed": CLIENT_ALLOWED, "problem": "is not a client
 class ClientDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: ClientName | None = None
     options: dict[str, Any] | None = None
+    version: Text | None = None  # another release of the client's library
     class_: Text | None = msgspec.field(name="class", default=None)  # "module:ClassName"
     path: str | list[str] | None = None  # a plug-in's module directories
     command: list[Text] | None = None  # a program speaking docs/client-protocol.md
@@ -71,11 +75,31 @@ class ClientSpec:
     # A program's optional requests, as its client file declares them (``extend``): known
     # before it runs, so a plan may use them; its init must say them too.
     abilities: tuple[str, ...] = ()
+    # Another release of a built-in's library than the one it pins (empty: that one),
+    # written as its registry writes it; built on first use (resolve_client).
+    version: str = ""
+    built: bool = field(default=False, compare=False, repr=False)
 
     @property
     def resolved(self) -> bool:
-        """Everything about it known: a built-in, a program, or a plug-in imported."""
+        """Everything about it known and ready: a built-in (its version built), a
+        program, or a plug-in imported."""
+        if self.version:
+            return self.built
         return not self.plugin or self.declared is not None
+
+    @property
+    def label(self) -> str:
+        """Who it is, as people and the failure database name it: "redsync@v4.17.0"."""
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+    def worker_env(self) -> dict[str, str]:
+        """What a worker's environment needs to run it: a version's build, on its path."""
+        if not self.version:
+            return {}
+        library = CLIENTS[self.name].library
+        assert library is not None and self.built, f"{self.label}: resolve_client() first"
+        return worker_env(library, self.version, self.name)
 
     @property
     def plugin(self) -> bool:
@@ -108,6 +132,8 @@ class ClientSpec:
             if self.declared is None:
                 raise RuntimeError(f"plug-in {self.name} is not imported yet: resolve_client()")
             return self.declared
+        if self.version:  # its own build: the default's launcher need not exist
+            return replace(CLIENTS[self.name], unavailable=None)
         return CLIENTS[self.name]
 
 
@@ -164,10 +190,23 @@ def _changed(options: Options) -> dict[str, tuple[Any, Any]]:
     }
 
 
+def named_doc(text: str) -> ClientDoc:
+    """``redsync`` or ``redsync@v4.17.0`` (NAME@VERSION) as a mapping would write it."""
+    name, at, version = text.partition("@")
+    return ClientDoc(name=name, version=version if at else None)
+
+
+def _versioned(text: str) -> bool:
+    return text.partition("@")[0] in CLIENTS and "@" in text
+
+
 def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
-    """``client: redlock``, ``{name: redlock, options: {...}}``, a user's own class:
-    ``{class: "my_lock:MyLock", options: {...}}``, or a program: ``{command: [...]}``.
-    ``base``: the scenario file's directory (None: a built-in scenario)."""
+    """``client: redlock``, ``client: redsync@v4.17.0``, ``{name: redlock, version: ...,
+    options: {...}}``, a user's own class: ``{class: "my_lock:MyLock", options: {...}}``,
+    or a program: ``{command: [...]}``. ``base``: the scenario file's directory (None: a
+    built-in scenario)."""
+    if isinstance(value, str) and _versioned(value):
+        value = named_doc(value)
     if isinstance(value, str) and is_plugin_path(value):
         raise Invalid(
             "client",
@@ -180,6 +219,11 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
         )
     if isinstance(value, str):
         value = ClientDoc(name=value)
+    if value.version is not None and value.name is None:
+        raise Invalid(
+            "client.version",
+            "only with client.name; allowed: another release of a built-in client's library",
+        )
     if value.command is not None:
         return _command_client(value, base)
     if value.abilities is not None:
@@ -205,10 +249,34 @@ def read_client(value: str | ClientDoc, base: Path | None) -> ClientSpec:
         )
     else:
         info = CLIENTS[value.name]
-        if info.command and (problem := info.unavailable):  # a reference program not built
+        version = _version(info, value.version)
+        if not version and info.command and (problem := info.unavailable):  # not built
             raise Invalid("client.name", f"{value.name}: {problem}")
     # Which options are allowed depends on the client the name picks.
-    return ClientSpec(info.name, client_options(info, value.options or {}))
+    return ClientSpec(info.name, client_options(info, value.options or {}), version=version)
+
+
+def _version(info: ClientInfo, version: str | None) -> str:
+    """The release asked for, checked as its registry writes one; empty for the pinned
+    one (asked for by its version or not at all)."""
+    if version is None:
+        return ""
+    if info.library is None:
+        versioned = ", ".join(n for n, i in CLIENTS.items() if i.library is not None)
+        raise Invalid(
+            "client.version",
+            f"{info.name} runs no library of its own, so it has no versions; allowed: a "
+            f"version of a client that runs one ({versioned})",
+        )
+    try:
+        check_version(info.library, version)
+    except VersionError as e:
+        raise Invalid("client.version", str(e)) from None
+    return "" if version == info.library.default else version
+
+
+def _say(line: str) -> None:
+    print(f"lockharness: {line}", file=sys.stderr, flush=True)
 
 
 def resolve_client(spec: ClientSpec) -> ClientSpec:
@@ -217,6 +285,14 @@ def resolve_client(spec: ClientSpec) -> ClientSpec:
     Invalid at client.class or client.options; anything else is returned as it is."""
     if spec.resolved:
         return spec
+    if spec.version:
+        library = CLIENTS[spec.name].library
+        assert library is not None  # read_client allowed the version
+        try:
+            prepared(library, spec.version, spec.name, _say)
+        except VersionError as e:
+            raise Invalid("client.version", f"{spec.label}: {e}") from None
+        return replace(spec, built=True)
     try:
         plugin = load_plugin(spec.name, spec.path)
     except PluginError as e:
@@ -291,10 +367,13 @@ def switch_client(
     to run now. ``old`` is resolved already (a plug-in's options are typed only then)."""
     if isinstance(client, str):
         plugin = is_plugin_path(client)
-        if not plugin and client not in CLIENTS:
-            allowed = f"{', '.join(CLIENTS)}, or a plug-in class as module:ClassName"
+        if not plugin and client.partition("@")[0] not in CLIENTS:
+            allowed = (
+                f"{', '.join(CLIENTS)} (NAME@VERSION: another release of its library), "
+                "or a plug-in class as module:ClassName"
+            )
             raise Invalid(flag, f"{show(client)} is not a lock client; allowed: {allowed}")
-        doc = ClientDoc(class_=client) if plugin else ClientDoc(name=client)
+        doc = ClientDoc(class_=client) if plugin else named_doc(client)
     else:
         doc = client
     try:
@@ -325,7 +404,10 @@ def _base(tp: Any) -> Any:
 
 
 class _NamedClient(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="name"):
-    """``client: {name: <a built-in>, options: {...}}``: each client's own options."""
+    """``client: {name: <a built-in>, version: ..., options: {...}}``: each client's own
+    options."""
+
+    version: str | None = None  # another release of its library (one that runs one)
 
 
 class PluginClassClient(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -368,4 +450,5 @@ def client_to_plain(c: ClientSpec) -> dict[str, Any]:
     if c.command:
         written = {"command": list(c.command), "options": options}
         return written | ({"abilities": list(c.abilities)} if c.abilities else {})
-    return {"name": c.name, "options": options}
+    version = {"version": c.version} if c.version else {}
+    return {"name": c.name, **version, "options": options}

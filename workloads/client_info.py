@@ -13,6 +13,7 @@ from msgspec import Meta
 from lockharness.core.durations import duration_type
 from lockharness.core.options import DeclaredOptions
 from lockharness.workloads.protocol import ClientFactory
+from lockharness.workloads.versions.library import Library
 
 if TYPE_CHECKING:
     Timeout = int  # a Duration at run time (an int of nanoseconds); see faults/spec.py
@@ -61,6 +62,8 @@ class ClientInfo:
     # Why it cannot run here (an optional library not installed, a launcher not built).
     unavailable: str | None = None
     summary: str = ""  # what it does (its docstring's first line), wherever it runs
+    # The real library it runs, whose other released versions NAME@VERSION builds.
+    library: Library | None = None
 
     @property
     def free_options(self) -> bool:

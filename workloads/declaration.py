@@ -12,6 +12,9 @@ A class declares, on itself (DeclaredClient gives each its default):
     needs_masters = True     one lock spread over independent masters
     reentrant = True         the Reentrant protocol (workloads/protocol.py)
     ttl_step_ms = 1000       the TTLs it can set are multiples of this
+    library = Library("npm", "redlock", "5.0.0-beta.2", "clients/node-redlock")
+                             the real library it runs (workloads/versions/): its registry,
+                             package and pinned version; any other is NAME@VERSION
     unavailable()            why it cannot run here (a library or program missing), or None
 
 Derived, not declared: ``extends``, from the Extending protocol (an ``extend`` method), so
@@ -30,6 +33,7 @@ import msgspec
 
 from lockharness.workloads.client_info import ClientInfo, ClientOptions
 from lockharness.workloads.protocol import Extending
+from lockharness.workloads.versions.library import Library
 
 _OPTIONS_EXPECTED = (
     "class Options(ClientOptions) (lockharness.workloads.client_info), its fields the "
@@ -51,6 +55,7 @@ class DeclaredClient:
     needs_masters: ClassVar[bool] = False
     reentrant: ClassVar[bool] = False
     ttl_step_ms: ClassVar[int] = 1
+    library: ClassVar[Library | None] = None
     # Where listings put it, read from the class itself (lower first; then by module).
     rank: ClassVar[int] = 10
 
@@ -92,6 +97,7 @@ def declared_info(
         ttl_step_ms=_ttl_step(cls, label),
         command=program,
         unavailable=why_not,
+        library=_library(cls, label),
     )
 
 
@@ -123,6 +129,16 @@ def _flag(cls: type, flag: str, label: str) -> bool:
     if not isinstance(value, bool):
         raise DeclarationError(
             f"{label}.{flag} is {value!r}; expected: True or False (default False)"
+        )
+    return value
+
+
+def _library(cls: type, label: str) -> Library | None:
+    value = getattr(cls, "library", None)
+    if value is not None and not isinstance(value, Library):
+        raise DeclarationError(
+            f"{label}.library is {value!r}; expected: None, or "
+            "Library(registry, package, default_version) (lockharness.workloads.versions)"
         )
     return value
 

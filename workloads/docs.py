@@ -22,10 +22,16 @@ def _abilities(info: ClientInfo) -> str:
 
 def client_table() -> str:
     """Markdown: one row per built-in client, in the registry's order."""
-    rows = ["| client | what it does | abilities | options |", "|---|---|---|---|"]
+    rows = [
+        "| client | what it does | library, default version | abilities | options |",
+        "|---|---|---|---|---|",
+    ]
     for name, info in CLIENTS.items():
         options = options_cell(info.options_type) if info.options_type else "as written"
-        rows.append(f"| `{name}` | {info.summary} | {_abilities(info)} | {options or '-'} |")
+        lib = info.library
+        library = f"{lib.registry} `{lib.package}` **{lib.default}**" if lib else "-"
+        row = f"| `{name}` | {info.summary} | {library} | {_abilities(info)} | {options or '-'} |"
+        rows.append(row)
     return "\n".join(rows) + "\n"
 
 

@@ -226,6 +226,10 @@ class _Session:
             raise
         self.abilities: tuple[str, ...] = tuple(abilities)
         self.announced = str(reply.get("name", command[0]))
+        # Which build answered (a library's release, NAME@VERSION): its worker's log says.
+        log.info(
+            "program %s: init: %s, protocol %d", self.program.name, self.announced, self.protocol
+        )
 
     def call(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         self.last_id += 1

@@ -117,7 +117,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     spend = f"{budget / 6e10:g} min" if budget is not None else f"{args.trials} trial(s)"
     at_once = f", {request.jobs} trials at a time" if request.jobs > 1 else ""
     console.print(
-        f"[bold]explore[/] client {client.name} under model {model.name}, seed {seed}"
+        f"[bold]explore[/] client {client.label} under model {model.name}, seed {seed}"
         f"{f', shard {args.shard}' if args.shard else ''}, "
         f"{spend}{at_once} → {directory}",
         highlight=False,
@@ -125,7 +125,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     )
     if known:
         console.print(
-            f"replaying {len(known)} known failure(s) of {client.name} under {model.name} first",
+            f"replaying {len(known)} known failure(s) of {client.label} under {model.name} first",
             highlight=False,
             soft_wrap=True,
         )

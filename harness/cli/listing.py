@@ -14,9 +14,11 @@ from lockharness.workloads.registry import CLIENTS
 
 def command(args: argparse.Namespace, console: Console) -> int:
     if args.clients:
-        table = Table("client", "what it does", "options")
+        # The default version is the one it pins; any other is NAME@VERSION.
+        table = Table("client", "what it does", "library (default version)", "options")
         for info in CLIENTS.values():
-            table.add_row(info.name, info.description, ", ".join(info.option_names))
+            library = str(info.library) if info.library else "-"
+            table.add_row(info.name, info.description, library, ", ".join(info.option_names))
     else:
         table = Table("scenario", "expect", "description")
         for scenario in builtin_scenarios():

@@ -198,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_list(commands)
+    _add_build_client(commands)
     _add_run(commands)
     _add_check(commands)
     _add_report(commands)
@@ -216,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_list(commands: argparse._SubParsersAction[_Parser]) -> None:
     listing = commands.add_parser("list", help="the built-in scenarios (or, --clients, clients)")
     listing.add_argument("--clients", action="store_true", help="list the lock clients instead")
+
+
+def _add_build_client(commands: argparse._SubParsersAction[_Parser]) -> None:
+    build = commands.add_parser(
+        "build-client",
+        help="build other releases of clients' libraries now (NAME@VERSION ...), as a run would",
+    )
+    build.add_argument("clients", nargs="+", metavar="NAME@VERSION")
 
 
 def _add_run(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -501,6 +510,10 @@ def _command_module(name: str) -> ModuleType:
             from lockharness.harness.cli import client_check
 
             return client_check
+        case "build-client":
+            from lockharness.harness.cli import build_client
+
+            return build_client
         case "images":
             from lockharness.harness.cli import images
 

@@ -128,7 +128,7 @@ def _row(store: Path, run_dir: Path, owners: dict[str, str]) -> RunRow:
         when = RunDir(run_dir).scenario.stat().st_mtime
         try:
             s = load_scenario(RunDir(run_dir).scenario)
-            named = (s.name, s.client.name, str(s.seed), str(s.expectation))
+            named = (s.name, s.client.label, str(s.seed), str(s.expectation))
         except BadInput:
             named = (rel.parts[-2] if len(rel.parts) > 1 else rel.name, "?", "?", "?")
         name, client, seed, expected = named
@@ -139,7 +139,7 @@ def _row(store: Path, run_dir: Path, owners: dict[str, str]) -> RunRow:
         rel,
         kind,
         s.name,
-        s.client.name,
+        s.client.label,
         str(s.seed),
         result.verdict_text,
         exposure_text([result.exposure]),

@@ -169,7 +169,7 @@ def explore(place: RunPlace, req: ExploreRequest) -> tuple[ExploreResult, str]:
     console = Console(file=text, width=200, soft_wrap=True, no_color=True, highlight=False)
     spend = f"{req.budget_ns / 1e9:g} s" if req.budget_ns is not None else f"{req.trials} trial(s)"
     console.print(
-        f"lockharness explore: client {req.client.name} under model {req.model.name}, "
+        f"lockharness explore: client {req.client.label} under model {req.model.name}, "
         f"seed {req.seed}, {spend} → {directory}"
     )
     # The runs' logs are in their directories; the report gets the progress lines.

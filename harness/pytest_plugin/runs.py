@@ -128,7 +128,7 @@ def lock_run(outcome: RunOutcome) -> LockRun:
     text = io.StringIO()
     console = Console(file=text, width=200, soft_wrap=True, no_color=True, highlight=False)
     console.print(
-        f"lockharness run {scenario.name}: client {scenario.client.name}, seed {scenario.seed}",
+        f"lockharness run {scenario.name}: client {scenario.client.label}, seed {scenario.seed}",
         highlight=False,
     )
     print_summary(console, scenario.name, result, scenario.expectation, outcome.run_dir)
@@ -142,7 +142,7 @@ def lock_run(outcome: RunOutcome) -> LockRun:
     why = evidence(first, len(witnesses), reasons, stats, outcome.run_dir, exposure)
     return LockRun(
         scenario=scenario.name,
-        client=scenario.client.name,
+        client=scenario.client.label,
         seed=scenario.seed,
         verdict=RunVerdict(result.verdict.value, why),
         expected=str(scenario.expectation),

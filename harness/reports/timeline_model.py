@@ -185,7 +185,7 @@ def _span(ns: int) -> str:
 def _facts(scenario: Scenario, result: CheckResult) -> tuple[tuple[str, str], ...]:
     w = scenario.workload
     return (
-        ("client", scenario.client.name),
+        ("client", scenario.client.label),
         ("seed", "not recorded" if scenario.seed is None else str(scenario.seed)),
         ("duration", _span(scenario.duration_ns)),
         (

@@ -130,7 +130,8 @@ def _worker_env(scenario: Scenario) -> dict[str, str]:
     the scenario loader checked: ahead of the worker's own sys.path (whose first entry,
     under -m, is the cwd, which could hold another module of that name)."""
     path = scenario.client.path
-    return {PLUGIN_PATH_ENV: os.pathsep.join(path)} if path else {}
+    plugin = {PLUGIN_PATH_ENV: os.pathsep.join(path)} if path else {}
+    return plugin | scenario.client.worker_env()  # another release of its library
 
 
 def _start_workers(
@@ -410,7 +411,7 @@ def run_scenario(
     run_dir = run_dir or create_run_dir(store, scenario.name)
     run_dir.scenario.write_text(to_yaml(scenario))
     update_latest(store, run_dir)
-    client = scenario.client.name  # a plug-in's is its class, "module:ClassName"
+    client = scenario.client.label  # a plug-in's is its class, "module:ClassName"
     console.print(
         f"[bold]{scenario.name}[/] client {client} seed {scenario.seed} → {run_dir.path}",
         highlight=False,
@@ -538,7 +539,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
     results = {
         "scenario": scenario.name,
         "seed": scenario.seed,
-        "client": scenario.client.name,
+        "client": scenario.client.label,
         **outcome.result.to_dict(),
         "expect": scenario.expect,
         "expect_liveness": scenario.expect_liveness,

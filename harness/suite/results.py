@@ -33,7 +33,7 @@ class Case:
 
     @property
     def client(self) -> str:
-        return self.scenario.client.name
+        return self.scenario.client.label
 
     @property
     def seed(self) -> int:
@@ -181,8 +181,8 @@ def summarize(results: Sequence[CaseResult]) -> list[GroupSummary]:
     groups: dict[tuple[str, str, str], GroupSummary] = {}
     for r in results:
         s = r.case.scenario
-        key = (identity(s), s.name, s.client.name)
-        group = groups.setdefault(key, GroupSummary(s.name, s.client.name, str(s.expectation)))
+        key = (identity(s), s.name, s.client.label)
+        group = groups.setdefault(key, GroupSummary(s.name, s.client.label, str(s.expectation)))
         group.results.append(r)
     return list(groups.values())
 

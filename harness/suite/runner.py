@@ -143,7 +143,7 @@ def _cases(
         # One list of seeds per scenario, shared by its clients: the matrix compares
         # clients on the same fault schedules.
         seeds = _seeds_for(scenario, request, rng)
-        for client in clients or [scenario.client.name]:
+        for client in clients or [scenario.client.label]:
             for seed in seeds:
                 resolved = with_overrides(
                     scenario,
@@ -168,11 +168,15 @@ def _cases(
 def parse_clients(text: str | None) -> list[str] | None:
     if text is None:
         return None
-    allowed = ", ".join(CLIENTS) + ", or a plug-in class as module:ClassName"
+    allowed = (
+        ", ".join(CLIENTS)
+        + " (NAME@VERSION: another release of its library), or a plug-in class as module:ClassName"
+    )
     names = [name.strip() for name in text.split(",")]
     for name in names:
-        # A plug-in class is imported and checked per scenario (its directory is searched).
-        if name not in CLIENTS and not is_plugin_path(name):
+        # A plug-in class is imported and checked per scenario (its directory is searched);
+        # a version, as each scenario reads it.
+        if name.partition("@")[0] not in CLIENTS and not is_plugin_path(name):
             shown = repr(name) if name else "an empty name"
             raise BadInput(f"--clients: {shown} is not a lock client; allowed: {allowed}")
     return list(dict.fromkeys(names))  # a client named twice runs once

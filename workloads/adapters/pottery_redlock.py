@@ -33,6 +33,7 @@ from lockharness.workloads.adapters.common import (
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.versions.library import Library
 
 pottery = OptionalLibrary("pottery", "pottery")  # the optional `clients` extra
 
@@ -47,6 +48,7 @@ class PotteryRedlock(DeclaredClient):
     """pottery 3.0.1's Redlock over N nodes, non-blocking; no deadline; grants observed"""
 
     name = "pottery-redlock"
+    library = Library("pypi", "pottery", "3.0.1")
     Options = PotteryOptions
     needs_masters = True
 
@@ -61,7 +63,7 @@ class PotteryRedlock(DeclaredClient):
         options: PotteryOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        self.library = pottery.load()
+        self.module = pottery.load()
         timeout = options.timeout / 1e9
         self.masters = [single_try_client(node, timeout) for node in nodes]
         self.raise_on_redis_errors = options.raise_on_redis_errors
@@ -69,7 +71,7 @@ class PotteryRedlock(DeclaredClient):
         self.held: dict[str, Any] = {}  # a pottery Redlock is one lease: release needs it
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
-        lock = self.library.Redlock(
+        lock = self.module.Redlock(
             key=key,
             masters=self.masters,
             raise_on_redis_errors=self.raise_on_redis_errors,
@@ -84,7 +86,7 @@ class PotteryRedlock(DeclaredClient):
     def release(self, lease: Lease) -> bool:
         try:
             self.held.pop(lease.token).release()
-        except self.library.ReleaseUnlockedLock as refused:
+        except self.module.ReleaseUnlockedLock as refused:
             if refused.redis_errors:
                 raise
             return False

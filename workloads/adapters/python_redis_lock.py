@@ -33,6 +33,7 @@ from lockharness.workloads.adapters.common import (
 )
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.versions.library import Library
 
 redis_lock = OptionalLibrary("redis_lock", "python-redis-lock")  # the optional `clients` extra
 
@@ -53,6 +54,7 @@ class PythonRedisLock(DeclaredClient):
     """python-redis-lock 4.0.1 on one node (SET NX EX, whole seconds); no deadline"""
 
     name = "python-redis-lock"
+    library = Library("pypi", "python-redis-lock", "4.0.1")
     Options: ClassVar[type[RenewalOptions]] = RenewalOptions
     ttl_step_ms = 1000  # the library's expire is in whole seconds
 
@@ -67,7 +69,7 @@ class PythonRedisLock(DeclaredClient):
         options: RenewalOptions,
         discovery: Discovery | None = None,
     ) -> None:
-        self.library = redis_lock.load()
+        self.module = redis_lock.load()
         self.nodes = single_node(nodes, options, discovery)
         self.auto_renewal = options.auto_renewal
         self.held: dict[str, Any] = {}  # a redis_lock.Lock per lease: release needs it
@@ -76,7 +78,7 @@ class PythonRedisLock(DeclaredClient):
         if ttl_ms % 1000:
             raise ValueError(f"python-redis-lock expires in whole seconds; ttl {ttl_ms} ms is not")
         node, redis = self.nodes.master()
-        lock = self.library.Lock(redis, key, expire=ttl_ms // 1000, auto_renewal=self.auto_renewal)
+        lock = self.module.Lock(redis, key, expire=ttl_ms // 1000, auto_renewal=self.auto_renewal)
         if not lock.acquire(blocking=False):
             return None
         self.held[lock.id] = lock
@@ -85,7 +87,7 @@ class PythonRedisLock(DeclaredClient):
     def release(self, lease: Lease) -> bool:
         try:
             self.held.pop(lease.token).release()
-        except self.library.NotAcquired:  # expired, or another client's lock is there now
+        except self.module.NotAcquired:  # expired, or another client's lock is there now
             return False
         return True
 

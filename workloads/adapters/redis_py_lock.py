@@ -22,12 +22,14 @@ from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.adapters.common import SingleNodeOptions, single_node
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.versions.library import Library
 
 
 class RedisPyLock(DeclaredClient):
-    """redis-py 8.1's redis.lock.Lock on one node (SET NX PX, Lua release); no deadline"""
+    """redis-py 8.1.0's redis.lock.Lock on one node (SET NX PX, Lua release); no deadline"""
 
     name = "redis-py-lock"
+    library = Library("pypi", "redis", "8.1.0")
     Options = SingleNodeOptions
 
     def __init__(

@@ -35,6 +35,7 @@ from lockharness.workloads.client_info import Timeout
 from lockharness.workloads.declaration import DeclaredClient
 from lockharness.workloads.grant_observer import GrantObserver
 from lockharness.workloads.protocol import Clock, Lease
+from lockharness.workloads.versions.library import Library
 
 redlock = OptionalLibrary("redlock", "redlock-py")  # the optional `clients` extra
 
@@ -51,6 +52,7 @@ class RedlockPy(DeclaredClient):
     """redlock-py 1.0.8 over N nodes in turn, one round; wall-clock validity; grants observed"""
 
     name = "redlock-py"
+    library = Library("pypi", "redlock-py", "1.0.8")
     Options = RedlockPyOptions
     needs_masters = True
 
@@ -65,14 +67,14 @@ class RedlockPy(DeclaredClient):
         options: RedlockPyOptions,
         discovery: Discovery | None = None,  # independent masters: nothing to discover
     ) -> None:
-        self.library = redlock.load()
+        self.module = redlock.load()
         timeout = options.timeout / 1e9
         self.servers = [single_try_client(node, timeout) for node in nodes]
         # The library accepts client objects as they are (URLs and dicts it would turn
         # into default, retrying clients). retry_count=1: one round; retries are the worker's.
         # retry_delay: the library reads 0 as "its default", so 0 cannot turn the sleep off.
         delay_s = options.retry_delay / 1e9
-        self.dlm = self.library.Redlock(self.servers, retry_count=1, retry_delay=delay_s)
+        self.dlm = self.module.Redlock(self.servers, retry_count=1, retry_delay=delay_s)
         self.observer = GrantObserver(nodes, timeout)
         self.clock = clock
 
@@ -87,7 +89,7 @@ class RedlockPy(DeclaredClient):
 
     def release(self, lease: Lease) -> bool:
         # The Lock is plain data (validity, resource, token): rebuilt from the lease.
-        self.dlm.unlock(self.library.Lock(0, lease.key, lease.token.encode()))
+        self.dlm.unlock(self.module.Lock(0, lease.key, lease.token.encode()))
         return True  # unlock returns None and swallows errors: no signal to translate
 
     def close(self) -> None:

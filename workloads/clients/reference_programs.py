@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from lockharness.workloads.client_info import SocketTimeout
 from lockharness.workloads.program import ExtendingProgramClient, ProgramClient, ProgramOptions
+from lockharness.workloads.versions.library import Library
+
+REDISSON = Library("maven", "org.redisson:redisson", "3.52.0", "clients/redisson")
 
 
 class ReferenceOptions(ProgramOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -19,6 +22,7 @@ class Redsync(ExtendingProgramClient):
     """Go: go-redsync/redsync v4.18.1, Redlock over every node, one TryLock; release Unlock, extend Extend"""  # noqa: E501
 
     name = "redsync"
+    library = Library("go", "github.com/go-redsync/redsync/v4", "v4.18.1", "clients/redsync")
     Options = ReferenceOptions
     needs_masters = True
     rank = 30
@@ -28,6 +32,7 @@ class NodeRedlock(ExtendingProgramClient):
     """Node: redlock 5.0.0-beta.2 (ioredis), Redlock over every node, retryCount 0; release, extend"""  # noqa: E501
 
     name = "node-redlock"
+    library = Library("npm", "redlock", "5.0.0-beta.2", "clients/node-redlock")
     Options = ReferenceOptions
     needs_masters = True
     rank = 30
@@ -37,6 +42,7 @@ class RedissonRedlock(ProgramClient):
     """Java: Redisson 3.52.0 RedissonRedLock over every node, tryLock(0, ttl); unlock"""
 
     name = "redisson-redlock"
+    library = REDISSON
     Options = ReferenceOptions
     needs_masters = True
     rank = 30
@@ -46,5 +52,6 @@ class RedissonRlock(ProgramClient):
     """Java: Redisson 3.52.0 RLock on node 1, watchdog renewing every ttl/3; unlock"""
 
     name = "redisson-rlock"
+    library = REDISSON
     Options = ReferenceOptions
     rank = 30

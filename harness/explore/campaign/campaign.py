@@ -95,7 +95,7 @@ class Explorer:
         self.corpus = Corpus()
         self.trials: dict[str, Trial] = {}
         self.record = ExploreRecord(
-            client=request.client.name,
+            client=request.client.label,
             model=request.model.name,
             seed=request.seed,
             budget_s=None if request.budget_ns is None else request.budget_ns / 1e9,

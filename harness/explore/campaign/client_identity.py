@@ -1,8 +1,8 @@
 """Who a client is, and which version of it ran: the keys of the failure database
 (harness/store/known.py). The identity stays when its code changes; the version does not.
 
-- identity: a built-in's name, a plug-in's module:Class, a program's command as written
-  (shell-quoted);
+- identity: a built-in's name (NAME@VERSION for another release of its library), a
+  plug-in's module:Class, a program's command as written (shell-quoted);
 - version: a short content hash of its code (the module file of a class; every file a
   program's command names, the program or script itself) and of its options, so that a
   fix, or a changed option, is a new version of the same client.
@@ -23,7 +23,7 @@ from lockharness.workloads.plugin_import import import_plugin
 def client_identity(client: ClientSpec) -> str:
     if client.command:
         return shlex.join(client.command)
-    return client.name
+    return client.label  # a release of its library other than the pinned one: NAME@VERSION
 
 
 def client_version(client: ClientSpec) -> str:

@@ -1,0 +1,177 @@
+"""Any released version of a client's library: ``--client NAME@VERSION`` and ``client:
+{name: ..., version: ...}`` (workloads/versions/). Each registry's older release is built
+once into the shared cache (``make client-versions`` does it at setup; a test that finds it
+missing builds it, as a run would) and reused; a version the registry does not serve is bad
+input naming the package, the version and what the registry said."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import msgspec
+import pytest
+import yaml
+
+from lockharness.core.typed_input import Invalid
+from lockharness.harness.explore.campaign.client_identity import client_identity
+from lockharness.workloads.client_doc import (
+    ClientDoc,
+    client_to_plain,
+    read_client,
+)
+from lockharness.workloads.registry import CLIENTS
+from lockharness.workloads.versions import version_dir
+from tests.conftest import lockharness
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.server
+
+# One older release per registry, each one `make client-versions` builds at setup.
+OLDER = {
+    "go": ("redsync", "v4.17.0", "redlock-baseline", "go-redsync/redsync v4.17.0"),
+    "npm": ("node-redlock", "5.0.0-beta.1", "redlock-baseline", "redlock 5.0.0-beta.1"),
+    "maven": ("redisson-rlock", "3.40.0", "single-baseline", "redisson 3.40.0"),
+    "pypi": ("pottery-redlock", "3.0.0", "redlock-baseline", "pottery 3.0.0"),
+}
+
+
+def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
+    pinned = {
+        "github.com/go-redsync/redsync/v4": _go_mod(REPO / "clients/redsync/go.mod"),
+        "redlock": json.loads((REPO / "clients/node-redlock/package.json").read_text())[
+            "dependencies"
+        ]["redlock"],
+        "org.redisson:redisson": re.search(
+            r"<redisson.version>(.+?)</redisson.version>",
+            (REPO / "clients/redisson/pom.xml").read_text(),
+        )[1],  # type: ignore[index]
+    }
+    locked = dict(
+        re.findall(r"^([a-z0-9-]+)==(\S+)", (REPO / "requirements.lock").read_text(), re.M)
+    )
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert set(extras["clients"]) <= {f"{p}=={v}" for p, v in locked.items()}
+    libraries = {name: info.library for name, info in CLIENTS.items() if info.library}
+    assert {lib.registry for lib in libraries.values()} == set(OLDER)
+    for name, lib in libraries.items():
+        want = pinned[lib.package] if lib.registry != "pypi" else locked[lib.package]
+        assert lib.default == want, name
+        # What a listing says it runs is the build it runs.
+        assert lib.default.removeprefix("v").split("-")[0] in CLIENTS[name].summary, name
+
+
+def _go_mod(path: Path) -> str:
+    found = re.search(r"github.com/go-redsync/redsync/v4 (v\S+)", path.read_text())
+    assert found is not None
+    return found[1]
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("redsync@4.17.0", "a module version starting with v, as v4.17.0"),
+        ("node-redlock@latest", "a release as npm writes it"),
+        ("redisson-rlock@three", "a release as Maven Central writes it"),
+        ("pottery-redlock@v3.0.0", "a release as PyPI writes it"),
+        ("redlock@1.0.0", "redlock runs no library of its own, so it has no versions"),
+    ],
+)
+def test_a_version_not_written_as_its_registry_writes_one_is_refused_before_a_fetch(
+    written: str, said: str
+) -> None:
+    with pytest.raises(Invalid) as refused:
+        read_client(written, None)
+    assert refused.value.path == "client.version"
+    assert said in refused.value.reason and "allowed" in refused.value.reason
+
+
+def test_the_pinned_version_is_the_default_and_another_is_part_of_the_identity() -> None:
+    assert read_client("redsync@v4.18.1", None) == read_client("redsync", None)
+    older = read_client(ClientDoc(name="redsync", version="v4.17.0"), None)
+    assert older == read_client("redsync@v4.17.0", None)
+    assert older.label == client_identity(older) == "redsync@v4.17.0"
+    assert client_to_plain(older)["version"] == "v4.17.0"
+    assert "version" not in client_to_plain(read_client("redsync", None))
+    written = msgspec.convert(client_to_plain(older), ClientDoc)  # as scenario.yaml reads back
+    assert read_client(written, None) == older
+    with pytest.raises(Invalid, match=r"only with client\.name"):
+        read_client(ClientDoc(command=["./prog"], version="1.0.0"), None)
+
+
+def test_a_bad_version_on_the_command_line_is_bad_input(tmp_path: Path) -> None:
+    done = lockharness("run", "single-baseline", "--client", "redsync@4.17.0", cwd=tmp_path)
+    assert done.returncode == 254, done.stderr
+    assert "client.version" in done.stderr and "v4.17.0" in done.stderr
+    assert not (tmp_path / "store").exists()  # nothing started, nothing made
+
+
+@pytest.mark.parametrize(
+    ("written", "answer"),
+    [
+        ("pottery-redlock@9.9.9", "No matching distribution found for pottery==9.9.9"),
+        ("node-redlock@9.9.9", "No matching version found for redlock@9.9.9"),
+    ],
+)
+def test_a_version_the_registry_does_not_serve_is_bad_input_with_its_answer(
+    written: str, answer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_dir = tmp_path / "versions"
+    monkeypatch.setenv("LOCKHARNESS_VERSIONS_DIR", str(env_dir))
+    done = lockharness("run", "redlock-baseline", "--client", written, cwd=tmp_path, timeout=300)
+    assert done.returncode == 254, done.stderr
+    name, _, version = written.partition("@")
+    library = CLIENTS[name].library
+    assert library is not None
+    assert f"{library.package} {version} cannot be fetched" in done.stderr, done.stderr
+    assert answer in done.stderr, done.stderr
+    assert not (tmp_path / "store").exists()
+    # A failed build leaves nothing a later run could take for a build.
+    assert not version_dir(library, version).is_dir()
+    assert not any(p.name.startswith(".") for p in env_dir.rglob("*") if p.is_dir())
+
+
+@pytest.mark.parametrize("registry", sorted(OLDER))
+def test_an_older_release_is_built_once_and_runs_as_the_client(
+    registry: str, tmp_path: Path
+) -> None:
+    name, version, scenario, announced = OLDER[registry]
+    if CLIENTS[name].command and CLIENTS[name].unavailable:
+        pytest.skip(f"{name}: {CLIENTS[name].unavailable}")  # its toolchain is not here
+    written = f"{name}@{version}"
+    ready = lockharness("build-client", written, cwd=tmp_path, timeout=600)
+    assert ready.returncode == 0, ready.stderr
+    library = CLIENTS[name].library
+    assert library is not None
+    built = version_dir(library, version)
+    assert str(built) in ready.stdout
+    stamp = built.stat().st_mtime_ns
+    done = lockharness(
+        "run",
+        scenario,
+        "--client",
+        written,
+        "--duration",
+        "2s",
+        # One client per worker: a JVM per client on 2 cores beside other tests is late.
+        "--threads",
+        "1",
+        "--store",
+        str(tmp_path / "store"),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "building" not in done.stderr  # the cache's build, not a second one
+    assert built.stat().st_mtime_ns == stamp
+    run_dir = (tmp_path / "store" / "latest").resolve()
+    written_back = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    assert written_back["client"]["name"] == name
+    assert written_back["client"]["version"] == version
+    assert json.loads((run_dir / "results.json").read_text())["client"] == written
+    logs = "".join(p.read_text() for p in sorted(run_dir.glob("worker-w*.log")))
+    assert announced in logs, logs[-2000:]

@@ -1,0 +1,35 @@
+"""A Go reference client built against another release of its module: the client's
+sources copied, ``go get module@version`` (which also takes the go.sum lines and any newer
+dependency that release needs), then the same reproducible build `make clients` does."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from lockharness.workloads.versions.library import Builder, source_dir
+
+GO_CANDIDATES = ("go", "/usr/local/go/bin/go")
+
+
+def go_command() -> str:
+    for candidate in GO_CANDIDATES:
+        if found := shutil.which(candidate):
+            return found
+    return "go"  # not found: running it says so, as the build's answer
+
+
+class GoModule(Builder):
+    registry = "go"
+    version_pattern = r"v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+incompatible)?"
+    version_form = "a module version starting with v, as v4.17.0"
+
+    def build(self, into: Path) -> None:
+        work = into / "src"
+        shutil.copytree(source_dir(self.library), work, ignore=shutil.ignore_patterns("bin"))
+        go = go_command()
+        self.run([go, "get", f"{self.library.package}@{self.version}"], work)
+        (into / "bin").mkdir()
+        build = [go, "build", "-p", "1", "-trimpath", "-buildvcs=false"]
+        self.run([*build, "-o", str(into / "bin" / self.client), "."], work)
+        shutil.rmtree(work)
