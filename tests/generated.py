@@ -65,6 +65,12 @@ def _value_table() -> str:
     return value_table()
 
 
+def _real_bugs_table() -> str:
+    from bench.real_bugs.docs import corpus_table
+
+    return corpus_table()
+
+
 def harness_rooms() -> str:
     """docs/layout.md's table of harness/'s rooms, in tests/test_layers.py's order, each
     with the first line of its docstring and its modules as they are on disk."""
@@ -97,6 +103,7 @@ SECTIONS: tuple[tuple[Path, str, Callable[[], str]], ...] = (
     (REPO / "docs" / "layout.md", "tests/test_layers.py", harness_rooms),
     (REPO / "docs" / "explore.md", "harness/explore/generate/model.py", _model_table),
     (REPO / "docs" / "run-directory.md", "core/docs.py", _value_table),
+    (REPO / "docs" / "real-bugs.md", "bench/real_bugs/docs.py", _real_bugs_table),
 )
 
 

@@ -45,13 +45,21 @@ def test_every_built_in_declares_the_name_it_is_listed_under() -> None:
         assert info.options_type is cls.Options and issubclass(cls.Options, ClientOptions)
         # An ability a class has is derived from its methods, never declared beside them.
         assert info.extends == issubclass(cls, Extending), name
-    assert [n for n, i in CLIENTS.items() if i.extends and not i.command] == ["redlock-extend"]
+    assert [n for n, i in CLIENTS.items() if i.extends and not i.command] == [
+        "redlock-extend",
+        "sherlock",
+    ]
     # The reference programs (workloads/programs.py) say what their libraries can do.
     assert [n for n, i in CLIENTS.items() if i.extends and i.command] == ["redsync", "node-redlock"]
     assert [n for n, i in CLIENTS.items() if i.reentrant] == ["reentrant"]
+    assert [n for n, i in CLIENTS.items() if i.renews] == [
+        "python-redis-lock-renewal",
+        "redisson-rlock",
+    ]
     assert {n for n, i in CLIENTS.items() if i.ttl_step_ms != 1} == {
         "python-redis-lock",
         "python-redis-lock-renewal",
+        "sherlock",
     }
 
 
@@ -169,6 +177,7 @@ def test_without_the_extra_an_adapter_is_listed_as_what_to_install() -> None:
         "redlock-py",
         "python-redis-lock",
         "python-redis-lock-renewal",
+        "sherlock",
     }
     assert isinstance(CLIENTS["pottery-redlock"], ClientInfo)
 

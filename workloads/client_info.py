@@ -55,6 +55,8 @@ class ClientInfo:
     needs_masters: bool = False
     reentrant: bool = False  # the same owner may acquire again while it holds (nesting)
     extends: bool = False  # has extend(lease, ttl_ms): a holder may push its expiry out
+    # Renews its own leases while they are held (a watchdog): holds may outlast the TTL.
+    renews: bool = False
     ttl_step_ms: int = 1  # the TTLs it can set are multiples of this (1000: whole seconds)
     # A program speaking docs/client-protocol.md, run as this argv (workloads.program);
     # empty for a Python class.

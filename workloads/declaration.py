@@ -11,6 +11,8 @@ A class declares, on itself (DeclaredClient gives each its default):
                              constructor receives an instance
     needs_masters = True     one lock spread over independent masters
     reentrant = True         the Reentrant protocol (workloads/protocol.py)
+    renews = True            renews its own leases while held (a watchdog): explore draws
+                             holds past several TTLs for it
     ttl_step_ms = 1000       the TTLs it can set are multiples of this
     library = Library("npm", "redlock", "5.0.0-beta.2", "clients/node-redlock")
                              the real library it runs (workloads/versions/): its registry,
@@ -54,6 +56,7 @@ class DeclaredClient:
     Options: ClassVar[type[ClientOptions]] = ClientOptions
     needs_masters: ClassVar[bool] = False
     reentrant: ClassVar[bool] = False
+    renews: ClassVar[bool] = False
     ttl_step_ms: ClassVar[int] = 1
     library: ClassVar[Library | None] = None
     # Where listings put it, read from the class itself (lower first; then by module).
@@ -80,7 +83,7 @@ def declared_info(
             f"{label}.OPTIONS is the old form of options (a table of kinds); expected: "
             f"{_OPTIONS_EXPECTED}"
         )
-    flags = {flag: _flag(cls, flag, label) for flag in ("needs_masters", "reentrant")}
+    flags = {flag: _flag(cls, flag, label) for flag in ("needs_masters", "reentrant", "renews")}
     unavailable = getattr(cls, "unavailable", None)
     program = cls.launcher() if issubclass(cls, DeclaredClient) else ()
     summary = _description(cls, label, default_description)
@@ -93,6 +96,7 @@ def declared_info(
         options_type=_options(cls, label),
         needs_masters=flags["needs_masters"],
         reentrant=flags["reentrant"],
+        renews=flags["renews"],
         extends=issubclass(cls, Extending),  # workload.extend may use it
         ttl_step_ms=_ttl_step(cls, label),
         command=program,

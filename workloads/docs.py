@@ -12,6 +12,7 @@ def _abilities(info: ClientInfo) -> str:
     said = [
         "independent masters only" if info.needs_masters else "",
         "reentrant" if info.reentrant else "",
+        "renews its own leases" if info.renews else "",
         "extends a lease" if info.extends else "",
         f"TTLs in steps of {info.ttl_step_ms} ms" if info.ttl_step_ms != 1 else "",
         "a program (`make clients`)" if info.command else "",

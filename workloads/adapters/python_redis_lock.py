@@ -103,4 +103,5 @@ class RenewingPythonRedisLock(PythonRedisLock):
     """
 
     name = "python-redis-lock-renewal"
+    renews = True  # its auto_renewal thread
     Options = RenewingOptions

@@ -52,6 +52,7 @@ class RedissonRlock(ProgramClient):
     """Java: Redisson 3.52.0 RLock on node 1, watchdog renewing every ttl/3; unlock"""
 
     name = "redisson-rlock"
+    renews = True  # Redisson's watchdog
     library = REDISSON
     Options = ReferenceOptions
     rank = 30

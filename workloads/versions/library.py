@@ -28,6 +28,7 @@ Registry = Literal["go", "npm", "maven", "pypi"]
 _REPO = Path(__file__).resolve().parent.parent.parent
 VERSIONS_DIR_ENV = "LOCKHARNESS_VERSIONS_DIR"
 ANSWER_LINES = 12  # of the registry's (or the build's) answer, in a VersionError
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class VersionError(ValueError):
@@ -112,8 +113,13 @@ class Builder:
             raise self.refused(text, argv)
         return text
 
+    def telling(self, line: str) -> bool:
+        """Whether a line of the answer says something (not a tool's boilerplate)."""
+        return bool(line.strip())
+
     def refused(self, answer: str, argv: Sequence[str]) -> VersionError:
-        tail = "\n".join(answer.strip().splitlines()[-ANSWER_LINES:])
+        said = [line for line in _ANSI.sub("", answer).splitlines() if self.telling(line)]
+        tail = "\n".join(said[-ANSWER_LINES:])
         where = REGISTRY_NAMES[self.library.registry]
         command = " ".join([Path(argv[0]).name, *argv[1:]])
         return VersionError(

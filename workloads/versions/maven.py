@@ -14,6 +14,14 @@ from lockharness.workloads.versions.npm import write_launcher
 # clients.mk's JAVA_FLAGS: HotSpot's own warnings go to stderr, not the reply channel.
 JAVA_FLAGS = "-XX:+UseSerialGC -XX:-UsePerfData -Xlog:disable -Xlog:all=warning:stderr"
 JAR = "client.jar"
+# Maven's advice after every failure, which says nothing of this one.
+_ADVICE = (
+    "-> [Help 1]",
+    "To see the full stack trace",
+    "Re-run Maven",
+    "For more information",
+    "[Help 1] http",
+)
 
 
 class MavenArtifact(Builder):
@@ -36,6 +44,10 @@ class MavenArtifact(Builder):
             raise self.refused(f"expected one shaded jar in target/, found {shaded}", ["mvn"])
         shutil.copy(shaded[0], into / JAR)
         shutil.rmtree(work)
+
+    def telling(self, line: str) -> bool:
+        text = line.removeprefix("[ERROR]").strip()
+        return bool(text) and not text.startswith(_ADVICE)
 
     def finish(self, built: Path) -> None:
         command = f'java {JAVA_FLAGS} -jar "$here/../{JAR}" {self.client}'

@@ -36,6 +36,9 @@ from lockharness.workloads.timing import ExtendAt
 
 _AT_DEADLINE = 1 / 3  # the chance the longest holds are drawn at the TTL (see Hold)
 _EXTEND = 0.5  # the chance sections extend, where the model and the client allow it
+# A client that renews its own leases (a watchdog) is held this many times longer: a
+# renewal that stops after its first failure is outlived only by holds of several TTLs.
+RENEWED_HOLDS = 4
 
 
 class Nodes(WholeNumbers):
@@ -209,8 +212,9 @@ class NodeCount(Dimension):
 class Hold(Dimension):
     """hold_min and hold_max inside the model's bound. A third of the time, where the bound
     reaches the TTL, the longest holds run into the deadline: the boundary where a late
-    release meets an expired key (a fuzzer's "interesting values"). Shrinking's first
-    pass (focus) fixes the holds at the longest."""
+    release meets an expired key (a fuzzer's "interesting values"). For a client that
+    renews its own leases, the bound reaches RENEWED_HOLDS times further. Shrinking's
+    first pass (focus) fixes the holds at the longest."""
 
     key = "workload.hold"
     bound = Lengths
@@ -219,6 +223,10 @@ class Hold(Dimension):
 
     def draw(self, d: Drawing, s: Scenario, rng: random.Random) -> Scenario:
         bound, ttl = d.bound(self.key), s.workload.ttl_ns
+        if d.client.renews and bound.is_range:  # its holds past several TTLs
+            lo, hi = (int(end) for end in bound.span(ttl))
+            low, high = sorted(rng.randint(lo, hi * RENEWED_HOLDS) for _ in range(2))
+            return with_workload(s, hold_min_ns=whole_ms(low), hold_max_ns=whole_ms(high))
         if bound.is_range and rng.random() < _AT_DEADLINE:
             lo, hi = (int(end) for end in bound.span(ttl))
             if hi >= ttl:

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.RedissonRedLock;
@@ -280,7 +281,9 @@ public final class RedissonClientMain {
    */
   private Config config(String address, Long watchdogMs) {
     Config config = new Config();
-    config.setLazyInitialization(true);
+    // Reflection: releases before 3.16 (NAME@VERSION) have no lazy initialisation; there a
+    // node down at init is an error at init.
+    call(config, "setLazyInitialization", new Class<?>[] {boolean.class}, true);
     config.setThreads(2).setNettyThreads(2);
     if (watchdogMs != null) {
       config.setLockWatchdogTimeout(watchdogMs);
@@ -350,7 +353,7 @@ public final class RedissonClientMain {
     long thread = Thread.currentThread().getId();
     List<CompletableFuture<Boolean>> asks = new ArrayList<>();
     for (RLock lock : perNodeLocks) {
-      asks.add(lock.isHeldByThreadAsync(thread).toCompletableFuture());
+      asks.add(heldByThread(lock, thread));
     }
     var grants = reply.putArray("grants");
     for (int i = 0; i < asks.size(); i++) {
@@ -361,6 +364,30 @@ public final class RedissonClientMain {
       } catch (Exception e) {
         System.err.println("grants: " + names.get(i) + ": " + e.getMessage());
       }
+    }
+  }
+
+  /**
+   * isHeldByThreadAsync where the release has it (3.13 on); before, the blocking
+   * isHeldByThread on a thread of its own, so that the nodes are still asked at once.
+   */
+  @SuppressWarnings("unchecked")
+  private static CompletableFuture<Boolean> heldByThread(RLock lock, long thread) {
+    Object asked = call(lock, "isHeldByThreadAsync", new Class<?>[] {long.class}, thread);
+    if (asked instanceof CompletionStage<?> stage) {
+      return ((CompletionStage<Boolean>) stage).toCompletableFuture();
+    }
+    return CompletableFuture.supplyAsync(() -> lock.isHeldByThread(thread));
+  }
+
+  /** ``target.name(args)`` when its class has that method, else null (an older release). */
+  private static Object call(Object target, String name, Class<?>[] types, Object... args) {
+    try {
+      return target.getClass().getMethod(name, types).invoke(target, args);
+    } catch (NoSuchMethodException e) {
+      return null;
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException(name + ": " + e.getCause(), e.getCause());
     }
   }
 
