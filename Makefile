@@ -7,7 +7,7 @@ TOOLS := .tools/bin
 TOXIPROXY_VERSION := v2.12.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: generated docs lock setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-fast test-all bench bench-quick lint docs clean
+.PHONY: generated docs lock setup python-env redis-server toxiproxy chromium ssh-hosts docker-engine images compose-ready bench-compose bench-compose-reaper demo matrix matrix-polyglot test test-unit test-server test-fast test-all bench bench-quick bench-real-bugs lint docs clean
 
 # The reference lock clients are built when their toolchains are here (clients/clients.mk).
 setup: python-env redis-server toxiproxy chromium ssh-hosts clients client-versions
@@ -174,6 +174,12 @@ bench: setup compose-ready
 	$(BIN)/python -m bench
 
 # Compose beside local: bring-up and teardown of 5 nodes + resource + Toxiproxy, median of 5.
+# The corpus of real lock bugs (docs/real-bugs.md): each buggy release explored under its
+# model over 3 seeds, each fixed one once, 10 minutes each: hours; --only and --budget to
+# take less. Writes the figures the page's table is generated from.
+bench-real-bugs: setup
+	$(BIN)/python -m bench.real_bugs --json bench/real_bugs/figures.json
+
 bench-compose: setup images
 	$(BIN)/python -m bench.compose_bringup
 
