@@ -12,9 +12,9 @@ printf '#!/bin/sh\n# %s: a lockharness reference client (clients/README.md)\nher
   $(1) '$(2)' > $(CLIENTS_DIR)/bin/$(1) && chmod +x $(CLIENTS_DIR)/bin/$(1)
 endef
 
-.PHONY: clients client-redsync client-node-redlock client-redisson client-versions
+.PHONY: clients client-redsync client-go-zero client-node-redlock client-redisson client-versions
 
-clients: client-redsync client-node-redlock client-redisson
+clients: client-redsync client-go-zero client-node-redlock client-redisson
 	@echo "client launchers in $(CLIENTS_DIR)/bin:"; ls -1 $(CLIENTS_DIR)/bin 2>/dev/null | sed 's/^/  /'
 
 # -trimpath, no VCS stamp, go.sum read-only: the same sources give the same binary.
@@ -23,6 +23,12 @@ client-redsync:
 	mkdir -p $(CLIENTS_DIR)/bin && \
 	cd clients/redsync && $(GO) build -p 1 -mod=readonly -trimpath -buildvcs=false \
 	  -o $(CLIENTS_DIR)/bin/redsync . && echo "built redsync"
+
+client-go-zero:
+	@if [ -z "$(GO)" ]; then echo "skipped go-zero: no go toolchain"; exit 0; fi; \
+	mkdir -p $(CLIENTS_DIR)/bin && \
+	cd clients/go-zero && $(GO) build -p 1 -mod=readonly -trimpath -buildvcs=false \
+	  -o $(CLIENTS_DIR)/bin/go-zero . && echo "built go-zero"
 
 # npm ci installs exactly package-lock.json, into a copy of the package.
 client-node-redlock:
@@ -54,7 +60,7 @@ client-redisson:
 # into .tools/versions/ by the harness itself, as a run's first use would: the ones
 # tests/test_client_versions.py runs. A missing toolchain skips that one (said).
 CLIENT_VERSIONS ?= redsync@v4.17.0 node-redlock@5.0.0-beta.1 redisson-rlock@3.40.0 \
-  pottery-redlock@3.0.0
+  pottery-redlock@3.0.0 go-zero@v1.3.1 go-zero@v1.3.2
 client-versions: python-env
 	@for client in $(CLIENT_VERSIONS); do \
 	  $(CURDIR)/.venv/bin/python -m lockharness build-client $$client \

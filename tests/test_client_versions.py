@@ -40,7 +40,8 @@ OLDER = {
 
 def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
     pinned = {
-        "github.com/go-redsync/redsync/v4": _go_mod(REPO / "clients/redsync/go.mod"),
+        "github.com/go-redsync/redsync/v4": _go_mod("redsync", "github.com/go-redsync/redsync/v4"),
+        "github.com/zeromicro/go-zero": _go_mod("go-zero", "github.com/zeromicro/go-zero"),
         "redlock": json.loads((REPO / "clients/node-redlock/package.json").read_text())[
             "dependencies"
         ]["redlock"],
@@ -65,8 +66,10 @@ def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
         assert lib.default.removeprefix("v").split("-")[0] in CLIENTS[name].summary, name
 
 
-def _go_mod(path: Path) -> str:
-    found = re.search(r"github.com/go-redsync/redsync/v4 (v\S+)", path.read_text())
+def _go_mod(client: str, module: str) -> str:
+    """The version of ``module`` that clients/<client>/go.mod requires."""
+    go_mod = (REPO / "clients" / client / "go.mod").read_text()
+    found = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", go_mod, re.M)
     assert found is not None
     return found[1]
 

@@ -50,7 +50,11 @@ def test_every_built_in_declares_the_name_it_is_listed_under() -> None:
         "sherlock",
     ]
     # The reference programs (workloads/programs.py) say what their libraries can do.
-    assert [n for n, i in CLIENTS.items() if i.extends and i.command] == ["redsync", "node-redlock"]
+    assert [n for n, i in CLIENTS.items() if i.extends and i.command] == [
+        "redsync",
+        "node-redlock",
+        "go-zero",
+    ]
     assert [n for n, i in CLIENTS.items() if i.reentrant] == ["reentrant"]
     assert [n for n, i in CLIENTS.items() if i.renews] == [
         "python-redis-lock-renewal",
@@ -60,6 +64,7 @@ def test_every_built_in_declares_the_name_it_is_listed_under() -> None:
         "python-redis-lock",
         "python-redis-lock-renewal",
         "sherlock",
+        "go-zero",
     }
 
 

@@ -56,3 +56,13 @@ class RedissonRlock(ProgramClient):
     library = REDISSON
     Options = ReferenceOptions
     rank = 30
+
+
+class GoZero(ExtendingProgramClient):
+    """Go: zeromicro/go-zero v1.10.3 core/stores/redis RedisLock on node 1, whole-second TTL; release Release, extend re-Acquire"""  # noqa: E501
+
+    name = "go-zero"
+    library = Library("go", "github.com/zeromicro/go-zero", "v1.10.3", "clients/go-zero")
+    Options = ReferenceOptions
+    ttl_step_ms = 1000  # SetExpire takes whole seconds
+    rank = 30

@@ -1,6 +1,8 @@
 """A Go reference client built against another release of its module: the client's
 sources copied, ``go get module@version`` (which also takes the go.sum lines and any newer
-dependency that release needs), then the same reproducible build `make clients` does."""
+dependency that release needs), ``go get .`` (the go.sum lines of a module that release
+imports and the pinned build does not: go-zero v1.3.1's go-redis v8), then the same
+reproducible build `make clients` does."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ class GoModule(Builder):
         shutil.copytree(source_dir(self.library), work, ignore=shutil.ignore_patterns("bin"))
         go = go_command()
         self.run([go, "get", f"{self.library.package}@{self.version}"], work)
+        self.run([go, "get", "."], work)  # what the client's imports now need
         (into / "bin").mkdir()
         build = [go, "build", "-p", "1", "-trimpath", "-buildvcs=false"]
         self.run([*build, "-o", str(into / "bin" / self.client), "."], work)
