@@ -62,12 +62,20 @@ MOST_UNKNOWN = 0.10  # of a correct client's trials: an unknown trial is search 
 
 
 def explore(
-    client: str, model: str, budget_ns: int, seed: int, store: Path, jobs: int | None
+    client: str,
+    model: str,
+    budget_ns: int,
+    seed: int,
+    store: Path,
+    jobs: int | None,
+    more: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """One exploration through the CLI; its report.json, with the exit code."""
+    """One exploration through the CLI (``more``: flags of its own); its report.json, with
+    the exit code."""
     argv = [sys.executable, "-m", "lockharness", "explore", "--client", client, "--model", model]
     argv += ["--budget", format_duration(budget_ns), "--seed", str(seed), "--store", str(store)]
     argv += [] if jobs is None else ["--jobs", str(jobs)]
+    argv += more
     print(
         f"bench.explore: {client} under {model} for {format_duration(budget_ns)}", file=sys.stderr
     )

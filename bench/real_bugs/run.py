@@ -99,7 +99,13 @@ def _stuck(results: dict[str, Any]) -> bool:
 
 
 def measure_bug(
-    bug: RealBug, budget_ns: int, fixed_ns: int, seeds: list[int], tmp: Path, jobs: int | None
+    bug: RealBug,
+    budget_ns: int,
+    fixed_ns: int,
+    seeds: list[int],
+    tmp: Path,
+    jobs: int | None,
+    more: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     buggy, fixed = f"{bug.client}@{bug.buggy}", f"{bug.client}@{bug.fixed}"
     row: dict[str, Any] = {"bug": bug.name, "library": bug.library, "kind": bug.kind}
@@ -116,11 +122,13 @@ def measure_bug(
             "met": all(stuck) and not fixed_stuck,
         }
     runs = [
-        buggy_row(bug, explore(buggy, bug.model, budget_ns, seed, tmp / f"buggy-{seed}", jobs))
+        buggy_row(
+            bug, explore(buggy, bug.model, budget_ns, seed, tmp / f"buggy-{seed}", jobs, more)
+        )
         | {"seed": seed}
         for seed in seeds
     ]
-    after = explore(fixed, bug.model, fixed_ns, seeds[0], tmp / "fixed", jobs)
+    after = explore(fixed, bug.model, fixed_ns, seeds[0], tmp / "fixed", jobs, more)
     fixed_figures = fixed_row(bug, after)
     found = [r["found_after_s"] for r in runs]
     met = (
@@ -161,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-seed", type=int, default=1, help="their seeds: this and on")
     parser.add_argument("--only", default="", help="entries (file names without .yaml), a,b")
     parser.add_argument("--jobs", type=int, help="explore --jobs (default: explore's own)")
+    parser.add_argument("--shrink-budget", help="explore --shrink-budget (default: its own)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     bugs = corpus()
@@ -181,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = []
     for name in only:
-        row = measure_bug(bugs[name], budget, fixed_budget, seeds, tmp / name, args.jobs)
+        more = ("--shrink-budget", args.shrink_budget) if args.shrink_budget else ()
+        row = measure_bug(bugs[name], budget, fixed_budget, seeds, tmp / name, args.jobs, more)
         rows.append(row)
         print(f"{name:45} {summary(row)}", flush=True)
     if args.json:
