@@ -39,16 +39,18 @@ OLDER = {
 
 
 def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
+    libraries = {name: info.library for name, info in CLIENTS.items() if info.library}
     pinned = {
         "github.com/go-redsync/redsync/v4": _go_mod(REPO / "clients/redsync/go.mod"),
-        "redlock": json.loads((REPO / "clients/node-redlock/package.json").read_text())[
-            "dependencies"
-        ]["redlock"],
         "org.redisson:redisson": re.search(
             r"<redisson.version>(.+?)</redisson.version>",
             (REPO / "clients/redisson/pom.xml").read_text(),
         )[1],  # type: ignore[index]
     }
+    for lib in libraries.values():  # each Node client: its own package.json
+        if lib.registry == "npm":
+            meta = json.loads((REPO / lib.source / "package.json").read_text())
+            pinned[lib.package] = meta["dependencies"][lib.package]
     locked = dict(
         re.findall(r"^([a-z0-9-]+)==(\S+)", (REPO / "requirements.lock").read_text(), re.M)
     )
@@ -56,7 +58,6 @@ def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
         "optional-dependencies"
     ]
     assert set(extras["clients"]) <= {f"{p}=={v}" for p, v in locked.items()}
-    libraries = {name: info.library for name, info in CLIENTS.items() if info.library}
     assert {lib.registry for lib in libraries.values()} == set(OLDER)
     for name, lib in libraries.items():
         want = pinned[lib.package] if lib.registry != "pypi" else locked[lib.package]

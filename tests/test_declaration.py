@@ -47,7 +47,11 @@ def test_every_built_in_declares_the_name_it_is_listed_under() -> None:
         assert info.extends == issubclass(cls, Extending), name
     assert [n for n, i in CLIENTS.items() if i.extends and not i.command] == ["redlock-extend"]
     # The reference programs (workloads/programs.py) say what their libraries can do.
-    assert [n for n, i in CLIENTS.items() if i.extends and i.command] == ["redsync", "node-redlock"]
+    assert [n for n, i in CLIENTS.items() if i.extends and i.command] == [
+        "redsync",
+        "node-redlock",
+        "redis-semaphore",
+    ]
     assert [n for n, i in CLIENTS.items() if i.reentrant] == ["reentrant"]
     assert {n for n, i in CLIENTS.items() if i.ttl_step_ms != 1} == {
         "python-redis-lock",
