@@ -12,9 +12,10 @@ printf '#!/bin/sh\n# %s: a lockharness reference client (clients/README.md)\nher
   $(1) '$(2)' > $(CLIENTS_DIR)/bin/$(1) && chmod +x $(CLIENTS_DIR)/bin/$(1)
 endef
 
-.PHONY: clients client-redsync client-go-zero client-node-redlock client-redisson client-versions
+.PHONY: clients client-redsync client-go-zero client-node-redlock client-redis-semaphore \
+  client-redisson client-versions
 
-clients: client-redsync client-go-zero client-node-redlock client-redisson
+clients: client-redsync client-go-zero client-node-redlock client-redis-semaphore client-redisson
 	@echo "client launchers in $(CLIENTS_DIR)/bin:"; ls -1 $(CLIENTS_DIR)/bin 2>/dev/null | sed 's/^/  /'
 
 # -trimpath, no VCS stamp, go.sum read-only: the same sources give the same binary.
@@ -42,6 +43,18 @@ client-node-redlock:
 	$(call launcher,node-redlock,node "$$here/../node-redlock/client.js") && \
 	echo "built node-redlock"
 
+# The same, for redis-semaphore.
+client-redis-semaphore:
+	@if [ -z "$(NPM)" ] || ! command -v node >/dev/null; then \
+	  echo "skipped redis-semaphore: no node/npm"; exit 0; fi; \
+	rm -rf $(CLIENTS_DIR)/redis-semaphore && mkdir -p $(CLIENTS_DIR)/redis-semaphore $(CLIENTS_DIR)/bin && \
+	cp clients/redis-semaphore/package.json clients/redis-semaphore/package-lock.json \
+	  clients/redis-semaphore/client.js $(CLIENTS_DIR)/redis-semaphore/ && \
+	(cd $(CLIENTS_DIR)/redis-semaphore && \
+	  $(NPM) ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) && \
+	$(call launcher,redis-semaphore,node "$$here/../redis-semaphore/client.js") && \
+	echo "built redis-semaphore"
+
 # One shaded jar, two clients: the launcher passes the client's name. HotSpot prints its
 # own warnings on stdout, the reply channel: -Xlog sends them to stderr, and no perf-data
 # file means no "Cannot use file /tmp/hsperfdata_root/<pid>" when a pid is reused.
@@ -60,7 +73,7 @@ client-redisson:
 # into .tools/versions/ by the harness itself, as a run's first use would: the ones
 # tests/test_client_versions.py runs. A missing toolchain skips that one (said).
 CLIENT_VERSIONS ?= redsync@v4.17.0 node-redlock@5.0.0-beta.1 redisson-rlock@3.40.0 \
-  pottery-redlock@3.0.0 go-zero@v1.3.1 go-zero@v1.3.2
+  pottery-redlock@3.0.0 go-zero@v1.3.1 go-zero@v1.3.2 redis-semaphore@5.3.0 redis-semaphore@5.3.1
 client-versions: python-env
 	@for client in $(CLIENT_VERSIONS); do \
 	  $(CURDIR)/.venv/bin/python -m lockharness build-client $$client \

@@ -39,17 +39,19 @@ OLDER = {
 
 
 def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
+    libraries = {name: info.library for name, info in CLIENTS.items() if info.library}
     pinned = {
-        "github.com/go-redsync/redsync/v4": _go_mod("redsync", "github.com/go-redsync/redsync/v4"),
-        "github.com/zeromicro/go-zero": _go_mod("go-zero", "github.com/zeromicro/go-zero"),
-        "redlock": json.loads((REPO / "clients/node-redlock/package.json").read_text())[
-            "dependencies"
-        ]["redlock"],
         "org.redisson:redisson": re.search(
             r"<redisson.version>(.+?)</redisson.version>",
             (REPO / "clients/redisson/pom.xml").read_text(),
         )[1],  # type: ignore[index]
     }
+    for lib in libraries.values():  # each Go or Node client: its own go.mod, package.json
+        if lib.registry == "npm":
+            meta = json.loads((REPO / lib.source / "package.json").read_text())
+            pinned[lib.package] = meta["dependencies"][lib.package]
+        elif lib.registry == "go":
+            pinned[lib.package] = _go_mod(lib.source, lib.package)
     locked = dict(
         re.findall(r"^([a-z0-9-]+)==(\S+)", (REPO / "requirements.lock").read_text(), re.M)
     )
@@ -57,7 +59,6 @@ def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
         "optional-dependencies"
     ]
     assert set(extras["clients"]) <= {f"{p}=={v}" for p, v in locked.items()}
-    libraries = {name: info.library for name, info in CLIENTS.items() if info.library}
     assert {lib.registry for lib in libraries.values()} == set(OLDER)
     for name, lib in libraries.items():
         want = pinned[lib.package] if lib.registry != "pypi" else locked[lib.package]
@@ -66,9 +67,9 @@ def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
         assert lib.default.removeprefix("v").split("-")[0] in CLIENTS[name].summary, name
 
 
-def _go_mod(client: str, module: str) -> str:
-    """The version of ``module`` that clients/<client>/go.mod requires."""
-    go_mod = (REPO / "clients" / client / "go.mod").read_text()
+def _go_mod(source: str, module: str) -> str:
+    """The version of ``module`` that the client's go.mod (in ``source``) requires."""
+    go_mod = (REPO / source / "go.mod").read_text()
     found = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", go_mod, re.M)
     assert found is not None
     return found[1]

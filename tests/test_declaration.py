@@ -53,6 +53,7 @@ def test_every_built_in_declares_the_name_it_is_listed_under() -> None:
     assert [n for n, i in CLIENTS.items() if i.extends and i.command] == [
         "redsync",
         "node-redlock",
+        "redis-semaphore",
         "go-zero",
     ]
     assert [n for n, i in CLIENTS.items() if i.reentrant] == ["reentrant"]

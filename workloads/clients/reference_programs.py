@@ -38,6 +38,15 @@ class NodeRedlock(ExtendingProgramClient):
     rank = 30
 
 
+class RedisSemaphore(ExtendingProgramClient):
+    """Node: redis-semaphore 5.8.0 (ioredis 5.11.1) Mutex on node 1, tryAcquire; release, extend by its refresh"""  # noqa: E501
+
+    name = "redis-semaphore"
+    library = Library("npm", "redis-semaphore", "5.8.0", "clients/redis-semaphore")
+    Options = ReferenceOptions
+    rank = 30
+
+
 class RedissonRedlock(ProgramClient):
     """Java: Redisson 3.52.0 RedissonRedLock over every node, tryLock(0, ttl); unlock"""
 
