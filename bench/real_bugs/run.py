@@ -194,6 +194,6 @@ def main(argv: list[str] | None = None) -> int:
         row = measure_bug(bugs[name], budget, fixed_budget, seeds, tmp / name, args.jobs, more)
         rows.append(row)
         print(f"{name:45} {summary(row)}", flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        if args.json:  # after each entry: a bench cut short keeps what it measured
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0 if all(r["met"] for r in rows) else 1
