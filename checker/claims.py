@@ -42,6 +42,7 @@ import msgspec
 
 from lockharness.checker.evidence import ms_text
 from lockharness.checker.node_record import (
+    DELETED,
     EXPIRED,
     LOST,
     OVERWRITTEN,
@@ -82,6 +83,11 @@ class NodeFate(msgspec.Struct, frozen=True):
     back: int | None = None  # lost in a restart: when the node answered again without it
     # The command that deleted or overwrote it ("DEL"; "script DEL": a script's call).
     ended_with: str | None = None
+    own: bool = False  # deleted by a script given the lease's own token: its holder's call
+
+    @property
+    def by_its_holder(self) -> bool:
+        return self.own and self.ended == DELETED
 
     def describe(self) -> str:
         when = "" if self.at is None else f" at {self.at / 1e9:.3f}s"
@@ -91,7 +97,8 @@ class NodeFate(msgspec.Struct, frozen=True):
             script, _, command = self.ended_with.rpartition(" ")
             how = f" with a script's {command}" if script else f" with {command}"
         back = "" if self.back is None else f", back without it at {self.back / 1e9:.3f}s"
-        return f"{self.node}: {self.ended}{when}{by}{how}{back}"
+        whose = ", given its own token: by its own holder" if self.by_its_holder else ""
+        return f"{self.node}: {self.ended}{when}{by}{how}{whose}{back}"
 
 
 class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
@@ -439,7 +446,9 @@ def _fate(node: str, hold: NodeHold, ttl_ns: int | None) -> NodeFate:
         and hold.until_ns - hold.since_ns < ttl_ns - SLACK_NS
     ):
         ended = EARLY
-    return NodeFate(node, ended, hold.until_ns, hold.ended_by, hold.back_ns, hold.ended_with)
+    return NodeFate(
+        node, ended, hold.until_ns, hold.ended_by, hold.back_ns, hold.ended_with, hold.own
+    )
 
 
 def _gone(hold: NodeHold, healed_at: int | None = None) -> int | None:

@@ -78,6 +78,9 @@ class NodeHold(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     # Its TTL was moved while it was held (PEXPIRE, a SET of the same value, GETEX,
     # PERSIST): an extend reached the node. Not in a record written before 2026-11-29.
     extended: bool = msgspec.field(default=False)
+    # Deleted by a script given this very value (a compare-and-delete with its token): by
+    # its own holder, or a client holding the same token. Not in a record before 2026-12-02.
+    own: bool = msgspec.field(default=False)
 
     def to_plain(self) -> dict[str, Any]:
         """As a line of node-record.jsonl: ``ended_by`` always, ``back`` when known."""
@@ -123,6 +126,7 @@ class _Node:
         self.clock: tuple[int, int] | None = None  # (at ns, node ts µs) of the latest line
         self.caller = "?"  # a script's caller: the client of the latest EVAL
         self.command: str | None = None  # the latest command's name, as ended_with says it
+        self.client = "?"  # the latest command's client, as MONITOR names it
         self.down_at: int | None = None
         self.script_ts: int | None = None  # the latest client command's: a script's time
         self.script: list[str] = []  # the latest script's command line (EVAL sha n keys argv)
@@ -152,7 +156,13 @@ class _Node:
         return ts + (at_ns - at) // 1000
 
     def _end(
-        self, key: str, at: int, why: str, by: str | None = None, back: int | None = None
+        self,
+        key: str,
+        at: int,
+        why: str,
+        by: str | None = None,
+        back: int | None = None,
+        own: bool = False,
     ) -> None:
         held = self.held.pop(key)
         at = max(at, held.since_ns)  # never before it began
@@ -171,6 +181,7 @@ class _Node:
                 None if by is None else self.command,
                 None if back is None else max(back, at),
                 held.extended,
+                own,
             )
         )
 
@@ -241,6 +252,7 @@ class _Node:
     def _command(self, args: list[str], client: str, at: int, ts: int) -> None:
         name = args[0].lower() if args else ""
         self.command = f"script {name.upper()}" if client == "lua" else name.upper()
+        self.client = client  # the latest command's ("lua": a script's call)
         if name in ("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"):
             self.caller, self.script, self.script_read = client, args, set()
         by = self.caller if client == "lua" else client
@@ -255,7 +267,7 @@ class _Node:
         if name in ("del", "unlink"):
             for key in args[1:]:
                 if key in self.held:
-                    self._end(key, at, DELETED, by)
+                    self._end(key, at, DELETED, by, own=self._own(client, key))
             return
         if len(args) < 2 or not self._ours(args[1]):
             return
@@ -288,6 +300,12 @@ class _Node:
             self.doubt.pop(key, None)  # its own client's script found it: the node took it
         if held is not None and isinstance(held.value, str) and held.value != argument:
             held.value = argument
+
+    def _own(self, client: str, key: str) -> bool:
+        """Whether a script's deletion of ``key`` was given the value held there (its first
+        argument): its holder's own compare-and-delete, or one given its token."""
+        held = self.held.get(key)
+        return client == "lua" and held is not None and self._argument(key) == held.value
 
     def _argument(self, key: str) -> str | None:
         """The latest script's first argument, when ``key`` is one of its keys."""
@@ -409,7 +427,7 @@ class _Node:
 
     def _getdel(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
         if key in self.held:
-            self._end(key, at, DELETED, by)
+            self._end(key, at, DELETED, by, own=self._own(self.client, key))
 
     def _getex(self, key: str, rest: list[str], by: str, at: int, ts: int) -> None:
         held = self.held.get(key)

@@ -26,8 +26,11 @@ whatever the run, seed or client, so that violations group by it:
                                               one the lease outlived from its start; by
                                               the commonest fate of the keys: lost in a
                                               restart, expired, expired early (before its
-                                              TTL: its node's clock ran ahead), deleted,
-                                              overwritten)
+                                              TTL: its node's clock ran ahead), deleted
+                                              (" by its own holder": every deletion a
+                                              script given the lease's own token, its
+                                              holder's own call: an extend or a retry
+                                              that deletes), overwritten)
     holder went on past its validity         (no false claim; the earlier lease ran past
                                               its deadline: a pause, a slow client)
     not explained by the node record         (no false claim, no overrun: a failover's
@@ -65,6 +68,7 @@ FAILOVER = "lease lost in a failover"
 RETAKEN = "key taken back by a late write"
 EXTENDED_SHORT = "lease extended on too few of its nodes"
 UNEXPLAINED = "not explained by the node record"
+OWN_HOLDER = " by its own holder"  # after "lease outlived its keys: deleted"
 _NOT_THE_LOCKS = (OVERRAN, UNEXPLAINED)  # what telling() prefers another overlap's cause to
 
 
@@ -145,10 +149,13 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
         said = _of(side, claims)
         if any(c.kind == "outlived-its-keys" and c.extended for c in said):
             return EXTENDED_SHORT
-        fates = Counter(f.ended for c in said if c.kind in _LOST_KEYS for f in c.fates)
+        lost = [f for c in said if c.kind in _LOST_KEYS for f in c.fates]
+        fates = Counter(f.ended for f in lost)
         if fates:
             commonest = sorted(fates.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-            return f"lease outlived its keys: {commonest}"
+            mine = [f.by_its_holder for f in lost if f.ended == commonest]
+            whose = OWN_HOLDER if mine and all(mine) else ""
+            return f"lease outlived its keys: {commonest}{whose}"
     if overlap.first.overran_deadline_ns:
         return OVERRAN
     return UNEXPLAINED

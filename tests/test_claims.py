@@ -566,3 +566,24 @@ def test_the_telling_overlap_is_the_first_whose_cause_is_the_locks() -> None:
     no_record = _signed(None, 5)  # a run without a node record: no signature at all
     assert telling([no_record, overran]) is no_record
     assert telling([]) is None
+
+
+def test_a_lease_whose_keys_its_own_holder_deleted_is_told_so() -> None:
+    """An extend that runs the release script (sherlock 0.4.0's renew): the keys go by a
+    script given the lease's own token while it is held. Deleted by another's call (a
+    plain DEL, a script given another token) is only deleted."""
+    s = section(("n1", "n2", "n3"))
+
+    def deleted(own: bool) -> list[NodeHold]:
+        gone = [hold(n, until=300, ended="deleted") for n in ("n1", "n2", "n3")]
+        return [msgspec.structs.replace(h, ended_with="script DEL", own=own) for h in gone]
+
+    (mine,) = check_claims([s], deleted(True), NODES, 3).found
+    assert all(f.by_its_holder for f in mine.fates)
+    assert "given its own token: by its own holder" in mine.describe()
+    o, claim = against(mine, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)
+    assert explain(o, [claim])[1] == "lease outlived its keys: deleted by its own holder"
+    (theirs,) = check_claims([s], deleted(False), NODES, 3).found
+    assert not any(f.by_its_holder for f in theirs.fates)
+    o, claim = against(theirs, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)
+    assert explain(o, [claim])[1] == "lease outlived its keys: deleted"

@@ -477,3 +477,24 @@ def test_the_live_history_keeps_every_lease_with_when_its_acquire_was_asked(
         ("t0", 5 * MS),
         ("t1", 10 * MS),
     ]
+
+
+def test_a_deletion_by_a_script_given_the_keys_own_value_is_its_holders_own() -> None:
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "1000", client="c1"),
+        cmd(20, "eval", "sha1:x", "1", "k0", "a", client="c1"),  # given a: its own token
+        cmd(20.1, "get", "k0", client="lua"),
+        cmd(20.2, "del", "k0", client="lua"),
+        cmd(30, "set", "k0", "b", "NX", "PX", "1000", client="c2"),
+        cmd(40, "eval", "sha1:y", "1", "k0", "a", client="c1"),  # given a, deletes b: not b's
+        cmd(40.1, "del", "k0", client="lua"),
+        cmd(50, "set", "k0", "c", "NX", "PX", "1000", client="c3"),
+        cmd(60, "del", "k0", client="c3"),  # a plain DEL carries no token
+    )
+    assert [(h.value, h.ended, h.ended_with, h.own) for h in out] == [
+        ("a", "deleted", "script DEL", True),
+        ("b", "deleted", "script DEL", False),
+        ("c", "deleted", "DEL", False),
+    ]
+    assert out[0].to_plain()["own"] is True and "own" not in out[1].to_plain()
