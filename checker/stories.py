@@ -5,6 +5,9 @@ leases. Pure: the overlap and the claims in, words out.
 The signature names what made the overlap possible, the same words for the same cause
 whatever the run, seed or client, so that violations group by it:
 
+    two leases carried one token             (both leases of the overlap carry the same
+                                              token: a library that derives it from the
+                                              host and process shares it between threads)
     lease lost in a failover                 (a failover made master the node the second
                                               lease got its grant from: the promoted
                                               replica did not hold the first lease's key,
@@ -69,6 +72,7 @@ RETAKEN = "key taken back by a late write"
 EXTENDED_SHORT = "lease extended on too few of its nodes"
 UNEXPLAINED = "not explained by the node record"
 OWN_HOLDER = " by its own holder"  # after "lease outlived its keys: deleted"
+SHARED_TOKEN = "two leases carried one token"
 _NOT_THE_LOCKS = (OVERRAN, UNEXPLAINED)  # what telling() prefers another overlap's cause to
 
 
@@ -121,6 +125,13 @@ def _claim_words(claim: FalseClaim) -> str:
     )
 
 
+def _shared_token(overlap: Overlap) -> bool:
+    """Both leases carry the same token: the lock cannot tell them apart (one's release or
+    extend acts on the other's key), whatever the nodes did."""
+    token = overlap.first.token
+    return token is not None and token == overlap.second.token
+
+
 def _to_the_second(overlap: Overlap) -> list[Failover]:
     """The failovers that explain the overlap (checker.failover) whose new master granted
     the second lease."""
@@ -130,6 +141,8 @@ def _to_the_second(overlap: Overlap) -> list[Failover]:
 
 def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
     """What made ``overlap`` possible, in the words of the module's docstring."""
+    if _shared_token(overlap):
+        return SHARED_TOKEN
     if _to_the_second(overlap):
         return FAILOVER
     for side in (overlap.first, overlap.second):
@@ -186,6 +199,11 @@ def story(overlap: Overlap, claims: Sequence[FalseClaim], spans: Sequence[Span] 
         f"{second.start / 1e9:.3f}s from {', '.join(second.grants) or '?'}, and both held "
         f"it for {ms_text(overlap.overlap_ns)}."
     )
+    if _shared_token(overlap):
+        text += (
+            f" Both leases carry the same token ({(first.token or '')[:8]}…): a token must be "
+            "unique to its lease, and the lock cannot tell these two apart."
+        )
     firsts, seconds = _of(first, claims), _of(second, claims)
     for said, name in ((firsts, "The first lease"), (seconds, "The second lease")):
         if said:

@@ -587,3 +587,18 @@ def test_a_lease_whose_keys_its_own_holder_deleted_is_told_so() -> None:
     assert not any(f.by_its_holder for f in theirs.fates)
     o, claim = against(theirs, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)
     assert explain(o, [claim])[1] == "lease outlived its keys: deleted"
+
+
+def test_two_leases_that_carry_one_token_are_named_so_whatever_the_nodes_did() -> None:
+    """A library that derives its token from the host and process gives two threads one
+    token: the lock cannot tell their leases apart."""
+    apart = Overlap(
+        key="k0", overlap_ns=MS, first=side(0, ["n1"], 100, 1), second=side(1, ["n1"], 300, 2)
+    )
+    shared = msgspec.structs.replace(
+        apart, second=msgspec.structs.replace(apart.second, token="token-0")
+    )
+    story, name = explain(shared, [])
+    assert name == "two leases carried one token"
+    assert "Both leases carry the same token (token-0…)" in story
+    assert explain(apart, [])[1] != "two leases carried one token"
