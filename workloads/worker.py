@@ -323,6 +323,8 @@ class ClientLoop:
             if due > now:
                 time.sleep((min(due, hold_end) - now) / 1e9)
                 continue
+            if self.workload.honor_validity and now >= lease.deadline:
+                break  # woken past its validity (an extend due at its edge): it must leave
             extended = self.extend(lease)
             if extended is None:
                 break
