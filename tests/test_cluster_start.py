@@ -104,3 +104,24 @@ def test_an_exploration_whose_clusters_never_start_stops_unknown_after_three(
     assert "3 trials in a row could not run" in said
     for trial in report["trials"]:
         _nothing_left(Path(trial["run_dir"]))
+
+
+def test_an_exploration_whose_client_program_never_starts_stops_unknown_after_three(
+    tmp_path: Path,
+) -> None:
+    """A client program that exits before it answers init (a release that does not run
+    here): each trial is unknown for it, and three in a row stop the night, exit 2."""
+    (tmp_path / "gone.yaml").write_text("client: {command: [/bin/false]}\n")
+    store = tmp_path / "store"
+    flags = ["--model", "single-instance", "--trials", "10", "--seed", "1", "--no-shrink"]
+    flags += ["--store", str(store), "--jobs", "1"]
+    done = lockharness("explore", "--client", "gone.yaml", *flags, cwd=tmp_path, timeout=180)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, said
+    (directory,) = (store / "explore").iterdir()
+    report = json.loads((directory / "report.json").read_text())
+    assert report["stopped"].startswith("3 trials in a row could not run: worker w")
+    assert "before its clients were ready" in report["stopped"]
+    assert [t["verdict"] for t in report["trials"]] == ["unknown"] * 3
+    for trial in report["trials"]:
+        _nothing_left(Path(trial["run_dir"]))

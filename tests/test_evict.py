@@ -42,7 +42,7 @@ def _context(cluster: LocalCluster, tmp_path: Path) -> FaultContext:
 
 def _config(node: redis.Redis) -> tuple[str, str]:
     got = node.config_get("maxmemory", "maxmemory-policy")
-    return got["maxmemory"], got["maxmemory-policy"]
+    return str(got["maxmemory"]), str(got["maxmemory-policy"])
 
 
 def test_it_evicts_a_lock_key_and_leaves_the_node_as_it_was(

@@ -133,7 +133,7 @@ def assert_inside(model: FaultModel, s: Scenario) -> None:
     """Every fault of ``s`` is one of the model's: kind, targets, duration and options; the
     cluster's persistence and restart delay are the model's; faults start inside the run."""
     c, ttl = s.cluster, s.workload.ttl_ns
-    assert c.topology == "masters"
+    assert c.topology in model.values["cluster.topology"].bound.choices, c.topology
     assert _allows(model.nodes, c.nodes, ttl), c.nodes
     assert c.persistence in model.persistence.choices, c.persistence
     if (least := model.restart_delay.get(c.persistence)) is not None:

@@ -19,12 +19,19 @@ from lockharness.harness.explore.campaign.known_replay import known_failures
 from lockharness.harness.explore.campaign.report import INDEX_HTML
 from lockharness.harness.explore.campaign.request import ExploreRequest
 from lockharness.harness.explore.generate.defaults import DEFAULT_BUDGET_NS
-from lockharness.harness.explore.generate.model import load_model, model_lines, model_names
+from lockharness.harness.explore.generate.draw import bare_trial
+from lockharness.harness.explore.generate.model import (
+    FaultModel,
+    load_model,
+    model_lines,
+    model_names,
+)
 from lockharness.harness.merge.nights import write_nights
 from lockharness.harness.parallel.job_slots import default_jobs
 from lockharness.harness.parallel.sharding import UNSHARDED
 from lockharness.harness.run.backends import check_backend
-from lockharness.harness.scenario import ClientDoc, ClientSpec
+from lockharness.harness.scenario import ClientDoc, ClientSpec, resolve_scenario
+from lockharness.harness.scenario.checks import scenario_problems
 from lockharness.harness.scenario.model import ClusterSpec
 from lockharness.harness.store.layout import check_store
 from lockharness.workloads.client_doc import read_client, resolve_client, switch_client
@@ -79,6 +86,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     if (why := client.info().unavailable) is not None:
         raise BadInput(f"--client {args.client} cannot run here: {why}")
     model = load_model(args.model)
+    check_fits(model, client, args.model, args.client)
     backend = args.backend
     if backend is not None:
         check_backend(backend, ClusterSpec())
@@ -145,3 +153,12 @@ def command(args: argparse.Namespace, console: Console) -> int:
     with contextlib.suppress(OSError):  # a full store keeps its last page
         console.print(f"  the nights: {write_nights(args.store)}", highlight=False)
     return record.exit_code
+
+
+def check_fits(model: FaultModel, client: ClientSpec, model_ref: str, client_ref: str) -> None:
+    """BadInput before anything starts when the model's trials cannot run this client (a
+    replicated model and a client that needs independent masters, one that finds the
+    master through Sentinel in a model without Sentinels): its first trial, checked as a
+    run checks a scenario, says why."""
+    for path, reason in scenario_problems(resolve_scenario(bare_trial(model, client, 0))):
+        raise BadInput(f"--model {model_ref} does not fit --client {client_ref}: {path}: {reason}")

@@ -85,6 +85,11 @@ class RunOutcome:
         return exit_code(self.result, self.scenario.expectation, self.interrupted)
 
 
+# How a run's reason says its clients never started (a program that cannot start, a
+# library missing in the workers): explore counts such trials as it counts clusters.
+CLIENTS_NOT_READY = "before its clients were ready"
+
+
 class WorkerDied(Exception):
     """A worker process exited before the run's end."""
 
@@ -162,8 +167,8 @@ def _await_ready(workers: list[ManagedProcess], run_dir: RunDir, console: Consol
         for i, worker in enumerate(workers, start=1):
             if not worker.running():
                 raise WorkerDied(
-                    f"worker w{i} exited with code {worker.exit_code()} before "
-                    f"its clients were ready: {worker.log_tail(3)}"
+                    f"worker w{i} exited with code {worker.exit_code()} "
+                    f"{CLIENTS_NOT_READY}: {worker.log_tail(3)}"
                 )
         waited = time.monotonic() - waiting_since
         if waited > _READY_TIMEOUT_S:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -133,8 +134,24 @@ def versions_root() -> Path:
 
 
 def version_dir(library: Library, version: str) -> Path:
+    """The version's build: named by the client's sources too (a program's), so that a
+    change to them is built again rather than a stale build reused."""
     package = re.sub(r"[^A-Za-z0-9._-]+", "_", library.package)
-    return versions_root() / library.registry / package / version
+    sources = f"-{_sources_digest(library)}" if library.source else ""
+    return versions_root() / library.registry / package / f"{version}{sources}"
+
+
+_BUILD_OUTPUT = frozenset({"target", "bin", "node_modules"})  # what a build leaves there
+
+
+def _sources_digest(library: Library) -> str:
+    digest = hashlib.sha256()
+    root = source_dir(library)
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.is_file() and not _BUILD_OUTPUT & set(relative.parts):
+            digest.update(str(relative).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:10]
 
 
 def builder(library: Library, version: str, client: str) -> Builder:

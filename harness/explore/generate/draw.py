@@ -110,6 +110,12 @@ def _bare(
     return s
 
 
+def bare_trial(model: FaultModel, client: ClientSpec, seed: int) -> Scenario:
+    """The first trial ``seed`` draws, without its faults: the cluster and workload a client
+    must fit (its rules checked before an exploration starts)."""
+    return _bare(model, client, random.Random(f"{seed}:explore-trial"), trial_name(1), seed)
+
+
 def draw(
     model: FaultModel, client: ClientSpec, seed: int, number: int, first: int | None = None
 ) -> Trial:

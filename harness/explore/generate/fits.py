@@ -98,8 +98,6 @@ def outside(model: FaultModel, s: Scenario) -> list[str]:
     """Why ``s`` is outside ``model`` (empty: it is inside)."""
     problems: list[str] = []
     c, ttl = s.cluster, s.workload.ttl_ns
-    if c.topology != "masters":
-        problems.append(f"cluster.topology {c.topology}: explore draws masters only")
     for dim in model.dimensions:  # each says what of its own lies outside
         problems += dim.outside(model.values, s)
     fits_of: dict[str, FaultChoice] = {}

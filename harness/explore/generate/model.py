@@ -75,7 +75,8 @@ from lockharness.harness.explore.generate.trial_dims import least_restart_delay_
 
 SOME_WORKERS = "some"  # a worker-list option's choice: a random non-empty subset, drawn per trial
 MAX_MODEL_BYTES = 1 << 20
-# The kinds a model may name: explore draws independent masters, never a replicated cluster.
+# The kinds a model of independent masters may name; a replicated model (cluster.topology:
+# replicated) may name the replicated-only ones too (promote) and the targets master, replica.
 DRAWN_KINDS = tuple(k for k, c in KINDS.items() if not c.replicated_only)
 
 
@@ -137,9 +138,12 @@ class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     kind: Annotated[
         Text,
         Meta(
-            description="a kind of fault (docs/faults.md) that independent masters take",
-            extra={"allowed": ", ".join(DRAWN_KINDS)},
-            extra_json_schema={"enum": list(DRAWN_KINDS)},
+            description=(
+                "a kind of fault (docs/faults.md); a replicated-only one (promote) in a "
+                "replicated model only"
+            ),
+            extra={"allowed": ", ".join(KINDS)},
+            extra_json_schema={"enum": list(KINDS)},
         ),
     ]
     targets: Annotated[
@@ -476,18 +480,21 @@ def _convert_options(kind: str, data: dict[str, Any]) -> Any:
     return convert(data, KINDS[kind].Options, "options", Room())
 
 
-def _fault_choice(entry: FaultEntry, path: str) -> FaultChoice:
+def _fault_choice(entry: FaultEntry, path: str, replicated: bool) -> FaultChoice:
+    """``replicated``: the model's trials are all of the replicated topology."""
     kind = entry.kind
-    if kind not in KINDS or KINDS[kind].replicated_only:  # a plug-in kind counts too
-        kinds = ", ".join(DRAWN_KINDS)
+    if kind not in KINDS or (KINDS[kind].replicated_only and not replicated):
+        kinds = ", ".join(KINDS if replicated else DRAWN_KINDS)
         why = "is not a fault kind explore draws"
         if kind in KINDS:  # say why, or the user looks for a typo
-            why = "needs a replicated cluster, and explore draws independent masters"
+            why = "needs a replicated cluster: cluster.topology: replicated in this model"
         raise Invalid(f"{path}.kind", f"{kind!r} {why}; allowed: {kinds}")
     cls = KINDS[kind]
     words = (
         WORKER_TARGETS
         if cls.target_kind == "workers"
+        else NODE_TARGETS
+        if replicated
         else tuple(t for t in NODE_TARGETS if t not in REPLICATED_TARGETS)
     )
     targets = [entry.targets] if isinstance(entry.targets, str) else entry.targets
@@ -541,6 +548,11 @@ def _load_dimensions(data: Any, base: Path | None) -> tuple[Dimension, ...]:
     return (*BUILT_IN, *dict.fromkeys(found))
 
 
+def _replicated(doc: Any) -> bool:
+    """Every trial of the model is replicated: it may name master, replica and promote."""
+    return list(doc.cluster.topology.bound.choices) == ["replicated"]
+
+
 def read_model(data: Any, source: str, stem: str) -> FaultModel:
     """Invalid at the first broken rule."""
     # Plug-in kinds (module:Class) and dimensions are loaded first: the entries are read
@@ -556,7 +568,9 @@ def read_model(data: Any, source: str, stem: str) -> FaultModel:
         description=" ".join(doc.description.split()),
         source=source,
         file=doc,
-        faults=tuple(_fault_choice(f, f"faults[{i}]") for i, f in enumerate(doc.faults)),
+        faults=tuple(
+            _fault_choice(f, f"faults[{i}]", _replicated(doc)) for i, f in enumerate(doc.faults)
+        ),
         dimensions=dims,
     )
     for dim in dims:

@@ -31,7 +31,7 @@ from lockharness.harness.explore.generate.bounds import (
 from lockharness.harness.explore.generate.dimension import Dimension, Drawing, Shrinking
 from lockharness.harness.explore.generate.edits import ceil_div, with_workload
 from lockharness.harness.explore.generate.whole_ms import MS, whole_ms
-from lockharness.harness.scenario.model import PERSISTENCE_MODES, Scenario
+from lockharness.harness.scenario.model import PERSISTENCE_MODES, TOPOLOGIES, Scenario
 from lockharness.workloads.timing import ExtendAt
 
 _AT_DEADLINE = 1 / 3  # the chance the longest holds are drawn at the TTL (see Hold)
@@ -55,6 +55,14 @@ class Keys(WholeNumbers):
 
 class PersistenceModes(Words):
     words = PERSISTENCE_MODES
+
+
+class Topologies(Words):
+    words = TOPOLOGIES
+
+
+class SentinelCount(WholeNumbers):
+    least, most = 0, 7
 
 
 def _cluster(s: Scenario, **changes: Any) -> Scenario:
@@ -369,3 +377,55 @@ class Nesting(Dimension):
     def shown(self, values: Mapping[str, Any]) -> str | None:
         shown = values[self.key].bound.shown()
         return None if shown == "0" else f"nesting {shown}"
+
+
+class Topology(Dimension):
+    """Independent masters, or one master and its replicas (async replication, failover):
+    drawn from its own stream; not mutated nor shrunk, since the faults' targets (master,
+    replica) were drawn for it."""
+
+    key = "cluster.topology"
+    bound = Topologies
+    default = "masters"
+    meaning = "independent masters, or replicated: n1 master, the rest its replicas (failover)"
+    stream = "topology"
+
+    def draw(self, d: Drawing, s: Scenario, rng: random.Random) -> Scenario:
+        return _cluster(s, topology=d.bound(self.key).draw(rng))
+
+    def outside(self, values: Mapping[str, Any], s: Scenario) -> list[str]:
+        bound, topology = values[self.key].bound, s.cluster.topology
+        return (
+            [] if bound.holds(topology) else [f"{self.key} {topology} is outside {bound.shown()}"]
+        )
+
+    def shown(self, values: Mapping[str, Any]) -> str | None:
+        shown = values[self.key].bound.shown()
+        return None if shown == "masters" else f"topology {shown}"
+
+
+class Sentinels(Dimension):
+    """A replicated trial's Redis Sentinels (0: the harness's own promotions only), drawn
+    from its own stream; not mutated nor shrunk (the faults were drawn for them)."""
+
+    key = "cluster.sentinels"
+    bound = SentinelCount
+    default = 0
+    meaning = "Redis Sentinels watching a replicated trial (0: the harness's promotions only)"
+    stream = "sentinels"
+
+    def draw(self, d: Drawing, s: Scenario, rng: random.Random) -> Scenario:
+        if s.cluster.topology != "replicated":
+            return s  # masters: none are started, whatever the number says
+        return _cluster(s, sentinels=int(d.bound(self.key).draw(rng, whole=True)))
+
+    def outside(self, values: Mapping[str, Any], s: Scenario) -> list[str]:
+        bound, n = values[self.key].bound, s.cluster.sentinels
+        if s.cluster.topology != "replicated" or bound.holds(n):
+            return []
+        return [f"{self.key} {n} is outside {bound.shown()}"]
+
+    def shown(self, values: Mapping[str, Any]) -> str | None:
+        if values[Topology.key].bound.shown() == "masters":
+            return None
+        return f"sentinels {values[self.key].bound.shown()}"
