@@ -234,7 +234,7 @@ public final class RedissonClientMain {
    * logged: a node down at init is an error at its first use, not at init).
    */
   private RedissonClient connect(String address, Long watchdogMs) {
-    RedissonClient redisson = Redisson.create(config(address, watchdogMs));
+    RedissonClient redisson = create(address, watchdogMs);
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WARM_UP_MS);
     for (int attempt = 1; ; attempt++) {
       try {
@@ -257,7 +257,9 @@ public final class RedissonClientMain {
   /** A connection refused (the node is down), not a connection too slow for the timeout. */
   private static boolean refused(Throwable e) {
     for (Throwable cause = e; cause != null; cause = cause.getCause()) {
-      if (cause instanceof java.net.ConnectException) {
+      // Netty's ConnectTimeoutException is a ConnectException too: slow, not down.
+      if (cause instanceof java.net.ConnectException
+          && !cause.getClass().getSimpleName().contains("Timeout")) {
         return true;
       }
     }
@@ -388,6 +390,25 @@ public final class RedissonClientMain {
       return null;
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException(name + ": " + e.getCause(), e.getCause());
+    }
+  }
+
+  /**
+   * Redisson.create. A release without lazy initialisation (before 3.16, NAME@VERSION)
+   * connects here, and a fresh JVM on a loaded machine can take longer than the timeout
+   * for its first connection: tried again until WARM_UP_MS, unless the node refused.
+   */
+  private RedissonClient create(String address, Long watchdogMs) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WARM_UP_MS);
+    while (true) {
+      try {
+        return Redisson.create(config(address, watchdogMs));
+      } catch (RuntimeException e) {
+        if (refused(e) || System.nanoTime() > deadline) {
+          throw e;
+        }
+        System.err.println("connect " + address + ": " + e.getMessage() + "; again");
+      }
     }
   }
 
