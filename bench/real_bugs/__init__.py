@@ -53,6 +53,9 @@ class RealBug(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # needs no fault: every run shows it).
     found_by: Literal["explore", "run"] = "explore"
     scenario: str | None = None  # for found_by run: the built-in scenario
+    # For found_by run: client threads per worker (`--threads`), as the polyglot matrix runs
+    # a JVM client (a dozen JVMs of a release that connects at start do not start on 2 cores).
+    threads: int | None = None
     notes: str = ""  # what the harness needs to reach it, or why it may not
 
     @property

@@ -82,10 +82,13 @@ def fixed_row(bug: RealBug, report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_once(release: str, scenario: str, seed: int, store: Path) -> dict[str, Any]:
-    """One run of ``scenario`` with ``release``: its results.json (with the exit code)."""
-    argv = [sys.executable, "-m", "lockharness", "run", scenario, "--client", release]
+def run_once(release: str, bug: RealBug, seed: int, store: Path) -> dict[str, Any]:
+    """One run of ``bug``'s scenario with ``release``: its results.json (with the exit code)."""
+    assert bug.scenario is not None
+    argv = [sys.executable, "-m", "lockharness", "run", bug.scenario, "--client", release]
     argv += ["--seed", str(seed), "--store", str(store)]
+    argv += [] if bug.threads is None else ["--threads", str(bug.threads)]
+    scenario = bug.scenario
     print(f"bench.real_bugs: {release} in {scenario}, seed {seed}", file=sys.stderr)
     done = subprocess.run(argv, stdout=sys.stderr, check=False)
     latest = store / "latest" / "results.json"
@@ -113,9 +116,8 @@ def measure_bug(
         if problem := build(release):
             return row | {"not_run": f"{release}: {problem}", "met": False}
     if bug.found_by == "run":
-        assert bug.scenario is not None
-        stuck = [_stuck(run_once(buggy, bug.scenario, s, tmp / f"buggy-{s}")) for s in seeds]
-        fixed_stuck = _stuck(run_once(fixed, bug.scenario, seeds[0], tmp / "fixed"))
+        stuck = [_stuck(run_once(buggy, bug, s, tmp / f"buggy-{s}")) for s in seeds]
+        fixed_stuck = _stuck(run_once(fixed, bug, seeds[0], tmp / "fixed"))
         return row | {
             "buggy": [{"liveness_stuck": s} for s in stuck],
             "fixed": {"liveness_stuck": fixed_stuck},

@@ -19,6 +19,7 @@ import org.redisson.Redisson;
 import org.redisson.RedissonRedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
 /**
@@ -55,6 +56,7 @@ public final class RedissonClientMain {
   private static final String REDLOCK = "redisson-redlock";
   private static final String RLOCK = "redisson-rlock";
   private static final long WARM_UP_MS = 3000;
+  private static final int INIT_CONNECT_MS = 2000;
   private static final String EXIT = "exit after this reply"; // never printed
 
   private final String client;
@@ -285,15 +287,20 @@ public final class RedissonClientMain {
     Config config = new Config();
     // Reflection: releases before 3.16 (NAME@VERSION) have no lazy initialisation; there a
     // node down at init is an error at init.
-    call(config, "setLazyInitialization", new Class<?>[] {boolean.class}, true);
+    boolean lazy = call(config, "setLazyInitialization", new Class<?>[] {boolean.class}, true) != null;
     config.setThreads(2).setNettyThreads(2);
+    // The locks write no objects: a codec without reflection. Older releases' default
+    // (JBoss Marshalling) reflects into java.base, which Java 17 refuses.
+    config.setCodec(StringCodec.INSTANCE);
     if (watchdogMs != null) {
       config.setLockWatchdogTimeout(watchdogMs);
     }
     config
         .useSingleServer()
         .setAddress(address)
-        .setConnectTimeout(timeoutMs)
+        // Connected at init when not lazily (a fresh JVM among a dozen on a loaded
+        // machine): the connect timeout is roomier there; the response timeout is the same.
+        .setConnectTimeout(lazy ? timeoutMs : Math.max(timeoutMs, INIT_CONNECT_MS))
         .setTimeout(timeoutMs)
         .setRetryAttempts(0)
         .setConnectionMinimumIdleSize(1)
@@ -404,7 +411,8 @@ public final class RedissonClientMain {
       try {
         return Redisson.create(config(address, watchdogMs));
       } catch (RuntimeException e) {
-        if (refused(e) || System.nanoTime() > deadline) {
+        boolean connecting = e.getClass().getSimpleName().equals("RedisConnectionException");
+        if (!connecting || refused(e) || System.nanoTime() > deadline) {
           throw e;
         }
         System.err.println("connect " + address + ": " + e.getMessage() + "; again");
