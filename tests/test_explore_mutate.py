@@ -11,11 +11,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from lockharness.faults.spec import FaultPlan, FaultSpec
-from lockharness.harness.explore.generate.draw import draw
+from lockharness.harness.explore.generate.draw import bare_trial, draw
 from lockharness.harness.explore.generate.fits import outside
 from lockharness.harness.explore.generate.model import FaultModel, load_model, model_names
 from lockharness.harness.explore.generate.mutate import MUTATIONS, Mutant, apply_mutation, mutate
@@ -51,6 +51,12 @@ def _trial(model: FaultModel, client: ClientSpec, seed: int) -> Trial:
     return draw(model, client, seed, 1)
 
 
+def _fits(model: FaultModel, client: ClientSpec) -> None:
+    """A model that does not fit the client (a replicated one, a Redlock client) is refused
+    before an exploration starts (harness/cli/explore.py): no trial of the pair is drawn."""
+    assume(not list(scenario_problems(bare_trial(model, client, 0))))
+
+
 @_SETTINGS
 @given(
     model=st.sampled_from(sorted(MODELS)),
@@ -63,6 +69,7 @@ def test_each_mutation_keeps_the_scenario_rules_and_the_model(
     model: str, client: str, kind: str, seed: int, donor_seed: int, tmp_path: Path
 ) -> None:
     fault_model, spec = MODELS[model], CLIENTS[client]
+    _fits(fault_model, spec)
     parent, donor = _trial(fault_model, spec, seed), _trial(fault_model, spec, donor_seed)
     m = Mutant(parent.scenario, dict(parent.drawn), fault_model, random.Random(seed))
     what = apply_mutation(m, kind, donor)
@@ -79,6 +86,7 @@ def test_a_chain_of_mutants_keeps_the_rules(
     model: str, seed: int, steps: int, tmp_path: Path
 ) -> None:
     fault_model, spec = MODELS[model], CLIENTS["redlock-extend"]
+    _fits(fault_model, spec)
     trial = donor = _trial(fault_model, spec, seed)
     for step in range(steps):
         trial = mutate(trial, fault_model, spec, seed + step + 1, step + 2, donor)

@@ -49,7 +49,7 @@ def buggy_row(bug: RealBug, report: dict[str, Any]) -> dict[str, Any]:
     """One exploration of the buggy release: found (with the entry's signature), how fast,
     and what it shrank to."""
     found = _matching(report, bug.signature)
-    first = found[0] if found else None
+    earliest = found[0] if found else None  # report.json's, a document
     shrunk = [v for v in found if v.get("minimal")]
     best = shrunk[0] if shrunk else None
     small = bool(
@@ -59,12 +59,12 @@ def buggy_row(bug: RealBug, report: dict[str, Any]) -> dict[str, Any]:
         "trials": len(report["trials"]),
         "violations": len(report["violations"]),
         "signatures": sorted({v.get("signature") or "none" for v in report["violations"]}),
-        "found_after_s": first["found_after_s"] if first else None,
+        "found_after_s": earliest["found_after_s"] if earliest else None,
         "faults": f"{best['original_faults']} -> {best['minimal_faults']}" if best else "-",
         "minimal_rate": f"{best['minimal_hit']} of {best['minimal_run']}" if best else "-",
         "minimal": best["minimal"] if best else None,
-        "story": first.get("story") if first else None,
-        "met": bool(first) and small,
+        "story": earliest.get("story") if earliest else None,
+        "met": bool(earliest) and small,
     }
 
 
@@ -97,8 +97,8 @@ def run_once(release: str, bug: RealBug, seed: int, store: Path) -> dict[str, An
 
 
 def _stuck(results: dict[str, Any]) -> bool:
-    liveness = results.get("liveness")
-    return isinstance(liveness, dict) and liveness.get("verdict") == "stuck"
+    said = results.get("liveness")  # results.json's, a document
+    return isinstance(said, dict) and said.get("verdict") == "stuck"
 
 
 def measure_bug(

@@ -72,7 +72,7 @@ class Evict(Fault):
         for name in self.targets:
             with self._admin(name) as client:
                 used = int(client.info("memory")["used_memory"])
-                self.evicted_before[name] = int(client.info("stats")["evicted_keys"])
+                self.evicted_before[name] = _evicted(client)
                 limits[name] = used + HEADROOM_BYTES
                 client.config_set("maxmemory-policy", self.options.policy)
                 client.config_set("maxmemory", limits[name])
@@ -132,11 +132,17 @@ def _restore(ctx: FaultContext, name: str, evicted_before: int | None) -> int | 
             client.unlink(*batch)
         if evicted_before is None:
             return None
-        return int(client.info("stats")["evicted_keys"]) - evicted_before
+        return _evicted(client) - evicted_before
     except redis.RedisError:
         return None
     finally:
         client.close()
+
+
+def _evicted(client: redis.Redis) -> int:
+    """The node's count of keys evicted since it started (INFO's evicted_keys)."""
+    counters: dict[str, Any] = client.info("stats")
+    return int(counters["evicted_keys"])
 
 
 def _batches(keys: Any, size: int = 1000) -> Any:

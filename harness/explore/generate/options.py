@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 import msgspec
 
@@ -29,6 +29,14 @@ def _field(kind: str, name: str) -> msgspec.structs.FieldInfo:
     return next(f for f in option_fields(kind) if f.encode_name == name)
 
 
+def _whole(field: msgspec.structs.FieldInfo) -> bool:
+    """An int option (evict's rate): a range of it is drawn in whole numbers."""
+    tp = field.type
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp is int
+
+
 def _typed(field: msgspec.structs.FieldInfo, value: Any, room: Room) -> Any:
     """A value of the model's (as its file writes it: "200ms") or a drawn one, in the
     field's type, as a scenario file's would be read."""
@@ -44,7 +52,7 @@ def draw_option(choice: FaultChoice, name: str, rng: random.Random, ttl: int, ro
     field, bound = _field(choice.kind, name), choice.options[name]
     if bound.is_range and bound.durations:
         return _typed(field, draw_ms(bound, rng, ttl), room)
-    value = bound.draw(rng, ttl)
+    value = bound.draw(rng, ttl, whole=_whole(field))
     if value == SOME_WORKERS and is_worker_list(field):
         chosen = rng.sample(range(1, room.workers + 1), rng.randint(1, room.workers))
         return tuple(f"w{w}" for w in sorted(chosen))
