@@ -111,12 +111,9 @@ class Gate:
         pass
 
 
-def written(tmp_path: Path, gated: bool) -> list[Event]:
-    """A worker's client loop through every outcome of every call, with the anchor gate
-    holding its calls or not: the events it wrote."""
-    path = tmp_path / f"history.{int(gated)}.jsonl"
+def client_loop(path: Path, workload: WorkloadSpec, client: Any) -> ClientLoop:
+    """A worker's loop for one process, over ``client``, writing its history to ``path``."""
     t0 = time.monotonic_ns()
-    workload = WorkloadSpec(hold_min_ns=MS, hold_max_ns=MS, acquire_timeout_ns=0)
     task = WorkerTask(
         worker=1,
         first_process=0,
@@ -130,8 +127,17 @@ def written(tmp_path: Path, gated: bool) -> list[Event]:
         history_path=str(path),
     )
     recorder = Recorder(path, lambda: time.monotonic_ns() - t0)
+    return ClientLoop(task, 0, recorder, threading.Event(), lambda *_: client)
+
+
+def written(tmp_path: Path, gated: bool) -> list[Event]:
+    """A worker's client loop through every outcome of every call, with the anchor gate
+    holding its calls or not: the events it wrote."""
+    path = tmp_path / f"history.{int(gated)}.jsonl"
+    workload = WorkloadSpec(hold_min_ns=MS, hold_max_ns=MS, acquire_timeout_ns=0)
     client = Scripted()
-    loop = ClientLoop(task, 0, recorder, threading.Event(), lambda *_: client)
+    loop = client_loop(path, workload, client)
+    recorder = loop.rec
     resource = Resource()
     loop.resource = resource  # type: ignore[assignment]
     loop.gate = Gate() if gated else None  # type: ignore[assignment]

@@ -5,20 +5,15 @@ had expired and another client could take it: an overlap no correct lock can pre
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.protocol import Lease
-from lockharness.workloads.recorder import Recorder
 from lockharness.workloads.spec import WorkloadSpec
-from lockharness.workloads.task import ClientTask, WorkerTask
 from lockharness.workloads.timing import ExtendAt
 from lockharness.workloads.worker import ClientLoop
-from tests.test_op_values import FAR, MS, Scripted
+from tests.test_op_values import MS, Scripted, client_loop
 
 pytestmark = pytest.mark.unit
 
@@ -34,23 +29,8 @@ class Counting(Scripted):
 
 
 def _loop(tmp_path: Path, client: Counting) -> ClientLoop:
-    path = tmp_path / "history.jsonl"
-    t0 = time.monotonic_ns()
     workload = WorkloadSpec(extend=True, extend_at=ExtendAt(margin_ns=MS), ttl_ns=1000 * MS)
-    task = WorkerTask(
-        worker=1,
-        first_process=0,
-        nodes=(Endpoint("n1", "127.0.0.1", 1),),
-        resource=Endpoint("resource", "127.0.0.1", 2),
-        client=ClientTask(),
-        workload=workload,
-        t0_ns=t0,
-        end_ns=FAR,
-        seed=1,
-        history_path=str(path),
-    )
-    recorder = Recorder(path, lambda: time.monotonic_ns() - t0)
-    return ClientLoop(task, 0, recorder, threading.Event(), lambda *_: client)
+    return client_loop(tmp_path / "history.jsonl", workload, client)
 
 
 def test_an_extend_due_past_the_deadline_is_not_sent(tmp_path: Path) -> None:
@@ -61,7 +41,7 @@ def test_an_extend_due_past_the_deadline_is_not_sent(tmp_path: Path) -> None:
     loop.hold(past, hold_end=now + 50 * MS, granted_at=now - 900 * MS, margin=None)
     assert client.extends == 0
     # Before its deadline, an extend due 1 ms before it is sent (and granted here).
-    client.extended = Lease("k0", "t", now + FAR, ("n1",))
+    client.extended = Lease("k0", "t", now + 10**13, ("n1",))
     ahead = Lease("k0", "t", loop.clock() + 20 * MS, ("n1",))
     loop.hold(ahead, hold_end=loop.clock() + 30 * MS, granted_at=loop.clock(), margin=None)
     assert client.extends == 1
