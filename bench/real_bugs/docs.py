@@ -30,7 +30,8 @@ def _found(row: dict[str, Any] | None) -> tuple[str, str]:
         return f"stuck in {stuck} of {len(row['buggy'])} runs", "-"
     times = [r["found_after_s"] for r in row["buggy"] if r["found_after_s"] is not None]
     median = f"{statistics.median(times):.0f} s" if times else "-"
-    return f"{len(times)} of {len(row['buggy'])} seeds", median
+    spent = f" ({row['spent']})" if "spent" in row else ""
+    return f"{len(times)} of {len(row['buggy'])} seeds{spent}", median
 
 
 def _fixed(row: dict[str, Any] | None) -> str:
@@ -65,9 +66,16 @@ def corpus_table() -> str:
     ]
     rows += [_row(name, bug, figures.get(bug.name)) for name, bug in corpus().items()]
     stories = [
-        f"- **`{name}`** ({bug.mechanism.strip()}) As the harness told it: "
-        f"{figures[bug.name]['buggy'][0].get('story') or 'no story (not found)'}"
+        f"- **`{name}`** ({bug.mechanism.strip()}) As the harness told it: {_story(row)}"
         for name, bug in corpus().items()
-        if bug.name in figures and figures[bug.name].get("buggy") and bug.found_by == "explore"
+        if (row := figures.get(bug.name)) is not None
+        and row.get("buggy")
+        and bug.found_by == "explore"
     ]
     return "\n".join(rows) + "\n" + ("\n" + "\n".join(stories) + "\n" if stories else "")
+
+
+def _story(row: dict[str, Any]) -> str:
+    """The first seed's story that has one: a violation with the entry's signature."""
+    told = [r["story"] for r in row["buggy"] if r.get("story")]
+    return told[0] if told else "no story: not found"

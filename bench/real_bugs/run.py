@@ -111,7 +111,12 @@ def measure_bug(
     more: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     buggy, fixed = f"{bug.client}@{bug.buggy}", f"{bug.client}@{bug.fixed}"
-    row: dict[str, Any] = {"bug": bug.name, "library": bug.library, "kind": bug.kind}
+    row: dict[str, Any] = {
+        "bug": bug.name,
+        "library": bug.library,
+        "kind": bug.kind,
+        "spent": f"{len(seeds)} x {format_duration(budget_ns)}, fixed {format_duration(fixed_ns)}",
+    }
     for release in (buggy, fixed):
         if problem := build(release):
             return row | {"not_run": f"{release}: {problem}", "met": False}

@@ -32,6 +32,16 @@ class GoModule(Builder):
         go = go_command()
         self.run([go, "get", f"{self.library.package}@{self.version}"], work)
         self.run([go, "get", "."], work)  # what the client's imports now need
+        # Those imports may need a newer release of the module itself (a driver package
+        # the older one lacks): then this is not the release asked for, and says so.
+        listed = [go, "list", "-m", "-f", "{{.Version}}", self.library.package]
+        got = self.run(listed, work).strip()
+        if got != self.version:
+            raise self.refused(
+                f"the client's imports need {self.library.package} {got}, not {self.version} "
+                "(a package the release lacks): this release cannot be built with this client",
+                listed,
+            )
         (into / "bin").mkdir()
         build = [go, "build", "-p", "1", "-trimpath", "-buildvcs=false"]
         self.run([*build, "-o", str(into / "bin" / self.client), "."], work)
