@@ -55,7 +55,7 @@ from lockharness.core.errors import BadInput
 from lockharness.core.typed_input import Invalid, Text, convert, json_schema
 from lockharness.core.yaml_read import input_document, line_of, read_input_file
 from lockharness.faults.plugin import FaultKindError, is_plugin_kind, load_kind, places
-from lockharness.faults.registry import KINDS
+from lockharness.faults.registry import BUILT_IN_KINDS, KINDS
 from lockharness.faults.spec import NODE_TARGETS, REPLICATED_TARGETS, WORKER_TARGETS, Room
 from lockharness.harness.explore.generate.bounds import (
     Bound,
@@ -77,7 +77,7 @@ SOME_WORKERS = "some"  # a worker-list option's choice: a random non-empty subse
 MAX_MODEL_BYTES = 1 << 20
 # The kinds a model of independent masters may name; a replicated model (cluster.topology:
 # replicated) may name the replicated-only ones too (promote) and the targets master, replica.
-DRAWN_KINDS = tuple(k for k, c in KINDS.items() if not c.replicated_only)
+DRAWN_KINDS = tuple(k for k, c in BUILT_IN_KINDS.items() if not c.replicated_only)
 
 
 # ---- the file, as msgspec Structs: types, defaults, what each key means --------------------
@@ -142,8 +142,8 @@ class FaultEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
                 "a kind of fault (docs/faults.md); a replicated-only one (promote) in a "
                 "replicated model only"
             ),
-            extra={"allowed": ", ".join(KINDS)},
-            extra_json_schema={"enum": list(KINDS)},
+            extra={"allowed": ", ".join(BUILT_IN_KINDS)},
+            extra_json_schema={"enum": list(BUILT_IN_KINDS)},
         ),
     ]
     targets: Annotated[
@@ -484,7 +484,7 @@ def _fault_choice(entry: FaultEntry, path: str, replicated: bool) -> FaultChoice
     """``replicated``: the model's trials are all of the replicated topology."""
     kind = entry.kind
     if kind not in KINDS or (KINDS[kind].replicated_only and not replicated):
-        kinds = ", ".join(KINDS if replicated else DRAWN_KINDS)
+        kinds = ", ".join(BUILT_IN_KINDS if replicated else DRAWN_KINDS)
         why = "is not a fault kind explore draws"
         if kind in KINDS:  # say why, or the user looks for a typo
             why = "needs a replicated cluster: cluster.topology: replicated in this model"
