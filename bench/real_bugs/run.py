@@ -88,8 +88,7 @@ def run_once(release: str, bug: RealBug, seed: int, store: Path) -> dict[str, An
     argv = [sys.executable, "-m", "lockharness", "run", bug.scenario, "--client", release]
     argv += ["--seed", str(seed), "--store", str(store)]
     argv += [] if bug.threads is None else ["--threads", str(bug.threads)]
-    scenario = bug.scenario
-    print(f"bench.real_bugs: {release} in {scenario}, seed {seed}", file=sys.stderr)
+    print(f"bench.real_bugs: {release} in {bug.scenario}, seed {seed}", file=sys.stderr)
     done = subprocess.run(argv, stdout=sys.stderr, check=False)
     latest = store / "latest" / "results.json"
     results: dict[str, Any] = json.loads(latest.read_text()) if latest.exists() else {}

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -144,6 +145,7 @@ def version_dir(library: Library, version: str) -> Path:
 _BUILD_OUTPUT = frozenset({"target", "bin", "node_modules"})  # what a build leaves there
 
 
+@functools.cache  # the sources do not change under a running harness: read them once
 def _sources_digest(library: Library) -> str:
     digest = hashlib.sha256()
     root = source_dir(library)
@@ -178,7 +180,9 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def prepared(library: Library, version: str, client: str, say: object = None) -> Path:
+def prepared(
+    library: Library, version: str, client: str, say: Callable[[str], None] | None = None
+) -> Path:
     """``version`` of ``library`` built (now, on first use) for ``client``: its cache
     directory. ``say``: called with a line before a build starts (progress)."""
     check_version(library, version)
@@ -186,7 +190,7 @@ def prepared(library: Library, version: str, client: str, say: object = None) ->
     make = builder(library, version, client)
     with _locked(built.with_name(built.name + ".lock")):
         if not built.is_dir():
-            if callable(say):
+            if say is not None:
                 say(f"building {client}@{version} ({library.package}, first use) into {built}")
             scratch = built.with_name(f".{built.name}.{os.getpid()}")
             shutil.rmtree(scratch, ignore_errors=True)
