@@ -84,6 +84,11 @@ class NodeFate(msgspec.Struct, frozen=True):
     # The command that deleted or overwrote it ("DEL"; "script DEL": a script's call).
     ended_with: str | None = None
     own: bool = False  # deleted by a script given the lease's own token: its holder's call
+    by_token: str | None = None  # the token the command that ended it carried (NodeHold)
+    # The process whose lease carried ``by_token`` (one process's tokens only), and its
+    # lock call in flight when the node did it (checker.in_flight; None: none, or unknown).
+    sender: int | str | None = None
+    call: str | None = None
 
     @property
     def by_its_holder(self) -> bool:
@@ -91,14 +96,23 @@ class NodeFate(msgspec.Struct, frozen=True):
 
     def describe(self) -> str:
         when = "" if self.at is None else f" at {self.at / 1e9:.3f}s"
-        by = f" by {self.by}" if self.by else ""
-        how = ""
-        if self.ended_with:
-            script, _, command = self.ended_with.rpartition(" ")
-            how = f" with a script's {command}" if script else f" with {command}"
         back = "" if self.back is None else f", back without it at {self.back / 1e9:.3f}s"
-        whose = ", given its own token: by its own holder" if self.by_its_holder else ""
-        return f"{self.node}: {self.ended}{when}{by}{how}{whose}{back}"
+        return f"{self.node}: {self.ended}{when}{self._by()}{back}"
+
+    def _by(self) -> str:
+        """Who ended it, by what command: the process, when its token says, and its call
+        in flight then; else the client as the node names it."""
+        script, _, command = (self.ended_with or "").rpartition(" ")
+        if self.sender is None:
+            by = f" by {self.by}" if self.by else ""
+            how = ("a script's " if script else "") + command
+            by += f" with {how}" if command else ""
+            return by + (", given its own token: by its own holder" if self.by_its_holder else "")
+        by = f" by {'its own holder, ' if self.by_its_holder else ''}process {self.sender}"
+        by += f"'s {'script ' if script else ''}{command}" if command else ""
+        by += f" (from {self.by})" if self.by else ""
+        by += ", given its own token" if self.by_its_holder else ""
+        return by + (f", while its {self.call} was in flight" if self.call else "")
 
 
 class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
@@ -275,7 +289,27 @@ def check_claims(
             continue
         ttl = (ttl_ns or {}).get(section.key)
         found += _check_section(section, record, readable, len(nodes), quorum, cuts, healed_at, ttl)
-    return Claims(found, unjudged)
+    return Claims(_with_senders(found, sections), unjudged)
+
+
+def _with_senders(found: list[FalseClaim], sections: Sequence[Section]) -> list[FalseClaim]:
+    """``found`` with each fate's sender: the process whose leases carried the token the
+    command that ended the key carried. A token of two processes' leases names nobody."""
+    owners: dict[str, set[int | str]] = defaultdict(set)
+    for s in sections:
+        if s.token is not None:
+            owners[s.token].add(s.process)
+
+    def sender(fate: NodeFate) -> NodeFate:
+        processes = owners.get(fate.by_token or "", set())
+        if len(processes) != 1:
+            return fate
+        return msgspec.structs.replace(fate, sender=next(iter(processes)))
+
+    return [
+        msgspec.structs.replace(c, fates=[sender(f) for f in c.fates]) if c.fates else c
+        for c in found
+    ]
 
 
 def _counted_until(section: Section) -> int:
@@ -447,7 +481,14 @@ def _fate(node: str, hold: NodeHold, ttl_ns: int | None) -> NodeFate:
     ):
         ended = EARLY
     return NodeFate(
-        node, ended, hold.until_ns, hold.ended_by, hold.back_ns, hold.ended_with, hold.own
+        node,
+        ended,
+        hold.until_ns,
+        hold.ended_by,
+        hold.back_ns,
+        hold.ended_with,
+        hold.own,
+        hold.by_token,
     )
 
 

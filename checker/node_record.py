@@ -81,6 +81,11 @@ class NodeHold(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     # Deleted by a script given this very value (a compare-and-delete with its token): by
     # its own holder, or a client holding the same token. Not in a record before 2026-12-02.
     own: bool = msgspec.field(default=False)
+    # The token its deleter or overwriter carried: a script's first argument, else the
+    # latest value that client had set or tried to set (its connection's lease), which
+    # names the process whose lease it was (checker.claims). Not in a record before
+    # 2026-12-02.
+    by_token: str | None = msgspec.field(default=None)
 
     def to_plain(self) -> dict[str, Any]:
         """As a line of node-record.jsonl: ``ended_by`` always, ``back`` when known."""
@@ -141,6 +146,7 @@ class _Node:
         self.expired: dict[str, int] = {}
         self.doubt: dict[str, tuple[int, Value]] = {}
         self.last: dict[str, int] = {}  # per key: its latest hold's index in ``out``
+        self.tokens: dict[str, str] = {}  # per client: the latest value it set or tried to
 
     # -- placing the node's clock on the history's
     def _at(self, ts_us: int, latest: int) -> int:
@@ -182,8 +188,15 @@ class _Node:
                 None if back is None else max(back, at),
                 held.extended,
                 own,
+                None if by is None else self._sender_token(key, by),
             )
         )
+
+    def _sender_token(self, key: str, by: str) -> str | None:
+        """The token the command ending ``key`` carried: a script's first argument (when
+        ``key`` is one of its keys), else the latest value its client set or tried to."""
+        argument = self._argument(key) if self.client == "lua" else None
+        return argument if argument is not None else self.tokens.get(by)
 
     def _begin(
         self, key: str, value: Value, at: int, why: str, by: str, expire: int | None
@@ -339,6 +352,8 @@ class _Node:
     def _store(
         self, key: str, value: Value, expire: int | None, by: str, at: int, keep_ttl: bool = False
     ) -> None:
+        if isinstance(value, str):
+            self.tokens[by] = value
         held = self.held.get(key)
         if held is not None and held.value == value:  # the same value again: a refresh
             held.expire_us = held.expire_us if keep_ttl else expire
@@ -353,6 +368,7 @@ class _Node:
         if not rest:
             return
         value, options = rest[0], [o.upper() for o in rest[1:]]
+        self.tokens[by] = value  # refused or not, the value its client's lease carries
         expire = _expiry(options, ts)
         if "NX" in options:
             self._set_nx(key, value, expire, by, at, ts, keep_ttl="KEEPTTL" in options)

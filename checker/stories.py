@@ -33,7 +33,10 @@ whatever the run, seed or client, so that violations group by it:
                                               (" by its own holder": every deletion a
                                               script given the lease's own token, its
                                               holder's own call: an extend or a retry
-                                              that deletes), overwritten)
+                                              that deletes; " in its extend" (release,
+                                              acquire) when every one came while that
+                                              call of its holder was in flight),
+                                              overwritten)
     holder went on past its validity         (no false claim; the earlier lease ran past
                                               its deadline: a pause, a slow client)
     not explained by the node record         (no false claim, no overrun: a failover's
@@ -166,8 +169,11 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
         fates = Counter(f.ended for f in lost)
         if fates:
             commonest = sorted(fates.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-            mine = [f.by_its_holder for f in lost if f.ended == commonest]
-            whose = OWN_HOLDER if mine and all(mine) else ""
+            mine = [f for f in lost if f.ended == commonest]
+            whose = OWN_HOLDER if all(f.by_its_holder for f in mine) else ""
+            calls = {f.call for f in mine}
+            if whose and len(calls) == 1 and None not in calls:
+                whose += f" in its {calls.pop()}"  # the call that deleted them: its extend
             return f"lease outlived its keys: {commonest}{whose}"
     if overlap.first.overran_deadline_ns:
         return OVERRAN

@@ -23,6 +23,7 @@ from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.exposure import check_exposure
 from lockharness.checker.failover import with_failovers
 from lockharness.checker.fencing import check_fencing
+from lockharness.checker.in_flight import with_calls
 from lockharness.checker.kinds import Findings, views_of
 from lockharness.checker.liveness import check_liveness
 from lockharness.checker.mutex import check_mutual_exclusion
@@ -153,12 +154,15 @@ def _check(
     else:
         claims = check_claims(sections, (), (), 1, in_effect, healed, ttl_ns)
     counts["false_claims"] = len(claims.found)
+    found_claims = claims.found
+    if total and truth is not None:  # which call sent each command a story tells of
+        found_claims = with_calls(found_claims, history)
     stats = Stats(**counts)
 
     views = views_of(Findings(found, grouped, end))  # the kinds of evidence of their own
     evidence = CheckResult(
         Verdict.VALID, stats=stats, liveness=liveness, fencing=fencing, exposure=exposure,
-        claims=claims.found[:cap], claims_unjudged=claims.unjudged, views=views,
+        claims=found_claims[:cap], claims_unjudged=claims.unjudged, views=views,
     )  # fmt: skip
 
     def result(verdict: Verdict, witnesses: list[Witness], reasons: list[str]) -> CheckResult:
@@ -169,7 +173,7 @@ def _check(
         # Capped per view, so the resource's own evidence is never crowded out by overlaps.
         shown = mutex[:cap]  # each told why, against the node record, once it is shown
         if truth is not None:
-            shown = [explained(overlap, claims.found, in_effect) for overlap in shown]
+            shown = [explained(overlap, found_claims, in_effect) for overlap in shown]
         witnesses: list[Witness] = [*shown, *resource[:cap]]
         if len(witnesses) < total:
             reasons.append(f"showing {len(witnesses)} of {total} witnesses")

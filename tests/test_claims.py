@@ -21,6 +21,7 @@ from lockharness.checker import (
     fault_spans,
     telling,
 )
+from lockharness.checker.in_flight import with_calls
 from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, EventType
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`
@@ -587,6 +588,59 @@ def test_a_lease_whose_keys_its_own_holder_deleted_is_told_so() -> None:
     assert not any(f.by_its_holder for f in theirs.fates)
     o, claim = against(theirs, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)
     assert explain(o, [claim])[1] == "lease outlived its keys: deleted"
+
+
+def test_a_deletion_names_the_process_whose_token_it_carried_and_its_call_in_flight() -> None:
+    """Who deleted a key: the process whose lease carried the token the command carried
+    (checker.node_record's ``by_token``), and its lock call in flight then, from one pass
+    over the history: "deleted by its own holder, process 0's script DEL, while its
+    extend was in flight". A token two processes' leases carried names nobody."""
+    s = section(("n1", "n2", "n3"))  # process 0, token T
+    other = section(("n1",), token="U", start=700, end=800, deadline=None, process=4)
+
+    def deleted(by_token: str, own: bool) -> list[NodeHold]:
+        gone = [hold(n, until=300, ended="deleted") for n in ("n1", "n2", "n3")]
+        return [
+            msgspec.structs.replace(
+                h, ended_by="127.0.0.1:5", ended_with="script DEL", own=own, by_token=by_token
+            )
+            for h in gone
+        ]
+
+    history = [
+        Event(index=0, process=0, type=INVOKE, f="extend", time=280 * MS, key="k0", token="T"),
+        Event(index=1, process=0, type="ok", f="extend", time=320 * MS, key="k0", token="T"),
+        Event(index=2, process=4, type=INVOKE, f="release", time=299 * MS, key="k0", token="U"),
+    ]
+
+    def of_process_0(found: list[FalseClaim]) -> list[FalseClaim]:
+        return [c for c in found if c.process == 0]  # process 4's own grant is not judged here
+
+    (mine,) = of_process_0(check_claims([s, other], deleted("T", True), NODES, 3).found)
+    assert {f.sender for f in mine.fates} == {0} and {f.call for f in mine.fates} == {None}
+    (told,) = with_calls([mine], history)
+    assert {f.call for f in told.fates} == {"extend"}
+    assert told.fates[0].describe() == (
+        "n1: deleted at 0.300s by its own holder, process 0's script DEL (from 127.0.0.1:5), "
+        "given its own token, while its extend was in flight"
+    )
+    o, claim = against(told, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)
+    name = "lease outlived its keys: deleted by its own holder in its extend"
+    assert explain(o, [claim])[1] == name
+    o, claim = against(mine, ["n1", "n2", "n3"], ["n1", "n2", "n4"], 310)  # no call known
+    assert explain(o, [claim])[1] == "lease outlived its keys: deleted by its own holder"
+    # Another process's token: that process, its call then (a release never answered).
+    found = check_claims([s, other], deleted("U", False), NODES, 3).found
+    (theirs,) = with_calls(of_process_0(found), history)
+    assert {(f.sender, f.call) for f in theirs.fates} == {(4, "release")}
+    assert "by process 4's script DEL (from 127.0.0.1:5), while its release was in flight" in (
+        theirs.fates[0].describe()
+    )
+    # A token two processes carried names nobody: the connection only.
+    shared = msgspec.structs.replace(other, token="T")
+    (nobody,) = of_process_0(check_claims([s, shared], deleted("T", True), NODES, 3).found)
+    assert {f.sender for f in nobody.fates} == {None}
+    assert "by 127.0.0.1:5 with a script's DEL" in nobody.fates[0].describe()
 
 
 def test_two_leases_that_carry_one_token_are_named_so_whatever_the_nodes_did() -> None:

@@ -161,3 +161,55 @@ def test_lockharness_check_of_a_run_judges_the_claims_as_run_did(tmp_path: Path)
     # Not necessarily the first line: an acquire invoked within the claims' slack (2 ms)
     # of the cut's start is not certainly cut off; n4 never held its token, said as such.
     assert again == said and any("out of its worker's reach" in line for line in again), done.stdout
+
+
+RENEW_DELETES = '''\
+"""BROKEN on purpose: a renew that runs the release script (py-sherlock 0.4.0's
+RedisLock.renew): it deletes its own key and says the lock is renewed."""
+
+from lockharness.workloads.clients.single import SingleInstanceLock
+from lockharness.workloads.protocol import Lease
+from lockharness.workloads.validity import validity_deadline
+
+
+class RenewDeletes(SingleInstanceLock):
+    """BROKEN on purpose: extend deletes the key"""
+
+    def extend(self, lease, ttl_ms):
+        started = self.clock()
+        self.release(lease)
+        return Lease(lease.key, lease.token, validity_deadline(started, ttl_ms), lease.grants)
+'''
+# Every hold outlasts its TTL: each is extended once at least, and so deleted by its own
+# holder while the other worker waits for the key.
+EXTENDED_HOLDS = """\
+description: holds past the TTL, each extended
+expect: invalid
+duration: 3s
+seed: 3
+cluster: {nodes: 1}
+client: {class: renew_deletes:RenewDeletes}
+workload:
+  {workers: 2, threads: 1, keys: 1, ttl: 300ms, hold_min: 500ms, hold_max: 600ms, extend: true}
+"""
+
+
+def test_a_key_its_own_holders_extend_deleted_is_told_by_process_and_call(tmp_path: Path) -> None:
+    """Who deleted the key, as the story tells it: the process whose lease's token the
+    script carried, its own holder, and its call in flight then (its extend)."""
+    (tmp_path / "renew_deletes.py").write_text(RENEW_DELETES)
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(EXTENDED_HOLDS)
+    code, results, _, output = run(tmp_path, str(scenario))
+    assert code == 0 and results["verdict"] == "invalid", output  # as expected
+    overlaps = [w for w in results["witnesses"] if w.get("story")]
+    assert overlaps, output
+    told = overlaps[0]
+    assert told["signature"] == "lease outlived its keys: deleted by its own holder in its extend"
+    first = told["first"]["process"]
+    assert (
+        f"by its own holder, process {first}'s script DEL" in told["story"]
+        and "while its extend was in flight" in told["story"]
+    ), told["story"]
+    fates = [f for c in results["claims"] if c["process"] == first for f in c["fates"]]
+    assert fates and all(f["sender"] == first and f["call"] == "extend" for f in fates), fates

@@ -240,18 +240,26 @@ def test_known_failures_are_replayed_first_night_after_night(tmp_path: Path) -> 
     assert night2["violations"] == [], "a find of the known cause was shrunk again"
 
     (tmp_path / "my_lock.py").write_text(source)  # the fix: same identity, new version
-    nights = [night1, night2]
-    for number in (3, 4, 5):
+    nights, passing = [night1, night2], 0
+    # A night whose replays a busy machine left unknown (the harness late: never the lock's
+    # fault) neither counts nor breaks the streak: another night is run, up to a bound.
+    for number in range(3, 9):
         code, said, night = _explore(tmp_path, store, number)
         assert night["version"] != broken_version
         (known,) = night["known"]
-        assert known["versions"] == f"failed on {broken_version}, passes on {night['version']}"
         assert code in (0, 2), said  # nothing fails now (2: too few trials decided, at worst)
-        if number < 5:
+        nights.append(night)
+        if known["status"].startswith("unknown tonight"):
+            assert known["versions"] == f"failed on {broken_version}" and not known["fixed"]
+            continue
+        passing += 1
+        assert known["versions"] == f"failed on {broken_version}, passes on {night['version']}"
+        if passing < 3:
             assert known["status"] == "passes now (0 of 2)" and not known["fixed"], said
         else:
             assert known["status"] == "fixed (passed 3 nights in a row)" and known["fixed"]
-        nights.append(night)
+            break
+    assert passing == 3, f"{len(nights) - 2 - passing} nights of replays were unknown"
     listed = lockharness("known", "--store", str(store), cwd=tmp_path)
     assert listed.returncode == 0 and "fixed (passed 3 nights in a row)" in listed.stdout
     _the_morning_page_shows_the_nights(tmp_path, store, nights)
@@ -274,7 +282,8 @@ def _the_morning_page_shows_the_nights(tmp_path: Path, store: Path, nights: list
     (signature,) = {v["signature"] for v in nights[0]["violations"]}
     table = page.split("<h3>my_lock:MyLock under slow-release</h3>")[1].split("</table>")[0]
     rows = table.split("<tr>")[2:]  # newest night first
-    assert len(rows) == 5, table
+    assert len(rows) == len(nights), table
     states = [row.split('<span class="')[1].split('"')[0] for row in rows]
-    assert states == ["fixed", "passes", "passes", "still", "new"], rows
+    # Between the first pass and the fix, nights that passed or were unknown: both "passes".
+    assert states == ["fixed", *["passes"] * (len(nights) - 3), "still", "new"], rows
     assert all(signature in row for row in rows)

@@ -498,3 +498,28 @@ def test_a_deletion_by_a_script_given_the_keys_own_value_is_its_holders_own() ->
         ("c", "deleted", "DEL", False),
     ]
     assert out[0].to_plain()["own"] is True and "own" not in out[1].to_plain()
+
+
+def test_what_ended_a_hold_names_the_token_its_sender_carried() -> None:
+    """The token a deleter or overwriter carried: a script's first argument, else the
+    latest value its connection set or tried to set (the lease its process held then)."""
+    out = holds(
+        snapshot(0, {}),
+        cmd(10, "set", "k0", "a", "NX", "PX", "1000", client="c1"),
+        cmd(15, "set", "k0", "b", "NX", "PX", "1000", client="c2"),  # refused, yet b's
+        cmd(20, "del", "k0", client="c2"),  # a plain DEL from b's connection
+        cmd(30, "set", "k0", "c", "NX", "PX", "1000", client="c3"),
+        cmd(40, "eval", "sha1:x", "1", "k0", "c", client="c4"),  # given c's token
+        cmd(40.1, "get", "k0", client="lua"),
+        cmd(40.2, "del", "k0", client="lua"),
+        cmd(50, "set", "k0", "d", "NX", "PX", "1000", client="c3"),
+        cmd(60, "set", "k0", "e", "PX", "1000", client="c5"),  # over it: e's own SET
+        cmd(70, "del", "k0", client="c9"),  # a connection that never set: nobody's
+    )
+    assert [(h.value, h.ended, h.by_token) for h in out] == [
+        ("a", "deleted", "b"),
+        ("c", "deleted", "c"),
+        ("d", "overwritten", "e"),
+        ("e", "deleted", None),
+    ]
+    assert [h.own for h in out] == [False, True, False, False]
