@@ -72,8 +72,9 @@ client-redisson:
 # Other releases of the clients' libraries (NAME@VERSION, workloads/versions/), built once
 # into .tools/versions/ by the harness itself, as a run's first use would: the ones
 # tests/test_client_versions.py runs. A missing toolchain skips that one (said).
-CLIENT_VERSIONS ?= redsync@v4.17.0 node-redlock@5.0.0-beta.1 redisson-rlock@3.40.0 \
-  pottery-redlock@3.0.0 go-zero@v1.3.1 go-zero@v1.3.2 redis-semaphore@5.3.0 redis-semaphore@5.3.1
+CLIENT_VERSIONS ?= redsync@v4.17.0 redsync@v4.0.3 redsync@v4.0.4 node-redlock@5.0.0-beta.1 \
+  redisson-rlock@3.40.0 pottery-redlock@3.0.0 go-zero@v1.3.1 go-zero@v1.3.2 \
+  redis-semaphore@5.3.0 redis-semaphore@5.3.1
 client-versions: python-env
 	@for client in $(CLIENT_VERSIONS); do \
 	  $(CURDIR)/.venv/bin/python -m lockharness build-client $$client \

@@ -6,8 +6,10 @@ input naming the package, the version and what the registry said."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -23,15 +25,18 @@ from lockharness.workloads.client_doc import (
     read_client,
 )
 from lockharness.workloads.registry import CLIENTS
-from lockharness.workloads.versions import version_dir
+from lockharness.workloads.versions import VersionError, prepared, version_dir
+from lockharness.workloads.versions.go import sorts_before
 from tests.conftest import lockharness
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.server
 
-# One older release per registry, each one `make client-versions` builds at setup.
+# One older release per registry, each one `make client-versions` builds at setup; and a
+# release older than the client's default API (redsync's api_v4_0.go, go-redis v8).
 OLDER = {
     "go": ("redsync", "v4.17.0", "redlock-baseline", "go-redsync/redsync v4.17.0"),
+    "go, older API": ("redsync", "v4.0.3", "redlock-baseline", "go-redsync/redsync v4.0.3"),
     "npm": ("node-redlock", "5.0.0-beta.1", "redlock-baseline", "redlock 5.0.0-beta.1"),
     "maven": ("redisson-rlock", "3.40.0", "single-baseline", "redisson 3.40.0"),
     "pypi": ("pottery-redlock", "3.0.0", "redlock-baseline", "pottery 3.0.0"),
@@ -59,7 +64,7 @@ def test_every_library_client_names_its_pinned_build_as_its_default() -> None:
         "optional-dependencies"
     ]
     assert set(extras["clients"]) <= {f"{p}=={v}" for p, v in locked.items()}
-    assert {lib.registry for lib in libraries.values()} == set(OLDER)
+    assert {lib.registry for lib in libraries.values()} == {k.split(",")[0] for k in OLDER}
     for name, lib in libraries.items():
         want = pinned[lib.package] if lib.registry != "pypi" else locked[lib.package]
         assert lib.default == want, name
@@ -119,9 +124,7 @@ def test_a_bad_version_on_the_command_line_is_bad_input(tmp_path: Path) -> None:
     [
         ("pottery-redlock@9.9.9", "No matching distribution found for pottery==9.9.9"),
         ("node-redlock@9.9.9", "No matching version found for redlock@9.9.9"),
-        # Served, but older than the client's imports allow (no go-redis v9 driver): never
-        # built as the newer release the module graph would pick instead.
-        ("redsync@v4.0.3", "not v4.0.3 (a package the release lacks)"),
+        ("redsync@v4.99.0", "v4.99.0"),
     ],
 )
 def test_a_version_the_registry_does_not_serve_is_bad_input_with_its_answer(
@@ -182,3 +185,39 @@ def test_an_older_release_is_built_once_and_runs_as_the_client(
     assert json.loads((run_dir / "results.json").read_text())["client"] == written
     logs = "".join(p.read_text() for p in sorted(run_dir.glob("worker-w*.log")))
     assert announced in logs, logs[-2000:]
+
+
+def test_a_release_the_clients_imports_would_move_is_refused_not_built_as_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built from the default API's files only (no older API declared), redsync v4.0.3
+    lacks the go-redis v9 driver they import: the module graph would build v4.18.1 instead.
+    It is refused, naming both; with the older API it builds as itself (above)."""
+    monkeypatch.setenv("LOCKHARNESS_VERSIONS_DIR", str(tmp_path / "versions"))
+    library = CLIENTS["redsync"].library
+    assert library is not None and library.older_api is not None
+    if shutil.which("go") is None and not Path("/usr/local/go/bin/go").exists():
+        pytest.skip("no Go toolchain here")
+    without = dataclasses.replace(library, older_api=None)
+    with pytest.raises(VersionError) as refused:
+        prepared(without, "v4.0.3", "redsync")
+    said = str(refused.value)
+    assert "not v4.0.3 (a package the release lacks)" in said, said
+    assert not version_dir(without, "v4.0.3").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("version", "than", "older"),
+    [
+        ("v4.0.3", "v4.12.0", True),
+        ("v4.11.9", "v4.12.0", True),
+        ("v4.12.0", "v4.12.0", False),
+        ("v4.12.0-rc.1", "v4.12.0", True),  # a pre-release comes before its release
+        ("v4.18.1", "v4.12.0", False),
+        ("v10.0.0", "v9.9.9", False),  # by number, not by text
+    ],
+)
+def test_the_older_api_is_chosen_by_module_version_order(
+    version: str, than: str, older: bool
+) -> None:
+    assert sorts_before(version, than) is older

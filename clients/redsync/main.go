@@ -1,11 +1,14 @@
 // A lockharness client (docs/client-protocol.md) that translates the protocol to
-// go-redsync/redsync v4 over one go-redis v9 pool per node: Redlock over independent
-// masters, exactly as the library does it, with nothing added.
+// go-redsync/redsync v4 over one go-redis pool per node: Redlock over independent
+// masters, exactly as the library does it, with nothing added. What differs between
+// releases lives in api.go (v4.12.0 on, go-redis v9) and api_v4_0.go (every v4 release
+// before, go-redis v8: build tag redsync_v4_0).
 //
 // It speaks protocol 2 (and 1, for a worker that offers only 1): a certain failure is
 // `refused` with the library's error as the reason (version 1: `granted: false`).
 //
-// Mapping of redsync's outcomes (redsync's mutex.go, error.go):
+// Mapping of redsync's outcomes (redsync's mutex.go, error.go; v4.12.0 on: api_v4_0.go says
+// how older releases differ):
 //
 //	acquire: TryLock (= WithTries(1)) returns nil -> granted. Any error is the library's
 //	  refusal: it has already sent its release to every node, and its caller would not
@@ -26,7 +29,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -35,8 +37,6 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
-	goredislib "github.com/redis/go-redis/v9"
 )
 
 const module = "github.com/go-redsync/redsync/v4"
@@ -69,13 +69,14 @@ type reply map[string]any
 type client struct {
 	version int // the protocol version agreed at init
 	rs      *redsync.Redsync
-	clients []*goredislib.Client
+	clients []closer
 	quorum  int
 	held    map[string]heldLock // token -> the mutex that acquired (or last extended) it
 }
 
 type heldLock struct {
 	m     *redsync.Mutex
+	key   string
 	ttlMs int64 // the mutex's expiry: redsync keeps it private, and fixes it at NewMutex
 }
 
@@ -210,21 +211,13 @@ func timeoutOption(options map[string]any) (time.Duration, error) {
 	return timeout, nil
 }
 
-// init makes one go-redis client (and redsync pool) per node. MaxRetries -1: go-redis
-// would otherwise retry a command 3 times on a network error, hiding each failure
-// behind up to four timeouts; the per-node timeout is the socket timeout.
+// init makes one go-redis client (and redsync pool) per node (dial, in the API's file).
 func (c *client) init(nodes []node, timeout time.Duration) {
 	pools := make([]redis.Pool, 0, len(nodes))
 	for _, n := range nodes {
-		rc := goredislib.NewClient(&goredislib.Options{
-			Addr:         fmt.Sprintf("%s:%d", n.Host, n.Port),
-			DialTimeout:  timeout,
-			ReadTimeout:  timeout,
-			WriteTimeout: timeout,
-			MaxRetries:   -1,
-		})
+		pool, rc := dial(fmt.Sprintf("%s:%d", n.Host, n.Port), timeout)
 		c.clients = append(c.clients, rc)
-		pools = append(pools, goredis.NewPool(rc))
+		pools = append(pools, pool)
 	}
 	c.rs = redsync.New(pools...)
 	c.quorum = len(nodes)/2 + 1
@@ -240,16 +233,16 @@ func (c *client) mutex(key string, ttlMs int64, extra ...redsync.Option) *redsyn
 
 func (c *client) acquire(id int64, key string, ttlMs int64) reply {
 	received := time.Now()
-	m := c.mutex(key, ttlMs)
-	if err := m.TryLock(); err != nil {
+	m, token, until, err := c.lock(key, ttlMs)
+	if err != nil {
 		log.Printf("acquire %s refused: %v", key, err)
 		return c.refused(id, err.Error())
 	}
-	c.held[m.Value()] = heldLock{m, ttlMs}
+	c.held[token] = heldLock{m, key, ttlMs}
 	return reply{
-		"id": id, "granted": true, "token": m.Value(),
-		"validity_ms": validityMs(m.Until(), received), "fencing": nil,
-		"redis_key": m.Name(), "value": m.Value(),
+		"id": id, "granted": true, "token": token,
+		"validity_ms": validityMs(until, received), "fencing": nil,
+		"redis_key": key, "value": token,
 	}
 }
 
@@ -260,18 +253,29 @@ func validityMs(until, received time.Time) int64 {
 }
 
 // heldMutex returns the mutex that acquired the lease (if its expiry is ttlMs, or any
-// ttlMs is fine), else the library's own way to act on a lock another mutex took: a
-// new mutex carrying the value (WithValue). That covers a token this process released
-// already, and an extend by another TTL (a mutex's expiry is fixed when it is made).
-func (c *client) heldMutex(l lease, ttlMs int64, anyTTL bool) *redsync.Mutex {
-	if h, ok := c.held[l.Token]; ok && h.m.Name() == l.Key && (anyTTL || h.ttlMs == ttlMs) {
-		return h.m
+// ttlMs is fine), else one made to act on a lock another mutex took (withValue, in the
+// API's file; nil where the API has no way): a token this process released already, an
+// extend by another TTL (a mutex's expiry is fixed when it is made).
+func (c *client) heldMutex(l lease, ttlMs int64, anyTTL bool) (*redsync.Mutex, int64) {
+	h, ok := c.held[l.Token]
+	ok = ok && h.key == l.Key
+	if ok && (anyTTL || h.ttlMs == ttlMs) {
+		return h.m, h.ttlMs
 	}
-	return c.mutex(l.Key, ttlMs, redsync.WithValue(l.Token))
+	if m := c.withValue(l, ttlMs); m != nil {
+		return m, ttlMs
+	}
+	if ok { // the API cannot make another: the one that took it, at its own expiry
+		return h.m, h.ttlMs
+	}
+	return nil, 0
 }
 
 func (c *client) release(id int64, l lease) reply {
-	m := c.heldMutex(l, 1, true) // Unlock does not use the expiry
+	m, _ := c.heldMutex(l, 1, true) // Unlock does not use the expiry
+	if m == nil {
+		return reply{"id": id, "released": false} // not this process's, nor can it act on it
+	}
 	ok, err := m.Unlock()
 	delete(c.held, l.Token)
 	if ok {
@@ -286,11 +290,15 @@ func (c *client) release(id int64, l lease) reply {
 
 func (c *client) extend(id int64, l lease, ttlMs int64) reply {
 	received := time.Now()
-	m := c.heldMutex(l, ttlMs, false)
+	m, expiry := c.heldMutex(l, ttlMs, false)
+	if m == nil {
+		return c.refused(id, "not a lease of this process")
+	}
 	ok, err := m.Extend()
 	if ok {
-		c.held[l.Token] = heldLock{m, ttlMs}
-		return reply{"id": id, "granted": true, "validity_ms": validityMs(m.Until(), received)}
+		c.held[l.Token] = heldLock{m, l.Key, expiry}
+		until := extendedUntil(m, received, expiry)
+		return reply{"id": id, "granted": true, "validity_ms": validityMs(until, received)}
 	}
 	if c.unknown(err) {
 		return reply{"id": id, "error": fmt.Sprintf("extend %s: %v", l.Key, err)}
@@ -301,40 +309,6 @@ func (c *client) extend(id int64, l lease, ttlMs int64) reply {
 		reason = err.Error()
 	}
 	return c.refused(id, reason)
-}
-
-// unknown: after a failed Unlock or Extend, could the nodes that did not answer
-// (RedisError) have completed a quorum? Every node's outcome is one of: done, expired
-// (ErrLockAlreadyExpired), taken (ErrNodeTaken) or failed (RedisError); so done+failed =
-// nodes - expired - taken. ErrTaken alone means a quorum was taken: definitely not.
-func (c *client) unknown(err error) bool {
-	if err == nil || errors.Is(err, redsync.ErrExtendFailed) {
-		return false
-	}
-	var taken *redsync.ErrTaken
-	if errors.As(err, &taken) {
-		return false
-	}
-	answeredNo := 0
-	for _, e := range flatten(err) {
-		var nodeTaken *redsync.ErrNodeTaken
-		if errors.Is(e, redsync.ErrLockAlreadyExpired) || errors.As(e, &nodeTaken) {
-			answeredNo++
-		}
-	}
-	return len(c.clients)-answeredNo >= c.quorum
-}
-
-// flatten undoes errors.Join (redsync joins one error per node).
-func flatten(err error) []error {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		var all []error
-		for _, e := range joined.Unwrap() {
-			all = append(all, flatten(e)...)
-		}
-		return all
-	}
-	return []error{err}
 }
 
 func (c *client) close() {

@@ -22,7 +22,13 @@ class Redsync(ExtendingProgramClient):
     """Go: go-redsync/redsync v4.18.1, Redlock over every node, one TryLock; release Unlock, extend Extend"""  # noqa: E501
 
     name = "redsync"
-    library = Library("go", "github.com/go-redsync/redsync/v4", "v4.18.1", "clients/redsync")
+    library = Library(
+        "go",
+        "github.com/go-redsync/redsync/v4",
+        "v4.18.1",
+        "clients/redsync",
+        older_api=("v4.12.0", "redsync_v4_0"),  # before it: api_v4_0.go, go-redis v8
+    )
     Options = ReferenceOptions
     needs_masters = True
     rank = 30

@@ -2,7 +2,8 @@
 sources copied, ``go get module@version`` (which also takes the go.sum lines and any newer
 dependency that release needs), ``go get .`` (the go.sum lines of a module that release
 imports and the pinned build does not: go-zero v1.3.1's go-redis v8), then the same
-reproducible build `make clients` does."""
+reproducible build `make clients` does; a release older than the library's ``older_api``
+names is built with that API's build tag (clients/redsync's api_v4_0.go)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ class GoModule(Builder):
         work = into / "src"
         shutil.copytree(source_dir(self.library), work, ignore=shutil.ignore_patterns("bin"))
         go = go_command()
+        tags = self._tags()
+        self._keep_one_api(work)
         self.run([go, "get", f"{self.library.package}@{self.version}"], work)
-        self.run([go, "get", "."], work)  # what the client's imports now need
+        self.run([go, "get", *tags, "."], work)  # what the client's imports now need
         # Those imports may need a newer release of the module itself (a driver package
         # the older one lacks): then this is not the release asked for, and says so.
         listed = [go, "list", "-m", "-f", "{{.Version}}", self.library.package]
@@ -43,6 +46,36 @@ class GoModule(Builder):
                 listed,
             )
         (into / "bin").mkdir()
-        build = [go, "build", "-p", "1", "-trimpath", "-buildvcs=false"]
+        build = [go, "build", "-p", "1", "-trimpath", "-buildvcs=false", *tags]
         self.run([*build, "-o", str(into / "bin" / self.client), "."], work)
         shutil.rmtree(work)
+
+    def _keep_one_api(self, work: Path) -> None:
+        """Remove the other API's files from the copy: ``go get`` resolves the imports of
+        every file whatever its build tags (the newer API's driver would pull the module
+        up to the release that has it)."""
+        older = self.library.older_api
+        if older is None:
+            return
+        other = f"//go:build !{older[1]}" if self._tags() else f"//go:build {older[1]}"
+        for path in work.glob("*.go"):
+            if path.read_text().splitlines()[:1] == [other]:
+                path.unlink()
+
+    def _tags(self) -> list[str]:
+        """The build flags for this release: the older API's tag when it is older."""
+        older = self.library.older_api
+        if older is None or not sorts_before(self.version, older[0]):
+            return []
+        return ["-tags", older[1]]
+
+
+def sorts_before(version: str, than: str) -> bool:
+    """Whether Go module ``version`` sorts before ``than`` (a pre-release before its
+    release, as semver orders them)."""
+
+    def key(v: str) -> tuple[tuple[int, ...], int, str]:
+        core, dash, pre = v.lstrip("v").split("+")[0].partition("-")
+        return tuple(int(n) for n in core.split(".")), 0 if dash else 1, pre
+
+    return key(version) < key(than)

@@ -45,6 +45,9 @@ class Library:
     # A program's sources (under clients/), built again against another version; empty
     # for a Python library (installed beside the project's venv, on the workers' path).
     source: str = ""
+    # Releases older than the first one the sources' default build supports are built with
+    # a build tag whose files speak their older API: (that first release, the tag). Go only.
+    older_api: tuple[str, str] | None = None
 
     def __str__(self) -> str:
         return f"{self.package} {self.default} ({REGISTRY_NAMES[self.registry]})"
