@@ -14,6 +14,10 @@ A class declares, on itself (DeclaredClient gives each its default):
     renews = True            renews its own leases while held (a watchdog): explore draws
                              holds past several TTLs for it
     ttl_step_ms = 1000       the TTLs it can set are multiples of this
+    redis_py_only = True     it talks to Redis through redis-py only (declared on the class
+                             itself: a subclass may send by other means): a call that
+                             raised before any command left is then a certain failure
+                             (lockharness.core.connect), not an outcome unknown
     library = Library("npm", "redlock", "5.0.0-beta.2", "clients/node-redlock")
                              the real library it runs (workloads/versions/): its registry,
                              package and pinned version; any other is NAME@VERSION
@@ -57,6 +61,7 @@ class DeclaredClient:
     needs_masters: ClassVar[bool] = False
     reentrant: ClassVar[bool] = False
     renews: ClassVar[bool] = False
+    redis_py_only: ClassVar[bool] = False
     ttl_step_ms: ClassVar[int] = 1
     library: ClassVar[Library | None] = None
     # Where listings put it, read from the class itself (lower first; then by module).
@@ -166,3 +171,8 @@ def _options(cls: type, label: str) -> type[ClientOptions]:
             shown = "a Struct that is not a ClientOptions"
         raise DeclarationError(f"{label}.Options is {shown}; expected: {_OPTIONS_EXPECTED}")
     return options
+
+
+def redis_py_only(cls: type) -> bool:
+    """Whether ``cls`` itself declares that it talks to Redis through redis-py only."""
+    return vars(cls).get("redis_py_only", False) is True

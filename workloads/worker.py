@@ -38,6 +38,7 @@ from pathlib import Path
 import msgspec
 
 from lockharness.core.clock import ClockReader
+from lockharness.core.connect import ELSEWHERE, Sends, counting
 from lockharness.core.history import (
     ACQUIRE,
     ENTER,
@@ -64,6 +65,7 @@ from lockharness.core.op_values import (
 from lockharness.core.run_dir import RunDir
 from lockharness.workloads.anchor_gate import GATE_WAIT_S, GateClient
 from lockharness.workloads.client_build import Builder, client_builder
+from lockharness.workloads.declaration import redis_py_only
 from lockharness.workloads.lease_rules import broken_rule
 from lockharness.workloads.program import ProgramClient, ProgramError
 from lockharness.workloads.protocol import (
@@ -113,7 +115,12 @@ class ClientLoop:
         self.rng = random.Random(f"{task.seed}:{process}")
         self.workload = task.workload  # the same after the go (which sets t0 only)
         self.keys = task.workload.key_names
-        self.client: LockClient = build(task.nodes, self.clock, task.discovery)
+        # Each command its connections begin to send (core.connect): a call that raised
+        # before any left changed no node, a certain failure (for a redis-py-only client).
+        self.sends = Sends()
+        with counting(self.sends):
+            self.client: LockClient = build(task.nodes, self.clock, task.discovery)
+        self.counted = redis_py_only(type(self.client))
         if isinstance(self.client, CrashPoint):  # e.g. setnx-expire, between its two commands
             self.client.crash_between = self._crash_if_armed
         run_dir = RunDir(Path(task.history_path).parent)  # beside the worker's shard
@@ -143,14 +150,25 @@ class ClientLoop:
 
     def run(self) -> None:
         try:
-            while self.running():
-                key = self.rng.choice(self.keys)
-                lease = self.acquire(key)
-                if lease is not None:
-                    self.release(*self.critical_section(lease))
-                    self.pause()
+            with counting(self.sends):  # a client its library makes later counts too
+                while self.running():
+                    key = self.rng.choice(self.keys)
+                    lease = self.acquire(key)
+                    if lease is not None:
+                        self.release(*self.critical_section(lease))
+                        self.pause()
         finally:
             self.close()
+
+    def _sent(self) -> tuple[int, int]:
+        return self.sends.count, ELSEWHERE.count
+
+    def _unsent(self, e: Exception, before: tuple[int, int], called: int | None) -> Refusal | None:
+        """The refusal of a call that raised before any command left (neither on its
+        client's connections nor on any other in the process): it changed no node."""
+        if not self.counted or self._sent() != before:
+            return None
+        return Refusal(refused=f"nothing sent: {type(e).__name__}: {e}", called=called)
 
     def pause(self) -> None:
         """``between``: the wait after a section before the next acquire, cut short by the
@@ -178,13 +196,17 @@ class ClientLoop:
         while self.running():
             invoked = self.rec.record(self.process, INVOKE, ACQUIRE, key, value=asked)
             called = self._ask(ACQUIRE, key, None, invoked, (), leave_by)
+            before = self._sent()
             try:
                 lease = self.client.acquire(key, ttl_ms)
             except Refused as e:
                 self.rec.record(self.process, FAIL, ACQUIRE, key, value=_refused(e, called))
                 lease = None
             except Exception as e:
-                self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e, called))
+                if unsent := self._unsent(e, before, called):
+                    self.rec.record(self.process, FAIL, ACQUIRE, key, value=unsent)
+                else:
+                    self.rec.record(self.process, INFO, ACQUIRE, key, value=_error(e, called))
                 lease = None
             else:
                 if lease is not None and (broken := self._broken(lease, invoked, called)):
@@ -349,6 +371,7 @@ class ClientLoop:
         if self.workload.honor_validity and lease.deadline is not None:
             leave_by = lease.deadline - EXIT_BUDGET_NS
         called = self._ask(EXTEND, lease.key, lease.token, invoked, lease.grants, leave_by)
+        before = self._sent()
         try:
             extended = self.client.extend(lease, ttl_ms)
         except Refused as e:
@@ -357,7 +380,10 @@ class ClientLoop:
                 return dataclasses.replace(lease, deadline=self.clock())
             return None
         except Exception as e:
-            self._not_extended(lease, INFO, _error(e, called))
+            if unsent := self._unsent(e, before, called):
+                self._not_extended(lease, FAIL, unsent)
+            else:
+                self._not_extended(lease, INFO, _error(e, called))
             return None
         if extended is None:
             self._not_extended(lease, FAIL, Refusal(called=called))
@@ -427,12 +453,16 @@ class ClientLoop:
             self.gate.released(lease.key, lease.token)
         called = self._ask(RELEASE, lease.key, lease.token, invoked, lease.grants, leave_by)
         key, token = lease.key, lease.token
+        before = self._sent()
         try:
             released = self.client.release(lease)
         except Refused as e:
             self.rec.record(self.process, FAIL, RELEASE, key, token, _refused(e, called))
         except Exception as e:
-            self.rec.record(self.process, INFO, RELEASE, key, token, _error(e, called))
+            if unsent := self._unsent(e, before, called):
+                self.rec.record(self.process, FAIL, RELEASE, key, token, unsent)
+            else:
+                self.rec.record(self.process, INFO, RELEASE, key, token, _error(e, called))
         else:
             answer = Released(called=called) if released else Refusal(called=called)
             self.rec.record(self.process, OK if released else FAIL, RELEASE, key, token, answer)

@@ -48,6 +48,7 @@ class PotteryRedlock(DeclaredClient):
     """pottery 3.0.1's Redlock over N nodes, non-blocking; no deadline; grants observed"""
 
     name = "pottery-redlock"
+    redis_py_only = True
     library = Library("pypi", "pottery", "3.0.1")
     Options = PotteryOptions
     needs_masters = True

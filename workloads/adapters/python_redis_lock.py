@@ -54,6 +54,7 @@ class PythonRedisLock(DeclaredClient):
     """python-redis-lock 4.0.1 on one node (SET NX EX, whole seconds); no deadline"""
 
     name = "python-redis-lock"
+    redis_py_only = True
     library = Library("pypi", "python-redis-lock", "4.0.1")
     Options: ClassVar[type[RenewalOptions]] = RenewalOptions
     ttl_step_ms = 1000  # the library's expire is in whole seconds
@@ -103,5 +104,6 @@ class RenewingPythonRedisLock(PythonRedisLock):
     """
 
     name = "python-redis-lock-renewal"
+    redis_py_only = True
     renews = True  # its auto_renewal thread
     Options = RenewingOptions

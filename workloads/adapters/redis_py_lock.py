@@ -29,6 +29,7 @@ class RedisPyLock(DeclaredClient):
     """redis-py 8.1.0's redis.lock.Lock on one node (SET NX PX, Lua release); no deadline"""
 
     name = "redis-py-lock"
+    redis_py_only = True
     library = Library("pypi", "redis", "8.1.0")
     Options = SingleNodeOptions
 

@@ -52,6 +52,7 @@ class RedlockPy(DeclaredClient):
     """redlock-py 1.0.8 over N nodes in turn, one round; wall-clock validity; grants observed"""
 
     name = "redlock-py"
+    redis_py_only = True
     library = Library("pypi", "redlock-py", "1.0.8")
     Options = RedlockPyOptions
     needs_masters = True

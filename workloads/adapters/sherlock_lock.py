@@ -32,6 +32,7 @@ class SherlockLock(DeclaredClient):
     """sherlock 0.4.1's RedisLock on one node (SETNX + EXPIRE in Lua, whole seconds); extend renew()"""  # noqa: E501
 
     name = "sherlock"
+    redis_py_only = True
     library = Library("pypi", "sherlock", "0.4.1")
     Options = SingleNodeOptions
     ttl_step_ms = 1000  # the library's expire is in whole seconds

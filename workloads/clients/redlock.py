@@ -41,6 +41,7 @@ class Redlock(DeclaredClient):
     """Redlock: SET NX PX on N nodes concurrently, majority + validity, release on all"""
 
     name = "redlock"
+    redis_py_only = True
     rank = 1
     Options = RedlockOptions
     needs_masters = True

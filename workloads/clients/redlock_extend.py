@@ -44,6 +44,7 @@ class ExtendingRedlock(Redlock):
     """Redlock plus extend: compare-and-pexpire on a majority within validity, bounded"""
 
     name = "redlock-extend"
+    redis_py_only = True
     Options = ExtendingOptions
 
     def __init__(

@@ -33,6 +33,7 @@ class FencedRedlock(Redlock):
     """Redlock plus a fencing token: max of INCR fence:key over a majority of holders"""
 
     name = "redlock-fenced"  # Options and needs_masters: Redlock's
+    redis_py_only = True
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:
         lease = super().acquire(key, ttl_ms)

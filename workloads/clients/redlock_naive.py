@@ -37,6 +37,7 @@ class NaiveRedlock(DeclaredClient):
     """Redlock without the validity check, nodes asked one after another"""
 
     name = "redlock-naive"
+    redis_py_only = True
     Options = RedlockOptions
     needs_masters = True
 

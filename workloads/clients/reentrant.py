@@ -29,6 +29,7 @@ class ReentrantLock(OneNodeClient):
     """reentrant lock on one node: value owner:count, Lua acquire/release, TTL refreshed"""
 
     name = "reentrant"
+    redis_py_only = True
     reentrant = True  # the Reentrant protocol: nothing in the methods shows it
 
     def __init__(

@@ -47,6 +47,7 @@ class SetNxWatchLock(OneNodeClient):
     """SET NX EX; release by WATCH/GET/MULTI/DEL/EXEC, retried on a concurrent write"""
 
     name = "set-nx-watch"
+    redis_py_only = True
     Options = WatchOptions
 
     def __init__(

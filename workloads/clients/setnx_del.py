@@ -24,6 +24,7 @@ class SetnxDelLock(OneNodeClient):
     """SETNX key token, release by DEL; no expiry: a crashed holder blocks forever"""
 
     name = "setnx-del"
+    redis_py_only = True
 
     def acquire(self, key: str, ttl_ms: int) -> Lease | None:  # ttl_ms: ignored, no expiry
         token = os.urandom(20).hex()

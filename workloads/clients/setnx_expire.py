@@ -30,6 +30,7 @@ class SetnxExpireLock(OneNodeClient):
     """SETNX then EXPIRE as a second command (crash hook between); release GET+DEL"""
 
     name = "setnx-expire"
+    redis_py_only = True
 
     def __init__(
         self,

@@ -48,6 +48,7 @@ class SetnxGetsetLock(OneNodeClient):
     """SETNX key expiry (client clock), take stale locks over by GETSET; trusts clocks"""
 
     name = "setnx-getset"
+    redis_py_only = True
 
     def __init__(
         self,

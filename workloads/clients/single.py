@@ -51,6 +51,7 @@ class SingleInstanceLock(DeclaredClient):
     """SET key token NX PX ttl on one node; release by Lua compare-and-delete"""
 
     name = "single"
+    redis_py_only = True
     rank = 0  # listed first: the simplest lock
     # Wider than SingleOptions: unsafe-del, a subclass, takes only part of them.
     Options: ClassVar[type[ClientOptions]] = SingleOptions

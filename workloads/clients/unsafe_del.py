@@ -21,6 +21,7 @@ class UnsafeDelLock(SingleInstanceLock):
     """BROKEN on purpose: SET NX PX, release by plain DEL without a token check"""
 
     name = "unsafe-del"
+    redis_py_only = True
     rank = 2
     Options = OneNodeOptions  # of single's options, a static node only
 
