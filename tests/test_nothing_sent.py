@@ -44,11 +44,12 @@ def _refused_connects(tmp_path: Path, client: str) -> tuple[list[str], list[str]
     (tmp_path / "scenario.yaml").write_text(KILLED.format(client=client))
     code, results, run_dir, output = run(tmp_path, str(tmp_path / "scenario.yaml"))
     assert code in (0, 2), output
-    failed, unknown = [], []
+    failed: list[str] = []
+    unknown: list[str] = []
     for e in read_history(run_dir / "history.jsonl"):
         said = json.dumps(e.value or {})
-        if e.f == "acquire" and "Connection refused" in said:
-            (failed if e.type == FAIL else unknown if e.type == INFO else []).append(said)
+        if e.f == "acquire" and "Connection refused" in said and e.type in (FAIL, INFO):
+            (failed if e.type == FAIL else unknown).append(said)
     return failed, unknown, results
 
 
@@ -64,7 +65,7 @@ def test_a_command_that_left_keeps_its_timeout_unknown(tmp_path: Path) -> None:
     answers: the SET may have landed, so the timeout stays an outcome unknown."""
     paused = KILLED.replace("kind: kill", "kind: pause").replace("it keeps its data", "paused")
     (tmp_path / "scenario.yaml").write_text(paused.format(client="single"))
-    code, results, run_dir, output = run(tmp_path, str(tmp_path / "scenario.yaml"))
+    code, _, run_dir, output = run(tmp_path, str(tmp_path / "scenario.yaml"))
     assert code in (0, 2), output
     timeouts = [
         e
@@ -90,6 +91,6 @@ def test_a_connect_that_fails_sends_nothing() -> None:
         elsewhere = ELSEWHERE.count
         with counting(sends):
             client = single_try_client(Endpoint("n1", "127.0.0.1", port), 0.5)
-        with pytest.raises(Exception, match="Connection refused|connecting"):
+        with pytest.raises(Exception, match=r"Connection refused|connecting"):
             client.set("k0", "t", nx=True, px=1000)
         assert sends.count == 0 and ELSEWHERE.count == elsewhere
