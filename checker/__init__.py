@@ -75,6 +75,7 @@ from lockharness.checker.node_record import (
 from lockharness.checker.node_record import (
     tokens_of as tokens_of,
 )
+from lockharness.checker.in_flight import with_calls as with_calls
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section as Section

@@ -20,8 +20,8 @@ from lockharness.checker import (
     explain,
     fault_spans,
     telling,
+    with_calls,
 )
-from lockharness.checker.in_flight import with_calls
 from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, EventType
 
 pytestmark = pytest.mark.unit  # no server: runs in `make test-unit`

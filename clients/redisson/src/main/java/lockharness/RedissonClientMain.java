@@ -42,8 +42,12 @@ import org.redisson.config.Config;
  * </ul>
  *
  * <p>Redisson locks belong to a thread (the client id and the thread id are the hash field),
- * so this process serves one client and makes every lock call on the main thread; the token
- * is our own UUID, mapped to the lock object. Neither client can extend (no abilities).
+ * so this process serves one client and makes every lock call on the main thread. For
+ * redisson-rlock the token is that field, {@code <client id>:<thread id>}, the very value
+ * the key's hash holds, so the harness's node record can judge its leases (the leases of
+ * this process follow one another on its one thread, and carry the same token, as Redisson
+ * does); for redisson-redlock (a client per node, each with its own id) it is our own UUID.
+ * Each token is mapped to the lock object. Neither client can extend (no abilities).
  * Exceptions (timeouts, connection errors) are {@code error} replies: the outcome is unknown.
  *
  * <p>It speaks protocol 2 (and 1, for a worker that offers only 1): a certain failure is
@@ -321,25 +325,27 @@ public final class RedissonClientMain {
     RLock lock;
     List<RLock> perNodeLocks = new ArrayList<>();
     boolean granted;
+    String token;
     if (client.equals(REDLOCK)) {
       for (RedissonClient redisson : perNode) {
         perNodeLocks.add(redisson.getLock(key));
       }
       lock = new RedissonRedLock(perNodeLocks.toArray(new RLock[0]));
       granted = lock.tryLock(0, ttlMs, TimeUnit.MILLISECONDS);
+      token = UUID.randomUUID().toString();
     } else {
       // The watchdog timeout is a client setting: one client per TTL, made on first use.
       RedissonClient redisson =
           perTtl.computeIfAbsent(ttlMs, ttl -> connect(addresses.get(0), ttl));
       lock = redisson.getLock(key);
       granted = lock.tryLock(0, -1, TimeUnit.MILLISECONDS);
+      token = redisson.getId() + ":" + Thread.currentThread().getId(); // the hash's field
     }
     long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - received);
     if (!granted) {
       refuse(reply, "granted", "tryLock(0, ...) returned false: held, or no quorum");
       return;
     }
-    String token = UUID.randomUUID().toString();
     held.put(token, lock);
     reply.put("granted", true).put("token", token);
     if (client.equals(REDLOCK)) {
@@ -433,9 +439,9 @@ public final class RedissonClientMain {
       return;
     }
     if (lock == null) {
-      // A token this process never granted (a predecessor's). The token is ours, not
-      // Redisson's: unlocking a fresh lock object for the key would release whatever this
-      // thread holds under it now, another lease. So no call: certainly not released.
+      // A token this process never granted (a predecessor's: another client id). Unlocking
+      // a fresh lock object for the key would release whatever this thread holds under it
+      // now, another lease. So no call: certainly not released.
       refuse(reply, "released", "not granted by this program instance (Redisson locks belong to the client that took them)");
       return;
     }
