@@ -50,6 +50,7 @@ from lockharness.checker.exposure import (
 from lockharness.checker.exposure import (
     check_exposure as check_exposure,
 )
+from lockharness.checker.in_flight import with_calls as with_calls
 from lockharness.checker.kinds import KINDS, EvidenceKind, Findings, View
 from lockharness.checker.moments import MOMENT_KINDS as MOMENT_KINDS
 from lockharness.checker.native import scan as _scan
@@ -75,7 +76,6 @@ from lockharness.checker.node_record import (
 from lockharness.checker.node_record import (
     tokens_of as tokens_of,
 )
-from lockharness.checker.in_flight import with_calls as with_calls
 from lockharness.checker.result import CheckResult, Verdict
 from lockharness.checker.rules import Impossible
 from lockharness.checker.sections import Section as Section
