@@ -398,7 +398,7 @@ def _check_section(
     if outlived is not None:
         at, fates = outlived
         retaken = _retaken(kept, record, s.key, s.token, until, healed_at)
-        extended = _extended(kept, fates)
+        extended = _extended(kept, fates, at)
         late = _overwritten_late(record, s.key, fates)
         found.append(
             claim(
@@ -434,12 +434,14 @@ def _overwritten_late(record: _Record, key: str, fates: list[NodeFate]) -> list[
     return nodes
 
 
-def _extended(kept: list[tuple[str, NodeHold]], fates: list[NodeFate]) -> list[str]:
+def _extended(kept: list[tuple[str, NodeHold]], fates: list[NodeFate], fell: int) -> list[str]:
     """The nodes an extend reached (their record says the key's TTL moved while held),
-    when keys of others expired: the lease was extended on some nodes, not enough. The
-    node's word, not the key's life: one a few ms past its TTL was not extended (its
-    node's clock placed afresh after a restart), one deleted soon after its TTL was."""
-    if not any(f.ended == EXPIRED for f in fates):
+    when the key whose end took the lease below its quorum (at ``fell``) expired: the
+    lease was extended on some nodes, not enough. (Keys that expired while those an extend
+    kept still made a quorum, before another fate took it below, are not why.) The node's
+    word, not the key's life: one a few ms past its TTL was not extended (its node's clock
+    placed afresh after a restart), one deleted soon after its TTL was."""
+    if not any(f.ended == EXPIRED and f.at == fell for f in fates):
         return []
     return [node for node, h in kept if h.extended]
 

@@ -643,6 +643,35 @@ def test_a_deletion_names_the_process_whose_token_it_carried_and_its_call_in_fli
     assert "by 127.0.0.1:5 with a script's DEL" in nobody.fates[0].describe()
 
 
+def test_keys_deleted_after_an_extend_kept_a_quorum_are_why_not_the_extend() -> None:
+    """Two of five keys expire (their nodes were killed), the extend kept the other three,
+    a quorum, until its holder's own script deleted them: the fall below the quorum was
+    the deletions, so the lease was not extended on too few (redsync v4.12.0's Extend
+    that deletes everywhere, under a kill)."""
+    s = section(("n1", "n2", "n3", "n4", "n5"))
+    expired = [hold(n, until=200, ended="expired") for n in ("n1", "n4")]
+    deleted = [
+        msgspec.structs.replace(
+            hold(n, until=300, ended="deleted"), ended_with="script DEL", own=True, extended=True
+        )
+        for n in ("n2", "n3", "n5")
+    ]
+    (claim,) = check_claims([s], [*expired, *deleted], NODES, 3).found
+    assert claim.kind == "outlived-its-keys" and claim.at == 300 * MS and claim.extended == []
+    o, claim = against(claim, list(s.grants), ["n2", "n3", "n5"], 310)
+    assert explain(o, [claim])[1] == "lease outlived its keys: deleted by its own holder"
+    # The extend reached two only, and the third expired: it kept too few, and that is why.
+    ran_out = hold("n2", until=300, ended="expired")
+    kept = [
+        msgspec.structs.replace(hold(n, until=None, ended="held at the end"), extended=True)
+        for n in ("n3", "n5")
+    ]
+    (short,) = check_claims([s], [*expired, ran_out, *kept], NODES, 3).found
+    assert short.extended == ["n3", "n5"], short
+    o, short = against(short, list(s.grants), ["n1", "n2", "n4"], 310)
+    assert explain(o, [short])[1] == "lease extended on too few of its nodes"
+
+
 def test_two_leases_that_carry_one_token_are_named_so_whatever_the_nodes_did() -> None:
     """A library that derives its token from the host and process gives two threads one
     token: the lock cannot tell their leases apart."""
