@@ -27,6 +27,7 @@ from lockharness.checker.claims import (
     check_claims as check_claims,
 )
 from lockharness.checker.digest import critical_sections as critical_sections
+from lockharness.checker.empty_extends import with_empty_extends as with_empty_extends
 from lockharness.checker.evidence import (
     Failover,
     Grant,

@@ -141,6 +141,9 @@ class FalseClaim(msgspec.Struct, frozen=True, kw_only=True):
     # outlived: the nodes whose key outlasted its first TTL (an extend reached them) while
     # others expired: an extend that reached too few
     extended: list[str] = msgspec.field(default_factory=list)
+    # outlived: no node's key outlasted its first TTL, yet an extend's ok moved the lease
+    # past their expiry (checker.empty_extends): an extend that reached none
+    extended_none: bool = False
 
     words: ClassVar[dict[str, str]] = {
         "unreachable": "was out of its worker's reach through the whole acquire",

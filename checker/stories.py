@@ -22,8 +22,9 @@ whatever the run, seed or client, so that violations group by it:
                                               held it by then; told from either lease)
     lease extended on too few of its nodes   (outlived-its-keys: its keys expired on some
                                               nodes while an extend had kept them on others,
-                                              fewer than it needs; the earlier lease's
-                                              fate before the later one's)
+                                              fewer than it needs, or on none though its ok
+                                              moved the lease past them; the earlier
+                                              lease's fate before the later one's)
     lease outlived its keys: <why>           (outlived-its-keys, gone-before-counted: a
                                               key gone before the grant was counted is
                                               one the lease outlived from its start; by
@@ -122,6 +123,11 @@ def _claim_words(claim: FalseClaim) -> str:
             f"; an extend had kept its key on {', '.join(claim.extended)} only, fewer than "
             f"it needs, and the lease went on as extended"
         )
+    elif claim.extended_none:
+        more += (
+            "; an extend had kept its key on none of its nodes (none of their TTLs moved), "
+            "and the lease went on as extended"
+        )
     return (
         f"it outlived its keys: from {claim.at / 1e9:.3f}s fewer of its nodes held its "
         f"token than it needs ({gone}){more}"
@@ -163,7 +169,7 @@ def signature(overlap: Overlap, claims: Sequence[FalseClaim]) -> str:
         return RETAKEN
     for side in (overlap.first, overlap.second):  # the earlier lease's fate first
         said = _of(side, claims)
-        if any(c.kind == "outlived-its-keys" and c.extended for c in said):
+        if any(c.kind == "outlived-its-keys" and (c.extended or c.extended_none) for c in said):
             return EXTENDED_SHORT
         lost = [f for c in said if c.kind in _LOST_KEYS for f in c.fates]
         fates = Counter(f.ended for f in lost)

@@ -19,6 +19,7 @@ import msgspec
 from lockharness.checker.attribution import attribute
 from lockharness.checker.claims import NodeTruth, check_claims
 from lockharness.checker.digest import Digest, digest
+from lockharness.checker.empty_extends import with_empty_extends
 from lockharness.checker.evidence import Overlap, ResourceWitness, Witness
 from lockharness.checker.exposure import check_exposure
 from lockharness.checker.failover import with_failovers
@@ -156,7 +157,7 @@ def _check(
     counts["false_claims"] = len(claims.found)
     found_claims = claims.found
     if total and truth is not None:  # which call sent each command a story tells of
-        found_claims = with_calls(found_claims, history)
+        found_claims = with_empty_extends(with_calls(found_claims, history), history)
     stats = Stats(**counts)
 
     views = views_of(Findings(found, grouped, end))  # the kinds of evidence of their own

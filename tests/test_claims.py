@@ -21,6 +21,7 @@ from lockharness.checker import (
     fault_spans,
     telling,
     with_calls,
+    with_empty_extends,
 )
 from lockharness.core.history import INFO, INVOKE, NEMESIS, Event, EventType
 
@@ -641,6 +642,52 @@ def test_a_deletion_names_the_process_whose_token_it_carried_and_its_call_in_fli
     (nobody,) = of_process_0(check_claims([s, shared], deleted("T", True), NODES, 3).found)
     assert {f.sender for f in nobody.fates} == {None}
     assert "by 127.0.0.1:5 with a script's DEL" in nobody.fates[0].describe()
+
+
+def test_a_lease_told_extended_when_no_node_extended_its_key_was_extended_on_none() -> None:
+    """An extend's ok moved the deadline from 400 to 900 ms, yet no node's record shows a
+    key's TTL moved: every key expired at 405 ms under a lease that went on to 600 ms (a
+    library that counted refusals as success, or answered from its own memory). Without
+    that ok, or with one whose deadline stops short of the expiry, or a grant whose own
+    validity already ran past the keys, the keys simply expired."""
+    s = section(NODES)
+    plain = [hold(n, until=405, ended="expired") for n in NODES]
+    (expired,) = check_claims([s], plain, NODES, 3, ttl_ns={"k0": 300 * MS}).found
+    assert expired.extended == [] and not expired.extended_none
+
+    def history(granted_until: int, moved_to: int | None) -> list[Event]:
+        events = [
+            Event(index=0, process=0, type=INVOKE, f="acquire", time=100 * MS, key="k0"),
+            Event(
+                index=1, process=0, type="ok", f="acquire", time=110 * MS, key="k0", token="T",
+                value={"deadline": granted_until * MS, "grants": list(NODES)},
+            ),
+        ]  # fmt: skip
+        if moved_to is not None:
+            events += [
+                Event(index=2, process=0, type=INVOKE, f="extend", time=300 * MS, key="k0",
+                      token="T", value={"ttl_ms": 300}),
+                Event(index=3, process=0, type="ok", f="extend", time=302 * MS, key="k0",
+                      token="T", value={"deadline": moved_to * MS, "grants": list(NODES)}),
+            ]  # fmt: skip
+        return events
+
+    (told,) = with_empty_extends([expired], history(400, 900))
+    assert told.extended_none
+    o, claim = against(told, list(NODES), list(NODES), 410)
+    story, name = explain(o, [claim])
+    assert name == "lease extended on too few of its nodes"
+    assert "an extend had kept its key on none of its nodes" in story
+    for granted_until, moved_to in ((400, None), (400, 404), (700, 900)):
+        (same,) = with_empty_extends([expired], history(granted_until, moved_to))
+        assert not same.extended_none, (granted_until, moved_to)
+        o, claim = against(same, list(NODES), list(NODES), 410)
+        assert explain(o, [claim])[1] == "lease outlived its keys: expired"
+    # A lease an extend did reach (some nodes) keeps its nodes' word, not this one.
+    some = [msgspec.structs.replace(hold("n1", until=900), extended=True), *plain[1:]]
+    (short,) = check_claims([s], some, NODES, 3, ttl_ns={"k0": 300 * MS}).found
+    (kept,) = with_empty_extends([short], history(400, 900))
+    assert kept.extended == ["n1"] and not kept.extended_none
 
 
 def test_keys_deleted_after_an_extend_kept_a_quorum_are_why_not_the_extend() -> None:
