@@ -401,7 +401,7 @@ def _check_section(
     if outlived is not None:
         at, fates = outlived
         retaken = _retaken(kept, record, s.key, s.token, until, healed_at)
-        extended = _extended(kept, fates, at)
+        extended = _extended(kept, fates, at, quorum)
         late = _overwritten_late(record, s.key, fates)
         found.append(
             claim(
@@ -437,16 +437,21 @@ def _overwritten_late(record: _Record, key: str, fates: list[NodeFate]) -> list[
     return nodes
 
 
-def _extended(kept: list[tuple[str, NodeHold]], fates: list[NodeFate], fell: int) -> list[str]:
+def _extended(
+    kept: list[tuple[str, NodeHold]], fates: list[NodeFate], fell: int, quorum: int
+) -> list[str]:
     """The nodes an extend reached (their record says the key's TTL moved while held),
-    when the key whose end took the lease below its quorum (at ``fell``) expired: the
-    lease was extended on some nodes, not enough. (Keys that expired while those an extend
-    kept still made a quorum, before another fate took it below, are not why.) The node's
-    word, not the key's life: one a few ms past its TTL was not extended (its node's clock
-    placed afresh after a restart), one deleted soon after its TTL was."""
+    fewer than ``quorum``, when the key whose end took the lease below its quorum (at
+    ``fell``) expired: the lease was extended on some nodes, not enough. (Keys that
+    expired while those an extend kept still made a quorum, before another fate took it
+    below, are not why; nor are keys extended on a quorum that all expired later: the
+    renewals stopped, an expiry.) The node's word, not the key's life: one a few ms past
+    its TTL was not extended (its node's clock placed afresh after a restart), one deleted
+    soon after its TTL was."""
     if not any(f.ended == EXPIRED and f.at == fell for f in fates):
         return []
-    return [node for node, h in kept if h.extended]
+    reached = [node for node, h in kept if h.extended]
+    return reached if len(reached) < quorum else []
 
 
 def _retaken(

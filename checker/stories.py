@@ -125,8 +125,8 @@ def _claim_words(claim: FalseClaim) -> str:
         )
     elif claim.extended_none:
         more += (
-            "; an extend had kept its key on none of its nodes (none of their TTLs moved), "
-            "and the lease went on as extended"
+            "; an extend's ok moved the lease past its keys' expiry, yet it had kept its key "
+            "on none of its nodes, and the lease went on as extended"
         )
     return (
         f"it outlived its keys: from {claim.at / 1e9:.3f}s fewer of its nodes held its "

@@ -511,6 +511,15 @@ def test_a_lease_whose_extend_kept_too_few_of_its_keys_was_extended_on_too_few_n
     soon = [msgspec.structs.replace(hold("n1", until=420), extended=True), *holds[1:]]
     (claim_,) = check_claims([s], soon, NODES, 3, ttl_ns={"k0": 300 * MS}).found
     assert claim_.extended == ["n1", "n2"]
+    # Extended on a quorum, then every key expired (the renewals stopped: a watchdog that
+    # gave up): an expiry, not an extend that reached too few; on one node the same.
+    stopped = [msgspec.structs.replace(hold(n, until=405, ended="expired"), extended=True)
+               for n in NODES]  # fmt: skip
+    (claim_,) = check_claims([s], stopped, NODES, 3, ttl_ns={"k0": 300 * MS}).found
+    assert claim_.kind == "outlived-its-keys" and claim_.extended == []
+    alone = section(("n1",))
+    (claim_,) = check_claims([alone], stopped[:1], ("n1",), 1, ttl_ns={"k0": 300 * MS}).found
+    assert claim_.kind == "outlived-its-keys" and claim_.extended == []
     # The earlier lease's fate names the overlap: its keys simply expired, though the later
     # lease was extended on too few; the other way round, the extend is the cause.
     o, first = against(expired, list(NODES), list(NODES), 410)
@@ -677,7 +686,7 @@ def test_a_lease_told_extended_when_no_node_extended_its_key_was_extended_on_non
     o, claim = against(told, list(NODES), list(NODES), 410)
     story, name = explain(o, [claim])
     assert name == "lease extended on too few of its nodes"
-    assert "an extend had kept its key on none of its nodes" in story
+    assert "it had kept its key on none of its nodes" in story
     for granted_until, moved_to in ((400, None), (400, 404), (700, 900)):
         (same,) = with_empty_extends([expired], history(granted_until, moved_to))
         assert not same.extended_none, (granted_until, moved_to)
