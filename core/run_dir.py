@@ -52,6 +52,7 @@ class RunDir:
     CRASH_POINT: ClassVar[str] = "crash-point-w{}"  # there: worker N dies at its crash point
     CLIENT_CLOCK: ClassVar[str] = "clock-w{}.ctl"  # worker N's wall clock (client-clock fault)
     PROGRAM_RESTARTS: ClassVar[str] = "program-restarts.w{}"  # worker N's programs restarted
+    PROGRAM_HANGS: ClassVar[str] = "program-hangs.w{}"  # worker N's requests left unanswered
     # The servers' directories and the Compose backend's project.
     DATA: ClassVar[str] = "data"  # data/<node>: each server's working directory
     SENTINEL_CONFIG: ClassVar[str] = "sentinel.conf"  # in a Sentinel's data directory
@@ -167,6 +168,13 @@ class RunDir:
     def program_restart_counts(self) -> list[Path]:
         """Every worker's count of restarted client programs (none: no programs ran)."""
         return sorted(self.path.glob(self.PROGRAM_RESTARTS.format("*")))
+
+    def program_hangs(self, worker: int) -> Path:
+        return self.path / self.PROGRAM_HANGS.format(worker)
+
+    def program_hang_counts(self) -> list[Path]:
+        """Every worker's count of requests its client programs never answered in time."""
+        return sorted(self.path.glob(self.PROGRAM_HANGS.format("*")))
 
     def data(self, server: str) -> Path:
         """A server's working directory (a node, the resource, a Sentinel)."""

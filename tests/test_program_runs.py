@@ -102,3 +102,29 @@ def test_a_program_that_exits_at_every_acquire_is_unknown_with_its_exit_code(
     assert "exited (exit code 3) before replying to request" in said, said
     results = json.loads((store / "latest" / "results.json").read_text())
     assert results["client_restarts"] >= 1
+
+
+def test_a_program_call_that_hangs_makes_the_runs_liveness_stuck(tmp_path: Path) -> None:
+    """A request the program never answers within its request timeout is a call into the
+    lock that hung: counted (client_hangs), the run's liveness stuck with a note saying so,
+    whatever the safety verdict. A program that answers every request hangs nothing, and
+    one that exits instead of answering is restarted, not hung."""
+    store = tmp_path / "store"
+    path = scenario(tmp_path, "500ms")
+    path.write_text(path.read_text().replace(", v2]", ", hang]"))
+    done = lockharness("run", str(path), "--store", str(store), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr  # no acquire ever succeeded
+    said = re.sub(r"\s+", " ", done.stdout)
+    assert "call(s) into the client program hung" in said, said
+    results = json.loads((store / "latest" / "results.json").read_text())
+    assert results["client_hangs"] >= 1 and results["client_restarts"] >= 1
+    assert results["liveness"]["verdict"] == "stuck"
+    for mode, restarted in (("v2", False), ("exit-at-once", True)):
+        other = tmp_path / mode
+        path.write_text(path.read_text().replace(", hang]", f", {mode}]"))
+        lockharness("run", str(path), "--store", str(other), cwd=tmp_path)
+        results = json.loads((other / "latest" / "results.json").read_text())
+        assert results["client_hangs"] == 0, mode
+        assert (results["client_restarts"] >= 1) is restarted, mode
+        assert results["liveness"]["verdict"] != "stuck", mode
+        path.write_text(path.read_text().replace(f", {mode}]", ", hang]"))

@@ -68,6 +68,10 @@ class ProgramError(RuntimeError):
     """The program broke the protocol, exited or hung; the message names it and the line."""
 
 
+class ProgramHung(ProgramError):
+    """The program gave no reply within the request timeout: its call into the lock hung."""
+
+
 class _Running:
     """One started program: its pipes, and a thread that reads its replies into a queue
     (a read with a timeout, whatever the program does)."""
@@ -121,7 +125,7 @@ class _Running:
         try:
             line = self.replies.get(timeout=timeout_s)
         except queue.Empty:
-            raise ProgramError(
+            raise ProgramHung(
                 f"{self.name}: no reply to request {request_id} within {timeout_s:g} s"
             ) from None
         if line == _EOF:
@@ -300,6 +304,7 @@ class ProgramClient(DeclaredClient):
         self.clock = clock
         self.timeout_s, self.options = _split(options)
         self.restarts = 0  # programs started again after one exited, hung or misspoke
+        self.hangs = 0  # requests it gave no reply to within the request timeout
         self._session: _Session | None = session or _Session(self.command, nodes, self.options)
         self.abilities = self._session.abilities
         self.announced = self._session.announced
@@ -327,7 +332,8 @@ class ProgramClient(DeclaredClient):
         session = self._session
         try:
             return session.call(request, self.timeout_s)
-        except ProgramError:
+        except ProgramError as e:
+            self.hangs += isinstance(e, ProgramHung)
             session.program.stop()
             self._session = None
             raise

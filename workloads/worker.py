@@ -542,10 +542,12 @@ def run_worker(task: WorkerTask) -> int:
             thread.join(0.2)
     recorder.close()
     programs = [loop.client for loop in loops if isinstance(loop.client, ProgramClient)]
-    if programs:  # programs that exited, hung or misspoke, started again
+    if programs:  # programs that exited, hung or misspoke, started again; and the hangs
         restarts = sum(program.restarts for program in programs)
+        hangs = sum(program.hangs for program in programs)
         run_dir = RunDir(Path(task.history_path).parent)
         run_dir.program_restarts(task.worker).write_text(f"{restarts}\n")
+        run_dir.program_hangs(task.worker).write_text(f"{hangs}\n")
     if recorder.failed is not None:
         with contextlib.suppress(OSError):  # the log may sit on the same full disk
             print(f"history not written: {recorder.failed}", file=sys.stderr, flush=True)

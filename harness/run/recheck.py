@@ -11,6 +11,7 @@ is a run that never finished (its controller was killed): the same rule, with th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,14 +39,23 @@ UNFINISHED = (
 def program_restarts(run_dir: Path) -> int | None:
     """Client programs started again in the run (they exited, hung or misspoke), as each
     worker counted them; None: the run had no client programs."""
-    counts = RunDir(run_dir).program_restart_counts()
+    return _total(RunDir(run_dir).program_restart_counts(), "restarts")
+
+
+def program_hangs(run_dir: Path) -> int | None:
+    """Requests the run's client programs gave no reply to within their request timeout,
+    as each worker counted them; None: no client programs, or a run from before the count."""
+    return _total(RunDir(run_dir).program_hang_counts(), "hung requests")
+
+
+def _total(counts: list[Path], what: str) -> int | None:
     if not counts:
         return None
     total = 0
     for path in counts:
         text = path.read_text().strip() or "0"
         if not (text.isascii() and text.isdigit() and len(text) <= 18):
-            raise BadInput(f"{path}: {text[:40]!r} is not a count of restarts")
+            raise BadInput(f"{path}: {text[:40]!r} is not a count of {what}")
         total += int(text)
     return total
 
@@ -164,9 +174,7 @@ def recheck(target: Path) -> Rechecked:
         raise BadInput(f"{source}:{line}: {e}" if line else str(e)) from None
     except HistoryError as e:
         raise BadInput(str(e)) from None
-    facts = RunFacts(
-        facts.expectation, facts.problems, facts.min_cycles, facts.restarts, tuple(notes)
-    )
+    facts = dataclasses.replace(facts, notes=tuple(notes))
     return Rechecked(name, judge(checked, facts), facts.expectation)
 
 
@@ -186,6 +194,7 @@ def _stored_facts(run_dir: Path) -> tuple[RunFacts, NodeTruth | None, range | No
         problems=tuple(stored_run_problems(run_dir, results)),
         min_cycles=scenario.min_cycles,
         restarts=program_restarts(run_dir),
+        hangs=program_hangs(run_dir),
     )
     try:
         truth = node_truth(scenario, files, stored_node_quorum(results))

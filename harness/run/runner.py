@@ -46,7 +46,12 @@ from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.cluster_start import ClusterNotStarted, start_cluster
 from lockharness.harness.run.node_record import NodeRecord
 from lockharness.harness.run.progress import ProgressLine
-from lockharness.harness.run.recheck import node_quorum, node_truth, program_restarts
+from lockharness.harness.run.recheck import (
+    node_quorum,
+    node_truth,
+    program_hangs,
+    program_restarts,
+)
 from lockharness.harness.run.replay import write_replay
 from lockharness.harness.run.runlog import run_log
 from lockharness.harness.scenario import Scenario, resolve_scenario, to_yaml
@@ -482,6 +487,7 @@ def conclude(
         problems=tuple(problems),
         min_cycles=scenario.min_cycles,
         restarts=program_restarts(run_dir),
+        hangs=program_hangs(run_dir),
         notes=(*(cut.describe() for cut in execution.logs_cut), *notes),
     )
     result = judge(checked, facts)
@@ -555,6 +561,7 @@ def write_results(outcome: RunOutcome, cluster: dict[str, Any]) -> None:
         "run_problems": outcome.problems,  # `check RUN_DIR` applies them again
         "worker_exit_codes": {f"w{i}": code for i, code in outcome.worker_exits.items()},
         "client_restarts": program_restarts(outcome.run_dir),
+        "client_hangs": program_hangs(outcome.run_dir),
         "logs_cut": [cut.to_dict() for cut in outcome.logs_cut],
         "node_quorum": node_quorum(scenario),  # `check RUN_DIR` judges the claims by it
         "cluster": cluster,

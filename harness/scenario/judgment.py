@@ -14,9 +14,12 @@ giving its reason:
 4. a kind of evidence that says so (checker.kinds: ``EvidenceKind.downgrade``).
 
 Notes (a torn last line dropped, shards merged, logs cut) are said after the reasons and
-never change the verdict. `run`, `check`, `report`, `suite`, explore and the pytest
-plug-in all judge through ``judge``, and their exit codes come from ``exit_code``: one
-judgment, never three copies that drift apart.
+never change the verdict. Nor does a call into a client program that hung (no reply within
+its request timeout, so the program was stopped and started again): that is the lock
+client's liveness failure, and makes the run's liveness stuck, with a note that says so.
+`run`, `check`, `report`, `suite`, explore and the pytest plug-in all judge through
+``judge``, and their exit codes come from ``exit_code``: one judgment, never three copies
+that drift apart.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lockharness.checker import KINDS, CheckResult, Verdict
+import msgspec
+
+from lockharness.checker import KINDS, CheckResult, LivenessVerdict, Verdict
 from lockharness.core.errors import (
     EXIT_AS_EXPECTED,
     EXIT_INTERRUPTED,
@@ -45,6 +50,9 @@ class RunFacts:
     min_cycles: int | None = None  # the scenario's floor; None: no floor (a bare history)
     restarts: int | None = None  # client programs started again; None: no client programs
     notes: tuple[str, ...] = ()  # said, never the verdict
+    # Requests client programs never answered within their request timeout (None: no
+    # client programs): calls into the lock that hung, its liveness failure.
+    hangs: int | None = None
 
 
 # A fact that can keep a valid verdict from standing: the reason it cannot, or None.
@@ -89,7 +97,20 @@ def judge(checked: CheckResult, facts: RunFacts) -> CheckResult:
                 if downgrade is not _problems:  # already first among the reasons
                     reasons.append(why)
                 break
-    return dataclasses.replace(checked, verdict=verdict, reasons=[*reasons, *facts.notes])
+    liveness, notes = checked.liveness, list(facts.notes)
+    if facts.hangs:
+        liveness = msgspec.structs.replace(liveness, verdict=LivenessVerdict.STUCK)
+        notes.insert(0, hung_calls(facts.hangs))
+    return dataclasses.replace(
+        checked, verdict=verdict, reasons=[*reasons, *notes], liveness=liveness
+    )
+
+
+def hung_calls(hangs: int) -> str:
+    return (
+        f"liveness: stuck: {hangs} call(s) into the client program hung (no reply within its "
+        "request_timeout; the program was stopped and started again)"
+    )
 
 
 def exit_code(result: CheckResult, expectation: Expectation, interrupted: bool = False) -> int:
