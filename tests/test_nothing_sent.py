@@ -39,8 +39,11 @@ class MySingle(SingleInstanceLock):
 '''
 
 
+LOCK_CALLS = ("acquire", "extend", "release")
+
+
 def _refused_connects(tmp_path: Path, client: str) -> tuple[list[str], list[str], dict]:
-    """The acquires a refused connect ended, as fail and as info, and the results."""
+    """The lock calls a refused connect ended, as fail and as info, and the results."""
     (tmp_path / "scenario.yaml").write_text(KILLED.format(client=client))
     code, results, run_dir, output = run(tmp_path, str(tmp_path / "scenario.yaml"))
     assert code in (0, 2), output
@@ -48,7 +51,7 @@ def _refused_connects(tmp_path: Path, client: str) -> tuple[list[str], list[str]
     unknown: list[str] = []
     for e in read_history(run_dir / "history.jsonl"):
         said = json.dumps(e.value or {})
-        if e.f == "acquire" and "Connection refused" in said and e.type in (FAIL, INFO):
+        if e.f in LOCK_CALLS and "Connection refused" in said and e.type in (FAIL, INFO):
             (failed if e.type == FAIL else unknown).append(said)
     return failed, unknown, results
 
@@ -57,7 +60,8 @@ def test_a_connect_refused_is_a_certain_failure_for_a_redis_py_client(tmp_path: 
     failed, unknown, results = _refused_connects(tmp_path, "single")
     assert failed and not unknown, (failed[:3], unknown[:3])
     assert all('"refused": "nothing sent: ConnectionError' in said for said in failed), failed[:3]
-    assert results["verdict"] in ("valid", "unknown") and results["stats"]["info"] == 0, results
+    # A command already sent as the node died (a reset, a read cut short) stays unknown.
+    assert results["verdict"] in ("valid", "unknown"), results
 
 
 def test_a_command_that_left_keeps_its_timeout_unknown(tmp_path: Path) -> None:
