@@ -237,7 +237,11 @@ def test_known_failures_are_replayed_first_night_after_night(tmp_path: Path) -> 
     (known,) = night2["known"]
     assert known["id"] == entry_dir.name and known["status"].startswith("still fails")
     assert said.index(f"known failure {entry_dir.name}") < said.index("trial-0001")  # first
-    assert night2["violations"] == [], "a find of the known cause was shrunk again"
+    # A find of the known cause is listed under it, never shrunk again; the broken lock
+    # may show another face too (a grant the node never gave), a cause of its own.
+    cause = night1["violations"][0]["signature"]
+    again = [v for v in night2["violations"] if v["signature"] == cause]
+    assert again == [], "a find of the known cause was shrunk again"
 
     (tmp_path / "my_lock.py").write_text(source)  # the fix: same identity, new version
     nights, passing = [night1, night2], 0
