@@ -36,34 +36,37 @@ def _unextended(claim: FalseClaim) -> bool:
 
 def with_empty_extends(claims: Sequence[FalseClaim], history: Iterable[Event]) -> list[FalseClaim]:
     """``claims`` with ``extended_none`` set where the lease went on past its expired keys
-    on an extend's ok that no node's record shows."""
-    wanted = {(c.process, c.key, c.token): c for c in claims if _unextended(c)}
+    on an extend's ok that no node's record shows. An extend belongs to the lease its
+    process's latest acquire of that key and token opened (a library may reuse a token
+    from one lease to the next)."""
+    wanted = {c.acquire_index: c for c in claims if _unextended(c)}
     if not wanted:
         return list(claims)
-    told: set[_Lease] = set()
-    granted: dict[_Lease, int | None] = {}  # the acquire's deadline, of the claim's lease
+    opened: dict[_Lease, int] = {}  # each lease's latest acquire ok (its index)
+    granted: dict[int, int | None] = {}  # a wanted lease's deadline as granted
+    told: set[int] = set()
     for event in history:
         if event.type != OK or event.f not in (ACQUIRE, EXTEND):
             continue
         lease = (event.process, event.key, event.token)
-        claim = wanted.get(lease)
-        if claim is None:
-            continue
         if event.f == ACQUIRE:
-            if event.index == claim.acquire_index:
-                granted[lease] = read(Granted, event).deadline if event.value else None
+            opened[lease] = event.index
+            if event.index in wanted:
+                granted[event.index] = read(Granted, event).deadline if event.value else None
             continue
-        if lease not in granted or event.time > claim.counted_until:
+        index = opened.get(lease)
+        claim = wanted.get(index) if index is not None else None
+        if claim is None or event.time > claim.counted_until:
             continue
-        first = granted[lease]
+        first = granted[claim.acquire_index]
         if first is not None and first > claim.at + SLACK_NS:
             continue  # the grant's own validity already ran past its keys
         moved = read(Extended, event).deadline if event.value else None
         if moved is None or moved > claim.at:
-            told.add(lease)
+            told.add(claim.acquire_index)
     return [
         msgspec.structs.replace(c, extended_none=True)
-        if (c.process, c.key, c.token) in told and _unextended(c)
+        if c.acquire_index in told and _unextended(c)
         else c
         for c in claims
     ]
