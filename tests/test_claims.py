@@ -175,6 +175,22 @@ def test_a_lease_of_fewer_than_a_majority_is_a_false_claim_for_a_quorum_client_o
     assert kinds(single, [hold("n1")], quorum=1) == []
 
 
+def test_nodes_the_record_shows_the_acquires_token_on_count_though_the_grants_omit_them() -> None:
+    # Grants observed after the ok (a library that does not say them) miss a node paused
+    # then: the record, which shows the token set there by this acquire, has the majority.
+    s = section(("n1",))
+    assert kinds(s, [hold("n1"), hold("n4"), hold("n5")], quorum=3) == []
+    # A token there from before the acquire was invoked is not this acquire's grant.
+    early = [hold("n1"), hold("n4"), hold("n5", since=50)]
+    assert ("not-a-majority", None) in kinds(s, early, quorum=3)
+    # Nor one gone by the grant.
+    gone = [hold("n1"), hold("n4"), hold("n5", since=101, until=104)]
+    assert ("not-a-majority", None) in kinds(s, gone, quorum=3)
+    # Counted, they are judged like the rest: all three gone mid-lease is an outlived lease.
+    lost = [hold("n1", until=300), hold("n4", until=300), hold("n5", until=300)]
+    assert kinds(s, lost, quorum=3) == [("outlived-its-keys", None)]
+
+
 def test_a_node_whose_values_are_never_a_token_is_not_judged() -> None:
     # A client whose token is not what its keys hold (a hash's fields, another format):
     # no witness, and the nodes are named as not judged.
