@@ -100,6 +100,12 @@ def _stuck(results: dict[str, Any]) -> bool:
     return isinstance(said, dict) and said.get("verdict") == "stuck"
 
 
+# A fixed release is explored for its whole budget: a violation there is counted (with its
+# signature), not shrunk, and does not end the exploration (a first one in trial 1 had left
+# a 5-minute budget with one trial judged).
+FIXED = ("--no-shrink", "--violations", "1000")
+
+
 def measure_bug(
     bug: RealBug,
     budget_ns: int,
@@ -134,7 +140,7 @@ def measure_bug(
         | {"seed": seed}
         for seed in seeds
     ]
-    after = explore(fixed, bug.model, fixed_ns, seeds[0], tmp / "fixed", jobs, more)
+    after = explore(fixed, bug.model, fixed_ns, seeds[0], tmp / "fixed", jobs, more + FIXED)
     fixed_figures = fixed_row(bug, after)
     found = [r["found_after_s"] for r in runs]
     met = (
