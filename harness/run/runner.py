@@ -29,6 +29,7 @@ from lockharness.cluster.base import Cluster, Replicated
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.process import ManagedProcess
 from lockharness.core.clock import ClockControl
+from lockharness.core.errors import BadInput, ClusterError
 from lockharness.core.history import INFO, NEMESIS, Event
 from lockharness.core.interrupts import shielded
 from lockharness.core.live import LiveHistory
@@ -43,7 +44,7 @@ from lockharness.faults.nemesis import Nemesis
 from lockharness.harness.reports import write_reports
 from lockharness.harness.run.backends import make_cluster
 from lockharness.harness.run.binaries import Binaries
-from lockharness.harness.run.cluster_start import ClusterNotStarted, start_cluster
+from lockharness.harness.run.cluster_start import NOT_STARTED, ClusterNotStarted, start_cluster
 from lockharness.harness.run.node_record import NodeRecord
 from lockharness.harness.run.progress import ProgressLine
 from lockharness.harness.run.recheck import (
@@ -93,6 +94,20 @@ class RunOutcome:
 # How a run's reason says its clients never started (a program that cannot start, a
 # library missing in the workers): explore counts such trials as it counts clusters.
 CLIENTS_NOT_READY = "before its clients were ready"
+# How a run's reason begins when the harness itself failed mid-run (a control call that
+# raised, a bug of ours): the run is unknown, never a verdict on the lock.
+HARNESS_FAILED = "the harness failed"
+
+
+# Runs in a row the harness could not run (a cluster, its clients, the harness itself):
+# then explore and suite stop, unknown, saying why; one such run is only unknown.
+HARNESS_FAILURES_IN_A_ROW = 3
+
+
+def harness_could_not_run(reason: str) -> bool:
+    """The reason says the harness, not the lock, kept this run from testing anything:
+    explore and suite stop after several such runs in a row."""
+    return reason.startswith((NOT_STARTED, HARNESS_FAILED)) or CLIENTS_NOT_READY in reason
 
 
 class WorkerDied(Exception):
@@ -303,6 +318,10 @@ class Execution:
     cluster: Cluster | None = None  # the one started (or the last tried), for results.json
 
 
+def _first_line(e: BaseException) -> str:
+    return (str(e).splitlines() or [""])[0]
+
+
 def _execute(
     scenario: Scenario, build: Callable[[], Cluster], run_dir: RunDir, console: Console
 ) -> Execution:
@@ -382,6 +401,11 @@ def _execute(
     except OSError as e:  # e.g. a full disk: the run stops here, what it recorded is checked
         execution.problems.append(f"the run stopped: {e}")
         log.error("the run stopped: %s", e)
+    except BadInput:  # the user's to fix (exit 254), not a result of this run
+        raise
+    except Exception as e:  # a control call that raised, or our bug: unknown, the night goes on
+        execution.problems.append(f"{HARNESS_FAILED}: {type(e).__name__}: {_first_line(e)}")
+        log.exception("the harness failed")
     finally:
         with shielded() as shield:  # no signal cuts a teardown short
             if nemesis is not None:  # aborted mid-run: heal first (a paused worker must go on)
@@ -395,7 +419,11 @@ def _execute(
             if node_record is not None:  # after the last worker: the record ends complete
                 node_record.stop(run_dir, clock(), live)  # it logs why, if it writes none
             if cluster is not None:
-                cluster.stop()
+                try:
+                    cluster.stop()
+                except ClusterError as e:  # said; `lockharness gc` stops what it left
+                    execution.problems.append(f"{HARNESS_FAILED} to stop the cluster: {e}")
+                    log.error("stopping the cluster: %s", e)
         if recorder is not None and recorder.failed is not None:
             execution.problems.append(
                 f"the nemesis's events were not all written: {recorder.failed}"

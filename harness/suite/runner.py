@@ -13,7 +13,9 @@ the planned order; Ctrl-C stops every running job the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import logging
 import random
 import signal
 import time
@@ -27,17 +29,20 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from lockharness.core.errors import (
-    BadInput,
-)
+from lockharness.core.errors import BadInput
 from lockharness.core.interrupts import deferred, shielded
-from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
+from lockharness.harness.parallel.jobs import Finished, failed_outcome, job_pool, stop_signal
 from lockharness.harness.parallel.sharding import UNSHARDED, Shard
 from lockharness.harness.run.backends import check_backend, images
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.console import shouted_verdict
 from lockharness.harness.run.progress import LiveStatus
-from lockharness.harness.run.runner import run_scenario
+from lockharness.harness.run.runner import (
+    HARNESS_FAILED,
+    HARNESS_FAILURES_IN_A_ROW,
+    harness_could_not_run,
+    run_scenario,
+)
 from lockharness.harness.scenario import (
     Scenario,
     builtin_scenarios,
@@ -45,6 +50,7 @@ from lockharness.harness.scenario import (
     with_overrides,
 )
 from lockharness.harness.scenario.limits import MAX_SEEDS
+from lockharness.harness.store.layout import create_run_dir
 from lockharness.harness.store.writable import check_output_file
 from lockharness.harness.suite.index import write_index
 from lockharness.harness.suite.junit import write_junit
@@ -59,6 +65,8 @@ from lockharness.harness.suite.results import (
 )
 from lockharness.workloads.plugins import is_plugin_path
 from lockharness.workloads.registry import CLIENTS
+
+log = logging.getLogger("lockharness")
 
 ALL = "all"
 _JOB_POLL_S = 0.1
@@ -323,8 +331,34 @@ def _run_case(case: Case, store: Path, binaries: Binaries) -> CaseResult:
     # The suite draws its own progress; the run's own progress line and summary would
     # fight it for the terminal (rich allows one live display), so they go nowhere.
     quiet = Console(file=io.StringIO())
-    outcome = run_scenario(case.scenario, store=store, binaries=binaries, console=quiet)
+    run_dir = create_run_dir(store, case.scenario.name)
+    try:
+        outcome = run_scenario(
+            case.scenario, store=store, binaries=binaries, console=quiet, run_dir=run_dir
+        )
+    except BadInput:
+        raise
+    except Exception as e:  # one run's failure is that run's result, not the suite's end
+        log.exception("the harness failed in %s", case.label)
+        why = f"{HARNESS_FAILED}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+        outcome = failed_outcome(run_dir.path, case.scenario, why, False)
     return CaseResult(case, outcome, time.monotonic() - t0, started_at)
+
+
+def harness_failing(results: Sequence[CaseResult]) -> str | None:
+    """Why the suite stops: its last runs, in the order they finished, all ones the
+    harness could not run (their clusters or clients did not start, or it failed)."""
+    last = results[-HARNESS_FAILURES_IN_A_ROW:]
+    reasons = [
+        reason
+        for r in last
+        if r.outcome is not None and r.status is Status.UNKNOWN
+        for reason in r.outcome.result.reasons[:1]
+        if harness_could_not_run(reason)
+    ]
+    if len(reasons) < HARNESS_FAILURES_IN_A_ROW:
+        return None
+    return f"{len(reasons)} runs in a row could not run: {reasons[-1]}"
 
 
 def run_suite(
@@ -343,29 +377,42 @@ def run_suite(
     ``jobs``: runs at once, each in a process of its own (harness/parallel/jobs.py); 1: one after
     another in this process."""
     results = [CaseResult(case) for case in cases]
+    finished: list[CaseResult] = []  # in the order they finished
     interrupted = False
+    stopped: str | None = None
     console.print(_plan_line(cases, store, jobs), highlight=False, soft_wrap=True)
     try:
         with SuiteProgress(console, record.planned if record else len(cases)) as progress:
             if jobs > 1:
-                interrupted = _run_jobs(cases, results, store, binaries, progress, jobs, record)
+                interrupted, stopped = _run_jobs(
+                    cases, results, store, binaries, progress, jobs, record
+                )
             else:
                 for i, case in enumerate(cases):
                     progress.started(case)
                     results[i] = _run_case(case, store, binaries)
+                    finished.append(results[i])
                     progress.finished(results[i])
                     if record is not None:  # a shard killed midway still says what it did
                         record.save(results, final=False)
                     if results[i].status is Status.INTERRUPTED:
                         interrupted = True
                         break
+                    if (stopped := harness_failing(finished)) is not None:
+                        break
     except KeyboardInterrupt:  # between runs, or while a run was being checked
         interrupted = True
     finally:
+        if stopped is not None:
+            for i, r in enumerate(results):
+                if r.outcome is None:
+                    results[i] = dataclasses.replace(r, not_run=f"the suite stopped: {stopped}")
         # Whatever ended the suite, the runs done are reported.
         with shielded():
             write_reports(results, junit=junit, html=html, record=record)
     print_suite_summary(console, results, interrupted)
+    if stopped is not None:
+        console.print(f"[yellow]stopped[/]: {stopped}", highlight=False, soft_wrap=True)
     for flag, path in (("JUnit", junit), ("HTML index", html)):
         if path is not None:
             console.print(f"{flag}: {path}", highlight=False)
@@ -380,23 +427,29 @@ def _run_jobs(
     progress: SuiteProgress,
     jobs: int,
     record: SuiteRecord | None = None,
-) -> bool:
+) -> tuple[bool, str | None]:
     """The cases as parallel jobs, ``jobs`` at a time, in the planned order; each result
-    lands at its case's place, whatever order they finish in. True if interrupted: a
+    lands at its case's place, whatever order they finish in. Whether interrupted: a
     stop signal (forwarded to every running job, which tears down and checks; no new job
-    starts; the running ones are waited for), or a job that came back interrupted."""
+    starts; the running ones are waited for), or a job that came back interrupted; and
+    why no new job started, when the harness could not run several in a row."""
     waiting = list(reversed(range(len(cases))))
     interrupted = False
+    stopped: str | None = None
+    finished: list[CaseResult] = []
 
     def finish(done: Finished) -> None:
-        nonlocal interrupted
+        nonlocal interrupted, stopped
         i = done.job.key
         results[i] = CaseResult(cases[i], done.outcome, done.elapsed_s, done.job.started_at)
+        finished.append(results[i])
         progress.finished(results[i])
         if record is not None:  # a shard killed midway still says what it did
             record.save(results, final=False)
         if results[i].status is Status.INTERRUPTED:
             interrupted = True
+        if stopped is None and (stopped := harness_failing(finished)) is not None:
+            waiting.clear()  # the running jobs end as they will; no new one starts
 
     with job_pool(jobs, store, binaries) as pool:
         try:
@@ -417,7 +470,7 @@ def _run_jobs(
                 pool.stop(stop_signal(e))
                 for done in pool.wait():
                     finish(done)
-    return interrupted
+    return interrupted, stopped
 
 
 def check_report_paths(*, junit: Path | None, html: Path | None) -> None:

@@ -40,8 +40,12 @@ from lockharness.harness.explore.generate.trial import Trial, trial_name
 from lockharness.harness.explore.shrink.reproduce import RunOutcome as RunResult
 from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries
-from lockharness.harness.run.cluster_start import NOT_STARTED
-from lockharness.harness.run.runner import CLIENTS_NOT_READY, RunOutcome, run_scenario
+from lockharness.harness.run.runner import (
+    HARNESS_FAILURES_IN_A_ROW,
+    RunOutcome,
+    harness_could_not_run,
+    run_scenario,
+)
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.store.compact import compact
 from lockharness.harness.store.corpus_file import (
@@ -59,8 +63,6 @@ _MUTATE = 0.5  # the chance a trial is a mutation, once the corpus holds any
 # as ever (a bug any fault shows is found as early as before).
 FIRST_ROUND = 7
 _JOB_POLL_S = 0.1
-# Trials whose cluster, or whose clients, did not start: then the night stops.
-HARNESS_FAILURES_IN_A_ROW = 3
 
 
 @dataclass
@@ -202,14 +204,14 @@ class Explorer:
     def _harness_failing(self) -> str | None:
         """Why exploring cannot go on: the last trials' clusters, or their clients, all
         failed to start (a machine too loaded, a binary or a client program that does not
-        run); one such trial is only unknown."""
+        run), or the harness failed in them; one such trial is only unknown."""
         last = self.record.trials[-HARNESS_FAILURES_IN_A_ROW:]
         failed = [
             reason
             for t in last
             if t.verdict == "unknown"
             for reason in t.reasons[:1]
-            if reason.startswith(NOT_STARTED) or CLIENTS_NOT_READY in reason
+            if harness_could_not_run(reason)
         ]
         if len(failed) < HARNESS_FAILURES_IN_A_ROW:
             return None
