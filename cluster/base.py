@@ -71,6 +71,11 @@ class Cluster(Protocol):
 
     def proxy_name(self, worker: int, node: str) -> str: ...
 
+    def control_endpoint(self, node: str) -> Endpoint:
+        """Where the harness itself reaches ``node`` (its node record's MONITOR): the
+        node's own port, or a control link (cluster.control_links)."""
+        ...
+
     def proxies_to(self, node: str) -> list[str]:
         """Every proxy that leads to ``node``: disabled while it is down, so that they
         refuse connections as a dead process's port does (faults.process.Kill)."""

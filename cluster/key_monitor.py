@@ -1,7 +1,8 @@
 """Each node's own record of the lock keys: what the node executed, as it tells it.
 
 A thread per node holds a MONITOR connection straight to the node (its direct endpoint,
-outside the fault domain: never through Toxiproxy, so no fault cuts or slows it). While
+outside the fault domain: never through the clients' Toxiproxy, so no fault cuts or
+slows it; a test of the harness itself may put it behind a control link). While
 the run goes it only copies what arrives, a chunk at a time, each chunk stamped with its
 arrival in the history's time base (cheap enough to leave on: MONITOR sends every
 command, thousands a second). A node that goes away (killed) drops the connection:
@@ -56,6 +57,7 @@ _DATA, _SNAPSHOT, _DOWN, _TIME = b"d", b"s", b"x", b"t"
 _MONITORING = b"+OK\r\n"  # MONITOR's answer, before any line
 _PROBE_EVERY_NS, _PROBE_S = 50_000_000, 0.05  # how often the node's clock is read; its wait
 _NEAR_NS = 1_000_000_000  # a line is placed by the tightest reading this close to it
+_SIGHT_S = 0.5  # a reading's wait when none has answered for _NEAR_NS while lines arrive
 _JUMP_NS = 2_000_000  # the node's clock moved against the history's by more: a clock jump
 _LINE = re.compile(r"(\d+)\.(\d+) \[\d+ (?:\S+ )?([^\]]*)\] (.*)", re.DOTALL)
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -157,9 +159,17 @@ class KeyMonitor:
         self._timer: socket.socket | None = None  # where the node's clock is read
         self._probed = 0
         self._unanswered: int | None = None  # when the last reading of its clock failed
+        self._answered = 0  # when one last succeeded
+        self._blind = False  # lines go on arriving that no reading of its clock can place
         self._copied = 0
         self._lock = threading.Lock()  # the copy is written from two threads
         self.failed: str | None = None  # why the record is not whole (a write that failed)
+        # The node's process (INFO's run_id) at the last snapshot, and the drop since: a
+        # connection that dropped while the same process ran on was our link's failure,
+        # not the node's, and what the node ran meanwhile is not in the copy.
+        self._run_id: str | None = None
+        self._dropped: tuple[int, str] | None = None
+        self.lost_sight: list[str] = []  # each such drop: when, and why
 
     def start(self) -> None:
         self._out = self.path.open("wb")
@@ -222,7 +232,9 @@ class KeyMonitor:
                     # Gone since a reading of its clock went unanswered, if one just did
                     # (the reading's wait, not the node, held the thread).
                     since = self._unanswered
-                    self._block(_DOWN, (str(e) or type(e).__name__).encode(), since)
+                    why = str(e) or type(e).__name__
+                    self._block(_DOWN, why.encode(), since)
+                    self._dropped = (self.clock() if since is None else since, why)
             finally:
                 if self._socket is not None:
                     self._socket.close()
@@ -245,7 +257,11 @@ class KeyMonitor:
         if not received.startswith(_MONITORING):
             raise ConnectionError(f"MONITOR answered {received[:40]!r}")
         sock.settimeout(None)  # a paused node says nothing for as long as it is paused
-        self._snapshot()
+        run_id = self._snapshot()
+        if self._dropped is not None and run_id is not None and run_id == self._run_id:
+            at, why = self._dropped
+            self.lost_sight.append(f"at {at / 1e9:.3f}s (its MONITOR link dropped: {why})")
+        self._run_id, self._dropped = run_id, None
         self._probe()
         self._ready.set()
         with self._following:
@@ -259,6 +275,8 @@ class KeyMonitor:
             data = sock.recv(_CHUNK)
             if not data:
                 raise ConnectionError("connection closed")
+            if self._unanswered is not None and self.clock() - self._answered > _NEAR_NS:
+                self._check_sight()
             self._copied += len(data)
             if self._copied > _CAP_BYTES:
                 self.failed = f"its copy of the node's stream passed {_CAP_BYTES >> 20} MB"
@@ -269,7 +287,20 @@ class KeyMonitor:
             if len(data) < _CHUNK:  # let a few ms of lines gather: a block each, not a line
                 time.sleep(_GATHER_S)
 
-    def _probe(self) -> None:
+    def _check_sight(self) -> None:
+        """The node sends (it is not paused), yet no reading of its clock answered for
+        over a second: read it now, with a longer wait; if that fails too, its lines are
+        late on our own link (they would be placed by their arrival), once per episode."""
+        self._probe(_SIGHT_S)
+        if self._unanswered is None or self._blind:
+            return
+        self._blind = True
+        self.lost_sight.append(
+            f"noticed at {self._unanswered / 1e9:.3f}s (its clock unanswered for over "
+            f"{_NEAR_NS / 1e9:.0f} s while its stream went on)"
+        )
+
+    def _probe(self, wait_s: float = _PROBE_S) -> None:
         """One reading of the node's clock (TIME) between two of the history's: the pair
         that places the node's lines on the history's clock, within half its round trip."""
         self._probed = self.clock()
@@ -277,7 +308,8 @@ class KeyMonitor:
         try:
             if self._timer is None:
                 address = (self.endpoint.host, self.endpoint.port)
-                self._timer = socket.create_connection(address, timeout=_PROBE_S)
+                self._timer = socket.create_connection(address, timeout=wait_s)
+            self._timer.settimeout(wait_s)
             reply = _Reply(self._timer)
             before = self.clock()
             self._timer.sendall(_command("TIME"))
@@ -290,24 +322,26 @@ class KeyMonitor:
             self._unanswered = self._probed
             return
         ts = int(seconds) * 1_000_000 + int(micros)
+        self._answered, self._blind = after, False
         self._block(_TIME, b"%d %d %d" % (ts, before, after))
 
-    def _snapshot(self) -> None:
+    def _snapshot(self) -> str | None:
         """The lock keys as the node holds them now, read in one MULTI whose first command,
         an ECHO of a nonce, marks where it stands in the MONITOR stream (the client's
         address is no marker: a container's port is NATed). A hash (Redisson's lock) is
-        read as its fields."""
+        read as its fields. Returns the node process's run_id."""
         nonce = f"lockharness-snapshot-{uuid.uuid4().hex}"
-        values = self._read(nonce)
+        values, run_id = self._read(nonce)
         self._block(_SNAPSHOT, json.dumps({"nonce": nonce, "keys": values}).encode())
+        return run_id
 
-    def _read(self, nonce: str) -> dict[str, Any]:
+    def _read(self, nonce: str) -> tuple[dict[str, Any], str | None]:
         address = (self.endpoint.host, self.endpoint.port)
         per_key = 4
         with socket.create_connection(address, timeout=_CONNECT_S) as sock:
             reply = _Reply(sock)
             keys = sorted(self.keys)
-            commands = [_command("MULTI"), _command("ECHO", nonce)]
+            commands = [_command("MULTI"), _command("ECHO", nonce), _command("INFO", "server")]
             for key in keys:
                 commands += [_command(c, key) for c in ("TYPE", "GET", "HKEYS", "PTTL")]
             sock.sendall(b"".join([*commands, _command("EXEC")]))
@@ -316,16 +350,18 @@ class KeyMonitor:
             results = reply.value()
         if not isinstance(results, list):
             raise ConnectionError(f"the snapshot's EXEC answered {results!r}")
+        info = results[1] if isinstance(results[1], str) else ""
+        run_id = next((x[7:].strip() for x in info.splitlines() if x.startswith("run_id:")), None)
         values: dict[str, Any] = {}
         for i, key in enumerate(keys):
-            kind, value, fields, pttl = results[1 + per_key * i : 1 + per_key * (i + 1)]
+            kind, value, fields, pttl = results[2 + per_key * i : 2 + per_key * (i + 1)]
             if kind == "none":
                 continue
             held: Any = fields if kind == "hash" else value
             if isinstance(held, _Error):
                 held = None
             values[key] = {"type": kind, "value": held, "pttl": pttl}
-        return values
+        return values, run_id
 
 
 def _blocks(path: Path, skip: bytes = b"") -> Iterator[tuple[bytes, int, bytes]]:

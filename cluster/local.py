@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lockharness.cluster.control_links import TOXIPROXY_API_LINK, ControlLinks
 from lockharness.cluster.ledger import ProcessLedger
 from lockharness.cluster.ports import release_ports
 from lockharness.cluster.process import ServerProcess, pid_alive
@@ -30,6 +31,7 @@ class ClusterConfig:
     workers: int = 4
     persistence: str = "none"
     clock_shim: bool = False  # nodes run under the clock shim, so clock faults can move them
+    control_links: bool = False  # the harness's own links behind a second Toxiproxy
 
 
 class LocalCluster(ProxiedCluster[LocalRedisNode]):
@@ -63,10 +65,36 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
         )
         self._toxiproxy = ToxiproxyServer(config.toxiproxy_server, base.toxiproxy_log, self.ledger)
         self._proxies: dict[tuple[int, str], Endpoint] = {}
+        self._links = (
+            ControlLinks(config.toxiproxy_server, config.base_dir, self.ledger)
+            if config.control_links
+            else None
+        )
+        self._api: ToxiproxyAPI | None = None  # through the control link, when there is one
+        self._control: dict[str, Endpoint] = {}  # the nodes' control links, when there are
 
     @property
     def toxiproxy(self) -> ToxiproxyAPI:
-        return self._toxiproxy.api
+        return self._api or self._toxiproxy.api
+
+    def _toxiproxy_ready(self) -> None:
+        """Toxiproxy answers; with control links, its API is reached through one."""
+        self._toxiproxy.wait_ready()
+        if self._links is None:
+            return
+        self._links.server.spawn()
+        self._links.server.wait_ready()
+        assert self._toxiproxy.port is not None  # it answered on it
+        api = Endpoint("toxiproxy", "127.0.0.1", self._toxiproxy.port)
+        link = self._links.route(TOXIPROXY_API_LINK, api)
+        self._api = ToxiproxyAPI(link.host, link.port)
+
+    def control_endpoint(self, node: str) -> Endpoint:
+        if self._links is None:
+            return self.node(node).endpoint
+        if node not in self._control:  # made when first asked: the node is up by then
+            self._control[node] = self._links.route(f"control-{node}", self.node(node).endpoint)
+        return self._control[node]
 
     @property
     def worker_count(self) -> int:
@@ -84,7 +112,7 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
             self._toxiproxy.spawn()
             for server in servers:
                 server.wait_ready()
-            self._toxiproxy.wait_ready()
+            self._toxiproxy_ready()
             self._create_proxies()
             self.wait_reachable()
             self._write_description()
@@ -124,7 +152,8 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
 
     def _servers(self) -> list[ServerProcess]:
         """Every process this cluster owns, in the order they are stopped."""
-        return [self._toxiproxy, *self._nodes, self._resource]
+        links = [] if self._links is None else [self._links.server]
+        return [self._toxiproxy, *self._nodes, self._resource, *links]
 
     def _held_ports(self) -> list[int | None]:
         """Every port this cluster chose (cluster.ports holds each until teardown)."""
@@ -132,6 +161,7 @@ class LocalCluster(ProxiedCluster[LocalRedisNode]):
             self._toxiproxy.port,
             *(server.port for server in (*self._nodes, self._resource)),
             *(endpoint.port for endpoint in self._proxies.values()),
+            *([] if self._links is None else [self._links.server.port, *self._links.ports]),
         ]
 
     def pids(self) -> list[int]:

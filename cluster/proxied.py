@@ -71,6 +71,9 @@ class ProxiedCluster(ABC, Generic[NodeT]):
     def proxy_name(self, worker: int, node: str) -> str:
         return f"w{worker}-{node}"  # both backends: faults address proxies by this name
 
+    def control_endpoint(self, node: str) -> Endpoint:
+        return self.node(node).endpoint
+
     def proxies_to(self, node: str) -> list[str]:
         """Every proxy whose upstream is ``node``: each worker's (the replicated topology
         adds the node's shared proxy)."""

@@ -66,7 +66,7 @@ class ReplicatedCluster(ReplicatedTopology[LocalRedisNode], LocalCluster):
         try:
             self._toxiproxy.spawn()
             self._resource.spawn()
-            self._toxiproxy.wait_ready()
+            self._toxiproxy_ready()
             self._resource.wait_ready()
             self._create_shared_proxies()
             primary = self._shared[self._nodes[0].name]

@@ -92,6 +92,8 @@ class ReplicatedTopology(ProxiedCluster[NodeT]):
             try:
                 master = pointer.get(POINTER_KEY)
                 return None if master is None else str(master)
+            except redis.RedisError as e:
+                raise ClusterError(f"the master pointer could not be read: {e!r}") from e
             finally:
                 pointer.close()
         answers = [self._ask_master(s) for s in sentinels]
@@ -205,6 +207,8 @@ class ReplicatedTopology(ProxiedCluster[NodeT]):
         pointer = single_try_client(self.resource, 1.0)
         try:
             pointer.set(POINTER_KEY, node)
+        except redis.RedisError as e:
+            raise ClusterError(f"the master pointer could not be set to {node}: {e!r}") from e
         finally:
             pointer.close()
 
@@ -241,13 +245,24 @@ def watch_switches(
         began.clear()
         on_switch(old or f"{old_host}:{old_port}", new or f"{new_host}:{new_port}", start)
 
-    pubsub.subscribe(
-        **{
-            "+failover-state-send-slaveof-noone": promoting,
-            "+switch-master": switched,
-        }
-    )
-    thread = pubsub.run_in_thread(sleep_time=0.05, daemon=True)
+    try:
+        pubsub.subscribe(
+            **{
+                "+failover-state-send-slaveof-noone": promoting,
+                "+switch-master": switched,
+            }
+        )
+    except redis.RedisError as e:
+        pubsub.close()
+        raise ClusterError(f"the sentinel's failovers could not be followed: {e!r}") from e
+
+    def lost(error: BaseException, _pubsub: Any, _thread: Any) -> None:
+        # The worker thread goes on (redis-py reconnects and subscribes again); what the
+        # sentinel published meanwhile is not seen, and the log says so.
+        log.warning("following the sentinel's failovers: %r; switches meanwhile unseen", error)
+        time.sleep(0.1)  # a sentinel that is down is not asked in a busy loop
+
+    thread = pubsub.run_in_thread(sleep_time=0.05, daemon=True, exception_handler=lost)
 
     def stop() -> None:
         thread.stop()
@@ -262,6 +277,8 @@ def _direct(endpoint: Endpoint, *command: str) -> None:
     client = single_try_client(endpoint, 2.0)
     try:
         client.execute_command(*command)
+    except redis.RedisError as e:
+        raise ClusterError(f"{' '.join(command)} on {endpoint.name}: {e!r}") from e
     finally:
         client.close()
 

@@ -11,7 +11,12 @@ Where the library does not serve, and what we do instead:
   its ``Proxy`` handle from the name we already know, so each action is one request;
 - it has no way to act on many proxies at once; a fault on 40 links would take 40
   sequential requests, so the ``*_many`` methods issue them from a few threads;
-- its ``Proxy`` objects drop the toxics list, so ``proxies()`` asks the API directly.
+- its ``Proxy`` objects drop the toxics list, so ``proxies()`` asks the API directly;
+- its requests have no timeout, and it takes an answer such as a 500 for success (it maps
+  404, 409 and 400 only): its three request methods are replaced, once, by ones with a
+  timeout that raise on any answer that is not a success, and every call of ours turns
+  whatever the library or requests raise into a ``ClusterError`` naming the API and what
+  was asked (a nemesis records it; a start is tried again on fresh ports).
 """
 
 from __future__ import annotations
@@ -45,6 +50,34 @@ _PARALLEL_REQUESTS = 8
 TOXIPROXY_LOG_LEVEL = "error"
 TOXIPROXY_ENV = {"LOG_LEVEL": TOXIPROXY_LOG_LEVEL}
 _CREATE_ATTEMPTS = 3  # a port we hold may still be bound by a program that is not ours
+# One request to the API: a loaded machine answers in milliseconds, a hung API never.
+API_TIMEOUT_S = 5.0
+
+
+class ToxiproxyAnswer(Exception):
+    """The API answered, but not with a success (toxiproxy-python passes a 500 on)."""
+
+
+def _checked(response: requests.Response) -> requests.Response:
+    response = toxiproxy.api.validate_response(response)  # its own 404, 409, 400 exceptions
+    if not response.ok:
+        body = response.text.strip()[:200]
+        request = response.request
+        raise ToxiproxyAnswer(f"{request.method} {request.path_url}: {response.status_code} {body}")
+    return response
+
+
+def _with_timeout(method: Callable[..., requests.Response]) -> Any:
+    def call(cls: type, url: str, **kwargs: Any) -> requests.Response:
+        endpoint = f"http://{cls.host}:{cls.port}{url}"  # type: ignore[attr-defined]
+        return _checked(method(url=endpoint, timeout=API_TIMEOUT_S, **kwargs))
+
+    return classmethod(call)
+
+
+toxiproxy.api.APIConsumer.get = _with_timeout(requests.get)
+toxiproxy.api.APIConsumer.post = _with_timeout(requests.post)
+toxiproxy.api.APIConsumer.delete = _with_timeout(requests.delete)
 
 
 class _Binding:
@@ -101,12 +134,20 @@ class ToxiproxyAPI:
         self.port = port
 
     @contextmanager
-    def _bound(self) -> Iterator[Toxiproxy]:
+    def _bound(self, what: str) -> Iterator[Toxiproxy]:
         with _BINDING.to(self.host, self.port):
-            yield Toxiproxy()
+            try:
+                yield Toxiproxy()
+            except Exception as e:  # requests', the library's (KeyError on a refused bind)
+                raise self._failed(what, e) from e
+
+    def _failed(self, what: str, e: Exception) -> ClusterError:
+        return ClusterError(
+            f"Toxiproxy API {self.host}:{self.port}: {what}: {type(e).__name__}: {e}"
+        )
 
     def version(self) -> str:
-        with self._bound() as server:
+        with self._bound("version") as server:
             raw = server.version()
         return raw.decode() if isinstance(raw, bytes) else str(raw)
 
@@ -115,7 +156,7 @@ class ToxiproxyAPI:
     ) -> ProxyInfo:
         """A proxy listening on ``listen_port``, or on a free loopback port (Toxiproxy
         picks it for listen :0)."""
-        with self._bound() as server:
+        with self._bound(f"create proxy {name}") as server:
             proxy = server.create(
                 upstream=f"{upstream.host}:{upstream.port}",
                 name=name,
@@ -131,7 +172,7 @@ class ToxiproxyAPI:
             port = free_port()
             try:
                 return self.create_proxy(name, upstream, node, port)
-            except Exception:  # toxiproxy-python's failure on a refused bind is a KeyError
+            except ClusterError:  # a refused bind among them
                 release_port(port)
                 if attempt == _CREATE_ATTEMPTS or name in self.proxies():
                     raise
@@ -144,7 +185,7 @@ class ToxiproxyAPI:
 
     def set_enabled(self, name: str, enabled: bool) -> None:
         """Disabling closes the listener and every open connection through it."""
-        with self._bound():
+        with self._bound(f"{'enable' if enabled else 'disable'} proxy {name}"):
             proxy = self._handle(name)
             if enabled:
                 proxy.enable()
@@ -155,7 +196,7 @@ class ToxiproxyAPI:
         self._each(list(names), lambda name: self.set_enabled(name, enabled))
 
     def add_toxic(self, spec: ToxicSpec) -> None:
-        with self._bound():
+        with self._bound(f"add toxic {spec.name} to {spec.proxy}"):
             self._handle(spec.proxy).add_toxic(
                 type=spec.type,
                 name=spec.name,
@@ -168,7 +209,7 @@ class ToxiproxyAPI:
         self._each(list(specs), self.add_toxic)
 
     def remove_toxic(self, proxy: str, toxic: str) -> None:
-        with self._bound():
+        with self._bound(f"remove toxic {toxic} from {proxy}"):
             self._handle(proxy).destroy_toxic(toxic)
 
     def remove_toxics(self, toxics: Iterable[tuple[str, str]]) -> None:
@@ -186,13 +227,18 @@ class ToxiproxyAPI:
 
     def reset(self) -> None:
         """Enable every proxy and remove every toxic."""
-        with self._bound() as server:
+        with self._bound("reset") as server:
             server.reset()
 
     def proxies(self) -> dict[str, dict[str, Any]]:
-        response = requests.get(f"http://{self.host}:{self.port}/proxies", timeout=5)
-        response.raise_for_status()
-        return dict(response.json())
+        try:
+            response = requests.get(
+                f"http://{self.host}:{self.port}/proxies", timeout=API_TIMEOUT_S
+            )
+            response.raise_for_status()
+            return dict(response.json())
+        except (requests.RequestException, ValueError) as e:  # ValueError: not JSON
+            raise self._failed("list proxies", e) from e
 
 
 def _info(proxy: Proxy, node: str) -> ProxyInfo:

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 import docker.errors
 from docker.models.containers import Container
 
-from lockharness.compose.engine import client
+from lockharness.compose.engine import ENGINE_ERRORS, client
 from lockharness.compose.project import RUN_LABEL, project_name
+from lockharness.core.errors import ClusterError
 
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 
@@ -59,10 +60,14 @@ def _volumes(run_dir: Path) -> list[Any]:
 
 
 def leftovers(run_dir: Path) -> list[str]:
-    """What the engine still holds for the run: 'container NAME', 'network NAME', ..."""
-    found = [f"container {c.name}" for c in _containers(run_dir)]
-    found += [f"network {n.name}" for n in _networks(run_dir)]
-    found += [f"volume {v.name}" for v in _volumes(run_dir)]
+    """What the engine still holds for the run: 'container NAME', 'network NAME', ...;
+    ClusterError when the engine does not say."""
+    try:
+        found = [f"container {c.name}" for c in _containers(run_dir)]
+        found += [f"network {n.name}" for n in _networks(run_dir)]
+        found += [f"volume {v.name}" for v in _volumes(run_dir)]
+    except ENGINE_ERRORS as e:
+        raise ClusterError(f"the engine did not list what {run_dir} left: {e!r}") from e
     return found
 
 
@@ -86,7 +91,15 @@ def remove_containers(run_dir: Path) -> list[str]:
 
 def remove_run(run_dir: Path) -> list[str]:
     """Force-remove the run's containers (with their anonymous volumes), then its networks
-    and volumes; return what was removed. Idempotent: a second call removes nothing."""
+    and volumes; return what was removed. Idempotent: a second call removes nothing.
+    ClusterError when the engine refuses or does not answer (a network still in use)."""
+    try:
+        return _remove_run(run_dir)
+    except ENGINE_ERRORS as e:
+        raise ClusterError(f"the engine did not remove what {run_dir} left: {e!r}") from e
+
+
+def _remove_run(run_dir: Path) -> list[str]:
     removed = remove_containers(run_dir)
     for network in _networks(run_dir):
         try:

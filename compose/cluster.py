@@ -226,6 +226,12 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
             )
         )
 
+    def _anything_left(self) -> bool:
+        try:
+            return bool(leftovers(self.run_dir))
+        except ClusterError:  # the engine does not say: assume so, the reaper will see
+            return True
+
     def stop(self) -> None:
         """Take the run down (`compose down -v`), then make sure nothing labelled with it is
         left; safe to call twice and after a failed start."""
@@ -239,14 +245,17 @@ class ComposeCluster(ProxiedCluster[ContainerNode]):
                 engine.run_compose(self.compose_file, self.project, down)
             except ClusterError as e:
                 errors.append(str(e))
-            left = leftovers(self.run_dir)
-            if left:  # compose missed something (or failed): force it, and say so
-                remove_run(self.run_dir)
-                errors.append(f"left after compose down: {', '.join(left)}")
+            try:
+                left = leftovers(self.run_dir)
+                if left:  # compose missed something (or failed): force it, and say so
+                    remove_run(self.run_dir)
+                    errors.append(f"left after compose down: {', '.join(left)}")
+            except ClusterError as e:  # the reaper goes on (released below as not done)
+                errors.append(str(e))
             self._brought_up = False
         for control in self._clocks.values():
             control.close()
-        if errors and leftovers(self.run_dir):
+        if errors and self._anything_left():
             self._release_reaper(done=False)  # it goes on removing, as after our death
             raise ClusterError(f"teardown incomplete: {'; '.join(errors)}")
         self._release_reaper(done=True)

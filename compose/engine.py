@@ -15,12 +15,16 @@ from pathlib import Path
 
 import docker
 import docker.errors
+import requests
 
 from lockharness.cluster.spawner import spawn
 from lockharness.core.errors import BadInput, ClusterError
 
 HOW_TO_GET = "run `make docker-engine` (root on Debian), or install Docker and start its daemon"
 _COMPOSE_TIMEOUT_S = 120.0
+# What a call to the engine can raise: the SDK's own errors, and its transport's (requests'
+# ConnectionError or ReadTimeout from an engine that is slow or gone), which are not its own.
+ENGINE_ERRORS = (docker.errors.DockerException, requests.RequestException)
 
 
 @functools.cache
@@ -29,7 +33,7 @@ def client() -> docker.DockerClient:
     try:
         engine = docker.from_env(timeout=30)
         engine.ping()
-    except docker.errors.DockerException as e:
+    except ENGINE_ERRORS as e:
         raise BadInput(f"no Docker engine answers ({e}); {HOW_TO_GET}") from None
     return engine
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import docker.errors
 
-from lockharness.compose.engine import client
+from lockharness.compose.engine import ENGINE_ERRORS, client
 from lockharness.compose.project import REDIS_SERVER_IN_CONTAINER, SUPERVISOR_IN_CONTAINER
 from lockharness.compose.rootfs import build_context
 from lockharness.core.errors import BadInput, LockharnessError
@@ -138,6 +138,8 @@ def require(tag: str, kind: ImageKind | None = None) -> None:
         image = client().images.get(tag)
     except docker.errors.ImageNotFound:
         raise BadInput(f"image {tag} not found in the Docker engine; run `make images`") from None
+    except ENGINE_ERRORS as e:  # it answered the ping, then not this
+        raise BadInput(f"the Docker engine did not say whether it has {tag}: {e!r}") from e
     supervised = kind is not None and kind.supervised
     if supervised and image.labels.get(LABEL_SUPERVISOR) != supervisor_sha():
         raise BadInput(
@@ -165,6 +167,8 @@ def ensure(kind: ImageKind, binary: Path, force: bool = False) -> tuple[str, boo
                 return tag, False
         except docker.errors.ImageNotFound:
             pass
+        except ENGINE_ERRORS as e:
+            raise BadInput(f"the Docker engine did not say whether it has {tag}: {e!r}") from e
     with tempfile.TemporaryDirectory(prefix="lockharness-image-") as scratch:
         extras = {}
         if kind.supervised:
@@ -184,6 +188,8 @@ def ensure(kind: ImageKind, binary: Path, force: bool = False) -> tuple[str, boo
     except docker.errors.BuildError as e:
         log = "".join(str(line.get("stream", line)) for line in e.build_log)
         raise BadInput(f"building {tag} from {binary} failed: {e}\n{log}") from None
+    except ENGINE_ERRORS as e:
+        raise BadInput(f"the Docker engine did not build {tag}: {e!r}") from e
     return tag, True
 
 

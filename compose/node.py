@@ -25,7 +25,7 @@ from lockharness.cluster.aof import AofTracker, AofTruncation
 from lockharness.cluster.process import pid_alive
 from lockharness.cluster.proxied import answers_ping
 from lockharness.cluster.redis_node import AofWatch
-from lockharness.compose.engine import client
+from lockharness.compose.engine import ENGINE_ERRORS, client
 from lockharness.core.endpoints import Endpoint
 from lockharness.core.errors import ClusterError
 
@@ -91,6 +91,8 @@ class ContainerNode(AofWatch):
             return client().containers.get(self.container_name)
         except docker.errors.NotFound:
             raise ClusterError(f"node {self.name}: no container {self.container_name}") from None
+        except ENGINE_ERRORS as e:  # an engine slow or gone: said, as a missing container is
+            raise ClusterError(f"node {self.name}: the engine did not answer: {e!r}") from e
 
     def status(self) -> str:
         return str(self.container().status)  # fetched afresh on each get
@@ -239,7 +241,7 @@ class ContainerNode(AofWatch):
     def log_tail(self, lines: int = 20) -> str:
         try:
             return bytes(self.container().logs(tail=lines)).decode(errors="replace")
-        except (ClusterError, docker.errors.APIError) as e:
+        except (ClusterError, *ENGINE_ERRORS) as e:
             return f"(no logs: {e})"
 
     def stop_watching(self) -> None:

@@ -49,6 +49,9 @@ def populate(api_port: int, proxies: list[ProxyPlan]) -> None:
         }
         for p in proxies
     ]
-    response = requests.post(f"http://127.0.0.1:{api_port}/populate", json=body, timeout=10)
+    try:
+        response = requests.post(f"http://127.0.0.1:{api_port}/populate", json=body, timeout=10)
+    except requests.RequestException as e:
+        raise ClusterError(f"Toxiproxy /populate did not answer: {e!r}") from e
     if not response.ok:
         raise ClusterError(f"Toxiproxy /populate failed ({response.status_code}): {response.text}")

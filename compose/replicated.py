@@ -22,7 +22,6 @@ up in two steps, each retried with new ports when one was taken meanwhile.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -213,8 +212,12 @@ class ComposeReplicatedCluster(ReplicatedTopology[ContainerNode], ComposeCluster
     def _remove_sentinels(self) -> None:
         """Only the sentinels: the fault domain is up and stays up."""
         for sentinel in self._sentinels:
-            with contextlib.suppress(docker.errors.NotFound):  # gone meanwhile
+            try:
                 engine.client().containers.get(sentinel.container_name).remove(force=True)
+            except docker.errors.NotFound:  # gone meanwhile
+                pass
+            except engine.ENGINE_ERRORS as e:  # the start is tried again, on fresh ports
+                raise ClusterError(f"sentinel {sentinel.container_name}: {e!r}") from e
 
     def _write_project(self, redis_image: str, toxiproxy_image: str) -> None:
         for node in (*self._nodes, self._resource):

@@ -14,9 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
 from lockharness.cluster.sentinel import SentinelHandle
+from lockharness.compose.engine import ENGINE_ERRORS
 from lockharness.compose.engine import client as engine
 from lockharness.compose.project import SENTINEL_PORT
 from lockharness.core.endpoints import Endpoint
@@ -80,12 +79,12 @@ class ContainerSentinel(SentinelHandle):
     def running(self) -> bool:
         try:
             return engine().containers.get(self.container_name).status == "running"
-        except docker.errors.DockerException:
+        except ENGINE_ERRORS:
             return False
 
     def log_tail(self, lines: int = 20) -> str:
         try:
             container = engine().containers.get(self.container_name)
             return bytes(container.logs(tail=lines)).decode(errors="replace")
-        except docker.errors.DockerException as e:
+        except ENGINE_ERRORS as e:
             return f"(no logs: {e})"

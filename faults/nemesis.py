@@ -26,7 +26,6 @@ from typing import Any
 
 import msgspec
 
-from lockharness.core.errors import ClusterError
 from lockharness.core.history import INFO, INVOKE, NEMESIS, EventType, NemesisEvent
 from lockharness.core.live import HeldLease
 from lockharness.faults.base import Fault, FaultContext
@@ -366,7 +365,7 @@ class Nemesis:
         for what, step in steps:
             try:
                 step()
-            except (ClusterError, OSError, RuntimeError, ValueError) as e:
+            except Exception as e:  # every step is tried, whatever one before raised
                 problems.append(f"could not heal ({what}): {_error(e)}")
         self._record(INFO, "heal", _HEAL, problems=problems)
         return problems

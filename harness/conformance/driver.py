@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from lockharness.core.connect import single_try_client
 from lockharness.core.endpoints import Endpoint
 from lockharness.workloads.program import ExtendingProgramClient, ProgramError, _Session
 from lockharness.workloads.protocol import Lease
@@ -114,22 +115,32 @@ class Held:
     reply: dict[str, Any]
 
 
+class Skipped(Exception):
+    """A step that does not apply to this program (an ability it does not offer), or that
+    the harness could not check (a node it could not ask)."""
+
+
 class Nodes:
     """Every node, read directly (not through a worker's proxies)."""
 
     def __init__(self, endpoints: dict[str, Endpoint]) -> None:
-        self.by_name = {
-            name: redis.Redis(host=e.host, port=e.port, socket_timeout=2.0)
-            for name, e in endpoints.items()
-        }
+        self.by_name = {name: single_try_client(e, 2.0) for name, e in endpoints.items()}
 
     def holding(self, redis_key: str) -> list[str]:
         """The nodes on which ``redis_key`` exists (a string or a hash, as the library
         stores it)."""
-        return [name for name, r in self.by_name.items() if r.exists(redis_key)]
+        return [name for name in self.by_name if self._ask(name, "EXISTS", redis_key)]
 
     def pttl_ms(self, name: str, redis_key: str) -> int:
-        return int(self.by_name[name].pttl(redis_key))
+        return int(self._ask(name, "PTTL", redis_key))
+
+    def _ask(self, name: str, *command: str) -> Any:
+        """A node's answer; a node that does not answer the harness leaves the step
+        unchecked (skipped with why), never a failure of the program's."""
+        try:
+            return self.by_name[name].execute_command(*command)
+        except redis.RedisError as e:
+            raise Skipped(f"the harness could not ask {name} {command[0]}: {e!r}") from e
 
     def close(self) -> None:
         for r in self.by_name.values():

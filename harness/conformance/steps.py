@@ -20,6 +20,7 @@ from lockharness.harness.conformance.driver import (
     Held,
     Nodes,
     Observed,
+    Skipped,
     Wrong,
     acquire,
 )
@@ -63,10 +64,6 @@ class Context:
     @property
     def b(self) -> Observed:
         return self.use(self.clients[1])
-
-
-class Skipped(Exception):
-    """A step that does not apply to this program (an ability it does not offer)."""
 
 
 @dataclass(frozen=True)

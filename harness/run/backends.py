@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lockharness.cluster import control_links
 from lockharness.cluster.base import Cluster
 from lockharness.cluster.local import ClusterConfig, LocalCluster
 from lockharness.cluster.replicated import ReplicatedCluster, ReplicationConfig
@@ -107,6 +108,7 @@ def build_cluster(
         workers=workers,
         persistence=spec.persistence,
         clock_shim=clock_shim,
+        control_links=control_links.wanted(),
     )
     if spec.topology == "masters":
         return LocalCluster(local)

@@ -33,7 +33,9 @@ class NodeRecord:
         cls, cluster: Cluster, keys: Sequence[str], run_dir: RunDir, clock: Callable[[], int]
     ) -> NodeRecord:
         monitors = {
-            node.name: KeyMonitor(node.endpoint, keys, run_dir.node_copy(node.name), clock)
+            node.name: KeyMonitor(
+                cluster.control_endpoint(node.name), keys, run_dir.node_copy(node.name), clock
+            )
             for node in cluster.nodes
         }
         record = cls(monitors, keys)
@@ -70,8 +72,9 @@ class NodeRecord:
         from its copy of the stream (which then goes: MONITOR's thousands of lines a
         second are what the record is made from, not what it keeps) and the grants clients
         heard (``live``: the history's leases), which settle a SET NX at a key's expiry.
-        A record with a node missing or cut short is not written: checked against it,
-        every lease that node granted would seem false."""
+        A record with a node missing, cut short, or blind for a while (its MONITOR link
+        dropped while the node ran on) is not written: checked against it, every lease
+        that node granted would seem false."""
         holds: list[NodeHold] = []
         try:
             heard = _heard_by_node([] if live is None else live.granted())
@@ -82,6 +85,12 @@ class NodeRecord:
             monitor.stop()
             if monitor.failed is not None:
                 self.problems.append(f"{name}'s record: {monitor.failed}")
+            if monitor.lost_sight:  # the harness's own link failed: the copy has a hole
+                self.problems.append(
+                    f"{name}'s record lost sight of it while it ran on, "
+                    f"{len(monitor.lost_sight)} time(s), first {monitor.lost_sight[0]}: what "
+                    f"{name} ran meanwhile is unseen or misplaced"
+                )
             copy = run_dir.node_copy(name)
             try:
                 lines = record_lines(copy, self.keys)

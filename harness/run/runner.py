@@ -316,6 +316,7 @@ class Execution:
     exits: dict[int, int | None] = field(default_factory=dict)
     logs_cut: list[LogCut] = field(default_factory=list)  # set once every writer is gone
     cluster: Cluster | None = None  # the one started (or the last tried), for results.json
+    notes: list[str] = field(default_factory=list)  # said with the verdict, never changing it
 
 
 def _first_line(e: BaseException) -> str:
@@ -418,6 +419,9 @@ def _execute(
                 control.close()
             if node_record is not None:  # after the last worker: the record ends complete
                 node_record.stop(run_dir, clock(), live)  # it logs why, if it writes none
+                if node_record.problems:  # the history's verdict stands; claims go unjudged
+                    why = "; ".join(node_record.problems)
+                    execution.notes.append(f"no {RunDir.NODE_RECORD}, no claims judged: {why}")
             if cluster is not None:
                 try:
                     cluster.stop()
@@ -516,7 +520,7 @@ def conclude(
         min_cycles=scenario.min_cycles,
         restarts=program_restarts(run_dir),
         hangs=program_hangs(run_dir),
-        notes=(*(cut.describe() for cut in execution.logs_cut), *notes),
+        notes=(*(cut.describe() for cut in execution.logs_cut), *execution.notes, *notes),
     )
     result = judge(checked, facts)
     outcome = RunOutcome(

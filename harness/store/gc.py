@@ -12,6 +12,7 @@ same store, or an unrelated process that reused a pid, is never touched.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import time
@@ -20,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lockharness.cluster.ledger import LedgerView, ProcessRecord, mark_stopped, read_ledger
-from lockharness.core.errors import BadInput
+from lockharness.core.errors import BadInput, ClusterError
 from lockharness.core.run_dir import RunDir
 from lockharness.harness.store.layout import stored_runs
+
+log = logging.getLogger("lockharness")
 
 _GRACE_S = 2.0  # for SIGTERM, then again for SIGKILL
 _POLL_S = 0.02
@@ -83,6 +86,9 @@ def _containers(run_dir: Path) -> list[str]:
         return cleanup.leftovers(run_dir)
     except BadInput:  # no engine answers: then it holds nothing of ours either
         return []
+    except ClusterError as e:  # it answered, then failed: said, and the survey goes on
+        log.warning("%s", e)
+        return []
 
 
 def _signal(record: ProcessRecord, signum: int) -> None:
@@ -123,7 +129,10 @@ def collect(store: Path, dry_run: bool = False) -> Survey:
         from lockharness.compose import cleanup
 
         for run_dir in found.containers:
-            found.removed += cleanup.remove_run(run_dir)
+            try:
+                found.removed += cleanup.remove_run(run_dir)
+            except ClusterError as e:  # the next gc tries again
+                log.warning("%s", e)
     survivors = {leftover.run_dir for leftover in found.unstoppable}
     for path in found.dead_runs:
         if path.parent not in survivors:
