@@ -4,10 +4,12 @@ timeouts), on the links it needs itself.
 
 With ``LOCKHARNESS_CONTROL_LINKS`` set in its environment, a local cluster starts a second
 toxiproxy-server and reaches its own Toxiproxy's API through a proxy on it, named
-``toxiproxy-api``: every fault's start, stop and the final heal cross it. The second
-server's API address is written to ``control-links.json`` in the run directory once the
-link is up, for whoever puts toxics on it (tests/test_control_links.py). Off by default:
-a run without the variable never starts the second server.
+``toxiproxy-api`` (every fault's start, stop and the final heal cross it), and each node's
+MONITOR and clock readings for the node record through one named ``control-<node>``. The
+second server's API address and the links are written to ``control-links.json`` in the
+run directory as each is made, for whoever puts toxics on them
+(tests/test_control_links.py). The start's own PINGs still go straight to the nodes. Off
+by default: a run without the variable never starts the second server.
 """
 
 from __future__ import annotations
