@@ -164,7 +164,7 @@ test-server: setup compose-ready
 	$(PYTEST) -m 'server and not slow'
 
 test-fast: setup compose-ready
-	$(PYTEST) -m 'not slow'
+	$(PYTEST) -m 'not slow' --durations=25
 
 test-all: setup
 	$(PYTEST) -m ''
