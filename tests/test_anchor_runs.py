@@ -273,7 +273,11 @@ def test_a_correct_extend_slowed_past_the_lease_end_is_refused_and_the_run_valid
     # on (tens of ms under load), past this deadline 15 ms away: the harness's lateness.
     run_dir, events, output = _run(tmp_path, SLOWED_PAST_THE_EDGE)
     results = json.loads(RunDir(run_dir).results.read_text())
-    assert results["verdict"] == "valid", output
+    # Valid; or, on a starved machine (a clean-clone CI beside a bench: a section 36.6 ms
+    # past its deadline, 2.2 ms after its worker meant to leave), unknown for that alone.
+    assert results["verdict"] in ("valid", "unknown"), output
+    if results["verdict"] == "unknown":
+        assert all(r.startswith("harness late") for r in results["reasons"]), output
     deadlines = {(e.process, e.token): _value(e)["deadline"] for e in events if _ok_grant(e)}
     late = [
         e
