@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from lockharness.cluster.process import pid_alive
+from lockharness.cluster.ledger import read_ledger
 from tests.conftest import REPO
-from tests.test_teardown import started_pids
 
 pytestmark = pytest.mark.slow
 
@@ -66,11 +65,16 @@ def _judged_as_harness(results: dict[str, object], where: Path) -> None:
 
 
 def _nothing_left(store: Path) -> None:
+    """Every process any run started (its cluster.json's ledger, which a compacted trial
+    keeps) is gone: pid and start time, as `lockharness gc` proves it."""
+    ledgers = [read_ledger(run_dir / "cluster.json") for run_dir in _runs(store)]
+    assert all(ledger is not None for ledger in ledgers)
     alive = [
-        (run_dir, what)
-        for run_dir in _runs(store)
-        for pid, what in started_pids(run_dir).items()
-        if pid_alive(pid)
+        (ledger.path, record.name)
+        for ledger in ledgers
+        if ledger is not None
+        for record in ledger.processes
+        if record.is_running()
     ]
     assert alive == []
 
