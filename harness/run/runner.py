@@ -16,7 +16,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -108,6 +108,25 @@ def harness_could_not_run(reason: str) -> bool:
     """The reason says the harness, not the lock, kept this run from testing anything:
     explore and suite stop after several such runs in a row."""
     return reason.startswith((NOT_STARTED, HARNESS_FAILED)) or CLIENTS_NOT_READY in reason
+
+
+def failing_in_a_row(first_reasons: Sequence[str | None], runs: str) -> str | None:
+    """Why a night stops (explore's trials, suite's ``runs``): the first reasons of its
+    latest runs (None for a run that was not unknown), in the order they ended, all say
+    the harness could not run them."""
+    failed = [
+        reason
+        for reason in first_reasons[-HARNESS_FAILURES_IN_A_ROW:]
+        if reason is not None and harness_could_not_run(reason)
+    ]
+    if len(failed) < HARNESS_FAILURES_IN_A_ROW:
+        return None
+    return f"{len(failed)} {runs} in a row could not run: {failed[-1]}"
+
+
+def harness_failed(e: BaseException) -> str:
+    """A run's reason when the harness itself raised ``e``: its kind and first line."""
+    return f"{HARNESS_FAILED}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
 
 
 class WorkerDied(Exception):
@@ -319,10 +338,6 @@ class Execution:
     notes: list[str] = field(default_factory=list)  # said with the verdict, never changing it
 
 
-def _first_line(e: BaseException) -> str:
-    return (str(e).splitlines() or [""])[0]
-
-
 def _execute(
     scenario: Scenario, build: Callable[[], Cluster], run_dir: RunDir, console: Console
 ) -> Execution:
@@ -405,7 +420,7 @@ def _execute(
     except BadInput:  # the user's to fix (exit 254), not a result of this run
         raise
     except Exception as e:  # a control call that raised, or our bug: unknown, the night goes on
-        execution.problems.append(f"{HARNESS_FAILED}: {type(e).__name__}: {_first_line(e)}")
+        execution.problems.append(harness_failed(e))
         log.exception("the harness failed")
     finally:
         with shielded() as shield:  # no signal cuts a teardown short

@@ -37,12 +37,7 @@ from lockharness.harness.run.backends import check_backend, images
 from lockharness.harness.run.binaries import Binaries
 from lockharness.harness.run.console import shouted_verdict
 from lockharness.harness.run.progress import LiveStatus
-from lockharness.harness.run.runner import (
-    HARNESS_FAILED,
-    HARNESS_FAILURES_IN_A_ROW,
-    harness_could_not_run,
-    run_scenario,
-)
+from lockharness.harness.run.runner import failing_in_a_row, harness_failed, run_scenario
 from lockharness.harness.scenario import (
     Scenario,
     builtin_scenarios,
@@ -340,25 +335,22 @@ def _run_case(case: Case, store: Path, binaries: Binaries) -> CaseResult:
         raise
     except Exception as e:  # one run's failure is that run's result, not the suite's end
         log.exception("the harness failed in %s", case.label)
-        why = f"{HARNESS_FAILED}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
-        outcome = failed_outcome(run_dir.path, case.scenario, why, False)
+        outcome = failed_outcome(run_dir.path, case.scenario, harness_failed(e), False)
     return CaseResult(case, outcome, time.monotonic() - t0, started_at)
 
 
 def harness_failing(results: Sequence[CaseResult]) -> str | None:
     """Why the suite stops: its last runs, in the order they finished, all ones the
     harness could not run (their clusters or clients did not start, or it failed)."""
-    last = results[-HARNESS_FAILURES_IN_A_ROW:]
-    reasons = [
-        reason
-        for r in last
-        if r.outcome is not None and r.status is Status.UNKNOWN
-        for reason in r.outcome.result.reasons[:1]
-        if harness_could_not_run(reason)
-    ]
-    if len(reasons) < HARNESS_FAILURES_IN_A_ROW:
-        return None
-    return f"{len(reasons)} runs in a row could not run: {reasons[-1]}"
+    return failing_in_a_row(
+        [
+            r.outcome.result.reasons[0]
+            if r.outcome is not None and r.status is Status.UNKNOWN and r.outcome.result.reasons
+            else None
+            for r in results
+        ],
+        "runs",
+    )
 
 
 def run_suite(

@@ -40,12 +40,7 @@ from lockharness.harness.explore.generate.trial import Trial, trial_name
 from lockharness.harness.explore.shrink.reproduce import RunOutcome as RunResult
 from lockharness.harness.parallel.jobs import Finished, job_pool, stop_signal
 from lockharness.harness.run.binaries import Binaries
-from lockharness.harness.run.runner import (
-    HARNESS_FAILURES_IN_A_ROW,
-    RunOutcome,
-    harness_could_not_run,
-    run_scenario,
-)
+from lockharness.harness.run.runner import RunOutcome, failing_in_a_row, run_scenario
 from lockharness.harness.scenario import Scenario
 from lockharness.harness.store.compact import compact
 from lockharness.harness.store.corpus_file import (
@@ -205,17 +200,11 @@ class Explorer:
         """Why exploring cannot go on: the last trials' clusters, or their clients, all
         failed to start (a machine too loaded, a binary or a client program that does not
         run), or the harness failed in them; one such trial is only unknown."""
-        last = self.record.trials[-HARNESS_FAILURES_IN_A_ROW:]
-        failed = [
-            reason
-            for t in last
-            if t.verdict == "unknown"
-            for reason in t.reasons[:1]
-            if harness_could_not_run(reason)
+        first = [
+            t.reasons[0] if t.verdict == "unknown" and t.reasons else None
+            for t in self.record.trials
         ]
-        if len(failed) < HARNESS_FAILURES_IN_A_ROW:
-            return None
-        return f"{len(failed)} trials in a row could not run: {failed[-1]}"
+        return failing_in_a_row(first, "trials")
 
     def _settled(self) -> int:
         """Distinct causes with a reproducer: settled violations, one per signature (each
